@@ -1,0 +1,21 @@
+//! kubekit is client-go for Rust: the pieces a Kubernetes controller is built from,
+//! natively on tokio.
+//!
+//! The library is layered the way client-go is; data and imports flow one way, from the
+//! top of this list to the bottom:
+//!
+//! | module | client-go package | what it holds |
+//! |---|---|---|
+//! | `rest` | `rest`, `util/flowcontrol` | configuration, the request builder, rate limiting, retries, API errors |
+//! | `discovery` | `discovery`, `restmapper` | server version, groups and resources, cached discovery, GVK ↔ GVR |
+//! | `clientset` | `kubernetes` | typed clients for built-in and custom resources |
+//! | `dynamic` | `dynamic` | unstructured objects by group/version/resource |
+//! | `cache` | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
+//! | `informers`, `listers` | `informers`, `listers` | the shared informer factory and typed listers |
+//! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
+//! | `record` | `tools/record` | event broadcaster, recorder and correlator |
+//! | `leaderelection` | `tools/leaderelection` | Lease-based leader election |
+//!
+//! Modules appear here as they are built; the table names the whole plan.
+
+pub mod workqueue;

@@ -1,0 +1,1 @@
+//! Work queues for controllers (client-go's `util/workqueue`). Being built.

@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# Starts and stops kubekit's local Kubernetes control plane: etcd, kube-apiserver and
+# kube-controller-manager, built from pinned Go modules by scripts/build-control-plane.sh.
+#
+#   scripts/local-cluster.sh up   [--dir DIR] [--watch-pid PID]
+#       Start a control plane (or find the one already running in DIR) and print the path
+#       of its admin kubeconfig as the last line. With --watch-pid, the control plane is
+#       stopped and DIR removed as soon as process PID ends (used by the Rust testenv).
+#   scripts/local-cluster.sh down [--dir DIR]
+#       Stop the control plane running in DIR and remove DIR.
+#   scripts/local-cluster.sh user [--dir DIR] NAME [GROUP...]
+#       Write a kubeconfig for user NAME (member of GROUPs) with a client certificate
+#       signed by the cluster's CA, and print its path. RBAC decides what NAME may do.
+#   scripts/local-cluster.sh status [--dir DIR]
+#       Exit 0 if the control plane in DIR is serving, 1 otherwise.
+#
+# DIR defaults to $KUBEKIT_CLUSTER_DIR or ~/.local/state/kubekit/local-cluster. It holds the
+# certificates, the kubeconfigs, etcd's data and one log per component (*.log).
+# Everything listens on 127.0.0.1 only, on free ports chosen at start.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+die() { echo "local-cluster: $*" >&2; exit 1; }
+
+cmd=${1:-}
+[[ -n "$cmd" ]] && shift
+dir=${KUBEKIT_CLUSTER_DIR:-$HOME/.local/state/kubekit/local-cluster}
+watch_pid=""
+args=()
+while (($#)); do
+  case "$1" in
+    --dir) dir=$2; shift 2 ;;
+    --watch-pid) watch_pid=$2; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+
+components=(etcd kube-apiserver kube-controller-manager)
+
+# --- helpers -----------------------------------------------------------------------------
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# A process is alive when it exists and is not a zombie waiting to be reaped.
+alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [[ -n "$st" && "$st" != Z* ]]; }
+
+pid_alive() { [[ -f "$dir/$1.pid" ]] && alive "$(cat "$dir/$1.pid")"; }
+
+log_tail() { # <component>
+  echo "----- last lines of $dir/$1.log -----" >&2
+  tail -n 40 "$dir/$1.log" >&2 2>/dev/null || echo "(no log)" >&2
+}
+
+kubectl_admin() { "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" "$@"; }
+
+serving() { [[ -f "$dir/admin.kubeconfig" ]] && kubectl_admin get --raw /readyz >/dev/null 2>&1; }
+
+# Signs a client certificate for CN=<name>, O=<groups...> with the cluster CA.
+client_cert() { # <file prefix> <CN> [O...]
+  local out=$1 cn=$2 subj
+  shift 2
+  subj="/CN=$cn"
+  local g
+  for g in "$@"; do subj+="/O=$g"; done
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$out.key" -out "$out.csr" -subj "$subj" 2>/dev/null
+  openssl x509 -req -in "$out.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+    -days 365 -out "$out.crt" -extfile <(printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n') 2>/dev/null
+  rm -f "$out.csr"
+}
+
+write_kubeconfig() { # <file> <user> <cert prefix>
+  cat >"$1" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubekit-local
+  cluster:
+    server: https://127.0.0.1:$(cat "$dir/apiserver.port")
+    certificate-authority: $dir/ca.crt
+users:
+- name: $2
+  user:
+    client-certificate: $3.crt
+    client-key: $3.key
+contexts:
+- name: $2@kubekit-local
+  context:
+    cluster: kubekit-local
+    user: $2
+current-context: $2@kubekit-local
+KUBECONFIG
+}
+
+make_pki() {
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$dir/ca.key" -out "$dir/ca.crt" -days 365 -subj "/CN=kubekit-local-ca" 2>/dev/null
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$dir/apiserver.key" -out "$dir/apiserver.csr" -subj "/CN=kube-apiserver" 2>/dev/null
+  openssl x509 -req -in "$dir/apiserver.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+    -days 365 -out "$dir/apiserver.crt" -extfile <(printf '%s\n' \
+      'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
+      'extendedKeyUsage=serverAuth' \
+      'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local') 2>/dev/null
+  rm -f "$dir/apiserver.csr"
+  openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
+  client_cert "$dir/admin" kubekit-admin system:masters
+  client_cert "$dir/controller-manager" system:kube-controller-manager system:masters
+}
+
+start() { # <component> <binary> <args...>: runs detached, output in <component>.log
+  local name=$1
+  shift
+  setsid "$@" </dev/null >"$dir/$name.log" 2>&1 &
+  echo $! >"$dir/$name.pid"
+}
+
+stop_all() { # TERM every component, then KILL what is left after 5 s
+  local c pid pids=()
+  for c in "${components[@]}" watchdog; do
+    [[ -f "$dir/$c.pid" ]] || continue
+    pid=$(cat "$dir/$c.pid")
+    [[ "$c" == watchdog && "$pid" == "${BASHPID:-$$}" ]] && continue
+    kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+  done
+  local deadline=$((SECONDS + 5)) left
+  while :; do
+    left=()
+    for pid in "${pids[@]}"; do alive "$pid" && left+=("$pid"); done
+    ((${#left[@]} == 0)) && return
+    ((SECONDS >= deadline)) && break
+    sleep 0.1
+  done
+  kill -KILL "${left[@]}" 2>/dev/null || true
+}
+
+# --- commands ----------------------------------------------------------------------------
+
+up() {
+  if [[ -f "$dir/admin.kubeconfig" ]] && pid_alive kube-apiserver; then
+    bin=$(cat "$dir/bin.path")
+    if serving; then
+      echo "local-cluster: already running in $dir" >&2
+      echo "$dir/admin.kubeconfig"
+      return
+    fi
+  fi
+  [[ -d "$dir" ]] && { stop_all; rm -rf "$dir"; }
+  command -v openssl >/dev/null || die "openssl is required (apt-get install openssl)"
+  command -v python3 >/dev/null || die "python3 is required to pick free ports"
+  bin=$("$repo/scripts/build-control-plane.sh" | tail -n 1)
+  mkdir -p "$dir/etcd-data"
+  dir=$(cd "$dir" && pwd)
+  echo "$bin" >"$dir/bin.path"
+  make_pki
+
+  local etcd_port peer_port api_port
+  etcd_port=$(free_port)
+  peer_port=$(free_port)
+  api_port=$(free_port)
+  echo "$api_port" >"$dir/apiserver.port"
+  echo "$etcd_port" >"$dir/etcd.port"
+
+  start etcd "$bin/etcd" --name kubekit --data-dir "$dir/etcd-data" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "kubekit=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn
+
+  start kube-apiserver "$bin/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --tls-cert-file "$dir/apiserver.crt" --tls-private-key-file "$dir/apiserver.key" \
+    --client-ca-file "$dir/ca.crt" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
+    --service-cluster-ip-range 10.0.0.0/24 \
+    --authorization-mode RBAC \
+    --disable-admission-plugins ServiceAccount \
+    --api-audiences https://kubernetes.default.svc.cluster.local \
+    --v 1
+
+  write_kubeconfig "$dir/admin.kubeconfig" kubekit-admin "$dir/admin"
+  write_kubeconfig "$dir/controller-manager.kubeconfig" system:kube-controller-manager "$dir/controller-manager"
+
+  local deadline=$((SECONDS + ${KUBEKIT_START_TIMEOUT:-120}))
+  until serving; do
+    local c
+    for c in etcd kube-apiserver; do
+      pid_alive "$c" || { log_tail "$c"; stop_all; die "$c exited during start (state kept in $dir)"; }
+    done
+    if ((SECONDS > deadline)); then
+      log_tail etcd
+      log_tail kube-apiserver
+      stop_all
+      die "kube-apiserver not ready after ${KUBEKIT_START_TIMEOUT:-120} s (state kept in $dir)"
+    fi
+    sleep 0.5
+  done
+
+  start kube-controller-manager "$bin/kube-controller-manager" \
+    --kubeconfig "$dir/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
+    --service-account-private-key-file "$dir/sa.key" --root-ca-file "$dir/ca.crt" \
+    --service-cluster-ip-range 10.0.0.0/24 --cluster-name kubekit-local \
+    --v 1
+  sleep 1
+  pid_alive kube-controller-manager || { log_tail kube-controller-manager; stop_all; die "kube-controller-manager exited during start"; }
+
+  if [[ -n "$watch_pid" ]]; then
+    # Detached watchdog: when the watched process ends (normally, by a panic or a kill),
+    # stop every component and remove the state directory.
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 0.5; done; exec "$2" down --dir "$3"' \
+      watchdog "$watch_pid" "$repo/scripts/local-cluster.sh" "$dir" </dev/null >/dev/null 2>&1 &
+    echo $! >"$dir/watchdog.pid"
+  fi
+  echo "local-cluster: kube-apiserver $(kubectl_admin version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])') serving on https://127.0.0.1:$api_port (logs in $dir)" >&2
+  echo "$dir/admin.kubeconfig"
+}
+
+down() {
+  [[ -d "$dir" ]] || { echo "local-cluster: nothing running in $dir" >&2; return; }
+  stop_all
+  rm -rf "$dir"
+  echo "local-cluster: stopped and removed $dir" >&2
+}
+
+user() {
+  (("${#args[@]}" >= 1)) || die "usage: local-cluster.sh user [--dir DIR] NAME [GROUP...]"
+  [[ -f "$dir/ca.key" ]] || die "no control plane in $dir (run: local-cluster.sh up)"
+  local name=${args[0]} safe
+  safe=$(printf '%s' "$name" | tr -c 'A-Za-z0-9_.-' '_')
+  mkdir -p "$dir/users"
+  client_cert "$dir/users/$safe" "$name" "${args[@]:1}"
+  write_kubeconfig "$dir/users/$safe.kubeconfig" "$name" "$dir/users/$safe"
+  echo "$dir/users/$safe.kubeconfig"
+}
+
+status() {
+  [[ -f "$dir/bin.path" ]] || exit 1
+  bin=$(cat "$dir/bin.path")
+  serving
+}
+
+case "$cmd" in
+  up) up ;;
+  down) down ;;
+  user) user ;;
+  status) status ;;
+  *) die "usage: local-cluster.sh up|down|user|status [--dir DIR] (see the header of this script)" ;;
+esac

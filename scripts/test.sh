@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs every kubekit test on a fresh machine: installs what is missing, builds the pinned
+# control plane (Go modules, cached in ~/.cache/kubekit), checks formatting and lints, and
+# runs the whole workspace's tests, unit and doc tests as well as the tests against the
+# real local control plane. Fails if no control plane was started by the tests.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "prerequisites"
+missing=()
+command -v openssl >/dev/null || missing+=(openssl)
+command -v python3 >/dev/null || missing+=(python3)
+if ((${#missing[@]})); then
+  echo "installing ${missing[*]} from Debian's packages"
+  apt-get update -qq && apt-get install -y -qq "${missing[@]}"
+fi
+command -v go >/dev/null || { echo "Go >= 1.25 is required (it builds the control plane)" >&2; exit 1; }
+command -v cargo >/dev/null || { echo "Rust (cargo) is required" >&2; exit 1; }
+go version
+cargo --version
+
+step "control plane binaries (built once, then cached)"
+start=$SECONDS
+scripts/build-control-plane.sh
+echo "control plane binaries ready in $((SECONDS - start)) s"
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+marker=$(mktemp)
+trap 'rm -f "$marker"' EXIT
+KUBEKIT_TESTENV_RAN=$marker cargo test --workspace --locked
+started=$(wc -l <"$marker")
+if ((started == 0)); then
+  echo "FAIL: no test started the local control plane; the control-plane tests did not run" >&2
+  exit 1
+fi
+echo "control-plane tests ran against $started local control plane(s)"

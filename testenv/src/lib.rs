@@ -1,0 +1,200 @@
+//! A real Kubernetes control plane for tests: etcd, kube-apiserver and
+//! kube-controller-manager, built from pinned Go modules and started on loopback ports by
+//! `scripts/local-cluster.sh`.
+//!
+//! # Contract
+//!
+//! - [`control_plane`] starts one control plane per test binary, the first time any test
+//!   asks for it, and hands the same one to every later caller. Tests isolate themselves by
+//!   working in their own namespace ([`ControlPlane::create_namespace`]).
+//! - When the test binary ends — normally, through a panicking test, or killed — a watchdog
+//!   started with the control plane stops every process and removes its directory.
+//! - A control plane that cannot start makes [`control_plane`] panic with the failing
+//!   component's log tail and how to build the binaries; tests never skip silently.
+//! - If `KUBEKIT_TESTENV_RAN` names a file, one line is appended to it for each control
+//!   plane started, so a CI script can prove that the control-plane tests really ran.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! let cp = testenv::control_plane();
+//! let client = cp.client().await;
+//! let ns = cp.create_namespace(&client, "my-test").await;
+//! # let _ = ns;
+//! # }
+//! ```
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// A running local control plane. Obtain the shared one with [`control_plane`].
+#[derive(Debug)]
+pub struct ControlPlane {
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    kubectl: PathBuf,
+    script: PathBuf,
+}
+
+static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
+static NAMESPACES: AtomicUsize = AtomicUsize::new(0);
+
+/// The control plane shared by every test of this binary, started on first use.
+///
+/// # Panics
+///
+/// Panics, with the reason and the failing component's log tail, when the control plane
+/// cannot be built or started.
+pub fn control_plane() -> &'static ControlPlane {
+    match SHARED.get_or_init(ControlPlane::start) {
+        Ok(cp) => cp,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The repository's root directory (where `scripts/` lives).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testenv lives one level below the repository root")
+        .to_path_buf()
+}
+
+impl ControlPlane {
+    fn start() -> Result<Self, String> {
+        let script = repo_root().join("scripts/local-cluster.sh");
+        let dir = std::env::temp_dir().join(format!(
+            "kubekit-testenv-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default()
+        ));
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["up", "--dir"])
+            .arg(&dir)
+            .args(["--watch-pid", &std::process::id().to_string()])
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!(
+                "the local control plane did not start ({}).\n\
+                 It is built from Go modules by scripts/build-control-plane.sh (needs Go >= 1.25 \
+                 and openssl); try `scripts/local-cluster.sh up` by hand.\n{stderr}",
+                out.status
+            ));
+        }
+        let kubeconfig =
+            PathBuf::from(stdout.lines().last().ok_or_else(|| {
+                format!("local-cluster.sh printed no kubeconfig path:\n{stderr}")
+            })?);
+        let bin = std::fs::read_to_string(dir.join("bin.path"))
+            .map_err(|e| format!("control plane in {} has no bin.path: {e}", dir.display()))?;
+        if let Some(marker) = std::env::var_os("KUBEKIT_TESTENV_RAN") {
+            let line = format!("{} {}\n", std::process::id(), kubeconfig.display());
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&marker)
+                .and_then(|mut f| f.write_all(line.as_bytes()))
+                .map_err(|e| format!("cannot write {}: {e}", Path::new(&marker).display()))?;
+        }
+        Ok(Self {
+            kubectl: Path::new(bin.trim()).join("kubectl"),
+            dir,
+            kubeconfig,
+            script,
+        })
+    }
+
+    /// Path of the admin kubeconfig (user `kubekit-admin`, group `system:masters`).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The control plane's state directory: certificates, kubeconfigs, etcd data and one
+    /// `<component>.log` per process.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A `kube::Config` for the admin user.
+    pub async fn config(&self) -> kube::Config {
+        config_from(&self.kubeconfig).await
+    }
+
+    /// A `kube::Client` for the admin user.
+    pub async fn client(&self) -> kube::Client {
+        kube::Client::try_from(self.config().await).expect("client from the admin config")
+    }
+
+    /// A `kubectl` command (built from the same pinned Kubernetes version) already pointed at
+    /// this control plane as admin.
+    pub fn kubectl(&self) -> Command {
+        let mut cmd = Command::new(&self.kubectl);
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig);
+        cmd
+    }
+
+    /// Writes a kubeconfig for user `name` in `groups`, authenticated by a client certificate
+    /// signed by the cluster's CA, and returns its path. The user may do only what RBAC
+    /// grants it.
+    pub fn user_kubeconfig(&self, name: &str, groups: &[&str]) -> PathBuf {
+        let out = Command::new("bash")
+            .arg(&self.script)
+            .args(["user", "--dir"])
+            .arg(&self.dir)
+            .arg(name)
+            .args(groups)
+            .output()
+            .expect("run local-cluster.sh user");
+        assert!(
+            out.status.success(),
+            "local-cluster.sh user {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    }
+
+    /// Creates a namespace with a unique name starting with `prefix` and returns its name.
+    /// Each test should work in its own namespace.
+    pub async fn create_namespace(&self, client: &kube::Client, prefix: &str) -> String {
+        let n = NAMESPACES.fetch_add(1, Ordering::Relaxed);
+        let mut name: String = prefix
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .take(40)
+            .collect();
+        name = format!("{}-{}-{n}", name.trim_matches('-'), std::process::id());
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name }
+        }))
+        .expect("namespace object");
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap_or_else(|e| panic!("create namespace {name}: {e}"));
+        name
+    }
+}
+
+/// Loads a `kube::Config` from the kubeconfig file at `path`.
+pub async fn config_from(path: &Path) -> kube::Config {
+    let kc = Kubeconfig::read_from(path)
+        .unwrap_or_else(|e| panic!("read kubeconfig {}: {e}", path.display()));
+    kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("config from {}: {e}", path.display()))
+}
