@@ -179,6 +179,7 @@ up() {
     --service-cluster-ip-range 10.0.0.0/24 \
     --authorization-mode RBAC \
     --disable-admission-plugins ServiceAccount \
+    --watch-cache-sizes configmaps#0 \
     --api-audiences https://kubernetes.default.svc.cluster.local \
     --v 1
 

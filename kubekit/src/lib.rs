@@ -6,8 +6,8 @@
 //!
 //! | module | client-go package | what it holds |
 //! |---|---|---|
-//! | `rest` | `rest`, `util/flowcontrol` | configuration, the request builder, rate limiting, retries, API errors |
-//! | `discovery` | `discovery`, `restmapper` | server version, groups and resources, cached discovery, GVK ↔ GVR |
+//! | [`rest`] | `rest`, `util/flowcontrol` | configuration, the request builder, rate limiting, retries, API errors |
+//! | [`discovery`] | `discovery`, `restmapper` | server version, groups and resources, cached discovery, GVK ↔ GVR |
 //! | `clientset` | `kubernetes` | typed clients for built-in and custom resources |
 //! | `dynamic` | `dynamic` | unstructured objects by group/version/resource |
 //! | `cache` | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
@@ -18,4 +18,8 @@
 //!
 //! Modules appear here as they are built; the table names the whole plan.
 
+pub mod discovery;
+pub mod flowcontrol;
+pub mod meta;
+pub mod rest;
 pub mod workqueue;

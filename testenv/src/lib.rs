@@ -167,6 +167,29 @@ impl ControlPlane {
         PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
     }
 
+    /// Compacts etcd's history up to `revision` (a resourceVersion the API server handed
+    /// out), so that watches and lists from older resourceVersions get 410 Gone — what
+    /// happens on a real cluster when a client falls too far behind.
+    pub fn compact_etcd(&self, revision: i64) {
+        let port = std::fs::read_to_string(self.dir.join("etcd.port")).expect("etcd.port");
+        let body = format!(r#"{{"revision":"{revision}","physical":true}}"#);
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.trim().parse::<u16>().expect("port")))
+            .expect("connect to etcd");
+        write!(
+            stream,
+            "POST /v3/kv/compaction HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .expect("send compaction request");
+        let mut response = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut response).expect("read etcd's answer");
+        assert!(
+            response.starts_with("HTTP/1.1 200"),
+            "etcd refused to compact to revision {revision}: {response}"
+        );
+    }
+
     /// Creates a namespace with a unique name starting with `prefix` and returns its name.
     /// Each test should work in its own namespace.
     pub async fn create_namespace(&self, client: &kube::Client, prefix: &str) -> String {

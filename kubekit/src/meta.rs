@@ -1,0 +1,162 @@
+//! Names of API types (apimachinery's `schema` package): group/version, group/version/kind,
+//! group/version/resource.
+//!
+//! The core group is the empty string: Pods are `("", "v1", "pods")`, Deployments
+//! `("apps", "v1", "deployments")`.
+//!
+//! ```
+//! use kubekit::meta::GroupVersionResource;
+//!
+//! let gvr = GroupVersionResource::new("apps", "v1", "deployments");
+//! assert_eq!(gvr.api_version(), "apps/v1");
+//! assert_eq!(gvr.to_string(), "deployments.v1.apps");
+//! let pods = GroupVersionResource::new("", "v1", "pods");
+//! assert_eq!(pods.api_version(), "v1");
+//! ```
+
+use std::fmt;
+
+/// An API group and version, e.g. `apps/v1` or (core) `v1`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct GroupVersion {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Version within the group.
+    pub version: String,
+}
+
+impl GroupVersion {
+    /// A group/version.
+    pub fn new(group: &str, version: &str) -> Self {
+        Self { group: group.into(), version: version.into() }
+    }
+
+    /// Parses an `apiVersion` string: `apps/v1` or `v1`.
+    pub fn parse_api_version(api_version: &str) -> Self {
+        match api_version.split_once('/') {
+            Some((group, version)) => Self::new(group, version),
+            None => Self::new("", api_version),
+        }
+    }
+
+    /// The `apiVersion` string: `group/version`, or `version` for the core group.
+    pub fn api_version(&self) -> String {
+        api_version(&self.group, &self.version)
+    }
+}
+
+impl fmt::Display for GroupVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.api_version())
+    }
+}
+
+/// A kind of object in an API group and version, e.g. `apps/v1 Deployment`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct GroupVersionKind {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Version within the group.
+    pub version: String,
+    /// Kind, in CamelCase.
+    pub kind: String,
+}
+
+impl GroupVersionKind {
+    /// A group/version/kind.
+    pub fn new(group: &str, version: &str, kind: &str) -> Self {
+        Self { group: group.into(), version: version.into(), kind: kind.into() }
+    }
+
+    /// The kind of a typed resource.
+    pub fn of<K: kube::Resource<DynamicType = ()>>() -> Self {
+        Self::new(&K::group(&()), &K::version(&()), &K::kind(&()))
+    }
+
+    /// The `apiVersion` string of this kind.
+    pub fn api_version(&self) -> String {
+        api_version(&self.group, &self.version)
+    }
+}
+
+impl fmt::Display for GroupVersionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, Kind={}", self.api_version(), self.kind)
+    }
+}
+
+/// A resource (the plural name in URLs) in an API group and version, e.g.
+/// `deployments.v1.apps`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct GroupVersionResource {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Version within the group.
+    pub version: String,
+    /// Resource name: lowercase plural, e.g. `deployments`.
+    pub resource: String,
+}
+
+impl GroupVersionResource {
+    /// A group/version/resource.
+    pub fn new(group: &str, version: &str, resource: &str) -> Self {
+        Self { group: group.into(), version: version.into(), resource: resource.into() }
+    }
+
+    /// The resource of a typed resource.
+    pub fn of<K: kube::Resource<DynamicType = ()>>() -> Self {
+        Self::new(&K::group(&()), &K::version(&()), &K::plural(&()))
+    }
+
+    /// The `apiVersion` string of this resource's group and version.
+    pub fn api_version(&self) -> String {
+        api_version(&self.group, &self.version)
+    }
+
+    /// The group and version.
+    pub fn group_version(&self) -> GroupVersion {
+        GroupVersion::new(&self.group, &self.version)
+    }
+}
+
+impl fmt::Display for GroupVersionResource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() {
+            write!(f, "{}.{}", self.resource, self.version)
+        } else {
+            write!(f, "{}.{}.{}", self.resource, self.version, self.group)
+        }
+    }
+}
+
+fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Pod;
+
+    #[test]
+    fn typed_resources_name_their_kind_and_resource() {
+        assert_eq!(GroupVersionKind::of::<Pod>(), GroupVersionKind::new("", "v1", "Pod"));
+        assert_eq!(
+            GroupVersionResource::of::<Deployment>(),
+            GroupVersionResource::new("apps", "v1", "deployments")
+        );
+        assert_eq!(GroupVersionKind::of::<Deployment>().to_string(), "apps/v1, Kind=Deployment");
+    }
+
+    #[test]
+    fn api_version_round_trips_through_parse() {
+        for s in ["v1", "apps/v1", "appcontroller.k8s.io/v1"] {
+            assert_eq!(GroupVersion::parse_api_version(s).api_version(), s);
+        }
+    }
+}

@@ -1,0 +1,766 @@
+//! [`RestClient`]: requests to the API server, built like client-go's `rest.Request`.
+//!
+//! A request names its verb, API group/version, namespace, resource, name, subresource,
+//! query parameters and body, then is sent:
+//!
+//! ```no_run
+//! # async fn demo(client: kubekit::rest::RestClient) -> kubekit::rest::Result<()> {
+//! use k8s_openapi::api::core::v1::Pod;
+//!
+//! let pods = client
+//!     .get()
+//!     .group_version("", "v1")
+//!     .namespace("default")
+//!     .resource("pods")
+//!     .param("limit", "10")
+//!     .send()
+//!     .await?
+//!     .decode_list::<Pod>()?;
+//! for pod in &pods.items {
+//!     println!("{:?}", pod.metadata.name);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What every request gets
+//!
+//! - **Rate limiting**: a token bucket shared by all clones of the client (QPS 5, burst 10
+//!   unless configured; negative QPS disables it). A request that waited more than a second
+//!   for it is logged.
+//! - **Retries**: a response 429, or 5xx with `Retry-After`, is retried after the time the
+//!   server asked for (1 s if it named none for a 429), at most `max_retries` times (10);
+//!   a GET whose connection failed is retried the same way.
+//! - **Errors**: a refused request becomes [`Error::Api`] with the server's `Status`.
+//! - **Warnings**: each `Warning` header is passed to the warning handler (by default
+//!   logged) and kept on the [`Response`].
+//! - **Timeouts**: [`Request::timeout`] bounds the request on both sides: it is sent as the
+//!   `timeout` query parameter and enforced by the client.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::Stream;
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue, RETRY_AFTER, USER_AGENT};
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::config::Config;
+use super::error::{Error, Result};
+use super::watch::{WatchDecoder, WatchEvent};
+use crate::flowcontrol::TokenBucket;
+
+/// Called with the text of every `Warning` header the server sends.
+pub type WarningHandler = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Rate-limit waits longer than this are logged, as client-go does.
+const LONG_THROTTLE: Duration = Duration::from_secs(1);
+
+/// A client for the API server's REST interface. Cheap to clone; clones share the rate
+/// limiter and the connection pool.
+#[derive(Clone)]
+pub struct RestClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: kube::Client,
+    limiter: Option<Arc<TokenBucket>>,
+    max_retries: u32,
+    timeout: Option<Duration>,
+    user_agent: HeaderValue,
+    warnings: WarningHandler,
+}
+
+impl std::fmt::Debug for RestClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RestClient")
+            .field("qps", &self.inner.limiter.as_deref().map(TokenBucket::qps))
+            .field("burst", &self.inner.limiter.as_deref().map(TokenBucket::burst))
+            .field("max_retries", &self.inner.max_retries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a PATCH body is to be applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// RFC 6902 JSON patch: a list of operations.
+    Json,
+    /// RFC 7386 JSON merge patch.
+    Merge,
+    /// Kubernetes strategic merge patch (built-in types only).
+    StrategicMerge,
+    /// Server-side apply: the body is the caller's whole intent for the fields it manages.
+    Apply,
+}
+
+impl PatchType {
+    /// The `Content-Type` of a body of this patch type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            PatchType::Json => "application/json-patch+json",
+            PatchType::Merge => "application/merge-patch+json",
+            PatchType::StrategicMerge => "application/strategic-merge-patch+json",
+            PatchType::Apply => "application/apply-patch+yaml",
+        }
+    }
+}
+
+impl RestClient {
+    /// A client for `config`.
+    pub fn new(config: &Config) -> Result<Self> {
+        let http = kube::Client::try_from(config.kube_config().clone())
+            .map_err(|e| Error::Config(format!("building the HTTP client: {e}")))?;
+        let limiter = (config.qps > 0.0).then(|| Arc::new(TokenBucket::new(f64::from(config.qps), config.burst)));
+        let user_agent = HeaderValue::from_str(&config.user_agent)
+            .map_err(|_| Error::Config(format!("user agent {:?} is not a valid header", config.user_agent)))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                http,
+                limiter,
+                max_retries: config.max_retries,
+                timeout: config.timeout,
+                user_agent,
+                warnings: Arc::new(|w| tracing::warn!(warning = w, "API server warning")),
+            }),
+        })
+    }
+
+    /// The same client (sharing its rate limiter), with `handler` receiving the server's
+    /// warnings instead of the log.
+    pub fn with_warning_handler(&self, handler: WarningHandler) -> Self {
+        let i = &self.inner;
+        Self {
+            inner: Arc::new(Inner {
+                http: i.http.clone(),
+                limiter: i.limiter.clone(),
+                max_retries: i.max_retries,
+                timeout: i.timeout,
+                user_agent: i.user_agent.clone(),
+                warnings: handler,
+            }),
+        }
+    }
+
+    /// The client-side rate limiter, unless disabled.
+    pub fn rate_limiter(&self) -> Option<&TokenBucket> {
+        self.inner.limiter.as_deref()
+    }
+
+    /// A request with HTTP method `method`.
+    pub fn request(&self, method: Method) -> Request {
+        Request {
+            client: self.clone(),
+            method,
+            prefix: String::new(),
+            namespace: None,
+            resource: None,
+            name: None,
+            subresource: None,
+            params: String::new(),
+            body: None,
+            content_type: "application/json",
+            accept: "application/json",
+            timeout: self.inner.timeout,
+            error: None,
+        }
+    }
+
+    /// A GET request.
+    pub fn get(&self) -> Request {
+        self.request(Method::GET)
+    }
+
+    /// A POST request (create).
+    pub fn post(&self) -> Request {
+        self.request(Method::POST)
+    }
+
+    /// A PUT request (update).
+    pub fn put(&self) -> Request {
+        self.request(Method::PUT)
+    }
+
+    /// A PATCH request whose body is of patch type `patch`.
+    pub fn patch(&self, patch: PatchType) -> Request {
+        let mut r = self.request(Method::PATCH);
+        r.content_type = patch.content_type();
+        r
+    }
+
+    /// A DELETE request.
+    pub fn delete(&self) -> Request {
+        self.request(Method::DELETE)
+    }
+}
+
+/// One request being built; see the [module docs](self). Send it with [`Request::send`]
+/// or [`Request::watch`].
+#[derive(Debug)]
+#[must_use = "a request does nothing until it is sent"]
+pub struct Request {
+    client: RestClient,
+    method: Method,
+    prefix: String,
+    namespace: Option<String>,
+    resource: Option<String>,
+    name: Option<String>,
+    subresource: Option<String>,
+    params: String,
+    body: Option<Bytes>,
+    content_type: &'static str,
+    accept: &'static str,
+    timeout: Option<Duration>,
+    error: Option<String>,
+}
+
+/// A path segment must be non-empty and free of `/`, `%` and `..` tricks.
+fn valid_segment(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '%', '?', '#'])
+}
+
+impl Request {
+    fn segment(mut self, what: &str, value: &str, set: impl FnOnce(&mut Self, String)) -> Self {
+        if valid_segment(value) {
+            set(&mut self, value.to_string());
+        } else if self.error.is_none() {
+            self.error = Some(format!("invalid {what} {value:?}"));
+        }
+        self
+    }
+
+    /// The API group and version: `("", "v1")` is the core group at `/api/v1`, others are
+    /// at `/apis/<group>/<version>`.
+    pub fn group_version(mut self, group: &str, version: &str) -> Self {
+        self.prefix = if group.is_empty() {
+            format!("/api/{version}")
+        } else {
+            format!("/apis/{group}/{version}")
+        };
+        self
+    }
+
+    /// An absolute path prefix, for paths outside the resource layout (`/version`,
+    /// `/apis`, `/openapi/v3`, …).
+    pub fn abs_path(mut self, path: &str) -> Self {
+        self.prefix = path.trim_end_matches('/').to_string();
+        self
+    }
+
+    /// The namespace of the resource; an empty string means all namespaces.
+    pub fn namespace(self, namespace: &str) -> Self {
+        if namespace.is_empty() {
+            return self;
+        }
+        self.segment("namespace", namespace, |r, v| r.namespace = Some(v))
+    }
+
+    /// The resource (plural name, e.g. `pods`).
+    pub fn resource(self, resource: &str) -> Self {
+        self.segment("resource", resource, |r, v| r.resource = Some(v))
+    }
+
+    /// The object's name.
+    pub fn name(self, name: &str) -> Self {
+        self.segment("name", name, |r, v| r.name = Some(v))
+    }
+
+    /// A subresource of the object (`status`, `scale`, `log`, …).
+    pub fn subresource(self, subresource: &str) -> Self {
+        self.segment("subresource", subresource, |r, v| r.subresource = Some(v))
+    }
+
+    /// Adds a query parameter (may repeat).
+    pub fn param(mut self, key: &str, value: &str) -> Self {
+        let mut ser = form_urlencoded::Serializer::for_suffix(std::mem::take(&mut self.params), 0);
+        ser.append_pair(key, value);
+        self.params = ser.finish();
+        self
+    }
+
+    /// Sets a raw body with its content type.
+    pub fn body_bytes(mut self, body: impl Into<Bytes>, content_type: &'static str) -> Self {
+        self.body = Some(body.into());
+        self.content_type = content_type;
+        self
+    }
+
+    /// Sets the body to `value` as JSON, keeping the content type (JSON, or the patch type).
+    pub fn body<T: Serialize + ?Sized>(mut self, value: &T) -> Self {
+        match serde_json::to_vec(value) {
+            Ok(b) => self.body = Some(b.into()),
+            Err(e) => self.error = Some(format!("request body does not serialize: {e}")),
+        }
+        self
+    }
+
+    /// Sets the `Accept` header (by default `application/json`), e.g. to ask for
+    /// aggregated discovery documents.
+    pub fn accept(mut self, accept: &'static str) -> Self {
+        self.accept = accept;
+        self
+    }
+
+    /// Bounds the request to `timeout`, on the server (`timeout` parameter) and here.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The path and query this request will be sent to.
+    pub fn url(&self) -> String {
+        let mut url = self.prefix.clone();
+        if let Some(ns) = &self.namespace {
+            let _ = write!(url, "/namespaces/{ns}");
+        }
+        for part in [&self.resource, &self.name, &self.subresource].into_iter().flatten() {
+            let _ = write!(url, "/{part}");
+        }
+        if url.is_empty() {
+            url.push('/');
+        }
+        let mut query = self.params.clone();
+        if let Some(t) = self.timeout.filter(|t| !t.is_zero()) {
+            let mut ser = form_urlencoded::Serializer::for_suffix(query, 0);
+            ser.append_pair("timeout", &format!("{}s", t.as_secs().max(1)));
+            query = ser.finish();
+        }
+        if !query.is_empty() {
+            url.push('?');
+            url.push_str(&query);
+        }
+        url
+    }
+
+    /// What the request is about, for error messages: `pods "web" in namespace "demo"`.
+    fn describe(&self) -> String {
+        let mut d = self.resource.clone().unwrap_or_else(|| self.prefix.clone());
+        if let Some(name) = &self.name {
+            let _ = write!(d, " {name:?}");
+        }
+        if let Some(sub) = &self.subresource {
+            let _ = write!(d, " ({sub})");
+        }
+        if let Some(ns) = &self.namespace {
+            let _ = write!(d, " in namespace {ns:?}");
+        }
+        d
+    }
+
+    /// Sends the request (with rate limiting and retries) and reads the whole response.
+    /// A non-success status is an [`Error::Api`].
+    pub async fn send(self) -> Result<Response> {
+        let url = self.url();
+        let timeout = self.timeout;
+        let what = self.describe();
+        let exchange = async {
+            let res = self.exchange(&url).await?;
+            let status = res.status();
+            let warnings = self.take_warnings(&res);
+            let content_type = res
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
+            let body = res
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| self.transport_error(&url, e))?
+                .to_bytes();
+            if !status.is_success() {
+                return Err(api_error(self.method.as_str(), &url, status, &body));
+            }
+            Ok(Response {
+                status,
+                content_type,
+                body,
+                warnings,
+                what: format!("{what} from {} {url}", self.method),
+            })
+        };
+        match timeout {
+            Some(t) if !t.is_zero() => tokio::time::timeout(t, exchange)
+                .await
+                .unwrap_or_else(|_| Err(self.timeout_error(&url, t))),
+            _ => exchange.await,
+        }
+    }
+
+    /// Starts a watch (`watch=true` is added) and returns its events as they arrive. The
+    /// stream ends when the server closes it (at its `timeoutSeconds`) or the connection
+    /// drops; a malformed event is an `Err` item and the stream goes on.
+    pub async fn watch<K: DeserializeOwned>(
+        self,
+    ) -> Result<impl Stream<Item = Result<WatchEvent<K>>> + Send + use<K>> {
+        let this = self.param("watch", "true");
+        let url = this.url();
+        let res = this.exchange(&url).await?;
+        let status = res.status();
+        if !status.is_success() {
+            let body = res.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            return Err(api_error(this.method.as_str(), &url, status, &body));
+        }
+        this.take_warnings(&res);
+        let decoder = WatchDecoder::<K>::new(this.describe());
+        let state = (res.into_body(), decoder, false, this, url);
+        Ok(futures_util::stream::unfold(state, |(mut body, mut decoder, mut done, req, url)| async move {
+            loop {
+                if let Some(event) = decoder.next_event() {
+                    return Some((event, (body, decoder, done, req, url)));
+                }
+                if done {
+                    return None;
+                }
+                match body.frame().await {
+                    Some(Ok(frame)) => {
+                        if let Some(data) = frame.data_ref() {
+                            decoder.feed(data);
+                        }
+                    }
+                    Some(Err(e)) => {
+                        done = true;
+                        return Some((Err(req.transport_error(&url, e)), (body, decoder, done, req, url)));
+                    }
+                    None => {
+                        done = true;
+                        if let Some(last) = decoder.finish() {
+                            return Some((last, (body, decoder, done, req, url)));
+                        }
+                    }
+                }
+            }
+        }))
+    }
+
+    /// Sends the request until it succeeds, fails for good, or the retry budget is spent.
+    async fn exchange(&self, url: &str) -> Result<http::Response<kube::client::Body>> {
+        if let Some(e) = &self.error {
+            return Err(Error::Request(format!("{} {url}: {e}", self.method)));
+        }
+        let inner = &self.client.inner;
+        let mut attempt = 0;
+        loop {
+            if let Some(limiter) = &inner.limiter {
+                let waited = limiter.acquire().await;
+                if waited > LONG_THROTTLE {
+                    tracing::info!(
+                        method = %self.method, url, waited = ?waited,
+                        "waited for client-side throttling (not priority-and-fairness)"
+                    );
+                }
+            }
+            let result = inner.http.send(self.build(url)?).await;
+            let retry_after = match &result {
+                Ok(res) => retry_after(res),
+                // Only idempotent reads are retried after a connection failure.
+                Err(_) if self.method == Method::GET => Some(Duration::from_secs(1)),
+                Err(_) => None,
+            };
+            match retry_after {
+                Some(delay) if attempt < inner.max_retries => {
+                    attempt += 1;
+                    tracing::debug!(method = %self.method, url, attempt, ?delay, "retrying");
+                    tokio::time::sleep(delay).await;
+                }
+                _ => return result.map_err(|e| self.transport_error(url, e)),
+            }
+        }
+    }
+
+    fn build(&self, url: &str) -> Result<http::Request<kube::client::Body>> {
+        let body = self.body.clone().unwrap_or_default();
+        let mut req = http::Request::builder()
+            .method(self.method.clone())
+            .uri(url)
+            .header(ACCEPT, self.accept)
+            .header(USER_AGENT, self.client.inner.user_agent.clone());
+        if self.body.is_some() {
+            req = req.header(CONTENT_TYPE, self.content_type);
+        }
+        req.body(kube::client::Body::from(body))
+            .map_err(|e| Error::Request(format!("{} {url}: {e}", self.method)))
+    }
+
+    fn take_warnings<B>(&self, res: &http::Response<B>) -> Vec<String> {
+        let warnings: Vec<String> = res
+            .headers()
+            .get_all("warning")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(warning_text)
+            .collect();
+        for w in &warnings {
+            (self.client.inner.warnings)(w);
+        }
+        warnings
+    }
+
+    fn transport_error(&self, url: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+        Error::Transport {
+            verb: self.method.to_string(),
+            url: url.to_string(),
+            source: Box::new(e),
+        }
+    }
+
+    fn timeout_error(&self, url: &str, after: Duration) -> Error {
+        Error::Timeout {
+            verb: self.method.to_string(),
+            url: url.to_string(),
+            after,
+        }
+    }
+}
+
+/// When the response asks to be retried: a 429, or a 5xx with `Retry-After`, after the
+/// delay the server named (1 s for a 429 that named none).
+fn retry_after<B>(res: &http::Response<B>) -> Option<Duration> {
+    let status = res.status();
+    if status != StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() {
+        return None;
+    }
+    let header = res
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match header {
+        Some(secs) => Some(Duration::from_secs(secs.max(1))),
+        None if status == StatusCode::TOO_MANY_REQUESTS => Some(Duration::from_secs(1)),
+        None => None,
+    }
+}
+
+/// The text of a `Warning` header: `299 - "text"` → `text`.
+fn warning_text(header: &str) -> String {
+    let rest = header.trim();
+    let rest = rest.strip_prefix("299").map(str::trim_start).unwrap_or(rest);
+    let rest = rest.strip_prefix('-').map(str::trim_start).unwrap_or(rest);
+    match rest.strip_prefix('"').and_then(|r| r.rfind('"').map(|end| &r[..end])) {
+        Some(quoted) => quoted.replace("\\\"", "\"").replace("\\\\", "\\"),
+        None => rest.to_string(),
+    }
+}
+
+/// The error for a non-success response: the server's `Status` when the body is one,
+/// otherwise a status made from the HTTP code and the start of the body.
+fn api_error(verb: &str, url: &str, code: StatusCode, body: &[u8]) -> Error {
+    let status = serde_json::from_slice::<Status>(body)
+        .ok()
+        .filter(|s| s.code.is_some() || s.reason.is_some())
+        .unwrap_or_else(|| {
+            let text = String::from_utf8_lossy(&body[..body.len().min(512)]).trim().to_string();
+            Status {
+                code: Some(i32::from(code.as_u16())),
+                reason: Some(reason_for_code(code).into()),
+                status: Some("Failure".into()),
+                message: Some(if text.is_empty() {
+                    code.canonical_reason().unwrap_or("unknown").to_string()
+                } else {
+                    text
+                }),
+                ..Default::default()
+            }
+        });
+    Error::from_status(verb, url, status)
+}
+
+/// The `metav1.StatusReason` the API would give for a bare HTTP code.
+fn reason_for_code(code: StatusCode) -> &'static str {
+    match code.as_u16() {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        406 => "NotAcceptable",
+        409 => "Conflict",
+        410 => "Gone",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    }
+}
+
+/// A successful response, read whole.
+#[derive(Debug, Clone)]
+pub struct Response {
+    status: StatusCode,
+    content_type: String,
+    body: Bytes,
+    warnings: Vec<String>,
+    what: String,
+}
+
+/// A list of objects: the `items` of a `*List` response and its list metadata (the
+/// resourceVersion to watch from, the `continue` token of the next page).
+#[derive(Debug, Default)]
+pub struct ObjectList<K> {
+    /// `metadata` of the list.
+    pub metadata: ListMeta,
+    /// The objects that decoded.
+    pub items: Vec<K>,
+    /// Items that did not decode, each with the reason; they are left out of `items`.
+    pub skipped: Vec<Error>,
+}
+
+#[derive(Deserialize)]
+struct RawList<'a> {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(borrow, default)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+impl Response {
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The `Content-Type` the server sent (empty if none).
+    pub fn content_type(&self) -> &str {
+        &self.content_type
+    }
+
+    /// The raw body.
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// The server's warnings about this request (the text of each `Warning` header).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Decodes the body as one `T`.
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
+        serde_json::from_slice(&self.body).map_err(|e| Error::decode(&self.what, e, &self.body))
+    }
+
+    /// Decodes the body as a list of `K`. Items are decoded one by one: an item that does
+    /// not decode is reported in [`ObjectList::skipped`] (and logged) and the others are
+    /// kept; a body that is not a list at all is an error.
+    pub fn decode_list<K: DeserializeOwned>(&self) -> Result<ObjectList<K>> {
+        decode_list(&self.body, &self.what)
+    }
+}
+
+/// Decodes a `*List` body item by item; see [`Response::decode_list`].
+pub fn decode_list<K: DeserializeOwned>(body: &[u8], what: &str) -> Result<ObjectList<K>> {
+    let raw: RawList<'_> = serde_json::from_slice(body).map_err(|e| Error::decode(format!("list of {what}"), e, body))?;
+    let raw_items = raw.items.unwrap_or_default();
+    let mut list = ObjectList {
+        metadata: raw.metadata,
+        items: Vec::with_capacity(raw_items.len()),
+        skipped: Vec::new(),
+    };
+    for (i, item) in raw_items.into_iter().enumerate() {
+        match serde_json::from_str(item.get()) {
+            Ok(obj) => list.items.push(obj),
+            Err(e) => {
+                let err = Error::decode(format!("item {i} of {what}"), e, item.get().as_bytes());
+                tracing::warn!(error = %err, "skipping an object that does not decode");
+                list.skipped.push(err);
+            }
+        }
+    }
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+
+    #[test]
+    fn warning_header_text_is_unquoted() {
+        assert_eq!(warning_text(r#"299 - "v1 ComponentStatus is deprecated""#), "v1 ComponentStatus is deprecated");
+        assert_eq!(warning_text(r#"299 - "say \"hi\"""#), r#"say "hi""#);
+        assert_eq!(warning_text("plain"), "plain");
+    }
+
+    #[test]
+    fn status_body_becomes_an_api_error_with_its_reason() {
+        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"x\" not found","reason":"NotFound","details":{"name":"x","kind":"pods"},"code":404}"#;
+        let err = api_error("GET", "/api/v1/namespaces/d/pods/x", StatusCode::NOT_FOUND, body);
+        assert!(err.is_not_found());
+        assert!(!err.is_conflict());
+        assert_eq!(err.to_string(), "GET /api/v1/namespaces/d/pods/x: pods \"x\" not found (404 NotFound)");
+    }
+
+    #[test]
+    fn non_status_error_body_is_reported_by_http_code() {
+        let err = api_error("GET", "/x", StatusCode::TOO_MANY_REQUESTS, b"slow down\n");
+        assert!(err.is_too_many_requests());
+        assert!(err.to_string().contains("slow down"), "{err}");
+        let err = api_error("GET", "/x", StatusCode::CONFLICT, b"<html>");
+        assert!(err.is_conflict() && !err.is_already_exists());
+        let err = api_error("GET", "/x", StatusCode::GATEWAY_TIMEOUT, b"");
+        assert!(err.is_timeout());
+    }
+
+    #[test]
+    fn retry_only_on_429_or_5xx_with_retry_after() {
+        let res = |code: u16, after: Option<&str>| {
+            let mut b = http::Response::builder().status(code);
+            if let Some(a) = after {
+                b = b.header(RETRY_AFTER, a);
+            }
+            b.body(()).unwrap()
+        };
+        assert_eq!(retry_after(&res(429, Some("3"))), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after(&res(429, None)), Some(Duration::from_secs(1)));
+        assert_eq!(retry_after(&res(503, Some("2"))), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after(&res(500, None)), None);
+        assert_eq!(retry_after(&res(409, Some("2"))), None);
+        assert_eq!(retry_after(&res(200, Some("2"))), None);
+    }
+
+    #[test]
+    fn list_with_a_malformed_item_keeps_the_others_and_reports_it() {
+        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"abc"},
+            "items":[{"metadata":{"name":"a"}},{"metadata":{"name":["not","a","string"]}},{"metadata":{"name":"c"}}]}"#;
+        let list = decode_list::<Pod>(body, "pods in namespace \"demo\"").expect("the list itself is valid");
+        let names: Vec<_> = list.items.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
+        assert_eq!(names, ["a", "c"]);
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("42"));
+        assert_eq!(list.metadata.continue_.as_deref(), Some("abc"));
+        assert_eq!(list.skipped.len(), 1);
+        let msg = list.skipped[0].to_string();
+        assert!(msg.contains("item 1 of pods in namespace \"demo\""), "{msg}");
+    }
+
+    #[test]
+    fn truncated_or_garbage_bodies_are_errors_naming_the_resource() {
+        let full = br#"{"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"name":"a"}}]}"#;
+        for cut in [0, 1, 10, full.len() / 2, full.len() - 1] {
+            let err = decode_list::<Pod>(&full[..cut], "pods").expect_err("truncated body");
+            assert!(err.to_string().starts_with("decoding list of pods"), "{err}");
+        }
+        let response = Response {
+            status: StatusCode::OK,
+            content_type: "application/json".into(),
+            body: Bytes::from_static(b"{\"metadata\":{\"name\":\"web\"},\"spec\":"),
+            warnings: vec![],
+            what: "pods \"web\" in namespace \"demo\" from GET /api/v1/namespaces/demo/pods/web".into(),
+        };
+        let err = response.decode::<Pod>().expect_err("truncated object");
+        assert!(err.to_string().contains("pods \"web\" in namespace \"demo\""), "{err}");
+        let err = decode_list::<Pod>(b"\xff\xfe\x00garbage", "pods").expect_err("binary garbage");
+        assert!(matches!(err, Error::Decode { .. }));
+    }
+}

@@ -1,0 +1,276 @@
+//! Where a client connects and how: client-go's `rest.Config`.
+//!
+//! Loading kubeconfig files, in-cluster service accounts, authentication plugins and TLS
+//! are `kube`'s (its [`kube::Config`] sits inside); this type adds what client-go adds on
+//! top: client-side rate limiting (QPS 5, burst 10 unless set; a negative QPS disables it),
+//! a default request timeout, the retry budget and the user agent.
+//!
+//! ```no_run
+//! # async fn demo() -> kubekit::rest::Result<()> {
+//! use kubekit::rest::Config;
+//!
+//! // Like clientcmd.BuildConfigFromFlags(masterURL, kubeconfigPath).
+//! let config = Config::from_flags(None, Some("/path/to/kubeconfig".as_ref()))
+//!     .await?
+//!     .with_rate_limit(50.0, 100);
+//! # let _ = config;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use super::error::{Error, Result};
+
+/// Default client-side queries per second (client-go's `DefaultQPS`).
+pub const DEFAULT_QPS: f32 = 5.0;
+/// Default client-side burst (client-go's `DefaultBurst`).
+pub const DEFAULT_BURST: u32 = 10;
+/// Default number of retries of a throttled (429) or unavailable (5xx) request.
+pub const DEFAULT_MAX_RETRIES: u32 = 10;
+
+/// Connection settings for a [`RestClient`](super::RestClient).
+///
+/// `Debug` shows where and how the client connects, never a credential.
+#[derive(Clone)]
+pub struct Config {
+    kube: kube::Config,
+    /// Requests per second allowed on average; negative disables client-side rate limiting.
+    pub qps: f32,
+    /// Requests allowed at once above the average rate.
+    pub burst: u32,
+    /// Timeout of each request unless the request sets its own; `None` waits as long as the
+    /// server does.
+    pub timeout: Option<Duration>,
+    /// How many times a request refused with 429, or a 5xx carrying `Retry-After`, is retried.
+    pub max_retries: u32,
+    /// The `User-Agent` header sent with every request.
+    pub user_agent: String,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let auth = &self.kube.auth_info;
+        let method = if auth.token.is_some() || auth.token_file.is_some() {
+            "bearer token"
+        } else if auth.client_certificate.is_some() || auth.client_certificate_data.is_some() {
+            "client certificate"
+        } else if auth.username.is_some() {
+            "basic auth"
+        } else if auth.exec.is_some() {
+            "exec plugin"
+        } else if auth.auth_provider.is_some() {
+            "auth provider"
+        } else {
+            "none"
+        };
+        f.debug_struct("Config")
+            .field("host", &self.kube.cluster_url.to_string())
+            .field("auth", &method)
+            .field("insecure", &self.kube.accept_invalid_certs)
+            .field("qps", &self.qps)
+            .field("burst", &self.burst)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("user_agent", &self.user_agent)
+            .finish()
+    }
+}
+
+impl Config {
+    /// Wraps a `kube` configuration with client-go's defaults (QPS 5, burst 10, 10 retries).
+    pub fn from_kube(mut kube: kube::Config) -> Self {
+        // kubekit retries on its own terms (Retry-After, a budget of `max_retries`);
+        // kube's retry layer would retry the same requests a second time.
+        kube.default_retry = false;
+        Self {
+            kube,
+            qps: DEFAULT_QPS,
+            burst: DEFAULT_BURST,
+            timeout: None,
+            max_retries: DEFAULT_MAX_RETRIES,
+            user_agent: format!("kubekit/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    /// Loads the current context of the kubeconfig file at `path`.
+    pub async fn from_kubeconfig(path: &Path) -> Result<Self> {
+        Self::from_kubeconfig_context(path, None).await
+    }
+
+    /// Loads context `context` (or the current one) of the kubeconfig file at `path`.
+    pub async fn from_kubeconfig_context(path: &Path, context: Option<&str>) -> Result<Self> {
+        let kc = Kubeconfig::read_from(path)
+            .map_err(|e| Error::Config(format!("reading kubeconfig {}: {e}", path.display())))?;
+        Self::from_kubeconfig_value(kc, context, &path.display().to_string()).await
+    }
+
+    async fn from_kubeconfig_value(kc: Kubeconfig, context: Option<&str>, from: &str) -> Result<Self> {
+        let options = KubeConfigOptions {
+            context: context.map(str::to_string),
+            ..Default::default()
+        };
+        let kube = kube::Config::from_custom_kubeconfig(kc, &options)
+            .await
+            .map_err(|e| Error::Config(format!("kubeconfig {from}: {e}")))?;
+        Ok(Self::from_kube(kube))
+    }
+
+    /// The service account of the pod this process runs in (`KUBERNETES_SERVICE_HOST`,
+    /// `/var/run/secrets/kubernetes.io/serviceaccount`).
+    pub fn in_cluster() -> Result<Self> {
+        kube::Config::incluster()
+            .map(Self::from_kube)
+            .map_err(|e| Error::Config(format!("in-cluster configuration: {e}")))
+    }
+
+    /// The default loading rules: `$KUBECONFIG` (files merged as kubectl does), then
+    /// `~/.kube/config`, then the in-cluster service account.
+    pub async fn infer() -> Result<Self> {
+        kube::Config::infer()
+            .await
+            .map(Self::from_kube)
+            .map_err(|e| Error::Config(e.to_string()))
+    }
+
+    /// client-go's `BuildConfigFromFlags(masterURL, kubeconfigPath)`, as controllers' flags
+    /// `--master` and `--kubeconfig` use it:
+    ///
+    /// - neither given: in-cluster, falling back to the default loading rules;
+    /// - a kubeconfig path: that file (the default loading rules otherwise);
+    /// - a master URL: overrides the kubeconfig's server; with no kubeconfig to be found,
+    ///   the master URL alone (no credentials).
+    pub async fn from_flags(master_url: Option<&str>, kubeconfig: Option<&Path>) -> Result<Self> {
+        let master_url = master_url.filter(|m| !m.is_empty());
+        let kubeconfig = kubeconfig.filter(|p| !p.as_os_str().is_empty());
+        let mut config = match (master_url, kubeconfig) {
+            (None, None) => match Self::in_cluster() {
+                Ok(c) => return Ok(c),
+                Err(in_cluster) => Self::infer().await.map_err(|e| {
+                    Error::Config(format!(
+                        "no --kubeconfig or --master given; {in_cluster}; default loading rules: {e}"
+                    ))
+                })?,
+            },
+            (_, Some(path)) => Self::from_kubeconfig(path).await?,
+            (Some(master), None) => match Kubeconfig::read() {
+                Ok(kc) => Self::from_kubeconfig_value(kc, None, "from $KUBECONFIG or ~/.kube/config").await?,
+                Err(_) => Self::from_kube(kube::Config::new(parse_url(master)?)),
+            },
+        };
+        if let Some(master) = master_url {
+            config.kube.cluster_url = parse_url(master)?;
+        }
+        Ok(config)
+    }
+
+    /// Sets client-side rate limiting; a negative `qps` disables it.
+    pub fn with_rate_limit(mut self, qps: f32, burst: u32) -> Self {
+        self.qps = qps;
+        self.burst = burst;
+        self
+    }
+
+    /// Sets the default timeout of every request.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The API server's URL.
+    pub fn host(&self) -> &http::Uri {
+        &self.kube.cluster_url
+    }
+
+    /// The namespace of the kubeconfig's context (or the pod's, in-cluster), `default`
+    /// otherwise.
+    pub fn default_namespace(&self) -> &str {
+        &self.kube.default_namespace
+    }
+
+    /// The `kube` configuration underneath (TLS, authentication, proxies).
+    pub fn kube_config(&self) -> &kube::Config {
+        &self.kube
+    }
+}
+
+fn parse_url(url: &str) -> Result<http::Uri> {
+    url.parse::<http::Uri>()
+        .ok()
+        .filter(|u| u.scheme().is_some() && u.host().is_some())
+        .ok_or_else(|| Error::Config(format!("master URL {url:?} is not an absolute http(s) URL")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "s3cr3t-token-value";
+
+    fn kubeconfig_file(server: &str) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!(
+            "kubekit-config-test-{}-{}.yaml",
+            std::process::id(),
+            server.len()
+        ));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n\
+                 users:\n- name: u\n  user:\n    token: {TOKEN}\ncontexts:\n- name: ctx\n  context:\n    cluster: c\n    user: u\n    namespace: team\n\
+                 current-context: ctx\n"
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    #[tokio::test]
+    async fn kubeconfig_loads_with_client_go_defaults_and_debug_hides_the_token() {
+        let path = kubeconfig_file("https://127.0.0.1:1");
+        let config = Config::from_kubeconfig(&path).await.unwrap();
+        assert_eq!((config.qps, config.burst, config.max_retries), (5.0, 10, 10));
+        assert_eq!(config.default_namespace(), "team");
+        assert_eq!(config.host().to_string(), "https://127.0.0.1:1/");
+        let debug = format!("{config:?}");
+        assert!(!debug.contains(TOKEN), "{debug}");
+        assert!(debug.contains("bearer token"), "{debug}");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[tokio::test]
+    async fn master_flag_overrides_the_kubeconfig_server() {
+        let path = kubeconfig_file("https://127.0.0.1:2");
+        let config = Config::from_flags(Some("https://10.1.2.3:6443"), Some(&path)).await.unwrap();
+        assert_eq!(config.host().to_string(), "https://10.1.2.3:6443/");
+        assert!(format!("{config:?}").contains("bearer token"), "credentials kept");
+        let err = Config::from_flags(Some("not a url"), Some(&path)).await.unwrap_err();
+        assert!(err.to_string().contains("not a url"), "{err}");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[tokio::test]
+    async fn missing_kubeconfig_is_a_config_error_naming_the_file() {
+        let err = Config::from_kubeconfig(Path::new("/nonexistent/kubeconfig")).await.unwrap_err();
+        assert!(matches!(err, Error::Config(_)));
+        assert!(err.to_string().contains("/nonexistent/kubeconfig"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn transport_errors_do_not_leak_the_token() {
+        // Nothing listens on port 1: the request fails in the transport layer.
+        let path = kubeconfig_file("https://127.0.0.1:1");
+        let config = Config::from_kubeconfig(&path).await.unwrap();
+        let mut config = config.with_timeout(Duration::from_secs(5));
+        config.max_retries = 0;
+        let client = crate::rest::RestClient::new(&config).unwrap();
+        let err = client.get().abs_path("/version").send().await.unwrap_err();
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains(TOKEN), "{shown}");
+        std::fs::remove_file(path).unwrap();
+    }
+}

@@ -1,0 +1,242 @@
+//! Errors of the client layer, with client-go's `apierrors` predicates.
+//!
+//! Every failed request becomes an [`Error`]. When the server answered with a
+//! `metav1.Status` (or any non-success HTTP code), the error is [`Error::Api`] and carries
+//! that status; the predicates ([`Error::is_not_found`], [`Error::is_conflict`], …) look at
+//! the status's `reason` first and fall back to the HTTP code, as client-go does, so they
+//! give the same answer for errors from the API and errors from listers.
+//!
+//! Errors never contain credentials: URLs carry no user information and request bodies are
+//! never quoted, only response bodies (which the server wrote).
+
+use std::fmt;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+
+/// The result of every fallible call in the client layer.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error from the client layer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server refused the request; `status` is what it said (or, when it sent no
+    /// `Status` body, one made from the HTTP code and body).
+    #[error("{verb} {url}: {}", ApiMessage(status))]
+    Api {
+        /// HTTP method of the request.
+        verb: String,
+        /// Path and query of the request.
+        url: String,
+        /// The API status: code, reason, message and details.
+        status: Box<Status>,
+    },
+    /// The request could not be sent or its response could not be read.
+    #[error("{verb} {url}: {source}")]
+    Transport {
+        /// HTTP method of the request.
+        verb: String,
+        /// Path and query of the request.
+        url: String,
+        /// What the HTTP stack reported.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A response (or one object or event in it) was not what `what` should look like.
+    #[error("decoding {what}: {source}{}", Snippet(body))]
+    Decode {
+        /// What was being decoded, naming the resource: e.g. `"Pod from GET /api/v1/..."`.
+        what: String,
+        /// The JSON error, with line and column.
+        #[source]
+        source: serde_json::Error,
+        /// The first bytes of the offending input, for the log.
+        body: String,
+    },
+    /// The request did not complete within its timeout.
+    #[error("{verb} {url}: timed out after {after:?}")]
+    Timeout {
+        /// HTTP method of the request.
+        verb: String,
+        /// Path and query of the request.
+        url: String,
+        /// The timeout that expired.
+        after: std::time::Duration,
+    },
+    /// The configuration could not be loaded or is unusable.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The request could not be built from what the caller gave (e.g. a body that does not
+    /// serialize, a name with a `/`).
+    #[error("invalid request: {0}")]
+    Request(String),
+}
+
+struct ApiMessage<'a>(&'a Status);
+
+impl fmt::Display for ApiMessage<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0;
+        let code = s.code.unwrap_or_default();
+        let reason = s.reason.as_deref().unwrap_or("");
+        match s.message.as_deref() {
+            Some(m) if !m.is_empty() => write!(f, "{m} ({code} {reason})"),
+            _ => write!(f, "{code} {reason}"),
+        }
+    }
+}
+
+struct Snippet<'a>(&'a str);
+
+impl fmt::Display for Snippet<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            write!(f, " (input starts {:?})", self.0)
+        }
+    }
+}
+
+/// Longest prefix of a body quoted in a [`Error::Decode`].
+const SNIPPET_LEN: usize = 120;
+
+impl Error {
+    /// A decode error for `what`, quoting the start of `body`.
+    pub fn decode(what: impl Into<String>, source: serde_json::Error, body: &[u8]) -> Self {
+        let end = body.len().min(SNIPPET_LEN);
+        Error::Decode {
+            what: what.into(),
+            source,
+            body: String::from_utf8_lossy(&body[..end]).into_owned(),
+        }
+    }
+
+    /// An API error built from a status, e.g. by a lister or cache reporting not-found the
+    /// same way the server does.
+    pub fn from_status(verb: impl Into<String>, url: impl Into<String>, status: Status) -> Self {
+        Error::Api {
+            verb: verb.into(),
+            url: url.into(),
+            status: Box::new(status),
+        }
+    }
+
+    /// A `404 NotFound` error for `name` of `resource` (`group` may be empty), as the API
+    /// server would report it.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        let qualified = if group.is_empty() {
+            resource.to_string()
+        } else {
+            format!("{resource}.{group}")
+        };
+        Self::from_status(
+            "GET",
+            "",
+            Status {
+                code: Some(404),
+                reason: Some("NotFound".into()),
+                status: Some("Failure".into()),
+                message: Some(format!("{qualified} \"{name}\" not found")),
+                details: Some(
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
+                        name: Some(name.into()),
+                        group: Some(group.into()),
+                        kind: Some(resource.into()),
+                        ..Default::default()
+                    },
+                ),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// The API status, when the server answered with one.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Error::Api { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The HTTP code of an API error.
+    pub fn code(&self) -> Option<u16> {
+        self.status()
+            .and_then(|s| s.code)
+            .and_then(|c| u16::try_from(c).ok())
+    }
+
+    /// The `reason` of an API error (`NotFound`, `Conflict`, …).
+    pub fn reason(&self) -> Option<&str> {
+        self.status().and_then(|s| s.reason.as_deref())
+    }
+
+    /// Seconds the server asked the client to wait before retrying, if any.
+    pub fn retry_after_seconds(&self) -> Option<i32> {
+        self.status()
+            .and_then(|s| s.details.as_ref())
+            .and_then(|d| d.retry_after_seconds)
+            .filter(|s| *s > 0)
+    }
+
+    /// client-go's rule: the reason decides; without a known reason, the code does.
+    fn is(&self, reason: &str, code: u16) -> bool {
+        match self.reason() {
+            Some(r) if !r.is_empty() && r != "Unknown" => r == reason,
+            _ => self.code() == Some(code),
+        }
+    }
+
+    /// The object does not exist (404 `NotFound`).
+    pub fn is_not_found(&self) -> bool {
+        self.is("NotFound", 404)
+    }
+
+    /// An object with that name already exists (409 `AlreadyExists`).
+    pub fn is_already_exists(&self) -> bool {
+        self.reason() == Some("AlreadyExists")
+    }
+
+    /// The write was based on a stale resourceVersion, or otherwise conflicted
+    /// (409 `Conflict`).
+    pub fn is_conflict(&self) -> bool {
+        self.is("Conflict", 409)
+    }
+
+    /// The object failed validation (422 `Invalid`).
+    pub fn is_invalid(&self) -> bool {
+        self.is("Invalid", 422)
+    }
+
+    /// The caller may not do this (403 `Forbidden`).
+    pub fn is_forbidden(&self) -> bool {
+        self.is("Forbidden", 403)
+    }
+
+    /// The caller is not authenticated (401 `Unauthorized`).
+    pub fn is_unauthorized(&self) -> bool {
+        self.is("Unauthorized", 401)
+    }
+
+    /// The requested resourceVersion is gone (410 `Gone`); a reflector must relist.
+    pub fn is_gone(&self) -> bool {
+        self.is("Gone", 410)
+    }
+
+    /// The requested resourceVersion is too old (410 `Expired`); a reflector must relist
+    /// from the latest version.
+    pub fn is_resource_expired(&self) -> bool {
+        self.reason() == Some("Expired")
+    }
+
+    /// The server or the client is throttling (429 `TooManyRequests`).
+    pub fn is_too_many_requests(&self) -> bool {
+        self.is("TooManyRequests", 429)
+    }
+
+    /// The server could not finish in time (504 `Timeout`), or the request timed out on
+    /// the client side.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. }) || self.is("Timeout", 504)
+    }
+}

@@ -1,0 +1,23 @@
+//! The REST layer (client-go's `rest`, `util/flowcontrol`, `transport`): how kubekit talks
+//! to the API server.
+//!
+//! - [`Config`]: where to connect and how (kubeconfig, in-cluster, `--master`), plus
+//!   client-side rate limiting, timeouts and the retry budget.
+//! - [`RestClient`]: requests built from verb, group/version, namespace, resource, name,
+//!   subresource, parameters and body; responses decoded into objects, lists or watch
+//!   streams.
+//! - [`Error`]: every failure, with the API's `Status` and client-go's predicates
+//!   (`is_not_found`, `is_conflict`, …).
+//!
+//! Authentication, TLS and connection pooling are `kube`'s; credentials never appear in
+//! logs, `Debug` output or errors.
+
+mod client;
+mod config;
+mod error;
+mod watch;
+
+pub use client::{ObjectList, PatchType, Request, Response, RestClient, WarningHandler, decode_list};
+pub use config::{Config, DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_QPS};
+pub use error::{Error, Result};
+pub use watch::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, WatchDecoder, WatchEvent, decode_event};

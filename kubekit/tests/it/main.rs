@@ -1,0 +1,8 @@
+//! kubekit's integration tests, against the real local control plane started by
+//! `testenv` (one per run of this binary; each test in its own namespace).
+
+mod clientset;
+mod common;
+mod discovery;
+mod dynamic;
+mod rest;

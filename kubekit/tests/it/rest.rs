@@ -1,0 +1,249 @@
+//! Integration tests of `kubekit::rest`: the request builder, decoding, watch streams,
+//! warnings and API errors against the real API server.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kubekit::rest::{PatchType, RestClient, WatchEvent};
+use serde_json::json;
+
+use crate::common::{admin_client, namespace};
+
+fn configmaps(client: &RestClient, ns: &str) -> kubekit::rest::Request {
+    client.get().group_version("", "v1").namespace(ns).resource("configmaps")
+}
+
+async fn create_configmap(client: &RestClient, ns: &str, name: &str) -> ConfigMap {
+    client
+        .post()
+        .group_version("", "v1")
+        .namespace(ns)
+        .resource("configmaps")
+        .body(&json!({"metadata": {"name": name}, "data": {"k": "v0"}}))
+        .send()
+        .await
+        .expect("create configmap")
+        .decode()
+        .expect("decode configmap")
+}
+
+#[tokio::test]
+async fn builder_requests_create_get_list_patch_and_delete_objects() {
+    let client = admin_client().await;
+    let ns = namespace("rest-verbs").await;
+    let created = create_configmap(&client, &ns, "one").await;
+    assert_eq!(created.metadata.namespace.as_deref(), Some(ns.as_str()));
+
+    let got: ConfigMap = configmaps(&client, &ns).name("one").send().await.unwrap().decode().unwrap();
+    assert_eq!(got.metadata.uid, created.metadata.uid);
+
+    let list = configmaps(&client, &ns).send().await.unwrap().decode_list::<ConfigMap>().unwrap();
+    assert!(list.items.iter().any(|c| c.metadata.name.as_deref() == Some("one")));
+    assert!(list.skipped.is_empty());
+    assert!(list.metadata.resource_version.is_some());
+
+    let patched: ConfigMap = client
+        .patch(PatchType::Merge)
+        .group_version("", "v1")
+        .namespace(&ns)
+        .resource("configmaps")
+        .name("one")
+        .body(&json!({"data": {"k": "v1"}}))
+        .send()
+        .await
+        .unwrap()
+        .decode()
+        .unwrap();
+    assert_eq!(patched.data.unwrap()["k"], "v1");
+
+    client
+        .delete()
+        .group_version("", "v1")
+        .namespace(&ns)
+        .resource("configmaps")
+        .name("one")
+        .send()
+        .await
+        .expect("delete");
+    let err = configmaps(&client, &ns).name("one").send().await.expect_err("deleted");
+    assert!(err.is_not_found(), "{err}");
+    assert!(err.to_string().contains("configmaps \"one\" not found"), "{err}");
+}
+
+#[tokio::test]
+async fn cluster_scoped_list_decodes_namespaces() {
+    let client = admin_client().await;
+    let list = client
+        .get()
+        .group_version("", "v1")
+        .resource("namespaces")
+        .send()
+        .await
+        .unwrap()
+        .decode_list::<Namespace>()
+        .unwrap();
+    let names: Vec<_> = list.items.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
+    assert!(names.contains(&"kube-system") && names.contains(&"default"), "{names:?}");
+}
+
+#[tokio::test]
+async fn watch_streams_added_modified_deleted_and_bookmarks_in_order() {
+    let client = admin_client().await;
+    let ns = namespace("rest-watch").await;
+    let list = configmaps(&client, &ns).send().await.unwrap().decode_list::<ConfigMap>().unwrap();
+    let rv = list.metadata.resource_version.unwrap();
+    let mut events = Box::pin(
+        configmaps(&client, &ns)
+            .param("resourceVersion", &rv)
+            .param("allowWatchBookmarks", "true")
+            .param("timeoutSeconds", "30")
+            .watch::<ConfigMap>()
+            .await
+            .expect("start watch"),
+    );
+    create_configmap(&client, &ns, "w").await;
+    client
+        .patch(PatchType::Merge)
+        .group_version("", "v1")
+        .namespace(&ns)
+        .resource("configmaps")
+        .name("w")
+        .body(&json!({"data": {"k": "v1"}}))
+        .send()
+        .await
+        .unwrap();
+    client.delete().group_version("", "v1").namespace(&ns).resource("configmaps").name("w").send().await.unwrap();
+
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.next())
+            .await
+            .expect("event within 20 s")
+            .expect("stream open")
+            .expect("valid event");
+        match event {
+            WatchEvent::Added(c) => seen.push(("ADDED", c.data.unwrap()["k"].clone())),
+            WatchEvent::Modified(c) => seen.push(("MODIFIED", c.data.unwrap()["k"].clone())),
+            WatchEvent::Deleted(c) => seen.push(("DELETED", c.data.unwrap()["k"].clone())),
+            WatchEvent::Bookmark(b) => assert!(!b.resource_version.is_empty()),
+            WatchEvent::Error(s) => panic!("unexpected watch error {s:?}"),
+        }
+    }
+    let expected = [("ADDED", "v0"), ("MODIFIED", "v1"), ("DELETED", "v1")];
+    assert_eq!(seen, expected.map(|(t, v)| (t, v.to_string())));
+}
+
+#[tokio::test]
+async fn watch_from_a_compacted_resource_version_reports_gone() {
+    let client = admin_client().await;
+    let ns = namespace("rest-gone").await;
+    let first = create_configmap(&client, &ns, "a").await;
+    let old_rv = first.metadata.resource_version.unwrap();
+    let mut latest = String::new();
+    for i in 0..3 {
+        let c: ConfigMap = client
+            .patch(PatchType::Merge)
+            .group_version("", "v1")
+            .namespace(&ns)
+            .resource("configmaps")
+            .name("a")
+            .body(&json!({"data": {"k": format!("v{i}")}}))
+            .send()
+            .await
+            .unwrap()
+            .decode()
+            .unwrap();
+        latest = c.metadata.resource_version.unwrap();
+    }
+    testenv::control_plane().compact_etcd(latest.parse().unwrap());
+
+    // The server reports the expiry either as the watch's HTTP status or as its first event.
+    let gone = match configmaps(&client, &ns).param("resourceVersion", &old_rv).watch::<ConfigMap>().await {
+        Err(e) => e.is_gone() || e.is_resource_expired(),
+        Ok(stream) => {
+            let mut stream = Box::pin(stream);
+            match tokio::time::timeout(Duration::from_secs(20), stream.next()).await.expect("an event") {
+                Some(Ok(WatchEvent::Error(status))) => status.code == Some(410),
+                other => panic!("expected an ERROR event with 410, got {other:?}"),
+            }
+        }
+    };
+    assert!(gone, "watching from compacted resourceVersion {old_rv} must report 410 Gone");
+}
+
+#[tokio::test]
+async fn server_warnings_reach_the_handler_and_the_response() {
+    let received = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = received.clone();
+    let client = admin_client()
+        .await
+        .with_warning_handler(Arc::new(move |w| sink.lock().unwrap().push(w.to_string())));
+    // ComponentStatus has been deprecated since v1.19; the server says so in a Warning header.
+    let res = client.get().group_version("", "v1").resource("componentstatuses").send().await.unwrap();
+    assert!(
+        res.warnings().iter().any(|w| w.contains("ComponentStatus is deprecated")),
+        "warnings: {:?}",
+        res.warnings()
+    );
+    assert_eq!(received.lock().unwrap().as_slice(), res.warnings());
+}
+
+#[tokio::test]
+async fn invalid_object_and_duplicate_name_map_to_their_predicates() {
+    let client = admin_client().await;
+    let ns = namespace("rest-errors").await;
+    create_configmap(&client, &ns, "dup").await;
+    let err = client
+        .post()
+        .group_version("", "v1")
+        .namespace(&ns)
+        .resource("configmaps")
+        .body(&json!({"metadata": {"name": "dup"}}))
+        .send()
+        .await
+        .expect_err("same name twice");
+    assert!(err.is_already_exists() && !err.is_conflict(), "{err}");
+
+    let err = client
+        .post()
+        .group_version("", "v1")
+        .namespace(&ns)
+        .resource("configmaps")
+        .body(&json!({"metadata": {"name": "Not_A_Valid_Name"}}))
+        .send()
+        .await
+        .expect_err("invalid name");
+    assert!(err.is_invalid(), "{err}");
+    assert_eq!(err.code(), Some(422));
+}
+
+#[tokio::test]
+async fn unauthenticated_and_forbidden_users_get_their_error_kinds() {
+    let cp = testenv::control_plane();
+    let kubeconfig = cp.user_kubeconfig("rest-nobody", &[]);
+    let config = kubekit::rest::Config::from_kubeconfig(&kubeconfig).await.unwrap();
+    let client = RestClient::new(&config).unwrap();
+    let err = client.get().group_version("", "v1").resource("secrets").send().await.expect_err("no RBAC grant");
+    assert!(err.is_forbidden(), "{err}");
+    assert!(!err.is_unauthorized());
+}
+
+#[test]
+fn path_segments_with_slashes_are_refused_before_sending() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let client = admin_client().await;
+        let err = client
+            .get()
+            .group_version("", "v1")
+            .namespace("default")
+            .resource("configmaps")
+            .name("../secrets/x")
+            .send()
+            .await
+            .expect_err("invalid name");
+        assert!(err.to_string().contains("invalid name"), "{err}");
+    });
+}
