@@ -155,7 +155,11 @@ mod tests {
         assert!(bucket.try_acquire() && bucket.try_acquire() && bucket.try_acquire());
         assert!(!bucket.try_acquire(), "only 3 tokens refilled in 300 ms");
         tokio::time::sleep(Duration::from_secs(60)).await;
-        assert_eq!(time_for(&bucket, 5).await, Duration::ZERO, "refill capped at burst");
+        assert_eq!(
+            time_for(&bucket, 5).await,
+            Duration::ZERO,
+            "refill capped at burst"
+        );
         assert!(!bucket.try_acquire());
     }
 

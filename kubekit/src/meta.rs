@@ -28,7 +28,10 @@ pub struct GroupVersion {
 impl GroupVersion {
     /// A group/version.
     pub fn new(group: &str, version: &str) -> Self {
-        Self { group: group.into(), version: version.into() }
+        Self {
+            group: group.into(),
+            version: version.into(),
+        }
     }
 
     /// Parses an `apiVersion` string: `apps/v1` or `v1`.
@@ -65,7 +68,11 @@ pub struct GroupVersionKind {
 impl GroupVersionKind {
     /// A group/version/kind.
     pub fn new(group: &str, version: &str, kind: &str) -> Self {
-        Self { group: group.into(), version: version.into(), kind: kind.into() }
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
     }
 
     /// The kind of a typed resource.
@@ -100,7 +107,11 @@ pub struct GroupVersionResource {
 impl GroupVersionResource {
     /// A group/version/resource.
     pub fn new(group: &str, version: &str, resource: &str) -> Self {
-        Self { group: group.into(), version: version.into(), resource: resource.into() }
+        Self {
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+        }
     }
 
     /// The resource of a typed resource.
@@ -145,12 +156,18 @@ mod tests {
 
     #[test]
     fn typed_resources_name_their_kind_and_resource() {
-        assert_eq!(GroupVersionKind::of::<Pod>(), GroupVersionKind::new("", "v1", "Pod"));
+        assert_eq!(
+            GroupVersionKind::of::<Pod>(),
+            GroupVersionKind::new("", "v1", "Pod")
+        );
         assert_eq!(
             GroupVersionResource::of::<Deployment>(),
             GroupVersionResource::new("apps", "v1", "deployments")
         );
-        assert_eq!(GroupVersionKind::of::<Deployment>().to_string(), "apps/v1, Kind=Deployment");
+        assert_eq!(
+            GroupVersionKind::of::<Deployment>().to_string(),
+            "apps/v1, Kind=Deployment"
+        );
     }
 
     #[test]

@@ -173,8 +173,9 @@ impl ControlPlane {
     pub fn compact_etcd(&self, revision: i64) {
         let port = std::fs::read_to_string(self.dir.join("etcd.port")).expect("etcd.port");
         let body = format!(r#"{{"revision":"{revision}","physical":true}}"#);
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port.trim().parse::<u16>().expect("port")))
-            .expect("connect to etcd");
+        let mut stream =
+            std::net::TcpStream::connect(("127.0.0.1", port.trim().parse::<u16>().expect("port")))
+                .expect("connect to etcd");
         write!(
             stream,
             "POST /v3/kv/compaction HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\

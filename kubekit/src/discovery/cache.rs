@@ -84,9 +84,18 @@ impl CachedDiscoveryClient {
             .map(|a| a.as_str())
             .unwrap_or("default")
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
-        Self::build(client, Some((dir.join(host_dir).join("discovery.json"), ttl)))
+        Self::build(
+            client,
+            Some((dir.join(host_dir).join("discovery.json"), ttl)),
+        )
     }
 
     fn build(client: DiscoveryClient, file: Option<(PathBuf, Duration)>) -> Self {
@@ -112,7 +121,10 @@ impl CachedDiscoveryClient {
     }
 
     fn memory_copy(&self) -> Option<Arc<Cached>> {
-        self.cached.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.cached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     async fn cached(&self) -> crate::rest::Result<Arc<Cached>> {
@@ -179,12 +191,11 @@ impl CachedDiscoveryClient {
     /// Forgets the cached data, in memory and on disk.
     pub fn invalidate(&self) {
         *self.cached.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        if let Some((path, _)) = &self.file {
-            if let Err(e) = std::fs::remove_file(path) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot remove the discovery cache file");
-                }
-            }
+        if let Some((path, _)) = &self.file
+            && let Err(e) = std::fs::remove_file(path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %path.display(), error = %e, "cannot remove the discovery cache file");
         }
     }
 

@@ -39,13 +39,22 @@ impl DiscoveryClient {
     }
 
     async fn root(&self, path: &str) -> Result<Root> {
-        let res: Response = self.rest.get().abs_path(path).accept(AGGREGATED_ACCEPT).send().await?;
+        let res: Response = self
+            .rest
+            .get()
+            .abs_path(path)
+            .accept(AGGREGATED_ACCEPT)
+            .send()
+            .await?;
         if is_aggregated(res.content_type()) {
             return res.decode().map(Root::Aggregated);
         }
         Ok(Root::Legacy(if path == "/api" {
             let versions: APIVersions = res.decode()?;
-            vec![ApiGroup { name: String::new(), versions: versions.versions }]
+            vec![ApiGroup {
+                name: String::new(),
+                versions: versions.versions,
+            }]
         } else {
             let groups: APIGroupList = res.decode()?;
             groups
@@ -53,14 +62,16 @@ impl DiscoveryClient {
                 .into_iter()
                 .map(|g| {
                     let preferred = g.preferred_version.map(|p| p.version);
-                    let mut versions: Vec<String> = g.versions.into_iter().map(|v| v.version).collect();
-                    if let Some(p) = preferred {
-                        if let Some(i) = versions.iter().position(|v| *v == p) {
-                            let v = versions.remove(i);
-                            versions.insert(0, v);
-                        }
+                    let mut versions: Vec<String> =
+                        g.versions.into_iter().map(|v| v.version).collect();
+                    if let Some(i) = preferred.and_then(|p| versions.iter().position(|v| *v == p)) {
+                        let v = versions.remove(i);
+                        versions.insert(0, v);
                     }
-                    ApiGroup { name: g.name, versions }
+                    ApiGroup {
+                        name: g.name,
+                        versions,
+                    }
                 })
                 .collect()
         }))
@@ -79,7 +90,10 @@ impl DiscoveryClient {
     }
 
     /// The resources served in group/version `gv` (its legacy `APIResourceList`).
-    pub async fn server_resources_for_group_version(&self, gv: &GroupVersion) -> Result<Vec<ApiResource>> {
+    pub async fn server_resources_for_group_version(
+        &self,
+        gv: &GroupVersion,
+    ) -> Result<Vec<ApiResource>> {
         let path = if gv.group.is_empty() {
             format!("/api/{}", gv.version)
         } else {
@@ -110,7 +124,12 @@ impl DiscoveryClient {
                 }
             }
         }
-        let lists = join_all(legacy.iter().map(|gv| self.server_resources_for_group_version(gv))).await;
+        let lists = join_all(
+            legacy
+                .iter()
+                .map(|gv| self.server_resources_for_group_version(gv)),
+        )
+        .await;
         for (gv, list) in legacy.into_iter().zip(lists) {
             match list {
                 Ok(resources) => out.resources.extend(resources),

@@ -100,7 +100,10 @@ impl ApiDiscovery {
             .iter()
             .filter_map(|g| g.preferred_version().map(|v| GroupVersion::new(&g.name, v)))
             .collect();
-        preferred.iter().flat_map(|gv| self.resources_for(gv)).collect()
+        preferred
+            .iter()
+            .flat_map(|gv| self.resources_for(gv))
+            .collect()
     }
 
     /// The resource with this group/version/resource, if served.

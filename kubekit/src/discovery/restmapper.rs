@@ -40,13 +40,22 @@ impl RestMapper {
     pub fn new(discovery: &ApiDiscovery) -> Self {
         let mut m = Self::default();
         for r in &discovery.resources {
-            let mapping = RestMapping { resource: r.gvr(), kind: r.gvk(), namespaced: r.namespaced };
-            m.by_resource.insert(mapping.resource.clone(), mapping.kind.clone());
+            let mapping = RestMapping {
+                resource: r.gvr(),
+                kind: r.gvk(),
+                namespaced: r.namespaced,
+            };
+            m.by_resource
+                .insert(mapping.resource.clone(), mapping.kind.clone());
             m.by_kind.entry(mapping.kind.clone()).or_insert(mapping);
         }
         for g in &discovery.groups {
             for v in &g.versions {
-                for r in discovery.resources.iter().filter(|r| r.group == g.name && r.version == *v) {
+                for r in discovery
+                    .resources
+                    .iter()
+                    .filter(|r| r.group == g.name && r.version == *v)
+                {
                     m.preferred
                         .entry((g.name.clone(), r.kind.clone()))
                         .or_insert_with(|| m.by_kind[&r.gvk()].clone());
@@ -58,23 +67,36 @@ impl RestMapper {
 
     /// The resource serving `kind`.
     pub fn rest_mapping(&self, kind: &GroupVersionKind) -> Result<RestMapping, NoMatchError> {
-        self.by_kind.get(kind).cloned().ok_or_else(|| NoMatchError { what: kind.to_string() })
+        self.by_kind.get(kind).cloned().ok_or_else(|| NoMatchError {
+            what: kind.to_string(),
+        })
     }
 
     /// The resource serving `kind` of `group` in the group's preferred version that has it.
-    pub fn rest_mapping_for_group_kind(&self, group: &str, kind: &str) -> Result<RestMapping, NoMatchError> {
+    pub fn rest_mapping_for_group_kind(
+        &self,
+        group: &str,
+        kind: &str,
+    ) -> Result<RestMapping, NoMatchError> {
         self.preferred
             .get(&(group.to_string(), kind.to_string()))
             .cloned()
-            .ok_or_else(|| NoMatchError { what: format!("{kind} in group {group:?}") })
+            .ok_or_else(|| NoMatchError {
+                what: format!("{kind} in group {group:?}"),
+            })
     }
 
     /// The kind served by `resource`.
-    pub fn kind_for(&self, resource: &GroupVersionResource) -> Result<GroupVersionKind, NoMatchError> {
+    pub fn kind_for(
+        &self,
+        resource: &GroupVersionResource,
+    ) -> Result<GroupVersionKind, NoMatchError> {
         self.by_resource
             .get(resource)
             .cloned()
-            .ok_or_else(|| NoMatchError { what: resource.to_string() })
+            .ok_or_else(|| NoMatchError {
+                what: resource.to_string(),
+            })
     }
 }
 
@@ -83,7 +105,13 @@ mod tests {
     use super::*;
     use crate::discovery::{ApiGroup, ApiResource};
 
-    fn resource(group: &str, version: &str, name: &str, kind: &str, namespaced: bool) -> ApiResource {
+    fn resource(
+        group: &str,
+        version: &str,
+        name: &str,
+        kind: &str,
+        namespaced: bool,
+    ) -> ApiResource {
         ApiResource {
             group: group.into(),
             version: version.into(),
@@ -101,14 +129,32 @@ mod tests {
     fn discovery() -> ApiDiscovery {
         ApiDiscovery {
             groups: vec![
-                ApiGroup { name: "".into(), versions: vec!["v1".into()] },
-                ApiGroup { name: "autoscaling".into(), versions: vec!["v2".into(), "v1".into()] },
+                ApiGroup {
+                    name: "".into(),
+                    versions: vec!["v1".into()],
+                },
+                ApiGroup {
+                    name: "autoscaling".into(),
+                    versions: vec!["v2".into(), "v1".into()],
+                },
             ],
             resources: vec![
                 resource("", "v1", "nodes", "Node", false),
                 resource("", "v1", "pods", "Pod", true),
-                resource("autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler", true),
-                resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", true),
+                resource(
+                    "autoscaling",
+                    "v1",
+                    "horizontalpodautoscalers",
+                    "HorizontalPodAutoscaler",
+                    true,
+                ),
+                resource(
+                    "autoscaling",
+                    "v2",
+                    "horizontalpodautoscalers",
+                    "HorizontalPodAutoscaler",
+                    true,
+                ),
             ],
             failed: vec![],
         }
@@ -117,12 +163,19 @@ mod tests {
     #[test]
     fn kind_maps_to_resource_with_scope_and_back() {
         let m = RestMapper::new(&discovery());
-        let node = m.rest_mapping(&GroupVersionKind::new("", "v1", "Node")).unwrap();
+        let node = m
+            .rest_mapping(&GroupVersionKind::new("", "v1", "Node"))
+            .unwrap();
         assert_eq!(node.resource, GroupVersionResource::new("", "v1", "nodes"));
         assert!(!node.namespaced);
-        assert!(m.rest_mapping(&GroupVersionKind::new("", "v1", "Pod")).unwrap().namespaced);
+        assert!(
+            m.rest_mapping(&GroupVersionKind::new("", "v1", "Pod"))
+                .unwrap()
+                .namespaced
+        );
         assert_eq!(
-            m.kind_for(&GroupVersionResource::new("", "v1", "pods")).unwrap(),
+            m.kind_for(&GroupVersionResource::new("", "v1", "pods"))
+                .unwrap(),
             GroupVersionKind::new("", "v1", "Pod")
         );
     }
@@ -130,15 +183,26 @@ mod tests {
     #[test]
     fn group_kind_maps_to_the_preferred_version() {
         let m = RestMapper::new(&discovery());
-        let hpa = m.rest_mapping_for_group_kind("autoscaling", "HorizontalPodAutoscaler").unwrap();
+        let hpa = m
+            .rest_mapping_for_group_kind("autoscaling", "HorizontalPodAutoscaler")
+            .unwrap();
         assert_eq!(hpa.resource.version, "v2");
     }
 
     #[test]
     fn unknown_kind_or_resource_is_a_no_match_error() {
         let m = RestMapper::new(&discovery());
-        let err = m.rest_mapping(&GroupVersionKind::new("appcontroller.k8s.io", "v1", "App")).unwrap_err();
-        assert!(err.to_string().contains("appcontroller.k8s.io/v1, Kind=App"), "{err}");
-        assert!(m.kind_for(&GroupVersionResource::new("", "v1", "widgets")).is_err());
+        let err = m
+            .rest_mapping(&GroupVersionKind::new("appcontroller.k8s.io", "v1", "App"))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("appcontroller.k8s.io/v1, Kind=App"),
+            "{err}"
+        );
+        assert!(
+            m.kind_for(&GroupVersionResource::new("", "v1", "widgets"))
+                .is_err()
+        );
     }
 }

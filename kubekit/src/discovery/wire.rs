@@ -103,10 +103,16 @@ impl GroupDiscoveryList {
 
 /// Resources of one legacy `APIResourceList`: subresource entries (`pods/status`) are
 /// folded into their parent's `subresources`.
-pub(super) fn legacy_resources(group: &str, version: &str, list: APIResourceList) -> Vec<ApiResource> {
+pub(super) fn legacy_resources(
+    group: &str,
+    version: &str,
+    list: APIResourceList,
+) -> Vec<ApiResource> {
     let mut out: Vec<ApiResource> = Vec::new();
-    let (main, subs): (Vec<APIResource>, Vec<APIResource>) =
-        list.resources.into_iter().partition(|r| !r.name.contains('/'));
+    let (main, subs): (Vec<APIResource>, Vec<APIResource>) = list
+        .resources
+        .into_iter()
+        .partition(|r| !r.name.contains('/'));
     for r in main {
         out.push(ApiResource {
             group: group.to_string(),
@@ -122,10 +128,10 @@ pub(super) fn legacy_resources(group: &str, version: &str, list: APIResourceList
         });
     }
     for s in subs {
-        if let Some((parent, sub)) = s.name.split_once('/') {
-            if let Some(p) = out.iter_mut().find(|r| r.name == parent) {
-                p.subresources.push(sub.to_string());
-            }
+        if let Some((parent, sub)) = s.name.split_once('/')
+            && let Some(p) = out.iter_mut().find(|r| r.name == parent)
+        {
+            p.subresources.push(sub.to_string());
         }
     }
     out
@@ -144,9 +150,18 @@ mod tests {
         let list: GroupDiscoveryList = serde_json::from_slice(doc).unwrap();
         let (mut groups, mut resources) = (vec![], vec![]);
         list.collect_into(&mut groups, &mut resources);
-        assert_eq!(groups, [ApiGroup { name: "autoscaling".into(), versions: vec!["v2".into(), "v1".into()] }]);
+        assert_eq!(
+            groups,
+            [ApiGroup {
+                name: "autoscaling".into(),
+                versions: vec!["v2".into(), "v1".into()]
+            }]
+        );
         let hpa = &resources[0];
-        assert_eq!((hpa.kind.as_str(), hpa.namespaced, hpa.version.as_str()), ("HorizontalPodAutoscaler", true, "v2"));
+        assert_eq!(
+            (hpa.kind.as_str(), hpa.namespaced, hpa.version.as_str()),
+            ("HorizontalPodAutoscaler", true, "v2")
+        );
         assert_eq!(hpa.short_names, ["hpa"]);
         assert_eq!(hpa.subresources, ["status"]);
     }

@@ -82,7 +82,10 @@ impl std::fmt::Debug for RestClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RestClient")
             .field("qps", &self.inner.limiter.as_deref().map(TokenBucket::qps))
-            .field("burst", &self.inner.limiter.as_deref().map(TokenBucket::burst))
+            .field(
+                "burst",
+                &self.inner.limiter.as_deref().map(TokenBucket::burst),
+            )
             .field("max_retries", &self.inner.max_retries)
             .finish_non_exhaustive()
     }
@@ -118,9 +121,14 @@ impl RestClient {
     pub fn new(config: &Config) -> Result<Self> {
         let http = kube::Client::try_from(config.kube_config().clone())
             .map_err(|e| Error::Config(format!("building the HTTP client: {e}")))?;
-        let limiter = (config.qps > 0.0).then(|| Arc::new(TokenBucket::new(f64::from(config.qps), config.burst)));
-        let user_agent = HeaderValue::from_str(&config.user_agent)
-            .map_err(|_| Error::Config(format!("user agent {:?} is not a valid header", config.user_agent)))?;
+        let limiter = (config.qps > 0.0)
+            .then(|| Arc::new(TokenBucket::new(f64::from(config.qps), config.burst)));
+        let user_agent = HeaderValue::from_str(&config.user_agent).map_err(|_| {
+            Error::Config(format!(
+                "user agent {:?} is not a valid header",
+                config.user_agent
+            ))
+        })?;
         Ok(Self {
             inner: Arc::new(Inner {
                 http,
@@ -320,7 +328,10 @@ impl Request {
         if let Some(ns) = &self.namespace {
             let _ = write!(url, "/namespaces/{ns}");
         }
-        for part in [&self.resource, &self.name, &self.subresource].into_iter().flatten() {
+        for part in [&self.resource, &self.name, &self.subresource]
+            .into_iter()
+            .flatten()
+        {
             let _ = write!(url, "/{part}");
         }
         if url.is_empty() {
@@ -406,39 +417,50 @@ impl Request {
         let res = this.exchange(&url).await?;
         let status = res.status();
         if !status.is_success() {
-            let body = res.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            let body = res
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
             return Err(api_error(this.method.as_str(), &url, status, &body));
         }
         this.take_warnings(&res);
         let decoder = WatchDecoder::<K>::new(this.describe());
         let state = (res.into_body(), decoder, false, this, url);
-        Ok(futures_util::stream::unfold(state, |(mut body, mut decoder, mut done, req, url)| async move {
-            loop {
-                if let Some(event) = decoder.next_event() {
-                    return Some((event, (body, decoder, done, req, url)));
-                }
-                if done {
-                    return None;
-                }
-                match body.frame().await {
-                    Some(Ok(frame)) => {
-                        if let Some(data) = frame.data_ref() {
-                            decoder.feed(data);
+        Ok(futures_util::stream::unfold(
+            state,
+            |(mut body, mut decoder, mut done, req, url)| async move {
+                loop {
+                    if let Some(event) = decoder.next_event() {
+                        return Some((event, (body, decoder, done, req, url)));
+                    }
+                    if done {
+                        return None;
+                    }
+                    match body.frame().await {
+                        Some(Ok(frame)) => {
+                            if let Some(data) = frame.data_ref() {
+                                decoder.feed(data);
+                            }
+                        }
+                        Some(Err(e)) => {
+                            done = true;
+                            return Some((
+                                Err(req.transport_error(&url, e)),
+                                (body, decoder, done, req, url),
+                            ));
+                        }
+                        None => {
+                            done = true;
+                            if let Some(last) = decoder.finish() {
+                                return Some((last, (body, decoder, done, req, url)));
+                            }
                         }
                     }
-                    Some(Err(e)) => {
-                        done = true;
-                        return Some((Err(req.transport_error(&url, e)), (body, decoder, done, req, url)));
-                    }
-                    None => {
-                        done = true;
-                        if let Some(last) = decoder.finish() {
-                            return Some((last, (body, decoder, done, req, url)));
-                        }
-                    }
                 }
-            }
-        }))
+            },
+        ))
     }
 
     /// Sends the request until it succeeds, fails for good, or the retry budget is spent.
@@ -447,8 +469,8 @@ impl Request {
             return Err(Error::Request(format!("{} {url}: {e}", self.method)));
         }
         let inner = &self.client.inner;
-        let mut attempt = 0;
-        loop {
+        let retry_transport = self.method == Method::GET;
+        let send = || async {
             if let Some(limiter) = &inner.limiter {
                 let waited = limiter.acquire().await;
                 if waited > LONG_THROTTLE {
@@ -458,22 +480,13 @@ impl Request {
                     );
                 }
             }
-            let result = inner.http.send(self.build(url)?).await;
-            let retry_after = match &result {
-                Ok(res) => retry_after(res),
-                // Only idempotent reads are retried after a connection failure.
-                Err(_) if self.method == Method::GET => Some(Duration::from_secs(1)),
-                Err(_) => None,
-            };
-            match retry_after {
-                Some(delay) if attempt < inner.max_retries => {
-                    attempt += 1;
-                    tracing::debug!(method = %self.method, url, attempt, ?delay, "retrying");
-                    tokio::time::sleep(delay).await;
-                }
-                _ => return result.map_err(|e| self.transport_error(url, e)),
-            }
-        }
+            inner
+                .http
+                .send(self.build(url)?)
+                .await
+                .map_err(|e| self.transport_error(url, e))
+        };
+        with_retries(inner.max_retries, retry_transport, send).await
     }
 
     fn build(&self, url: &str) -> Result<http::Request<kube::client::Body>> {
@@ -504,7 +517,11 @@ impl Request {
         warnings
     }
 
-    fn transport_error(&self, url: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    fn transport_error(
+        &self,
+        url: &str,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
         Error::Transport {
             verb: self.method.to_string(),
             url: url.to_string(),
@@ -517,6 +534,37 @@ impl Request {
             verb: self.method.to_string(),
             url: url.to_string(),
             after,
+        }
+    }
+}
+
+/// Calls `send` until its response needs no retry or `max_retries` retries are spent,
+/// sleeping as [`retry_after`] says between attempts. A transport error is retried (after
+/// 1 s) only when `retry_transport` is set, i.e. for idempotent reads.
+async fn with_retries<B, F, Fut>(
+    max_retries: u32,
+    retry_transport: bool,
+    mut send: F,
+) -> Result<http::Response<B>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<http::Response<B>>>,
+{
+    let mut attempt = 0;
+    loop {
+        let result = send().await;
+        let delay = match &result {
+            Ok(res) => retry_after(res),
+            Err(Error::Transport { .. }) if retry_transport => Some(Duration::from_secs(1)),
+            Err(_) => None,
+        };
+        match delay {
+            Some(delay) if attempt < max_retries => {
+                attempt += 1;
+                tracing::debug!(attempt, ?delay, "retrying a throttled or failed request");
+                tokio::time::sleep(delay).await;
+            }
+            _ => return result,
         }
     }
 }
@@ -543,9 +591,15 @@ fn retry_after<B>(res: &http::Response<B>) -> Option<Duration> {
 /// The text of a `Warning` header: `299 - "text"` → `text`.
 fn warning_text(header: &str) -> String {
     let rest = header.trim();
-    let rest = rest.strip_prefix("299").map(str::trim_start).unwrap_or(rest);
+    let rest = rest
+        .strip_prefix("299")
+        .map(str::trim_start)
+        .unwrap_or(rest);
     let rest = rest.strip_prefix('-').map(str::trim_start).unwrap_or(rest);
-    match rest.strip_prefix('"').and_then(|r| r.rfind('"').map(|end| &r[..end])) {
+    match rest
+        .strip_prefix('"')
+        .and_then(|r| r.rfind('"').map(|end| &r[..end]))
+    {
         Some(quoted) => quoted.replace("\\\"", "\"").replace("\\\\", "\\"),
         None => rest.to_string(),
     }
@@ -558,7 +612,9 @@ fn api_error(verb: &str, url: &str, code: StatusCode, body: &[u8]) -> Error {
         .ok()
         .filter(|s| s.code.is_some() || s.reason.is_some())
         .unwrap_or_else(|| {
-            let text = String::from_utf8_lossy(&body[..body.len().min(512)]).trim().to_string();
+            let text = String::from_utf8_lossy(&body[..body.len().min(512)])
+                .trim()
+                .to_string();
             Status {
                 code: Some(i32::from(code.as_u16())),
                 reason: Some(reason_for_code(code).into()),
@@ -661,7 +717,8 @@ impl Response {
 
 /// Decodes a `*List` body item by item; see [`Response::decode_list`].
 pub fn decode_list<K: DeserializeOwned>(body: &[u8], what: &str) -> Result<ObjectList<K>> {
-    let raw: RawList<'_> = serde_json::from_slice(body).map_err(|e| Error::decode(format!("list of {what}"), e, body))?;
+    let raw: RawList<'_> = serde_json::from_slice(body)
+        .map_err(|e| Error::decode(format!("list of {what}"), e, body))?;
     let raw_items = raw.items.unwrap_or_default();
     let mut list = ObjectList {
         metadata: raw.metadata,
@@ -688,7 +745,10 @@ mod tests {
 
     #[test]
     fn warning_header_text_is_unquoted() {
-        assert_eq!(warning_text(r#"299 - "v1 ComponentStatus is deprecated""#), "v1 ComponentStatus is deprecated");
+        assert_eq!(
+            warning_text(r#"299 - "v1 ComponentStatus is deprecated""#),
+            "v1 ComponentStatus is deprecated"
+        );
         assert_eq!(warning_text(r#"299 - "say \"hi\"""#), r#"say "hi""#);
         assert_eq!(warning_text("plain"), "plain");
     }
@@ -696,10 +756,18 @@ mod tests {
     #[test]
     fn status_body_becomes_an_api_error_with_its_reason() {
         let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"x\" not found","reason":"NotFound","details":{"name":"x","kind":"pods"},"code":404}"#;
-        let err = api_error("GET", "/api/v1/namespaces/d/pods/x", StatusCode::NOT_FOUND, body);
+        let err = api_error(
+            "GET",
+            "/api/v1/namespaces/d/pods/x",
+            StatusCode::NOT_FOUND,
+            body,
+        );
         assert!(err.is_not_found());
         assert!(!err.is_conflict());
-        assert_eq!(err.to_string(), "GET /api/v1/namespaces/d/pods/x: pods \"x\" not found (404 NotFound)");
+        assert_eq!(
+            err.to_string(),
+            "GET /api/v1/namespaces/d/pods/x: pods \"x\" not found (404 NotFound)"
+        );
     }
 
     #[test]
@@ -722,26 +790,97 @@ mod tests {
             }
             b.body(()).unwrap()
         };
-        assert_eq!(retry_after(&res(429, Some("3"))), Some(Duration::from_secs(3)));
+        assert_eq!(
+            retry_after(&res(429, Some("3"))),
+            Some(Duration::from_secs(3))
+        );
         assert_eq!(retry_after(&res(429, None)), Some(Duration::from_secs(1)));
-        assert_eq!(retry_after(&res(503, Some("2"))), Some(Duration::from_secs(2)));
+        assert_eq!(
+            retry_after(&res(503, Some("2"))),
+            Some(Duration::from_secs(2))
+        );
         assert_eq!(retry_after(&res(500, None)), None);
         assert_eq!(retry_after(&res(409, Some("2"))), None);
         assert_eq!(retry_after(&res(200, Some("2"))), None);
+    }
+
+    fn response(code: u16, retry_after: Option<&str>) -> http::Response<()> {
+        let mut b = http::Response::builder().status(code);
+        if let Some(a) = retry_after {
+            b = b.header(RETRY_AFTER, a);
+        }
+        b.body(()).unwrap()
+    }
+
+    /// Runs [`with_retries`] over scripted responses; returns the outcome's HTTP code, the
+    /// number of attempts and the (paused) time it took.
+    async fn run_retries(max: u32, script: Vec<http::Response<()>>) -> (u16, usize, Duration) {
+        let script = std::sync::Mutex::new(script.into_iter());
+        let attempts = std::sync::atomic::AtomicUsize::new(0);
+        let start = tokio::time::Instant::now();
+        let res = with_retries(max, true, || {
+            attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let next = script.lock().unwrap().next().expect("script long enough");
+            async move { Ok(next) }
+        })
+        .await
+        .unwrap();
+        (
+            res.status().as_u16(),
+            attempts.into_inner(),
+            start.elapsed(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn throttled_request_is_retried_after_retry_after_until_it_succeeds() {
+        let script = vec![
+            response(429, Some("2")),
+            response(503, Some("3")),
+            response(429, None),
+            response(200, None),
+        ];
+        assert_eq!(
+            run_retries(10, script).await,
+            (200, 4, Duration::from_secs(2 + 3 + 1))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_stop_at_max_retries_and_return_the_last_refusal() {
+        let script = (0..20).map(|_| response(429, Some("1"))).collect();
+        assert_eq!(
+            run_retries(10, script).await,
+            (429, 11, Duration::from_secs(10))
+        );
+        let script = vec![response(500, None), response(200, None)];
+        assert_eq!(
+            run_retries(10, script).await,
+            (500, 1, Duration::ZERO),
+            "5xx without Retry-After is final"
+        );
     }
 
     #[test]
     fn list_with_a_malformed_item_keeps_the_others_and_reports_it() {
         let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"abc"},
             "items":[{"metadata":{"name":"a"}},{"metadata":{"name":["not","a","string"]}},{"metadata":{"name":"c"}}]}"#;
-        let list = decode_list::<Pod>(body, "pods in namespace \"demo\"").expect("the list itself is valid");
-        let names: Vec<_> = list.items.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
+        let list = decode_list::<Pod>(body, "pods in namespace \"demo\"")
+            .expect("the list itself is valid");
+        let names: Vec<_> = list
+            .items
+            .iter()
+            .filter_map(|p| p.metadata.name.as_deref())
+            .collect();
         assert_eq!(names, ["a", "c"]);
         assert_eq!(list.metadata.resource_version.as_deref(), Some("42"));
         assert_eq!(list.metadata.continue_.as_deref(), Some("abc"));
         assert_eq!(list.skipped.len(), 1);
         let msg = list.skipped[0].to_string();
-        assert!(msg.contains("item 1 of pods in namespace \"demo\""), "{msg}");
+        assert!(
+            msg.contains("item 1 of pods in namespace \"demo\""),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -749,17 +888,25 @@ mod tests {
         let full = br#"{"kind":"PodList","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"name":"a"}}]}"#;
         for cut in [0, 1, 10, full.len() / 2, full.len() - 1] {
             let err = decode_list::<Pod>(&full[..cut], "pods").expect_err("truncated body");
-            assert!(err.to_string().starts_with("decoding list of pods"), "{err}");
+            assert!(
+                err.to_string().starts_with("decoding list of pods"),
+                "{err}"
+            );
         }
         let response = Response {
             status: StatusCode::OK,
             content_type: "application/json".into(),
             body: Bytes::from_static(b"{\"metadata\":{\"name\":\"web\"},\"spec\":"),
             warnings: vec![],
-            what: "pods \"web\" in namespace \"demo\" from GET /api/v1/namespaces/demo/pods/web".into(),
+            what: "pods \"web\" in namespace \"demo\" from GET /api/v1/namespaces/demo/pods/web"
+                .into(),
         };
         let err = response.decode::<Pod>().expect_err("truncated object");
-        assert!(err.to_string().contains("pods \"web\" in namespace \"demo\""), "{err}");
+        assert!(
+            err.to_string()
+                .contains("pods \"web\" in namespace \"demo\""),
+            "{err}"
+        );
         let err = decode_list::<Pod>(b"\xff\xfe\x00garbage", "pods").expect_err("binary garbage");
         assert!(matches!(err, Error::Decode { .. }));
     }

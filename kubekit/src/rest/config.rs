@@ -109,7 +109,11 @@ impl Config {
         Self::from_kubeconfig_value(kc, context, &path.display().to_string()).await
     }
 
-    async fn from_kubeconfig_value(kc: Kubeconfig, context: Option<&str>, from: &str) -> Result<Self> {
+    async fn from_kubeconfig_value(
+        kc: Kubeconfig,
+        context: Option<&str>,
+        from: &str,
+    ) -> Result<Self> {
         let options = KubeConfigOptions {
             context: context.map(str::to_string),
             ..Default::default()
@@ -211,12 +215,9 @@ mod tests {
 
     const TOKEN: &str = "s3cr3t-token-value";
 
-    fn kubeconfig_file(server: &str) -> std::path::PathBuf {
-        let path = std::env::temp_dir().join(format!(
-            "kubekit-config-test-{}-{}.yaml",
-            std::process::id(),
-            server.len()
-        ));
+    fn kubeconfig_file(test: &str, server: &str) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("kubekit-config-{test}-{}.yaml", std::process::id()));
         std::fs::write(
             &path,
             format!(
@@ -231,9 +232,12 @@ mod tests {
 
     #[tokio::test]
     async fn kubeconfig_loads_with_client_go_defaults_and_debug_hides_the_token() {
-        let path = kubeconfig_file("https://127.0.0.1:1");
+        let path = kubeconfig_file("defaults", "https://127.0.0.1:1");
         let config = Config::from_kubeconfig(&path).await.unwrap();
-        assert_eq!((config.qps, config.burst, config.max_retries), (5.0, 10, 10));
+        assert_eq!(
+            (config.qps, config.burst, config.max_retries),
+            (5.0, 10, 10)
+        );
         assert_eq!(config.default_namespace(), "team");
         assert_eq!(config.host().to_string(), "https://127.0.0.1:1/");
         let debug = format!("{config:?}");
@@ -244,18 +248,27 @@ mod tests {
 
     #[tokio::test]
     async fn master_flag_overrides_the_kubeconfig_server() {
-        let path = kubeconfig_file("https://127.0.0.1:2");
-        let config = Config::from_flags(Some("https://10.1.2.3:6443"), Some(&path)).await.unwrap();
+        let path = kubeconfig_file("master", "https://127.0.0.1:2");
+        let config = Config::from_flags(Some("https://10.1.2.3:6443"), Some(&path))
+            .await
+            .unwrap();
         assert_eq!(config.host().to_string(), "https://10.1.2.3:6443/");
-        assert!(format!("{config:?}").contains("bearer token"), "credentials kept");
-        let err = Config::from_flags(Some("not a url"), Some(&path)).await.unwrap_err();
+        assert!(
+            format!("{config:?}").contains("bearer token"),
+            "credentials kept"
+        );
+        let err = Config::from_flags(Some("not a url"), Some(&path))
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("not a url"), "{err}");
         std::fs::remove_file(path).unwrap();
     }
 
     #[tokio::test]
     async fn missing_kubeconfig_is_a_config_error_naming_the_file() {
-        let err = Config::from_kubeconfig(Path::new("/nonexistent/kubeconfig")).await.unwrap_err();
+        let err = Config::from_kubeconfig(Path::new("/nonexistent/kubeconfig"))
+            .await
+            .unwrap_err();
         assert!(matches!(err, Error::Config(_)));
         assert!(err.to_string().contains("/nonexistent/kubeconfig"), "{err}");
     }
@@ -263,7 +276,7 @@ mod tests {
     #[tokio::test]
     async fn transport_errors_do_not_leak_the_token() {
         // Nothing listens on port 1: the request fails in the transport layer.
-        let path = kubeconfig_file("https://127.0.0.1:1");
+        let path = kubeconfig_file("transport", "https://127.0.0.1:1");
         let config = Config::from_kubeconfig(&path).await.unwrap();
         let mut config = config.with_timeout(Duration::from_secs(5));
         config.max_retries = 0;

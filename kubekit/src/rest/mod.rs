@@ -17,7 +17,9 @@ mod config;
 mod error;
 mod watch;
 
-pub use client::{ObjectList, PatchType, Request, Response, RestClient, WarningHandler, decode_list};
+pub use client::{
+    ObjectList, PatchType, Request, Response, RestClient, WarningHandler, decode_list,
+};
 pub use config::{Config, DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_QPS};
 pub use error::{Error, Result};
 pub use watch::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, WatchDecoder, WatchEvent, decode_event};

@@ -177,7 +177,8 @@ mod tests {
         std::iter::from_fn(|| decoder.next_event()).collect()
     }
 
-    const ADDED: &str = r#"{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"}}}"#;
+    const ADDED: &str =
+        r#"{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"}}}"#;
 
     #[test]
     fn events_split_across_chunks_decode_once_complete() {
@@ -193,9 +194,16 @@ mod tests {
             events.extend(all(&mut d));
         }
         assert!(d.finish().is_none());
-        let events: Vec<_> = events.into_iter().map(|e| e.expect("valid event")).collect();
-        assert!(matches!(&events[0], WatchEvent::Added(p) if p.metadata.name.as_deref() == Some("a")));
-        assert!(matches!(&events[1], WatchEvent::Deleted(p) if p.metadata.resource_version.as_deref() == Some("7")));
+        let events: Vec<_> = events
+            .into_iter()
+            .map(|e| e.expect("valid event"))
+            .collect();
+        assert!(
+            matches!(&events[0], WatchEvent::Added(p) if p.metadata.name.as_deref() == Some("a"))
+        );
+        assert!(
+            matches!(&events[1], WatchEvent::Deleted(p) if p.metadata.resource_version.as_deref() == Some("7"))
+        );
         match &events[2] {
             WatchEvent::Bookmark(b) => {
                 assert_eq!(b.resource_version, "9");
@@ -214,9 +222,17 @@ mod tests {
         let events = all(&mut d);
         assert_eq!(events.len(), 3);
         let first = events[0].as_ref().expect_err("name must be a string");
-        assert!(first.to_string().contains("ADDED pods in namespace \"demo\""), "{first}");
+        assert!(
+            first
+                .to_string()
+                .contains("ADDED pods in namespace \"demo\""),
+            "{first}"
+        );
         let second = events[1].as_ref().expect_err("garbage");
-        assert!(second.to_string().contains("watch event of pods"), "{second}");
+        assert!(
+            second.to_string().contains("watch event of pods"),
+            "{second}"
+        );
         assert!(matches!(events[2], Ok(WatchEvent::Added(_))));
     }
 

@@ -12,7 +12,11 @@ use serde_json::json;
 use crate::common::{admin_client, namespace};
 
 fn configmaps(client: &RestClient, ns: &str) -> kubekit::rest::Request {
-    client.get().group_version("", "v1").namespace(ns).resource("configmaps")
+    client
+        .get()
+        .group_version("", "v1")
+        .namespace(ns)
+        .resource("configmaps")
 }
 
 async fn create_configmap(client: &RestClient, ns: &str, name: &str) -> ConfigMap {
@@ -36,11 +40,26 @@ async fn builder_requests_create_get_list_patch_and_delete_objects() {
     let created = create_configmap(&client, &ns, "one").await;
     assert_eq!(created.metadata.namespace.as_deref(), Some(ns.as_str()));
 
-    let got: ConfigMap = configmaps(&client, &ns).name("one").send().await.unwrap().decode().unwrap();
+    let got: ConfigMap = configmaps(&client, &ns)
+        .name("one")
+        .send()
+        .await
+        .unwrap()
+        .decode()
+        .unwrap();
     assert_eq!(got.metadata.uid, created.metadata.uid);
 
-    let list = configmaps(&client, &ns).send().await.unwrap().decode_list::<ConfigMap>().unwrap();
-    assert!(list.items.iter().any(|c| c.metadata.name.as_deref() == Some("one")));
+    let list = configmaps(&client, &ns)
+        .send()
+        .await
+        .unwrap()
+        .decode_list::<ConfigMap>()
+        .unwrap();
+    assert!(
+        list.items
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some("one"))
+    );
     assert!(list.skipped.is_empty());
     assert!(list.metadata.resource_version.is_some());
 
@@ -67,9 +86,16 @@ async fn builder_requests_create_get_list_patch_and_delete_objects() {
         .send()
         .await
         .expect("delete");
-    let err = configmaps(&client, &ns).name("one").send().await.expect_err("deleted");
+    let err = configmaps(&client, &ns)
+        .name("one")
+        .send()
+        .await
+        .expect_err("deleted");
     assert!(err.is_not_found(), "{err}");
-    assert!(err.to_string().contains("configmaps \"one\" not found"), "{err}");
+    assert!(
+        err.to_string().contains("configmaps \"one\" not found"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -84,15 +110,27 @@ async fn cluster_scoped_list_decodes_namespaces() {
         .unwrap()
         .decode_list::<Namespace>()
         .unwrap();
-    let names: Vec<_> = list.items.iter().filter_map(|n| n.metadata.name.as_deref()).collect();
-    assert!(names.contains(&"kube-system") && names.contains(&"default"), "{names:?}");
+    let names: Vec<_> = list
+        .items
+        .iter()
+        .filter_map(|n| n.metadata.name.as_deref())
+        .collect();
+    assert!(
+        names.contains(&"kube-system") && names.contains(&"default"),
+        "{names:?}"
+    );
 }
 
 #[tokio::test]
 async fn watch_streams_added_modified_deleted_and_bookmarks_in_order() {
     let client = admin_client().await;
     let ns = namespace("rest-watch").await;
-    let list = configmaps(&client, &ns).send().await.unwrap().decode_list::<ConfigMap>().unwrap();
+    let list = configmaps(&client, &ns)
+        .send()
+        .await
+        .unwrap()
+        .decode_list::<ConfigMap>()
+        .unwrap();
     let rv = list.metadata.resource_version.unwrap();
     let mut events = Box::pin(
         configmaps(&client, &ns)
@@ -114,7 +152,15 @@ async fn watch_streams_added_modified_deleted_and_bookmarks_in_order() {
         .send()
         .await
         .unwrap();
-    client.delete().group_version("", "v1").namespace(&ns).resource("configmaps").name("w").send().await.unwrap();
+    client
+        .delete()
+        .group_version("", "v1")
+        .namespace(&ns)
+        .resource("configmaps")
+        .name("w")
+        .send()
+        .await
+        .unwrap();
 
     let mut seen = Vec::new();
     while seen.len() < 3 {
@@ -160,17 +206,27 @@ async fn watch_from_a_compacted_resource_version_reports_gone() {
     testenv::control_plane().compact_etcd(latest.parse().unwrap());
 
     // The server reports the expiry either as the watch's HTTP status or as its first event.
-    let gone = match configmaps(&client, &ns).param("resourceVersion", &old_rv).watch::<ConfigMap>().await {
+    let gone = match configmaps(&client, &ns)
+        .param("resourceVersion", &old_rv)
+        .watch::<ConfigMap>()
+        .await
+    {
         Err(e) => e.is_gone() || e.is_resource_expired(),
         Ok(stream) => {
             let mut stream = Box::pin(stream);
-            match tokio::time::timeout(Duration::from_secs(20), stream.next()).await.expect("an event") {
+            match tokio::time::timeout(Duration::from_secs(20), stream.next())
+                .await
+                .expect("an event")
+            {
                 Some(Ok(WatchEvent::Error(status))) => status.code == Some(410),
                 other => panic!("expected an ERROR event with 410, got {other:?}"),
             }
         }
     };
-    assert!(gone, "watching from compacted resourceVersion {old_rv} must report 410 Gone");
+    assert!(
+        gone,
+        "watching from compacted resourceVersion {old_rv} must report 410 Gone"
+    );
 }
 
 #[tokio::test]
@@ -181,9 +237,17 @@ async fn server_warnings_reach_the_handler_and_the_response() {
         .await
         .with_warning_handler(Arc::new(move |w| sink.lock().unwrap().push(w.to_string())));
     // ComponentStatus has been deprecated since v1.19; the server says so in a Warning header.
-    let res = client.get().group_version("", "v1").resource("componentstatuses").send().await.unwrap();
+    let res = client
+        .get()
+        .group_version("", "v1")
+        .resource("componentstatuses")
+        .send()
+        .await
+        .unwrap();
     assert!(
-        res.warnings().iter().any(|w| w.contains("ComponentStatus is deprecated")),
+        res.warnings()
+            .iter()
+            .any(|w| w.contains("ComponentStatus is deprecated")),
         "warnings: {:?}",
         res.warnings()
     );
@@ -223,16 +287,27 @@ async fn invalid_object_and_duplicate_name_map_to_their_predicates() {
 async fn unauthenticated_and_forbidden_users_get_their_error_kinds() {
     let cp = testenv::control_plane();
     let kubeconfig = cp.user_kubeconfig("rest-nobody", &[]);
-    let config = kubekit::rest::Config::from_kubeconfig(&kubeconfig).await.unwrap();
+    let config = kubekit::rest::Config::from_kubeconfig(&kubeconfig)
+        .await
+        .unwrap();
     let client = RestClient::new(&config).unwrap();
-    let err = client.get().group_version("", "v1").resource("secrets").send().await.expect_err("no RBAC grant");
+    let err = client
+        .get()
+        .group_version("", "v1")
+        .resource("secrets")
+        .send()
+        .await
+        .expect_err("no RBAC grant");
     assert!(err.is_forbidden(), "{err}");
     assert!(!err.is_unauthorized());
 }
 
 #[test]
 fn path_segments_with_slashes_are_refused_before_sending() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let client = admin_client().await;
         let err = client
