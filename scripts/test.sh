@@ -29,6 +29,7 @@ echo "control plane binaries ready in $((SECONDS - start)) s"
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 
 step "tests"
 marker=$(mktemp)

@@ -8,8 +8,8 @@
 //! |---|---|---|
 //! | [`rest`] | `rest`, `util/flowcontrol` | configuration, the request builder, rate limiting, retries, API errors |
 //! | [`discovery`] | `discovery`, `restmapper` | server version, groups and resources, cached discovery, GVK ↔ GVR |
-//! | `clientset` | `kubernetes` | typed clients for built-in and custom resources |
-//! | `dynamic` | `dynamic` | unstructured objects by group/version/resource |
+//! | [`clientset`] | `kubernetes` | typed clients for built-in and custom resources |
+//! | [`dynamic`] | `dynamic` | unstructured objects by group/version/resource |
 //! | `cache` | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
 //! | `informers`, `listers` | `informers`, `listers` | the shared informer factory and typed listers |
 //! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
@@ -18,7 +18,9 @@
 //!
 //! Modules appear here as they are built; the table names the whole plan.
 
+pub mod clientset;
 pub mod discovery;
+pub mod dynamic;
 pub mod flowcontrol;
 pub mod meta;
 pub mod rest;

@@ -21,10 +21,10 @@
 //! # }
 //! ```
 
-mod cache;
-mod client;
-mod model;
-mod restmapper;
+pub mod cache;
+pub mod client;
+pub mod model;
+pub mod restmapper;
 mod wire;
 
 pub use cache::{CacheStats, CachedDiscoveryClient, DEFAULT_DISK_CACHE_TTL, Error};

@@ -12,10 +12,10 @@
 //! Authentication, TLS and connection pooling are `kube`'s; credentials never appear in
 //! logs, `Debug` output or errors.
 
-mod client;
-mod config;
-mod error;
-mod watch;
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod watch;
 
 pub use client::{
     ObjectList, PatchType, Request, Response, RestClient, WarningHandler, decode_list,

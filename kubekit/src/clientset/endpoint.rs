@@ -1,0 +1,182 @@
+//! The request core that typed and dynamic clients share: one resource (group, version,
+//! resource name) in one namespace or in none, and a REST request per verb.
+//!
+//! # Contract
+//!
+//! - URLs follow the API layout: `/api/v1/...` for the core group, `/apis/<group>/<version>`
+//!   otherwise, then `namespaces/<ns>/` when a namespace is set, the resource, the name and
+//!   the subresource. A namespace of `""` means none: cluster-scoped, or every namespace
+//!   (for list, watch and delete_collection).
+//! - Names and namespaces are checked by the request builder: an empty name or one with
+//!   `/` fails before anything is sent.
+//! - Each verb returns the raw [`Response`]; callers decode it once into what they expect.
+
+use std::pin::Pin;
+
+use futures_util::{Stream, StreamExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::options::{
+    CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchOptions, UpdateOptions, with_params,
+};
+use super::patch::Patch;
+use crate::meta::GroupVersionResource;
+use crate::rest::{Error, Request, Response, RestClient, Result, WatchEvent};
+
+/// The events of a watch, as they arrive; see
+/// [`ResourceClient::watch`](super::ResourceClient::watch).
+///
+/// The stream ends when the server closes the watch (at its `timeoutSeconds`) or the
+/// connection drops; an event that does not decode is an `Err` item and the stream goes
+/// on. An `ERROR` event (e.g. 410 Gone) is an item like any other.
+pub type WatchStream<K> = Pin<Box<dyn Stream<Item = Result<WatchEvent<K>>> + Send>>;
+
+/// One resource in one namespace (or none); see the [module docs](self).
+#[derive(Clone, Debug)]
+pub(crate) struct Endpoint {
+    rest: RestClient,
+    gvr: GroupVersionResource,
+    namespace: Option<String>,
+}
+
+impl Endpoint {
+    /// `namespace` `""` means cluster-scoped or all namespaces.
+    pub(crate) fn new(rest: RestClient, gvr: GroupVersionResource, namespace: &str) -> Self {
+        Self {
+            rest,
+            gvr,
+            namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+        }
+    }
+
+    pub(crate) fn rest(&self) -> &RestClient {
+        &self.rest
+    }
+
+    pub(crate) fn gvr(&self) -> &GroupVersionResource {
+        &self.gvr
+    }
+
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The same resource in `namespace`.
+    pub(crate) fn in_namespace(&self, namespace: &str) -> Self {
+        Self::new(self.rest.clone(), self.gvr.clone(), namespace)
+    }
+
+    fn target(&self, req: Request, name: Option<&str>, subresource: Option<&str>) -> Request {
+        let mut req = req.group_version(&self.gvr.group, &self.gvr.version);
+        if let Some(ns) = &self.namespace {
+            req = req.namespace(ns);
+        }
+        req = req.resource(&self.gvr.resource);
+        if let Some(name) = name {
+            req = req.name(name);
+        }
+        if let Some(sub) = subresource {
+            req = req.subresource(sub);
+        }
+        req
+    }
+
+    pub(crate) async fn create<T: Serialize + ?Sized>(
+        &self,
+        obj: &T,
+        opts: &CreateOptions,
+    ) -> Result<Response> {
+        let req = self.target(self.rest.post(), None, None).body(obj);
+        with_params(req, &opts.params()).send().await
+    }
+
+    pub(crate) async fn get(
+        &self,
+        name: &str,
+        subresource: Option<&str>,
+        opts: &GetOptions,
+    ) -> Result<Response> {
+        let req = self.target(self.rest.get(), Some(name), subresource);
+        with_params(req, &opts.params()).send().await
+    }
+
+    pub(crate) async fn list(&self, opts: &ListOptions) -> Result<Response> {
+        let req = self.target(self.rest.get(), None, None);
+        with_params(req, &opts.list_params()).send().await
+    }
+
+    pub(crate) async fn watch<K: DeserializeOwned + Send + 'static>(
+        &self,
+        opts: &ListOptions,
+    ) -> Result<WatchStream<K>> {
+        let req = self.target(self.rest.get(), None, None);
+        let events = with_params(req, &opts.watch_params()).watch::<K>().await?;
+        Ok(events.boxed())
+    }
+
+    pub(crate) async fn update<T: Serialize + ?Sized>(
+        &self,
+        name: Option<&str>,
+        subresource: Option<&str>,
+        obj: &T,
+        opts: &UpdateOptions,
+    ) -> Result<Response> {
+        let name = self.require_name(name, "update")?;
+        let req = self
+            .target(self.rest.put(), Some(name), subresource)
+            .body(obj);
+        with_params(req, &opts.params()).send().await
+    }
+
+    pub(crate) async fn patch<P: Serialize>(
+        &self,
+        name: &str,
+        subresource: Option<&str>,
+        patch: &Patch<P>,
+        opts: &PatchOptions,
+    ) -> Result<Response> {
+        let has_manager = opts.field_manager.as_deref().is_some_and(|m| !m.is_empty());
+        if patch.is_apply() && !has_manager {
+            return Err(Error::Request(format!(
+                "server-side apply of {} {name:?} needs PatchOptions::field_manager",
+                self.gvr
+            )));
+        }
+        if opts.force && !patch.is_apply() {
+            return Err(Error::Request(format!(
+                "patch of {} {name:?}: force is allowed only with server-side apply",
+                self.gvr
+            )));
+        }
+        let req = self
+            .target(self.rest.patch(patch.patch_type()), Some(name), subresource)
+            .body(patch.body());
+        with_params(req, &opts.params()).send().await
+    }
+
+    pub(crate) async fn delete(&self, name: &str, opts: &DeleteOptions) -> Result<Response> {
+        self.target(self.rest.delete(), Some(name), None)
+            .body(opts)
+            .send()
+            .await
+    }
+
+    pub(crate) async fn delete_collection(
+        &self,
+        opts: &DeleteOptions,
+        list: &ListOptions,
+    ) -> Result<Response> {
+        let req = self.target(self.rest.delete(), None, None).body(opts);
+        with_params(req, &list.list_params()).send().await
+    }
+
+    fn require_name<'a>(&self, name: Option<&'a str>, verb: &str) -> Result<&'a str> {
+        name.filter(|n| !n.is_empty()).ok_or_else(|| {
+            Error::Request(format!(
+                "{verb} of {}: the object has no metadata.name",
+                self.gvr
+            ))
+        })
+    }
+}

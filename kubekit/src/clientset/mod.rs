@@ -1,0 +1,61 @@
+//! Typed clients (client-go's `kubernetes` clientset and its typed interfaces).
+//!
+//! - [`Clientset`]: the entry point; `clientset.core_v1().pods(ns)`,
+//!   `clientset.apps_v1().deployments(ns)`, … for the built-in groups (generated from one
+//!   table, see [`groups`]), and [`Clientset::resource`] / [`Clientset::cluster_resource`]
+//!   for any other type, custom resources included.
+//! - [`ResourceClient<K>`]: the verbs on one resource: create, get, list, watch, update,
+//!   update_status, patch, patch_status, delete, delete_collection, get_status.
+//! - Options mirroring metav1's ([`ListOptions`], [`GetOptions`], [`CreateOptions`],
+//!   [`UpdateOptions`], [`PatchOptions`], [`DeleteOptions`]), the [`Patch`] body, and
+//!   [`DeleteResponse`], the object or `Status` a delete returns.
+//!
+//! Everything is built on [`RestClient`](crate::rest::RestClient): the same rate
+//! limiting, retries and [`Error`](crate::rest::Error) kinds.
+//!
+//! ```no_run
+//! # async fn demo() -> kubekit::rest::Result<()> {
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kubekit::clientset::{Clientset, CreateOptions, GetOptions};
+//! use kubekit::rest::Config;
+//!
+//! let clientset = Clientset::new(&Config::infer().await?)?;
+//! let config_maps = clientset.core_v1().config_maps("default");
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("settings".into());
+//! match config_maps.create(&cm, &CreateOptions::default()).await {
+//!     Err(e) if e.is_already_exists() => {}
+//!     other => {
+//!         other?;
+//!     }
+//! }
+//! let cm = config_maps.get("settings", &GetOptions::default()).await?;
+//! # let _ = cm;
+//! # Ok(())
+//! # }
+//! ```
+
+#[allow(clippy::module_inception)]
+mod clientset;
+pub mod delete_response;
+mod endpoint;
+pub mod groups;
+pub mod options;
+pub mod patch;
+pub mod resource_client;
+
+pub use clientset::Clientset;
+pub use delete_response::DeleteResponse;
+pub(crate) use delete_response::{TypeHead, decode_delete};
+pub(crate) use endpoint::Endpoint;
+pub use endpoint::WatchStream;
+pub use groups::{
+    ApiextensionsV1Client, AppsV1Client, BatchV1Client, CoordinationV1Client, CoreV1Client,
+    EventsV1Client, RbacV1Client,
+};
+pub use options::{
+    CreateOptions, DeleteOptions, FieldValidation, GetOptions, ListOptions, PatchOptions,
+    Preconditions, PropagationPolicy, QueryParams, ResourceVersionMatch, UpdateOptions,
+};
+pub use patch::Patch;
+pub use resource_client::{KnownScope, ResourceClient};

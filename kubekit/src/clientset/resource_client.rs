@@ -1,0 +1,313 @@
+//! [`ResourceClient<K>`]: the typed client of one resource, for built-in and custom types
+//! alike (client-go's `PodInterface`, `DeploymentInterface`, … as one generic type).
+//!
+//! # Contract
+//!
+//! - `K` is any [`kube::Resource`] with static type information: every `k8s-openapi` type
+//!   and every type made with `#[derive(CustomResource)]`. Its group, version and plural
+//!   name make the URL.
+//! - Scope is checked when the client is made: [`ResourceClient::namespaced`] accepts only
+//!   namespaced types, [`ResourceClient::cluster`] only cluster-scoped ones.
+//! - A namespaced client of namespace `""` covers every namespace: list, watch and
+//!   delete_collection then span the cluster, and the verbs on one object fail on the
+//!   server, as in client-go. Objects are written to the client's namespace, whatever
+//!   their `metadata.namespace` says (the server refuses a mismatch).
+//! - Every response is decoded once, into `K` (or [`ObjectList<K>`], whose malformed items
+//!   are reported in `skipped`, not fatal). Errors are [`Error`](crate::rest::Error)s with
+//!   the API's `Status` and predicates (`is_not_found`, `is_conflict`, …).
+//! - The client is cheap to clone and holds no lock; all clones share the
+//!   [`RestClient`]'s rate limiter.
+//!
+//! ```no_run
+//! # async fn demo(rest: kubekit::rest::RestClient) -> kubekit::rest::Result<()> {
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kubekit::clientset::{CreateOptions, ListOptions, Patch, PatchOptions, ResourceClient};
+//! use serde_json::json;
+//!
+//! let config_maps = ResourceClient::<ConfigMap>::namespaced(rest, "demo");
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("settings".into());
+//! config_maps.create(&cm, &CreateOptions::default()).await?;
+//!
+//! let patch = Patch::Merge(json!({"data": {"mode": "fast"}}));
+//! config_maps.patch("settings", &patch, &PatchOptions::default()).await?;
+//!
+//! for cm in config_maps.list(&ListOptions::default().labels("app=web")).await?.items {
+//!     println!("{:?}", cm.metadata.name);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::delete_response::{DeleteResponse, decode_delete};
+use super::endpoint::{Endpoint, WatchStream};
+use super::options::{
+    CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchOptions, UpdateOptions,
+};
+use super::patch::Patch;
+use crate::meta::GroupVersionResource;
+use crate::rest::{ObjectList, RestClient, Result};
+
+/// A resource scope known when compiling: whether objects of the type live in a
+/// namespace. Implemented for `k8s-openapi`'s two scopes, which every built-in and
+/// derived custom type uses.
+pub trait KnownScope {
+    /// Whether objects of this scope live in a namespace.
+    const NAMESPACED: bool;
+}
+
+impl KnownScope for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl KnownScope for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// A typed client of resource `K` in one namespace, all namespaces, or (cluster-scoped
+/// types) none; see the [module docs](self).
+pub struct ResourceClient<K> {
+    endpoint: Endpoint,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for ResourceClient<K> {
+    fn clone(&self) -> Self {
+        Self {
+            endpoint: self.endpoint.clone(),
+            _kind: PhantomData,
+        }
+    }
+}
+
+impl<K> fmt::Debug for ResourceClient<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceClient")
+            .field("resource", &self.endpoint.gvr().to_string())
+            .field("namespace", &self.endpoint.namespace())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource<DynamicType = ()>> ResourceClient<K> {
+    /// A client of namespaced `K` in `namespace`; `""` means all namespaces.
+    pub fn namespaced(rest: RestClient, namespace: &str) -> Self
+    where
+        K: Resource<Scope = NamespaceResourceScope>,
+    {
+        Self::at(rest, namespace)
+    }
+
+    /// A client of cluster-scoped `K`.
+    pub fn cluster(rest: RestClient) -> Self
+    where
+        K: Resource<Scope = ClusterResourceScope>,
+    {
+        Self::at(rest, "")
+    }
+
+    /// A client of `K` whatever its scope, for code generic over `K`: in `namespace` when
+    /// `K` is namespaced (`""`: all namespaces); `namespace` is ignored when it is
+    /// cluster-scoped.
+    pub fn new(rest: RestClient, namespace: &str) -> Self
+    where
+        K::Scope: KnownScope,
+    {
+        Self::at(
+            rest,
+            if <K::Scope as KnownScope>::NAMESPACED {
+                namespace
+            } else {
+                ""
+            },
+        )
+    }
+
+    fn at(rest: RestClient, namespace: &str) -> Self {
+        Self {
+            endpoint: Endpoint::new(rest, GroupVersionResource::of::<K>(), namespace),
+            _kind: PhantomData,
+        }
+    }
+
+    /// The namespace this client works in; `None` for all namespaces or a cluster-scoped
+    /// type.
+    pub fn namespace(&self) -> Option<&str> {
+        self.endpoint.namespace()
+    }
+
+    /// The group, version and resource of `K`.
+    pub fn gvr(&self) -> &GroupVersionResource {
+        self.endpoint.gvr()
+    }
+
+    /// The REST client underneath.
+    pub fn rest_client(&self) -> &RestClient {
+        self.endpoint.rest()
+    }
+}
+
+impl<K> ResourceClient<K>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+{
+    /// Creates `obj` (POST) and returns it as stored: name generated from `generateName`,
+    /// uid, resourceVersion and defaults filled in. With `dry_run`, nothing is stored.
+    pub async fn create(&self, obj: &K, opts: &CreateOptions) -> Result<K> {
+        self.endpoint.create(obj, opts).await?.decode()
+    }
+
+    /// The object named `name`.
+    pub async fn get(&self, name: &str, opts: &GetOptions) -> Result<K> {
+        self.endpoint.get(name, None, opts).await?.decode()
+    }
+
+    /// The object named `name`, read through its `status` subresource.
+    pub async fn get_status(&self, name: &str, opts: &GetOptions) -> Result<K> {
+        self.endpoint
+            .get(name, Some("status"), opts)
+            .await?
+            .decode()
+    }
+
+    /// The objects matching `opts`: one page of at most `limit` when a limit is set (fetch
+    /// the next with the list's `metadata.continue_`), otherwise all of them. The list's
+    /// `metadata.resource_version` is where a watch continues from.
+    pub async fn list(&self, opts: &ListOptions) -> Result<ObjectList<K>> {
+        self.endpoint.list(opts).await?.decode_list()
+    }
+
+    /// Watches the objects matching `opts` from `opts.resource_version` (unset: from now,
+    /// starting with synthetic `ADDED` events for what exists, as the server does).
+    pub async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<K>> {
+        self.endpoint.watch(opts).await
+    }
+
+    /// Replaces the object (PUT) with `obj`, named by its `metadata.name`. The write is
+    /// rejected with 409 Conflict (`is_conflict`) if `obj`'s resourceVersion is stale.
+    /// Changes to the status are ignored for types with a status subresource.
+    pub async fn update(&self, obj: &K, opts: &UpdateOptions) -> Result<K> {
+        self.endpoint
+            .update(obj.meta().name.as_deref(), None, obj, opts)
+            .await?
+            .decode()
+    }
+
+    /// Replaces the object's status (PUT to the `status` subresource); changes outside the
+    /// status are ignored.
+    pub async fn update_status(&self, obj: &K, opts: &UpdateOptions) -> Result<K> {
+        self.endpoint
+            .update(obj.meta().name.as_deref(), Some("status"), obj, opts)
+            .await?
+            .decode()
+    }
+
+    /// Patches the object named `name`; see [`Patch`] for the kinds of patch.
+    pub async fn patch<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &Patch<P>,
+        opts: &PatchOptions,
+    ) -> Result<K> {
+        self.endpoint.patch(name, None, patch, opts).await?.decode()
+    }
+
+    /// Patches the status of the object named `name` (the `status` subresource).
+    pub async fn patch_status<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &Patch<P>,
+        opts: &PatchOptions,
+    ) -> Result<K> {
+        self.endpoint
+            .patch(name, Some("status"), patch, opts)
+            .await?
+            .decode()
+    }
+
+    /// Deletes the object named `name`: the object (still being deleted, or as deleted) or
+    /// the server's `Status`; see [`DeleteResponse`].
+    pub async fn delete(&self, name: &str, opts: &DeleteOptions) -> Result<DeleteResponse<K>> {
+        let response = self.endpoint.delete(name, opts).await?;
+        decode_delete(&response, |r| r.decode())
+    }
+
+    /// Deletes every object matching `list`: the list of deleted objects, or the server's
+    /// `Status`.
+    pub async fn delete_collection(
+        &self,
+        opts: &DeleteOptions,
+        list: &ListOptions,
+    ) -> Result<DeleteResponse<ObjectList<K>>> {
+        let response = self.endpoint.delete_collection(opts, list).await?;
+        decode_delete(&response, |r| r.decode_list())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rest::Error;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+
+    fn rest() -> RestClient {
+        let config = kube::Config::new("https://127.0.0.1:1".parse().expect("url"));
+        RestClient::new(&crate::rest::Config::from_kube(config)).expect("client")
+    }
+
+    #[tokio::test]
+    async fn scope_decides_whether_the_namespace_is_used() {
+        let pods = ResourceClient::<Pod>::namespaced(rest(), "demo");
+        assert_eq!(pods.namespace(), Some("demo"));
+        assert_eq!(pods.gvr(), &GroupVersionResource::new("", "v1", "pods"));
+        let all = ResourceClient::<Deployment>::namespaced(rest(), "");
+        assert_eq!(all.namespace(), None);
+        let nodes = ResourceClient::<Node>::cluster(rest());
+        assert_eq!(nodes.namespace(), None);
+        let generic = ResourceClient::<Namespace>::new(rest(), "ignored");
+        assert_eq!(
+            generic.namespace(),
+            None,
+            "a cluster-scoped type has no namespace"
+        );
+        let generic = ResourceClient::<Pod>::new(rest(), "demo");
+        assert_eq!(generic.namespace(), Some("demo"));
+    }
+
+    #[tokio::test]
+    async fn update_of_an_object_without_a_name_fails_before_sending() {
+        let pods = ResourceClient::<Pod>::namespaced(rest(), "demo");
+        let err = pods
+            .update(&Pod::default(), &UpdateOptions::default())
+            .await
+            .expect_err("no name");
+        assert!(matches!(err, Error::Request(_)), "{err}");
+        assert!(err.to_string().contains("pods.v1"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn apply_without_a_field_manager_fails_before_sending() {
+        let pods = ResourceClient::<Pod>::namespaced(rest(), "demo");
+        let apply = Patch::Apply(serde_json::json!({"apiVersion": "v1", "kind": "Pod"}));
+        let err = pods
+            .patch("web", &apply, &PatchOptions::default())
+            .await
+            .expect_err("no manager");
+        assert!(err.to_string().contains("field_manager"), "{err}");
+        let merge = Patch::Merge(serde_json::json!({}));
+        let err = pods
+            .patch("web", &merge, &PatchOptions::default().force())
+            .await
+            .expect_err("force without apply");
+        assert!(err.to_string().contains("force"), "{err}");
+    }
+}

@@ -1,0 +1,270 @@
+//! [`DynamicClient`]: objects of any resource, named by group/version/resource at run time
+//! (client-go's `dynamic.Interface`).
+//!
+//! # Contract
+//!
+//! - `dynamic.resource(&gvr)` is the resource across the cluster: cluster-scoped
+//!   resources, or every namespace of a namespaced one (list, watch, delete_collection);
+//!   `.namespace(ns)` narrows it to one namespace. The client does not know the
+//!   resource's scope: using the wrong form fails on the server (404), as in client-go.
+//! - The verbs, options and errors are those of the typed
+//!   [`ResourceClient`](crate::clientset::ResourceClient); objects are [`Unstructured`].
+//! - Objects are decoded once. Items of a list carry `apiVersion` and `kind` even when the
+//!   server left them out (it does for built-in types): they are taken from the list.
+//!
+//! ```no_run
+//! # async fn demo(rest: kubekit::rest::RestClient) -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kubekit::clientset::ListOptions;
+//! use kubekit::dynamic::DynamicClient;
+//! use kubekit::meta::GroupVersionResource;
+//!
+//! let dynamic = DynamicClient::from_rest_client(rest);
+//! let pods = GroupVersionResource::new("", "v1", "pods");
+//! let list = dynamic.resource(&pods).namespace("default").list(&ListOptions::default()).await?;
+//! for obj in list.items {
+//!     let pod: Pod = obj.into_typed()?;
+//!     println!("{:?}", pod.metadata.name);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::unstructured::Unstructured;
+use crate::clientset::{
+    CreateOptions, DeleteOptions, DeleteResponse, Endpoint, GetOptions, ListOptions, Patch,
+    PatchOptions, TypeHead, UpdateOptions, WatchStream, decode_delete,
+};
+use crate::meta::GroupVersionResource;
+use crate::rest::{Config, ObjectList, Response, RestClient, Result};
+
+/// The entry point of the dynamic client; see the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct DynamicClient {
+    rest: RestClient,
+}
+
+impl DynamicClient {
+    /// A dynamic client with a new [`RestClient`] for `config`.
+    pub fn new(config: &Config) -> Result<Self> {
+        RestClient::new(config).map(Self::from_rest_client)
+    }
+
+    /// A dynamic client on top of `rest` (sharing its rate limiter).
+    pub fn from_rest_client(rest: RestClient) -> Self {
+        Self { rest }
+    }
+
+    /// The REST client underneath.
+    pub fn rest_client(&self) -> &RestClient {
+        &self.rest
+    }
+
+    /// The resource `gvr`, cluster-wide; call [`DynamicResourceClient::namespace`] for one
+    /// namespace.
+    pub fn resource(&self, gvr: &GroupVersionResource) -> DynamicResourceClient {
+        DynamicResourceClient {
+            endpoint: Endpoint::new(self.rest.clone(), gvr.clone(), ""),
+        }
+    }
+}
+
+impl From<RestClient> for DynamicClient {
+    fn from(rest: RestClient) -> Self {
+        Self::from_rest_client(rest)
+    }
+}
+
+/// The verbs on one resource, cluster-wide or in one namespace; see the
+/// [module docs](self).
+#[derive(Clone)]
+pub struct DynamicResourceClient {
+    endpoint: Endpoint,
+}
+
+impl fmt::Debug for DynamicResourceClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DynamicResourceClient")
+            .field("resource", &self.endpoint.gvr().to_string())
+            .field("namespace", &self.endpoint.namespace())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DynamicResourceClient {
+    /// The same resource in `namespace` (`""`: cluster-wide again).
+    pub fn namespace(&self, namespace: &str) -> Self {
+        Self {
+            endpoint: self.endpoint.in_namespace(namespace),
+        }
+    }
+
+    /// The group, version and resource.
+    pub fn gvr(&self) -> &GroupVersionResource {
+        self.endpoint.gvr()
+    }
+
+    /// Creates `obj` in this client's namespace and returns it as stored.
+    pub async fn create(&self, obj: &Unstructured, opts: &CreateOptions) -> Result<Unstructured> {
+        self.endpoint.create(obj, opts).await?.decode()
+    }
+
+    /// The object named `name`.
+    pub async fn get(&self, name: &str, opts: &GetOptions) -> Result<Unstructured> {
+        self.endpoint.get(name, None, opts).await?.decode()
+    }
+
+    /// The object named `name`, read through its `status` subresource.
+    pub async fn get_status(&self, name: &str, opts: &GetOptions) -> Result<Unstructured> {
+        self.endpoint
+            .get(name, Some("status"), opts)
+            .await?
+            .decode()
+    }
+
+    /// The objects matching `opts` (one page when `limit` is set), each with its
+    /// `apiVersion` and `kind`.
+    pub async fn list(&self, opts: &ListOptions) -> Result<ObjectList<Unstructured>> {
+        let response = self.endpoint.list(opts).await?;
+        self.decode_list(&response)
+    }
+
+    /// Watches the objects matching `opts`.
+    pub async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<Unstructured>> {
+        self.endpoint.watch(opts).await
+    }
+
+    /// Replaces the object named by `obj.metadata.name` with `obj`; 409 Conflict if its
+    /// resourceVersion is stale.
+    pub async fn update(&self, obj: &Unstructured, opts: &UpdateOptions) -> Result<Unstructured> {
+        self.endpoint
+            .update(obj.name(), None, obj, opts)
+            .await?
+            .decode()
+    }
+
+    /// Replaces the object's status (the `status` subresource).
+    pub async fn update_status(
+        &self,
+        obj: &Unstructured,
+        opts: &UpdateOptions,
+    ) -> Result<Unstructured> {
+        self.endpoint
+            .update(obj.name(), Some("status"), obj, opts)
+            .await?
+            .decode()
+    }
+
+    /// Patches the object named `name`.
+    pub async fn patch<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &Patch<P>,
+        opts: &PatchOptions,
+    ) -> Result<Unstructured> {
+        self.endpoint.patch(name, None, patch, opts).await?.decode()
+    }
+
+    /// Patches the status of the object named `name`.
+    pub async fn patch_status<P: Serialize>(
+        &self,
+        name: &str,
+        patch: &Patch<P>,
+        opts: &PatchOptions,
+    ) -> Result<Unstructured> {
+        self.endpoint
+            .patch(name, Some("status"), patch, opts)
+            .await?
+            .decode()
+    }
+
+    /// Deletes the object named `name`; see [`DeleteResponse`].
+    pub async fn delete(
+        &self,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteResponse<Unstructured>> {
+        let response = self.endpoint.delete(name, opts).await?;
+        decode_delete(&response, |r| r.decode())
+    }
+
+    /// Deletes every object matching `list`.
+    pub async fn delete_collection(
+        &self,
+        opts: &DeleteOptions,
+        list: &ListOptions,
+    ) -> Result<DeleteResponse<ObjectList<Unstructured>>> {
+        let response = self.endpoint.delete_collection(opts, list).await?;
+        decode_delete(&response, |r| self.decode_list(r))
+    }
+
+    /// Decodes a list, giving items without `apiVersion`/`kind` those of the list
+    /// (`ConfigMapList` → `ConfigMap`).
+    fn decode_list(&self, response: &Response) -> Result<ObjectList<Unstructured>> {
+        let mut list = response.decode_list::<Unstructured>()?;
+        let head = TypeHead::of(response.body());
+        let api_version = head
+            .api_version
+            .as_deref()
+            .map_or_else(|| self.endpoint.gvr().api_version(), str::to_string);
+        let kind = head
+            .kind
+            .as_deref()
+            .and_then(|k| k.strip_suffix("List"))
+            .unwrap_or("");
+        fill_type(&mut list.items, &api_version, kind);
+        Ok(list)
+    }
+}
+
+/// Sets `apiVersion` and `kind` on the objects that have none.
+fn fill_type(items: &mut [Unstructured], api_version: &str, kind: &str) {
+    for item in items {
+        if item.api_version.is_empty() {
+            item.api_version = api_version.to_string();
+        }
+        if item.kind.is_empty() {
+            item.kind = kind.to_string();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_items_without_type_take_the_lists() {
+        let mut items: Vec<Unstructured> = vec![
+            serde_json::from_str(r#"{"metadata":{"name":"a"}}"#).expect("item"),
+            serde_json::from_str(r#"{"apiVersion":"v2","kind":"Other","metadata":{"name":"b"}}"#)
+                .expect("item"),
+        ];
+        fill_type(&mut items, "v1", "ConfigMap");
+        assert_eq!(
+            (items[0].api_version.as_str(), items[0].kind.as_str()),
+            ("v1", "ConfigMap")
+        );
+        assert_eq!(
+            (items[1].api_version.as_str(), items[1].kind.as_str()),
+            ("v2", "Other")
+        );
+    }
+
+    #[tokio::test]
+    async fn namespace_narrows_and_widens_the_resource() {
+        let config = kube::Config::new("https://127.0.0.1:1".parse().expect("url"));
+        let dynamic = DynamicClient::new(&Config::from_kube(config)).expect("client");
+        let gvr = GroupVersionResource::new("apps", "v1", "deployments");
+        let all = dynamic.resource(&gvr);
+        assert_eq!(all.endpoint.namespace(), None);
+        let one = all.namespace("demo");
+        assert_eq!(one.endpoint.namespace(), Some("demo"));
+        assert_eq!(one.namespace("").endpoint.namespace(), None);
+        assert_eq!(one.gvr(), &gvr);
+    }
+}
