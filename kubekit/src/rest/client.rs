@@ -121,8 +121,9 @@ impl RestClient {
     pub fn new(config: &Config) -> Result<Self> {
         let http = kube::Client::try_from(config.kube_config().clone())
             .map_err(|e| Error::Config(format!("building the HTTP client: {e}")))?;
-        let limiter = (config.qps > 0.0)
-            .then(|| Arc::new(TokenBucket::new(f64::from(config.qps), config.burst)));
+        let limiter = config
+            .effective_rate_limit()
+            .map(|(qps, burst)| Arc::new(TokenBucket::new(f64::from(qps), burst)));
         let user_agent = HeaderValue::from_str(&config.user_agent).map_err(|_| {
             Error::Config(format!(
                 "user agent {:?} is not a valid header",

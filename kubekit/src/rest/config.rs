@@ -39,7 +39,8 @@ pub const DEFAULT_MAX_RETRIES: u32 = 10;
 #[derive(Clone)]
 pub struct Config {
     kube: kube::Config,
-    /// Requests per second allowed on average; negative disables client-side rate limiting.
+    /// Requests per second allowed on average; `0` means the default (5), a negative value
+    /// disables client-side rate limiting.
     pub qps: f32,
     /// Requests allowed at once above the average rate.
     pub burst: u32,
@@ -185,6 +186,23 @@ impl Config {
         self
     }
 
+    /// The rate limit a client made from this configuration applies, as client-go reads
+    /// `QPS`/`Burst`: zero (or non-finite) QPS means [`DEFAULT_QPS`], zero burst means
+    /// [`DEFAULT_BURST`], a negative QPS means no limit (`None`).
+    pub fn effective_rate_limit(&self) -> Option<(f32, u32)> {
+        let qps = match self.qps {
+            q if q < 0.0 => return None,
+            q if q == 0.0 || !q.is_finite() => DEFAULT_QPS,
+            q => q,
+        };
+        let burst = if self.burst == 0 {
+            DEFAULT_BURST
+        } else {
+            self.burst
+        };
+        Some((qps, burst))
+    }
+
     /// The API server's URL.
     pub fn host(&self) -> &http::Uri {
         &self.kube.cluster_url
@@ -244,6 +262,23 @@ mod tests {
         assert!(!debug.contains(TOKEN), "{debug}");
         assert!(debug.contains("bearer token"), "{debug}");
         std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn zero_qps_means_the_default_and_negative_means_unlimited() {
+        let base = Config::from_kube(kube::Config::new("https://127.0.0.1:1".parse().unwrap()));
+        assert_eq!(base.effective_rate_limit(), Some((5.0, 10)));
+        assert_eq!(
+            base.clone().with_rate_limit(0.0, 0).effective_rate_limit(),
+            Some((5.0, 10))
+        );
+        assert_eq!(
+            base.clone()
+                .with_rate_limit(50.0, 100)
+                .effective_rate_limit(),
+            Some((50.0, 100))
+        );
+        assert_eq!(base.with_rate_limit(-1.0, 10).effective_rate_limit(), None);
     }
 
     #[tokio::test]
