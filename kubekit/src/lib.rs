@@ -10,7 +10,7 @@
 //! | [`discovery`] | `discovery`, `restmapper` | server version, groups and resources, cached discovery, GVK ↔ GVR |
 //! | [`clientset`] | `kubernetes` | typed clients for built-in and custom resources |
 //! | [`dynamic`] | `dynamic` | unstructured objects by group/version/resource |
-//! | `cache` | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
+//! | [`cache`] | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
 //! | `informers`, `listers` | `informers`, `listers` | the shared informer factory and typed listers |
 //! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
 //! | `record` | `tools/record` | event broadcaster, recorder and correlator |
@@ -18,6 +18,7 @@
 //!
 //! Modules appear here as they are built; the table names the whole plan.
 
+pub mod cache;
 pub mod clientset;
 pub mod discovery;
 pub mod dynamic;

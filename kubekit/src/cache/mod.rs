@@ -1,0 +1,14 @@
+//! The informer machinery (client-go's `tools/cache`). Being built: so far the key
+//! functions and the indexed store.
+//!
+//! - [`key`]: how objects are named in the cache, and tombstones.
+//! - [`store`]: [`Indexer`], the thread-safe cache with named secondary indexes.
+
+pub mod key;
+pub mod store;
+
+pub use key::{
+    DeletedFinalStateUnknown, KeyError, MaybeTombstone, deletion_handling_meta_namespace_key,
+    meta_namespace_key, split_meta_namespace_key,
+};
+pub use store::{Error, IndexFunc, Indexer, NAMESPACE_INDEX, namespace_index_func};
