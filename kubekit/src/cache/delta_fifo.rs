@@ -1,0 +1,688 @@
+//! [`DeltaFifo`]: the queue between a reflector and an informer's processing (client-go's
+//! `DeltaFIFO`).
+//!
+//! # Contract
+//!
+//! - Each key is queued at most once; what happened to it since it was last popped is
+//!   kept as a list of [`Delta`]s, oldest first, and [`pop`](DeltaFifo::pop) hands them
+//!   all to the process function together. Keys are popped in the order they were first
+//!   queued.
+//! - Two consecutive `Deleted` deltas collapse into one, keeping the real object over a
+//!   tombstone.
+//! - [`replace`](DeltaFifo::replace) (a relist) queues `Replaced` for every listed object
+//!   and `Deleted` with a [`DeletedFinalStateUnknown`] tombstone for every key the known
+//!   objects (the informer's indexer) or the queue hold that the list does not.
+//! - [`resync`](DeltaFifo::resync) queues `Sync` for every known object whose key is not
+//!   already queued.
+//! - [`delete`](DeltaFifo::delete) of an object neither known nor queued is dropped (it was
+//!   already deleted by a relist).
+//! - [`has_synced`](DeltaFifo::has_synced) becomes true once the first `replace` (or any
+//!   add/update/delete before it) has been made and every item of that first population
+//!   has been popped *and processed*.
+//! - After [`close`](DeltaFifo::close), `pop` keeps handing out what is queued and returns
+//!   [`Closed`] once the queue is empty.
+//! - Unlike client-go, `replace` also tombstones keys that are only queued (added since the
+//!   last pop, never processed) and missing from the list, so an object created and deleted
+//!   while the watch was down never lingers in the consumer's cache.
+//! - All methods take `&self` and may be called from any task; locks are never held
+//!   across `.await` nor while the process function runs.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use kube::Resource;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use super::key::{DeletedFinalStateUnknown, KeyError, MaybeTombstone, meta_namespace_key};
+use super::store::Indexer;
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeltaType {
+    /// Created (or first seen by a watch).
+    Added,
+    /// Changed.
+    Updated,
+    /// Deleted; the object is its last state, or a tombstone.
+    Deleted,
+    /// Seen in a relist (the object may or may not have changed).
+    Replaced,
+    /// Periodic resync: the object did not change.
+    Sync,
+}
+
+/// One change to one object.
+#[derive(Debug, Clone)]
+pub struct Delta<K> {
+    /// What happened.
+    pub kind: DeltaType,
+    /// The object after it happened (for `Deleted`, its last state or a tombstone).
+    pub object: MaybeTombstone<K>,
+}
+
+/// Everything that happened to one key since it was last popped.
+#[derive(Debug, Clone)]
+pub struct Deltas<K> {
+    /// The key.
+    pub key: String,
+    /// The changes, oldest first; never empty.
+    pub deltas: Vec<Delta<K>>,
+    /// Whether this key was part of the first population (the initial list).
+    pub is_in_initial_list: bool,
+}
+
+impl<K> Deltas<K> {
+    /// The most recent change.
+    pub fn newest(&self) -> &Delta<K> {
+        self.deltas
+            .last()
+            .expect("a popped key always has at least one delta")
+    }
+}
+
+/// `pop` on a closed, drained queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("DeltaFifo: the queue is closed")]
+pub struct Closed;
+
+struct State<K> {
+    items: HashMap<String, Vec<Delta<K>>>,
+    queue: VecDeque<String>,
+    populated: bool,
+    initial_population: usize,
+    closed: bool,
+}
+
+/// The reflector → informer queue; see the [module docs](self).
+pub struct DeltaFifo<K> {
+    state: Mutex<State<K>>,
+    ready: Notify,
+    known: Option<Arc<Indexer<K>>>,
+}
+
+impl<K> std::fmt::Debug for DeltaFifo<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.state.lock();
+        f.debug_struct("DeltaFifo")
+            .field("queued", &s.queue.len())
+            .field("populated", &s.populated)
+            .field("initial_population", &s.initial_population)
+            .field("closed", &s.closed)
+            .finish()
+    }
+}
+
+/// Collapses the last two deltas when both are deletions, keeping the more informative.
+fn dedup_last<K>(deltas: &mut Vec<Delta<K>>) {
+    let n = deltas.len();
+    if n < 2 || deltas[n - 1].kind != DeltaType::Deleted || deltas[n - 2].kind != DeltaType::Deleted
+    {
+        return;
+    }
+    let last = deltas.pop().expect("n >= 2");
+    if !matches!(last.object, MaybeTombstone::Tombstone(_)) {
+        deltas[n - 2] = last;
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
+    /// A queue whose `replace`, `resync` and `delete` consult `known` (the informer's
+    /// indexer) for the objects the consumer already has.
+    pub fn new(known: Option<Arc<Indexer<K>>>) -> Self {
+        Self {
+            state: Mutex::new(State {
+                items: HashMap::new(),
+                queue: VecDeque::new(),
+                populated: false,
+                initial_population: 0,
+                closed: false,
+            }),
+            ready: Notify::new(),
+            known,
+        }
+    }
+
+    fn queue_action(
+        &self,
+        s: &mut State<K>,
+        key: String,
+        kind: DeltaType,
+        object: MaybeTombstone<K>,
+    ) {
+        let deltas = s.items.entry(key.clone()).or_default();
+        let was_queued = !deltas.is_empty();
+        deltas.push(Delta { kind, object });
+        dedup_last(deltas);
+        if !was_queued {
+            s.queue.push_back(key);
+        }
+    }
+
+    fn push(&self, kind: DeltaType, obj: Arc<K>) -> Result<(), KeyError> {
+        let key = meta_namespace_key(obj.as_ref())?;
+        let mut s = self.state.lock();
+        s.populated = true;
+        self.queue_action(&mut s, key, kind, MaybeTombstone::Object(obj));
+        drop(s);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// Queues an `Added` delta.
+    pub fn add(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        self.push(DeltaType::Added, obj)
+    }
+
+    /// Queues an `Updated` delta.
+    pub fn update(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        self.push(DeltaType::Updated, obj)
+    }
+
+    /// Queues a `Deleted` delta, unless the object is neither known nor queued.
+    pub fn delete(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        let key = meta_namespace_key(obj.as_ref())?;
+        let mut s = self.state.lock();
+        s.populated = true;
+        let queued = s.items.contains_key(&key);
+        let known = match &self.known {
+            Some(k) => k.contains(&key),
+            None => false,
+        };
+        if !queued && !known {
+            return Ok(());
+        }
+        self.queue_action(&mut s, key, DeltaType::Deleted, MaybeTombstone::Object(obj));
+        drop(s);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// A relist: `Replaced` for every object of `list`, and a tombstoned `Deleted` for every
+    /// key known or queued that `list` lacks. Objects without a name are skipped and
+    /// counted in the returned error list.
+    pub fn replace(&self, list: Vec<Arc<K>>) -> Vec<KeyError> {
+        let mut errors = Vec::new();
+        let mut s = self.state.lock();
+        let mut keys = HashSet::with_capacity(list.len());
+        for obj in list {
+            match meta_namespace_key(obj.as_ref()) {
+                Ok(key) => {
+                    keys.insert(key.clone());
+                    self.queue_action(
+                        &mut s,
+                        key,
+                        DeltaType::Replaced,
+                        MaybeTombstone::Object(obj),
+                    );
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        let mut deletions = 0;
+        // Keys queued but not listed, whose newest delta is not already a deletion.
+        let queued_gone: Vec<(String, Arc<K>)> = s
+            .items
+            .iter()
+            .filter(|(k, _)| !keys.contains(*k))
+            .filter_map(|(k, d)| {
+                let newest = d.last()?;
+                (newest.kind != DeltaType::Deleted)
+                    .then(|| (k.clone(), newest.object.object().clone()))
+            })
+            .collect();
+        let mut tombstoned: HashSet<String> = HashSet::new();
+        for (key, obj) in queued_gone {
+            tombstoned.insert(key.clone());
+            self.queue_tombstone(&mut s, key, obj);
+            deletions += 1;
+        }
+        if let Some(known) = &self.known {
+            for key in known.list_keys() {
+                if keys.contains(&key) || tombstoned.contains(&key) {
+                    continue;
+                }
+                if let Some(obj) = known.get(&key) {
+                    self.queue_tombstone(&mut s, key, obj);
+                    deletions += 1;
+                }
+            }
+        }
+        if !s.populated {
+            s.populated = true;
+            s.initial_population = keys.len() + deletions;
+        }
+        drop(s);
+        self.ready.notify_one();
+        errors
+    }
+
+    fn queue_tombstone(&self, s: &mut State<K>, key: String, obj: Arc<K>) {
+        let tombstone = MaybeTombstone::Tombstone(DeletedFinalStateUnknown {
+            key: key.clone(),
+            obj,
+        });
+        self.queue_action(s, key, DeltaType::Deleted, tombstone);
+    }
+
+    /// Queues `Sync` for every known object whose key is not queued already.
+    pub fn resync(&self) {
+        let Some(known) = &self.known else { return };
+        let mut s = self.state.lock();
+        let mut queued_any = false;
+        for key in known.list_keys() {
+            if s.items.get(&key).is_some_and(|d| !d.is_empty()) {
+                continue;
+            }
+            if let Some(obj) = known.get(&key) {
+                self.queue_action(&mut s, key, DeltaType::Sync, MaybeTombstone::Object(obj));
+                queued_any = true;
+            }
+        }
+        drop(s);
+        if queued_any {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Puts `deltas` back (for a retry after a failed process), unless the key has been
+    /// queued again meanwhile.
+    pub fn add_if_not_present(&self, deltas: Deltas<K>) {
+        let mut s = self.state.lock();
+        if s.items.contains_key(&deltas.key) || deltas.deltas.is_empty() {
+            return;
+        }
+        s.queue.push_back(deltas.key.clone());
+        s.items.insert(deltas.key, deltas.deltas);
+        drop(s);
+        self.ready.notify_one();
+    }
+
+    /// Waits for a queued key, removes it and runs `process` on its deltas (outside any
+    /// lock). Returns `process`'s result, or [`Closed`] once the queue is closed and empty.
+    pub async fn pop<R>(&self, process: impl FnOnce(Deltas<K>) -> R) -> Result<R, Closed> {
+        loop {
+            let notified = self.ready.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let popped = {
+                let mut s = self.state.lock();
+                match s.queue.pop_front() {
+                    Some(key) => {
+                        let deltas = s.items.remove(&key).unwrap_or_default();
+                        let is_in_initial_list = s.initial_population > 0;
+                        Some((
+                            Deltas {
+                                key,
+                                deltas,
+                                is_in_initial_list,
+                            },
+                            !s.queue.is_empty(),
+                        ))
+                    }
+                    None if s.closed => return Err(Closed),
+                    None => None,
+                }
+            };
+            if let Some((deltas, more)) = popped {
+                if more {
+                    // Writers wake one popper per change; pass the wake-up on.
+                    self.ready.notify_one();
+                }
+                let initial = deltas.is_in_initial_list;
+                let result = process(deltas);
+                if initial {
+                    let mut s = self.state.lock();
+                    s.initial_population = s.initial_population.saturating_sub(1);
+                }
+                return Ok(result);
+            }
+            notified.await;
+        }
+    }
+
+    /// Whether the first population has been popped and processed.
+    pub fn has_synced(&self) -> bool {
+        let s = self.state.lock();
+        s.populated && s.initial_population == 0
+    }
+
+    /// Closes the queue: `pop` returns [`Closed`] once it is empty.
+    pub fn close(&self) {
+        self.state.lock().closed = true;
+        self.ready.notify_waiters();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    /// Number of queued keys.
+    pub fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    /// Whether no key is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The queued keys, in pop order.
+    pub fn list_keys(&self) -> Vec<String> {
+        self.state.lock().queue.iter().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    fn cm(name: &str, value: &str) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some("ns".into()),
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            data: Some([("v".to_string(), value.to_string())].into()),
+            ..Default::default()
+        })
+    }
+
+    fn value(o: &MaybeTombstone<ConfigMap>) -> String {
+        o.object().data.as_ref().unwrap()["v"].clone()
+    }
+
+    /// Pops one key and summarises its deltas as (type, value, tombstone?).
+    async fn pop_summary(f: &DeltaFifo<ConfigMap>) -> (String, Vec<(DeltaType, String, bool)>) {
+        f.pop(|d| {
+            let summary = d
+                .deltas
+                .iter()
+                .map(|x| {
+                    (
+                        x.kind,
+                        value(&x.object),
+                        matches!(x.object, MaybeTombstone::Tombstone(_)),
+                    )
+                })
+                .collect();
+            (d.key, summary)
+        })
+        .await
+        .unwrap()
+    }
+
+    /// Applies popped deltas to `store` the way an informer does.
+    fn apply(store: &Indexer<ConfigMap>, d: Deltas<ConfigMap>) {
+        for delta in d.deltas {
+            match delta.kind {
+                DeltaType::Deleted => {
+                    store.delete(&d.key);
+                }
+                _ => {
+                    store.add_with_key(d.key.clone(), delta.object.object().clone());
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn one_key_is_queued_once_and_its_deltas_pop_together_in_order() {
+        let f = DeltaFifo::new(None);
+        f.add(cm("a", "1")).unwrap();
+        f.add(cm("b", "1")).unwrap();
+        f.update(cm("a", "2")).unwrap();
+        assert_eq!(f.list_keys(), ["ns/a", "ns/b"]);
+        let (key, deltas) = pop_summary(&f).await;
+        assert_eq!(key, "ns/a");
+        assert_eq!(
+            deltas,
+            [
+                (DeltaType::Added, "1".into(), false),
+                (DeltaType::Updated, "2".into(), false)
+            ]
+        );
+        assert_eq!(pop_summary(&f).await.0, "ns/b");
+    }
+
+    #[tokio::test]
+    async fn consecutive_deletes_collapse_keeping_the_real_object() {
+        let known = Arc::new(Indexer::new());
+        known.add(cm("a", "old")).unwrap();
+        let f = DeltaFifo::new(Some(known));
+        f.replace(vec![]); // tombstone for a
+        f.delete(cm("a", "final")).unwrap();
+        let (_, deltas) = pop_summary(&f).await;
+        assert_eq!(deltas, [(DeltaType::Deleted, "final".into(), false)]);
+    }
+
+    #[tokio::test]
+    async fn replace_tombstones_known_keys_missing_from_the_list() {
+        let known = Arc::new(Indexer::new());
+        known.add(cm("gone", "last-seen")).unwrap();
+        known.add(cm("kept", "1")).unwrap();
+        let f = DeltaFifo::new(Some(known));
+        f.replace(vec![cm("kept", "2")]);
+        let mut popped = [pop_summary(&f).await, pop_summary(&f).await];
+        popped.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            popped[0],
+            (
+                "ns/gone".into(),
+                vec![(DeltaType::Deleted, "last-seen".into(), true)]
+            )
+        );
+        assert_eq!(
+            popped[1],
+            (
+                "ns/kept".into(),
+                vec![(DeltaType::Replaced, "2".into(), false)]
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn replace_tombstones_queued_keys_missing_from_the_list() {
+        let f = DeltaFifo::new(Some(Arc::new(Indexer::new())));
+        f.add(cm("brief", "1")).unwrap();
+        f.replace(vec![]);
+        let (_, deltas) = pop_summary(&f).await;
+        assert_eq!(
+            deltas,
+            [
+                (DeltaType::Added, "1".into(), false),
+                (DeltaType::Deleted, "1".into(), true)
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn delete_of_an_unknown_unqueued_object_is_dropped() {
+        let f = DeltaFifo::new(Some(Arc::new(Indexer::new())));
+        f.delete(cm("never-seen", "1")).unwrap();
+        assert!(f.is_empty());
+    }
+
+    #[tokio::test]
+    async fn resync_queues_sync_only_for_known_keys_not_already_queued() {
+        let known = Arc::new(Indexer::new());
+        known.add(cm("a", "1")).unwrap();
+        known.add(cm("b", "1")).unwrap();
+        let f = DeltaFifo::new(Some(known));
+        f.update(cm("a", "2")).unwrap();
+        f.resync();
+        let mut popped = [pop_summary(&f).await, pop_summary(&f).await];
+        popped.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            popped[0].1,
+            [(DeltaType::Updated, "2".into(), false)],
+            "a was queued: no Sync"
+        );
+        assert_eq!(popped[1].1, [(DeltaType::Sync, "1".into(), false)]);
+        assert!(f.is_empty());
+    }
+
+    #[tokio::test]
+    async fn has_synced_once_the_first_replace_is_popped_and_processed() {
+        let f = DeltaFifo::new(Some(Arc::new(Indexer::new())));
+        assert!(!f.has_synced(), "nothing populated yet");
+        f.replace(vec![cm("a", "1"), cm("b", "1")]);
+        f.add(cm("c", "1")).unwrap();
+        assert!(!f.has_synced());
+        let first = f
+            .pop(|d| (d.is_in_initial_list, f.has_synced()))
+            .await
+            .unwrap();
+        assert_eq!(
+            first,
+            (true, false),
+            "not synced while the item is being processed"
+        );
+        assert!(!f.has_synced());
+        assert!(f.pop(|d| d.is_in_initial_list).await.unwrap());
+        assert!(f.has_synced());
+        assert!(
+            !f.pop(|d| d.is_in_initial_list).await.unwrap(),
+            "c came after the initial list"
+        );
+    }
+
+    #[tokio::test]
+    async fn add_if_not_present_requeues_unless_the_key_came_back() {
+        let f = DeltaFifo::new(None);
+        f.add(cm("a", "1")).unwrap();
+        let popped = f.pop(|d| d).await.unwrap();
+        f.add_if_not_present(popped.clone());
+        assert_eq!(
+            pop_summary(&f).await.1,
+            [(DeltaType::Added, "1".into(), false)]
+        );
+        f.update(cm("a", "2")).unwrap();
+        f.add_if_not_present(popped);
+        assert_eq!(
+            pop_summary(&f).await.1,
+            [(DeltaType::Updated, "2".into(), false)],
+            "newer deltas win"
+        );
+    }
+
+    #[tokio::test]
+    async fn closed_queue_drains_then_reports_closed_and_wakes_waiters() {
+        let f = Arc::new(DeltaFifo::new(None));
+        let waiter = tokio::spawn({
+            let f = f.clone();
+            async move { f.pop(|d| d.key).await }
+        });
+        tokio::task::yield_now().await;
+        f.close();
+        assert_eq!(waiter.await.unwrap(), Err(Closed));
+        f.add(cm("late", "1")).unwrap();
+        assert_eq!(
+            f.pop(|d| d.key).await,
+            Ok("ns/late".to_string()),
+            "queued items still pop"
+        );
+        assert_eq!(f.pop(|d| d.key).await, Err(Closed));
+    }
+
+    #[tokio::test]
+    async fn waiting_pop_wakes_on_add() {
+        let f = Arc::new(DeltaFifo::new(None));
+        let waiter = tokio::spawn({
+            let f = f.clone();
+            async move { f.pop(|d| d.key).await }
+        });
+        tokio::task::yield_now().await;
+        f.add(cm("a", "1")).unwrap();
+        assert_eq!(waiter.await.unwrap(), Ok("ns/a".to_string()));
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Upsert(u8, u8),
+            Delete(u8),
+            Replace(Vec<(u8, u8)>),
+            Resync,
+            Pop,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0u8..8, any::<u8>()).prop_map(|(k, v)| Op::Upsert(k, v)),
+                2 => (0u8..8).prop_map(Op::Delete),
+                1 => proptest::collection::vec((0u8..8, any::<u8>()), 0..6).prop_map(Op::Replace),
+                1 => Just(Op::Resync),
+                3 => Just(Op::Pop),
+            ]
+        }
+
+        proptest! {
+            /// Whatever the interleaving of changes, relists, resyncs and pops, a consumer
+            /// that applies every popped delta ends with exactly the last state of each key.
+            #[test]
+            fn store_after_popping_everything_equals_the_last_state(ops in proptest::collection::vec(op(), 1..60)) {
+                let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+                rt.block_on(async {
+                    let store = Arc::new(Indexer::new());
+                    let f = DeltaFifo::new(Some(store.clone()));
+                    let mut truth: BTreeMap<String, String> = BTreeMap::new();
+                    for op in ops {
+                        match op {
+                            Op::Upsert(k, v) => {
+                                let name = format!("k{k}");
+                                let key = format!("ns/{name}");
+                                if truth.insert(key, v.to_string()).is_some() {
+                                    f.update(cm(&name, &v.to_string())).unwrap();
+                                } else {
+                                    f.add(cm(&name, &v.to_string())).unwrap();
+                                }
+                            }
+                            Op::Delete(k) => {
+                                let key = format!("ns/k{k}");
+                                if let Some(v) = truth.remove(&key) {
+                                    f.delete(cm(&format!("k{k}"), &v)).unwrap();
+                                }
+                            }
+                            Op::Replace(items) => {
+                                truth.clear();
+                                for (k, v) in &items {
+                                    truth.insert(format!("ns/k{k}"), v.to_string());
+                                }
+                                let list = truth
+                                    .iter()
+                                    .map(|(k, v)| cm(k.trim_start_matches("ns/"), v))
+                                    .collect();
+                                f.replace(list);
+                            }
+                            Op::Resync => f.resync(),
+                            Op::Pop => {
+                                if !f.is_empty() {
+                                    f.pop(|d| apply(&store, d)).await.unwrap();
+                                }
+                            }
+                        }
+                    }
+                    while !f.is_empty() {
+                        f.pop(|d| apply(&store, d)).await.unwrap();
+                    }
+                    let got: BTreeMap<String, String> = store
+                        .list()
+                        .iter()
+                        .map(|o| (meta_namespace_key(o.as_ref()).unwrap(), o.data.as_ref().unwrap()["v"].clone()))
+                        .collect();
+                    prop_assert_eq!(got, truth);
+                    Ok(())
+                })?;
+            }
+        }
+    }
+}
