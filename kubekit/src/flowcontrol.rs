@@ -6,7 +6,10 @@
 //! the burst is spent, in the order they asked. `N` requests at once therefore take
 //! `(N - burst) / qps` seconds.
 //!
-//! Time is tokio's clock, so tests can run the bucket under `tokio::time::pause`.
+//! Time is tokio's clock, so tests can run the bucket under `tokio::time::pause`. The REST
+//! client's rate limiting and the work queue's overall [`BucketRateLimiter`] both use it.
+//!
+//! [`BucketRateLimiter`]: crate::workqueue::BucketRateLimiter
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -32,10 +35,12 @@ use tokio::time::Instant;
 /// A token bucket rate limiter: `qps` tokens per second, at most `burst` stored.
 ///
 /// Safe to share between tasks (`&self` methods; wrap in an `Arc` to share ownership).
+/// Degenerate settings are allowed: an infinite `qps` never makes anyone wait; a `qps` that
+/// is zero, negative or NaN, or a `burst` of zero (with finite `qps`), never grants a token.
 #[derive(Debug)]
 pub struct TokenBucket {
     qps: f64,
-    burst: f64,
+    burst: u32,
     state: Mutex<State>,
 }
 
@@ -46,23 +51,13 @@ struct State {
 }
 
 impl TokenBucket {
-    /// A bucket refilled at `qps` tokens per second holding at most `burst` (at least one),
-    /// starting full.
-    ///
-    /// # Panics
-    ///
-    /// Panics if `qps` is not a positive finite number.
+    /// A bucket refilled at `qps` tokens per second holding at most `burst`, starting full.
     pub fn new(qps: f64, burst: u32) -> Self {
-        assert!(
-            qps.is_finite() && qps > 0.0,
-            "token bucket qps must be positive and finite, got {qps}"
-        );
-        let burst = f64::from(burst.max(1));
         Self {
             qps,
             burst,
             state: Mutex::new(State {
-                tokens: burst,
+                tokens: f64::from(burst),
                 last: Instant::now(),
             }),
         }
@@ -75,31 +70,52 @@ impl TokenBucket {
 
     /// Most tokens the bucket holds.
     pub fn burst(&self) -> u32 {
-        self.burst as u32
+        self.burst
+    }
+
+    /// The tokens available at `now`; or, for a degenerate bucket, the fixed answer of
+    /// [`reserve`](Self::reserve): `Some(zero)` if it never limits, `None` if it never grants.
+    fn refill(&self, s: &State, now: Instant) -> Result<f64, Option<Duration>> {
+        if self.qps == f64::INFINITY {
+            return Err(Some(Duration::ZERO));
+        }
+        if self.qps.is_nan() || self.qps <= 0.0 || self.burst == 0 {
+            return Err(None);
+        }
+        let elapsed = now.saturating_duration_since(s.last).as_secs_f64();
+        Ok((s.tokens + elapsed * self.qps).min(f64::from(self.burst)))
     }
 
     /// Takes one token and returns how long the caller must wait before that token is due
     /// (zero when one was available). The token is reserved either way: the caller must
-    /// wait that long, not ask again.
-    pub fn reserve(&self) -> Duration {
+    /// wait that long, not ask again. `None` means no token will ever be available (see the
+    /// type's docs); nothing is reserved then.
+    pub fn reserve(&self) -> Option<Duration> {
         let now = Instant::now();
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let elapsed = now.saturating_duration_since(s.last).as_secs_f64();
-        s.tokens = (s.tokens + elapsed * self.qps).min(self.burst) - 1.0;
-        s.last = now;
-        if s.tokens >= 0.0 {
+        let available = match self.refill(&s, now) {
+            Ok(tokens) => tokens,
+            Err(fixed) => return fixed,
+        };
+        let tokens = available - 1.0;
+        let wait = if tokens >= 0.0 {
             Duration::ZERO
         } else {
-            Duration::from_secs_f64(-s.tokens / self.qps)
-        }
+            Duration::try_from_secs_f64(-tokens / self.qps).ok()?
+        };
+        s.tokens = tokens;
+        s.last = now;
+        Some(wait)
     }
 
     /// Takes a token without waiting, if one is available now.
     pub fn try_acquire(&self) -> bool {
         let now = Instant::now();
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let elapsed = now.saturating_duration_since(s.last).as_secs_f64();
-        let tokens = (s.tokens + elapsed * self.qps).min(self.burst);
+        let tokens = match self.refill(&s, now) {
+            Ok(tokens) => tokens,
+            Err(fixed) => return fixed.is_some(),
+        };
         s.last = now;
         if tokens >= 1.0 {
             s.tokens = tokens - 1.0;
@@ -110,13 +126,18 @@ impl TokenBucket {
         }
     }
 
-    /// Waits until a token is available and takes it; returns how long it waited.
+    /// Waits until a token is available and takes it; returns how long it waited. Waits
+    /// forever on a bucket that never grants.
     pub async fn acquire(&self) -> Duration {
-        let wait = self.reserve();
-        if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
+        match self.reserve() {
+            Some(wait) => {
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
+                wait
+            }
+            None => std::future::pending().await,
         }
-        wait
     }
 }
 
@@ -164,9 +185,31 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn degenerate_buckets_never_limit_or_never_grant() {
+        let unlimited = TokenBucket::new(f64::INFINITY, 0);
+        assert!((0..1000).all(|_| unlimited.reserve() == Some(Duration::ZERO)));
+        for never in [
+            TokenBucket::new(0.0, 5),
+            TokenBucket::new(-1.0, 5),
+            TokenBucket::new(f64::NAN, 5),
+            TokenBucket::new(10.0, 0),
+        ] {
+            assert_eq!(never.reserve(), None, "{never:?}");
+            assert!(!never.try_acquire());
+        }
+        let glacial = TokenBucket::new(1e-300, 1);
+        assert_eq!(glacial.reserve(), Some(Duration::ZERO));
+        assert_eq!(
+            glacial.reserve(),
+            None,
+            "a wait beyond Duration's range is never"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn concurrent_waiters_are_spaced_one_token_apart() {
         let bucket = std::sync::Arc::new(TokenBucket::new(4.0, 1));
-        let waits: Vec<_> = (0..5).map(|_| bucket.reserve()).collect();
+        let waits: Vec<_> = (0..5).map(|_| bucket.reserve().unwrap()).collect();
         assert_eq!(
             waits,
             [0, 250, 500, 750, 1000].map(Duration::from_millis).to_vec()
