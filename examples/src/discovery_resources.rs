@@ -8,12 +8,12 @@
 use std::io::Write;
 
 use kubekit::discovery::DiscoveryClient;
-use kubekit::rest::{Config, RestClient};
+use kubekit::rest::RestClient;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let flags = kubekit_examples::Flags::parse()?;
-    let config = Config::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref()).await?;
+    let config = flags.config().await?;
     let discovery = DiscoveryClient::new(RestClient::new(&config)?);
 
     let version = discovery.server_version().await?;

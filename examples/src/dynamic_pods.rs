@@ -13,15 +13,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kubekit::clientset::ListOptions;
 use kubekit::dynamic::DynamicClient;
 use kubekit::meta::GroupVersionResource;
-use kubekit::rest::Config;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let flags = kubekit_examples::Flags::parse()?;
-    let config = Config::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref()).await?;
-    let namespace = flags
-        .namespace
-        .unwrap_or_else(|| config.default_namespace().to_string());
+    let config = flags.config().await?;
+    let namespace = flags.namespace_or_default(&config);
     let dynamic = DynamicClient::new(&config)?;
 
     let gvr = GroupVersionResource::new("", "v1", "pods");

@@ -21,6 +21,22 @@ impl Flags {
         Self::parse_from(std::env::args().skip(1))
     }
 
+    /// The client configuration these flags select (client-go's
+    /// `BuildConfigFromFlags(master, kubeconfig)`).
+    pub async fn config(&self) -> anyhow::Result<kubekit::rest::Config> {
+        Ok(
+            kubekit::rest::Config::from_flags(self.master.as_deref(), self.kubeconfig.as_deref())
+                .await?,
+        )
+    }
+
+    /// `--namespace`, or else the namespace of the kubeconfig's context.
+    pub fn namespace_or_default(&self, config: &kubekit::rest::Config) -> String {
+        self.namespace
+            .clone()
+            .unwrap_or_else(|| config.default_namespace().to_string())
+    }
+
     /// Parses `args` (without the program name).
     pub fn parse_from(args: impl IntoIterator<Item = String>) -> anyhow::Result<Self> {
         let mut flags = Flags::default();

@@ -9,15 +9,12 @@
 //! Without `--namespace`, the namespace of the kubeconfig's context is used.
 
 use kubekit::clientset::{Clientset, ListOptions};
-use kubekit::rest::Config;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let flags = kubekit_examples::Flags::parse()?;
-    let config = Config::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref()).await?;
-    let namespace = flags
-        .namespace
-        .unwrap_or_else(|| config.default_namespace().to_string());
+    let config = flags.config().await?;
+    let namespace = flags.namespace_or_default(&config);
     let clientset = Clientset::new(&config)?;
     let page = ListOptions::default().limit(500);
 

@@ -6,12 +6,12 @@
 //! ```
 
 use k8s_openapi::api::core::v1::Node;
-use kubekit::rest::{Config, RestClient};
+use kubekit::rest::RestClient;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let flags = kubekit_examples::Flags::parse()?;
-    let config = Config::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref()).await?;
+    let config = flags.config().await?;
     let client = RestClient::new(&config)?;
 
     let nodes = client

@@ -214,6 +214,31 @@ impl ControlPlane {
     }
 }
 
+/// Polls `check` every 100 ms until it returns `Some`, for at most `secs` seconds, and
+/// returns that value. For conditions the server reaches asynchronously (a CRD becoming
+/// Established, a controller acting).
+///
+/// # Panics
+///
+/// Panics naming `what` when `secs` pass first.
+pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// Loads a `kube::Config` from the kubeconfig file at `path`.
 pub async fn config_from(path: &Path) -> kube::Config {
     let kc = Kubeconfig::read_from(path)

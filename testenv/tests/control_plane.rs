@@ -2,8 +2,6 @@
 //! kube-controller-manager started by `scripts/local-cluster.sh`, driven with kube's client
 //! and with kubectl.
 
-use std::time::Duration;
-
 use app_controller::{App, AppSpec, DeploymentTemplate, ServiceTemplate};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -11,24 +9,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::core::CustomResourceExt;
 
-/// Polls `check` every 200 ms until it returns `Some`, for at most `secs` seconds.
-async fn eventually<T, F, Fut>(secs: u64, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+use testenv::eventually;
 
 #[tokio::test]
 async fn namespace_created_for_a_test_exists_on_the_server() {

@@ -19,7 +19,8 @@ use kubekit::clientset::{
 use kubekit::rest::{Config, WatchEvent};
 use serde_json::json;
 
-use crate::common::{admin_client, eventually, namespace};
+use crate::common::{admin_client, namespace};
+use testenv::eventually;
 
 /// The admin clientset and a fresh namespace.
 pub(crate) async fn setup(prefix: &str) -> (Clientset, String) {

@@ -6,7 +6,8 @@ use kubekit::discovery::{CacheStats, CachedDiscoveryClient, DiscoveryClient};
 use kubekit::meta::{GroupVersion, GroupVersionKind, GroupVersionResource};
 use serde_json::json;
 
-use crate::common::{admin_client, eventually};
+use crate::common::admin_client;
+use testenv::eventually;
 
 #[tokio::test]
 async fn server_version_is_the_pinned_kubernetes_release() {

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::clientset::{
     app, config_map, deployment, ensure_app_crd, next_event_for, restricted_config, setup,
 };
-use crate::common::eventually;
+use testenv::eventually;
 
 fn configmaps() -> GroupVersionResource {
     GroupVersionResource::new("", "v1", "configmaps")

@@ -182,54 +182,6 @@ async fn watch_streams_added_modified_deleted_and_bookmarks_in_order() {
 }
 
 #[tokio::test]
-async fn watch_from_a_compacted_resource_version_reports_gone() {
-    let client = admin_client().await;
-    let ns = namespace("rest-gone").await;
-    let first = create_configmap(&client, &ns, "a").await;
-    let old_rv = first.metadata.resource_version.unwrap();
-    let mut latest = String::new();
-    for i in 0..3 {
-        let c: ConfigMap = client
-            .patch(PatchType::Merge)
-            .group_version("", "v1")
-            .namespace(&ns)
-            .resource("configmaps")
-            .name("a")
-            .body(&json!({"data": {"k": format!("v{i}")}}))
-            .send()
-            .await
-            .unwrap()
-            .decode()
-            .unwrap();
-        latest = c.metadata.resource_version.unwrap();
-    }
-    testenv::control_plane().compact_etcd(latest.parse().unwrap());
-
-    // The server reports the expiry either as the watch's HTTP status or as its first event.
-    let gone = match configmaps(&client, &ns)
-        .param("resourceVersion", &old_rv)
-        .watch::<ConfigMap>()
-        .await
-    {
-        Err(e) => e.is_gone() || e.is_resource_expired(),
-        Ok(stream) => {
-            let mut stream = Box::pin(stream);
-            match tokio::time::timeout(Duration::from_secs(20), stream.next())
-                .await
-                .expect("an event")
-            {
-                Some(Ok(WatchEvent::Error(status))) => status.code == Some(410),
-                other => panic!("expected an ERROR event with 410, got {other:?}"),
-            }
-        }
-    };
-    assert!(
-        gone,
-        "watching from compacted resourceVersion {old_rv} must report 410 Gone"
-    );
-}
-
-#[tokio::test]
 async fn server_warnings_reach_the_handler_and_the_response() {
     let received = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = received.clone();
