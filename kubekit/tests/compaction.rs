@@ -9,42 +9,20 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kubekit::rest::{PatchType, RestClient, WatchEvent};
+use kubekit::rest::{PatchType, WatchEvent};
 use serde_json::json;
 
-use common::{admin_client, namespace};
-
-fn configmaps(client: &RestClient, ns: &str) -> kubekit::rest::Request {
-    client
-        .get()
-        .group_version("", "v1")
-        .namespace(ns)
-        .resource("configmaps")
-}
+use common::{admin_client, configmaps, create_configmap, namespace};
 
 #[tokio::test]
 async fn watch_from_a_compacted_resource_version_reports_gone() {
     let client = admin_client().await;
     let ns = namespace("rest-gone").await;
-    let first = client
-        .post()
-        .group_version("", "v1")
-        .namespace(&ns)
-        .resource("configmaps")
-        .body(&json!({"metadata": {"name": "a"}, "data": {"k": "v0"}}))
-        .send()
-        .await
-        .unwrap()
-        .decode::<ConfigMap>()
-        .unwrap();
+    let first = create_configmap(&client, &ns, "a").await;
     let old_rv = first.metadata.resource_version.unwrap();
     let mut latest = String::new();
     for i in 0..3 {
-        let c: ConfigMap = client
-            .patch(PatchType::Merge)
-            .group_version("", "v1")
-            .namespace(&ns)
-            .resource("configmaps")
+        let c: ConfigMap = configmaps(client.patch(PatchType::Merge), &ns)
             .name("a")
             .body(&json!({"data": {"k": format!("v{i}")}}))
             .send()
@@ -57,7 +35,7 @@ async fn watch_from_a_compacted_resource_version_reports_gone() {
     testenv::control_plane().compact_etcd(latest.parse().unwrap());
 
     // The server reports the expiry either as the watch's HTTP status or as its first event.
-    let gone = match configmaps(&client, &ns)
+    let gone = match configmaps(client.get(), &ns)
         .param("resourceVersion", &old_rv)
         .watch::<ConfigMap>()
         .await

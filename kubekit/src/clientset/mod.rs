@@ -56,6 +56,7 @@ pub use groups::{
 pub use options::{
     CreateOptions, DeleteOptions, FieldValidation, GetOptions, ListOptions, PatchOptions,
     Preconditions, PropagationPolicy, QueryParams, ResourceVersionMatch, UpdateOptions,
+    WriteOptions,
 };
 pub use patch::Patch;
 pub use resource_client::{KnownScope, ResourceClient};

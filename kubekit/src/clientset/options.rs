@@ -257,9 +257,10 @@ impl GetOptions {
     }
 }
 
-/// Options of create (metav1 `CreateOptions`).
+/// Options of the writes create, update and update_status: metav1's `CreateOptions` and
+/// `UpdateOptions`, which have the same fields and render the same parameters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CreateOptions {
+pub struct WriteOptions {
     /// Validate and admit the request, but persist nothing (`dryRun=All`).
     pub dry_run: bool,
     /// The actor making the change, recorded in `managedFields`.
@@ -268,50 +269,13 @@ pub struct CreateOptions {
     pub field_validation: Option<FieldValidation>,
 }
 
-impl CreateOptions {
-    /// Sets dry run.
-    pub fn dry_run(mut self) -> Self {
-        self.dry_run = true;
-        self
-    }
-
-    /// Sets the field manager.
-    pub fn field_manager(mut self, manager: &str) -> Self {
-        self.field_manager = Some(manager.into());
-        self
-    }
-
-    /// Sets the field validation.
-    pub fn field_validation(mut self, validation: FieldValidation) -> Self {
-        self.field_validation = Some(validation);
-        self
-    }
-
-    /// The query parameters of a create with these options.
-    pub fn params(&self) -> QueryParams {
-        let mut params = QueryParams::new();
-        push_write_params(
-            &mut params,
-            self.dry_run,
-            self.field_manager.as_deref(),
-            self.field_validation,
-        );
-        params
-    }
-}
+/// Options of create (metav1 `CreateOptions`).
+pub type CreateOptions = WriteOptions;
 
 /// Options of update and update_status (metav1 `UpdateOptions`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UpdateOptions {
-    /// Validate and admit the request, but persist nothing (`dryRun=All`).
-    pub dry_run: bool,
-    /// The actor making the change, recorded in `managedFields`.
-    pub field_manager: Option<String>,
-    /// What the server does with unknown or duplicate fields.
-    pub field_validation: Option<FieldValidation>,
-}
+pub type UpdateOptions = WriteOptions;
 
-impl UpdateOptions {
+impl WriteOptions {
     /// Sets dry run.
     pub fn dry_run(mut self) -> Self {
         self.dry_run = true;
@@ -330,7 +294,7 @@ impl UpdateOptions {
         self
     }
 
-    /// The query parameters of an update with these options.
+    /// The query parameters of a create or update with these options.
     pub fn params(&self) -> QueryParams {
         let mut params = QueryParams::new();
         push_write_params(

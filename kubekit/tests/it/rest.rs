@@ -9,29 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kubekit::rest::{PatchType, RestClient, WatchEvent};
 use serde_json::json;
 
-use crate::common::{admin_client, namespace};
-
-fn configmaps(client: &RestClient, ns: &str) -> kubekit::rest::Request {
-    client
-        .get()
-        .group_version("", "v1")
-        .namespace(ns)
-        .resource("configmaps")
-}
-
-async fn create_configmap(client: &RestClient, ns: &str, name: &str) -> ConfigMap {
-    client
-        .post()
-        .group_version("", "v1")
-        .namespace(ns)
-        .resource("configmaps")
-        .body(&json!({"metadata": {"name": name}, "data": {"k": "v0"}}))
-        .send()
-        .await
-        .expect("create configmap")
-        .decode()
-        .expect("decode configmap")
-}
+use crate::common::{admin_client, configmaps, create_configmap, namespace};
 
 #[tokio::test]
 async fn builder_requests_create_get_list_patch_and_delete_objects() {
@@ -40,7 +18,7 @@ async fn builder_requests_create_get_list_patch_and_delete_objects() {
     let created = create_configmap(&client, &ns, "one").await;
     assert_eq!(created.metadata.namespace.as_deref(), Some(ns.as_str()));
 
-    let got: ConfigMap = configmaps(&client, &ns)
+    let got: ConfigMap = configmaps(client.get(), &ns)
         .name("one")
         .send()
         .await
@@ -49,7 +27,7 @@ async fn builder_requests_create_get_list_patch_and_delete_objects() {
         .unwrap();
     assert_eq!(got.metadata.uid, created.metadata.uid);
 
-    let list = configmaps(&client, &ns)
+    let list = configmaps(client.get(), &ns)
         .send()
         .await
         .unwrap()
@@ -63,11 +41,7 @@ async fn builder_requests_create_get_list_patch_and_delete_objects() {
     assert!(list.skipped.is_empty());
     assert!(list.metadata.resource_version.is_some());
 
-    let patched: ConfigMap = client
-        .patch(PatchType::Merge)
-        .group_version("", "v1")
-        .namespace(&ns)
-        .resource("configmaps")
+    let patched: ConfigMap = configmaps(client.patch(PatchType::Merge), &ns)
         .name("one")
         .body(&json!({"data": {"k": "v1"}}))
         .send()
@@ -77,16 +51,12 @@ async fn builder_requests_create_get_list_patch_and_delete_objects() {
         .unwrap();
     assert_eq!(patched.data.unwrap()["k"], "v1");
 
-    client
-        .delete()
-        .group_version("", "v1")
-        .namespace(&ns)
-        .resource("configmaps")
+    configmaps(client.delete(), &ns)
         .name("one")
         .send()
         .await
         .expect("delete");
-    let err = configmaps(&client, &ns)
+    let err = configmaps(client.get(), &ns)
         .name("one")
         .send()
         .await
@@ -125,7 +95,7 @@ async fn cluster_scoped_list_decodes_namespaces() {
 async fn watch_streams_added_modified_deleted_and_bookmarks_in_order() {
     let client = admin_client().await;
     let ns = namespace("rest-watch").await;
-    let list = configmaps(&client, &ns)
+    let list = configmaps(client.get(), &ns)
         .send()
         .await
         .unwrap()
@@ -133,7 +103,7 @@ async fn watch_streams_added_modified_deleted_and_bookmarks_in_order() {
         .unwrap();
     let rv = list.metadata.resource_version.unwrap();
     let mut events = Box::pin(
-        configmaps(&client, &ns)
+        configmaps(client.get(), &ns)
             .param("resourceVersion", &rv)
             .param("allowWatchBookmarks", "true")
             .param("timeoutSeconds", "30")
@@ -142,21 +112,13 @@ async fn watch_streams_added_modified_deleted_and_bookmarks_in_order() {
             .expect("start watch"),
     );
     create_configmap(&client, &ns, "w").await;
-    client
-        .patch(PatchType::Merge)
-        .group_version("", "v1")
-        .namespace(&ns)
-        .resource("configmaps")
+    configmaps(client.patch(PatchType::Merge), &ns)
         .name("w")
         .body(&json!({"data": {"k": "v1"}}))
         .send()
         .await
         .unwrap();
-    client
-        .delete()
-        .group_version("", "v1")
-        .namespace(&ns)
-        .resource("configmaps")
+    configmaps(client.delete(), &ns)
         .name("w")
         .send()
         .await
@@ -211,22 +173,14 @@ async fn invalid_object_and_duplicate_name_map_to_their_predicates() {
     let client = admin_client().await;
     let ns = namespace("rest-errors").await;
     create_configmap(&client, &ns, "dup").await;
-    let err = client
-        .post()
-        .group_version("", "v1")
-        .namespace(&ns)
-        .resource("configmaps")
+    let err = configmaps(client.post(), &ns)
         .body(&json!({"metadata": {"name": "dup"}}))
         .send()
         .await
         .expect_err("same name twice");
     assert!(err.is_already_exists() && !err.is_conflict(), "{err}");
 
-    let err = client
-        .post()
-        .group_version("", "v1")
-        .namespace(&ns)
-        .resource("configmaps")
+    let err = configmaps(client.post(), &ns)
         .body(&json!({"metadata": {"name": "Not_A_Valid_Name"}}))
         .send()
         .await
@@ -262,11 +216,7 @@ fn path_segments_with_slashes_are_refused_before_sending() {
         .unwrap();
     rt.block_on(async {
         let client = admin_client().await;
-        let err = client
-            .get()
-            .group_version("", "v1")
-            .namespace("default")
-            .resource("configmaps")
+        let err = configmaps(client.get(), "default")
             .name("../secrets/x")
             .send()
             .await
