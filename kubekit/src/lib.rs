@@ -11,7 +11,8 @@
 //! | [`clientset`] | `kubernetes` | typed clients for built-in and custom resources |
 //! | [`dynamic`] | `dynamic` | unstructured objects by group/version/resource |
 //! | [`cache`] | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
-//! | `informers`, `listers` | `informers`, `listers` | the shared informer factory and typed listers |
+//! | [`informers`], [`listers`] | `informers`, `listers` | the shared informer factory and typed listers |
+//! | [`labels`] | `apimachinery/pkg/labels` | label selectors |
 //! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
 //! | `record` | `tools/record` | event broadcaster, recorder and correlator |
 //! | `leaderelection` | `tools/leaderelection` | Lease-based leader election |
@@ -23,6 +24,9 @@ pub mod clientset;
 pub mod discovery;
 pub mod dynamic;
 pub mod flowcontrol;
+pub mod informers;
+pub mod labels;
+pub mod listers;
 pub mod meta;
 pub mod rest;
 pub mod workqueue;

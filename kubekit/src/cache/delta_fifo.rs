@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use kube::Resource;
 use parking_lot::Mutex;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 use super::key::{DeletedFinalStateUnknown, KeyError, MaybeTombstone, meta_namespace_key};
 use super::store::Indexer;
@@ -98,6 +98,7 @@ struct State<K> {
 pub struct DeltaFifo<K> {
     state: Mutex<State<K>>,
     ready: Notify,
+    synced: watch::Sender<bool>,
     known: Option<Arc<Indexer<K>>>,
 }
 
@@ -139,6 +140,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 closed: false,
             }),
             ready: Notify::new(),
+            synced: watch::Sender::new(false),
             known,
         }
     }
@@ -164,9 +166,15 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let mut s = self.state.lock();
         s.populated = true;
         self.queue_action(&mut s, key, kind, MaybeTombstone::Object(obj));
+        self.publish_synced(&s);
         drop(s);
         self.ready.notify_one();
         Ok(())
+    }
+
+    /// The object the consumer holds under `key` (from the known-objects indexer).
+    pub fn known_object(&self, key: &str) -> Option<Arc<K>> {
+        self.known.as_ref()?.get(key)
     }
 
     /// Queues an `Added` delta.
@@ -252,6 +260,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             s.populated = true;
             s.initial_population = keys.len() + deletions;
         }
+        self.publish_synced(&s);
         drop(s);
         self.ready.notify_one();
         errors
@@ -334,6 +343,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 if initial {
                     let mut s = self.state.lock();
                     s.initial_population = s.initial_population.saturating_sub(1);
+                    self.publish_synced(&s);
                 }
                 return Ok(result);
             }
@@ -341,10 +351,23 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
+    fn publish_synced(&self, s: &State<K>) {
+        if s.populated && s.initial_population == 0 && !*self.synced.borrow() {
+            self.synced.send_replace(true);
+        }
+    }
+
     /// Whether the first population has been popped and processed.
     pub fn has_synced(&self) -> bool {
         let s = self.state.lock();
         s.populated && s.initial_population == 0
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced) is true.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.subscribe();
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        let _ = rx.wait_for(|synced| *synced).await;
     }
 
     /// Closes the queue: `pop` returns [`Closed`] once it is empty.

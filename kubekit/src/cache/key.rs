@@ -12,7 +12,7 @@ use kube::Resource;
 
 /// An object the cache knew that was deleted while the watch was down: its last known
 /// state, which may be stale. Handlers receive it in place of the object on delete.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct DeletedFinalStateUnknown<K> {
     /// The object's key.
     pub key: String,
@@ -21,12 +21,31 @@ pub struct DeletedFinalStateUnknown<K> {
 }
 
 /// An object, or a tombstone for one whose final state is unknown.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum MaybeTombstone<K> {
     /// The object as deleted.
     Object(Arc<K>),
     /// A tombstone: the object disappeared while the cache was not watching.
     Tombstone(DeletedFinalStateUnknown<K>),
+}
+
+// Clones share the object: no `K: Clone` needed.
+impl<K> Clone for DeletedFinalStateUnknown<K> {
+    fn clone(&self) -> Self {
+        Self {
+            key: self.key.clone(),
+            obj: self.obj.clone(),
+        }
+    }
+}
+
+impl<K> Clone for MaybeTombstone<K> {
+    fn clone(&self) -> Self {
+        match self {
+            MaybeTombstone::Object(o) => MaybeTombstone::Object(o.clone()),
+            MaybeTombstone::Tombstone(t) => MaybeTombstone::Tombstone(t.clone()),
+        }
+    }
 }
 
 impl<K> MaybeTombstone<K> {

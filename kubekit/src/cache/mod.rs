@@ -1,18 +1,72 @@
-//! The informer machinery (client-go's `tools/cache`). Being built: so far the key
-//! functions, the indexed store and the delta FIFO.
+//! The informer machinery (client-go's `tools/cache`).
+//!
+//! Data flows one way: a [`Reflector`] lists and watches the server through a
+//! [`ListerWatcher`] and puts what it sees into a [`DeltaFifo`]; a [`Controller`] pops the
+//! FIFO and hands each key's deltas to a process function; a [`SharedIndexInformer`] is
+//! that loop with an [`Indexer`] as the cache and any number of
+//! [`ResourceEventHandler`]s fed from it.
 //!
 //! - [`key`]: how objects are named in the cache, and tombstones.
 //! - [`store`]: [`Indexer`], the thread-safe cache with named secondary indexes.
 //! - [`delta_fifo`]: [`DeltaFifo`], the queue of changes between a reflector and an
 //!   informer.
+//! - [`listwatch`]: [`ListerWatcher`] and [`ListWatch`] over typed and dynamic clients.
+//! - [`reflector`]: [`Reflector`], list-then-watch with client-go's resourceVersion,
+//!   backoff and relist rules.
+//! - [`controller`]: [`Controller`], the process loop.
+//! - [`handler`]: [`ResourceEventHandler`] and [`ResourceEventHandlerFuncs`].
+//! - [`shared_informer`]: [`SharedIndexInformer`] and its handler registrations.
+//! - [`wait_for_cache_sync`]: waits for several informers at once.
 
+pub mod controller;
 pub mod delta_fifo;
+pub mod handler;
 pub mod key;
+pub mod listwatch;
+pub mod reflector;
+pub mod shared_informer;
 pub mod store;
 
+pub use controller::{Controller, ControllerConfig, ProcessError, ProcessFunc};
 pub use delta_fifo::{Closed, Delta, DeltaFifo, DeltaType, Deltas};
+pub use handler::{ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use key::{
     DeletedFinalStateUnknown, KeyError, MaybeTombstone, deletion_handling_meta_namespace_key,
     meta_namespace_key, split_meta_namespace_key,
 };
+pub use listwatch::{ListWatch, ListerWatcher, TweakListOptions};
+pub use reflector::{
+    BackoffPolicy, Reflector, ReflectorOptions, ReflectorStore, ShouldResync, TransformFunc,
+    WatchErrorHandler, default_watch_error_handler,
+};
+pub use shared_informer::{
+    MINIMUM_RESYNC_PERIOD, ResourceEventHandlerRegistration, SharedIndexInformer,
+};
 pub use store::{Error, IndexFunc, Indexer, NAMESPACE_INDEX, namespace_index_func};
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+/// How often [`wait_for_cache_sync`] checks its conditions (client-go's 100 ms).
+pub const SYNC_POLL_PERIOD: Duration = Duration::from_millis(100);
+
+/// Waits until every `has_synced` returns true (client-go's `WaitForCacheSync`); false if
+/// `cancel` fired first. The conditions are plain functions, so they are checked every
+/// [`SYNC_POLL_PERIOD`]; an informer's own
+/// [`wait_for_sync`](SharedIndexInformer::wait_for_sync) waits without polling.
+pub async fn wait_for_cache_sync(
+    cancel: &CancellationToken,
+    has_synced: &[&(dyn Fn() -> bool + Send + Sync)],
+) -> bool {
+    let mut tick = tokio::time::interval(SYNC_POLL_PERIOD);
+    loop {
+        if has_synced.iter().all(|f| f()) {
+            return true;
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return false,
+            _ = tick.tick() => {}
+        }
+    }
+}

@@ -108,6 +108,11 @@ impl DynamicResourceClient {
         self.endpoint.gvr()
     }
 
+    /// The namespace this client works in; `None` for cluster-wide.
+    pub fn namespace_name(&self) -> Option<&str> {
+        self.endpoint.namespace()
+    }
+
     /// Creates `obj` in this client's namespace and returns it as stored.
     pub async fn create(&self, obj: &Unstructured, opts: &CreateOptions) -> Result<Unstructured> {
         self.endpoint.create(obj, opts).await?.decode()

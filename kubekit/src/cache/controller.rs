@@ -1,0 +1,192 @@
+//! [`Controller`]: the process loop under every informer (client-go's `cache.Controller`
+//! built from a `cache.Config`).
+//!
+//! # Contract
+//!
+//! - [`Controller::run`] starts a [`Reflector`] that fills the [`DeltaFifo`] and pops the
+//!   FIFO, handing each key's deltas to the process function, one key at a time, until
+//!   the cancellation token fires. It then closes the FIFO and returns once the reflector
+//!   has stopped.
+//! - A process function that fails has its error logged; with
+//!   [`ControllerConfig::retry_on_error`] the deltas are put back (unless the key was
+//!   queued again meanwhile, whose newer deltas win).
+//! - [`Controller::has_synced`] is the FIFO's: true once the first list has been popped
+//!   and processed.
+//!
+//! ```no_run
+//! # async fn demo(rest: kubekit::rest::RestClient) {
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kubekit::cache::{Controller, ControllerConfig, DeltaFifo, ListWatch};
+//! use kubekit::clientset::ResourceClient;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let lw = ListWatch::new(ResourceClient::<ConfigMap>::namespaced(rest, "demo"));
+//! let controller = Controller::new(ControllerConfig::new(
+//!     Arc::new(DeltaFifo::new(None)),
+//!     Arc::new(lw),
+//!     Arc::new(|deltas: &kubekit::cache::Deltas<ConfigMap>| {
+//!         println!("{}: {:?}", deltas.key, deltas.newest().kind);
+//!         Ok(())
+//!     }),
+//! ));
+//! controller.run(CancellationToken::new()).await;
+//! # }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Resource;
+use tokio_util::sync::CancellationToken;
+
+use super::delta_fifo::{DeltaFifo, Deltas};
+use super::listwatch::ListerWatcher;
+use super::reflector::{Reflector, ReflectorOptions, ShouldResync};
+
+/// The error a process function returns.
+pub type ProcessError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Handles the deltas of one key.
+pub type ProcessFunc<K> = Arc<dyn Fn(&Deltas<K>) -> Result<(), ProcessError> + Send + Sync>;
+
+/// What a [`Controller`] is made of (client-go's `cache.Config`).
+pub struct ControllerConfig<K> {
+    /// The queue the reflector fills and the loop pops.
+    pub queue: Arc<DeltaFifo<K>>,
+    /// How objects are listed and watched.
+    pub lister_watcher: Arc<dyn ListerWatcher<K>>,
+    /// Called with each key's deltas.
+    pub process: ProcessFunc<K>,
+    /// Reflector options (name, page size, transform, watch-error handler, …); its
+    /// `resync_period` and `should_resync` are the two fields below.
+    pub reflector: ReflectorOptions<K>,
+    /// How often the FIFO is resynced (zero: never).
+    pub full_resync_period: Duration,
+    /// Consulted at each resync tick.
+    pub should_resync: Option<ShouldResync>,
+    /// Put the deltas back when `process` fails.
+    pub retry_on_error: bool,
+}
+
+impl<K: 'static> fmt::Debug for ControllerConfig<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControllerConfig")
+            .field("queue", &self.queue)
+            .field("lister_watcher", &self.lister_watcher.describe())
+            .field("reflector", &self.reflector)
+            .field("full_resync_period", &self.full_resync_period)
+            .field("retry_on_error", &self.retry_on_error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> ControllerConfig<K> {
+    /// A configuration with client-go's defaults: no resync, no retry.
+    pub fn new(
+        queue: Arc<DeltaFifo<K>>,
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        process: ProcessFunc<K>,
+    ) -> Self {
+        Self {
+            queue,
+            lister_watcher,
+            process,
+            reflector: ReflectorOptions::default(),
+            full_resync_period: Duration::ZERO,
+            should_resync: None,
+            retry_on_error: false,
+        }
+    }
+}
+
+/// The list-watch-process loop; see the [module docs](self).
+pub struct Controller<K> {
+    queue: Arc<DeltaFifo<K>>,
+    reflector: Arc<Reflector<K>>,
+    process: ProcessFunc<K>,
+    retry_on_error: bool,
+    name: String,
+}
+
+impl<K: 'static> fmt::Debug for Controller<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.name)
+            .field("queue", &self.queue)
+            .field("reflector", &self.reflector)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> Controller<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    /// A controller from its configuration.
+    pub fn new(config: ControllerConfig<K>) -> Self {
+        let mut opts = config.reflector;
+        opts.resync_period = config.full_resync_period;
+        opts.should_resync = config.should_resync;
+        let name = opts.name.clone();
+        let reflector = Reflector::new(config.lister_watcher, config.queue.clone(), opts);
+        Self {
+            queue: config.queue,
+            reflector: Arc::new(reflector),
+            process: config.process,
+            retry_on_error: config.retry_on_error,
+            name,
+        }
+    }
+
+    /// The reflector feeding the queue.
+    pub fn reflector(&self) -> &Arc<Reflector<K>> {
+        &self.reflector
+    }
+
+    /// Whether the first list has been processed.
+    pub fn has_synced(&self) -> bool {
+        self.queue.has_synced()
+    }
+
+    /// The resourceVersion the reflector last saw.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.reflector.last_sync_resource_version()
+    }
+
+    /// Runs the reflector and the process loop until `cancel` fires.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let reflector = self.reflector.clone();
+        let reflector_cancel = cancel.child_token();
+        let reflector_task = tokio::spawn({
+            let cancel = reflector_cancel.clone();
+            async move { reflector.run(cancel).await }
+        });
+        loop {
+            let popped = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                popped = self.queue.pop(|deltas| {
+                    let result = (self.process)(&deltas);
+                    (deltas, result)
+                }) => popped,
+            };
+            match popped {
+                Err(_closed) => break,
+                Ok((_, Ok(()))) => {}
+                Ok((deltas, Err(e))) => {
+                    tracing::warn!(controller = %self.name, key = %deltas.key, "processing failed: {e}");
+                    if self.retry_on_error {
+                        self.queue.add_if_not_present(deltas);
+                    }
+                }
+            }
+        }
+        reflector_cancel.cancel();
+        self.queue.close();
+        if let Err(e) = reflector_task.await {
+            tracing::error!(controller = %self.name, "reflector task failed: {e}");
+        }
+    }
+}

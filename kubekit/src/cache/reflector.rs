@@ -1,0 +1,694 @@
+//! [`Reflector`]: keeps a store in step with the server by listing, then watching, one
+//! resource (client-go's `Reflector`).
+//!
+//! # Contract
+//!
+//! - **List.** The first list asks for resourceVersion `"0"` (any recent state, served from
+//!   the API server's cache) in pages of [`ReflectorOptions::page_size`]; later lists ask
+//!   for the last version the reflector saw, and for `""` (the latest state, from etcd)
+//!   once the server has said that version is too old. An expired `continue` token
+//!   restarts the list from `""`. The listed objects replace the store's content
+//!   ([`ReflectorStore::replace`]).
+//! - **Watch.** From the list's resourceVersion, with bookmarks, and a server-side timeout
+//!   drawn at random between [`ReflectorOptions::min_watch_timeout`] and twice that, so
+//!   that many reflectors do not reconnect at once. A watch the server closes is reopened
+//!   at once from the last version seen (an event's or a bookmark's).
+//! - **410 Gone / Expired** (at watch start or as an `ERROR` event): relist. Any other
+//!   `ERROR` event: relist. A list or watch failure is reported to the watch-error handler.
+//! - **Connection errors** (transport errors, timeouts, 429, 5xx) at watch start or in the
+//!   middle of a watch: re-watch from the last version, without relisting, after a backoff
+//!   of 800 ms doubling to 30 s with up to 100 % jitter, reset after 2 minutes without
+//!   failure. Every return from list-and-watch also waits that backoff, as client-go does.
+//! - **A silent watch** — nothing received for longer than the watch's own timeout plus
+//!   [`ReflectorOptions::silence_grace`] — is a dead connection: it is dropped and
+//!   re-established like a connection error.
+//! - **Streaming list** ([`ReflectorOptions::use_streaming_list`]): instead of a list, a
+//!   watch with `sendInitialEvents=true`; the initial objects are collected until the
+//!   bookmark annotated `k8s.io/initial-events-end`, then replace the store, and the same
+//!   watch goes on. A server that refuses it gets a plain list from then on.
+//! - **Resync.** Every [`ReflectorOptions::resync_period`] (when non-zero) while watching,
+//!   the store's [`resync`](ReflectorStore::resync) is called if `should_resync` agrees.
+//! - **Memory.** The transform runs on each object as soon as it is decoded, before it is
+//!   kept. A relisted object whose resourceVersion equals the one the store already holds
+//!   is replaced by the store's own `Arc`, so a relist holds one page of new objects plus
+//!   the objects that changed, not a second copy of the cache.
+//! - A malformed object in a list or watch is reported to the watch-error handler and
+//!   skipped; an object without a name is logged and skipped.
+//! - [`Reflector::run`] returns when its cancellation token fires; it holds no lock across
+//!   `.await`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use kube::Resource;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::delta_fifo::DeltaFifo;
+use super::key::{KeyError, meta_namespace_key};
+use super::listwatch::ListerWatcher;
+use crate::clientset::{ListOptions, ResourceVersionMatch, WatchStream};
+use crate::rest::{Error, WatchEvent};
+
+/// Where a reflector puts what it sees: client-go's `Store` as the reflector uses it.
+/// Implemented by [`DeltaFifo`].
+pub trait ReflectorStore<K>: Send + Sync + 'static {
+    /// An object was added.
+    fn add(&self, obj: Arc<K>) -> Result<(), KeyError>;
+    /// An object changed.
+    fn update(&self, obj: Arc<K>) -> Result<(), KeyError>;
+    /// An object was deleted.
+    fn delete(&self, obj: Arc<K>) -> Result<(), KeyError>;
+    /// A (re)list: `list` is now the whole content.
+    fn replace(&self, list: Vec<Arc<K>>) -> Vec<KeyError>;
+    /// Periodic resync.
+    fn resync(&self);
+    /// The object the store's consumer holds under `key`, if any (used to share unchanged
+    /// objects on relist).
+    fn known(&self, key: &str) -> Option<Arc<K>>;
+}
+
+impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
+    fn add(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        DeltaFifo::add(self, obj)
+    }
+    fn update(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        DeltaFifo::update(self, obj)
+    }
+    fn delete(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        DeltaFifo::delete(self, obj)
+    }
+    fn replace(&self, list: Vec<Arc<K>>) -> Vec<KeyError> {
+        DeltaFifo::replace(self, list)
+    }
+    fn resync(&self) {
+        DeltaFifo::resync(self)
+    }
+    fn known(&self, key: &str) -> Option<Arc<K>> {
+        self.known_object(key)
+    }
+}
+
+/// A function applied to every object before it is stored.
+pub type TransformFunc<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
+
+/// Called with every list or watch failure.
+pub type WatchErrorHandler = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// Decides, at each resync tick, whether to resync.
+pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// The default watch-error handler: a log line.
+pub fn default_watch_error_handler(name: &str) -> WatchErrorHandler {
+    let name = name.to_string();
+    Arc::new(move |e: &Error| {
+        if e.is_gone() || e.is_resource_expired() {
+            tracing::info!(reflector = %name, "watch closed: {e}");
+        } else {
+            tracing::warn!(reflector = %name, "list/watch failed: {e}");
+        }
+    })
+}
+
+/// Backoff of the reflector: `initial` doubling to `max`, up to 100 % jitter, back to
+/// `initial` after `reset_after` without a failure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BackoffPolicy {
+    /// First delay.
+    pub initial: Duration,
+    /// Largest delay before jitter.
+    pub max: Duration,
+    /// Quiet time after which the delay starts again from `initial`.
+    pub reset_after: Duration,
+    /// Extra random delay, as a fraction of the delay (1.0: up to double).
+    pub jitter: f64,
+}
+
+impl Default for BackoffPolicy {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(800),
+            max: Duration::from_secs(30),
+            reset_after: Duration::from_secs(120),
+            jitter: 1.0,
+        }
+    }
+}
+
+/// The state of a [`BackoffPolicy`].
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    policy: BackoffPolicy,
+    current: Option<Duration>,
+    last: Option<Instant>,
+}
+
+impl Backoff {
+    pub(crate) fn new(policy: BackoffPolicy) -> Self {
+        Self {
+            policy,
+            current: None,
+            last: None,
+        }
+    }
+
+    /// The base (unjittered) delay of the next wait, advancing the state.
+    fn next_base(&mut self) -> Duration {
+        let now = Instant::now();
+        let quiet = self
+            .last
+            .is_none_or(|last| now.duration_since(last) >= self.policy.reset_after);
+        let base = match self.current {
+            Some(d) if !quiet => (d * 2).min(self.policy.max),
+            _ => self.policy.initial,
+        };
+        self.current = Some(base);
+        self.last = Some(now);
+        base
+    }
+
+    /// The next delay, jittered.
+    pub(crate) fn next(&mut self) -> Duration {
+        let base = self.next_base();
+        base + base.mul_f64(self.policy.jitter.max(0.0) * fastrand::f64())
+    }
+
+    /// Waits the next delay, or until `cancel` fires (returns false then).
+    pub(crate) async fn wait(&mut self, cancel: &CancellationToken) -> bool {
+        let delay = self.next();
+        tokio::select! {
+            _ = cancel.cancelled() => false,
+            _ = tokio::time::sleep(delay) => true,
+        }
+    }
+}
+
+/// Options of a [`Reflector`]; the defaults are client-go's.
+#[derive(Clone)]
+pub struct ReflectorOptions<K> {
+    /// Name for logs.
+    pub name: String,
+    /// Page size of lists (0: unpaged).
+    pub page_size: u32,
+    /// Shortest server-side watch timeout; the actual one is random, up to twice this.
+    pub min_watch_timeout: Duration,
+    /// How long past the watch timeout a silent watch is kept before it is taken for dead.
+    pub silence_grace: Duration,
+    /// Resync interval (zero: never).
+    pub resync_period: Duration,
+    /// Consulted at each resync tick; resync happens only if it returns true.
+    pub should_resync: Option<ShouldResync>,
+    /// List with a streaming watch (`sendInitialEvents`) instead of a list.
+    pub use_streaming_list: bool,
+    /// Applied to each object before it is stored.
+    pub transform: Option<TransformFunc<K>>,
+    /// Called with every list or watch failure.
+    pub watch_error_handler: Option<WatchErrorHandler>,
+    /// Backoff between failed attempts.
+    pub backoff: BackoffPolicy,
+}
+
+impl<K> fmt::Debug for ReflectorOptions<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReflectorOptions")
+            .field("name", &self.name)
+            .field("page_size", &self.page_size)
+            .field("min_watch_timeout", &self.min_watch_timeout)
+            .field("silence_grace", &self.silence_grace)
+            .field("resync_period", &self.resync_period)
+            .field("use_streaming_list", &self.use_streaming_list)
+            .field("transform", &self.transform.is_some())
+            .field("backoff", &self.backoff)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> Default for ReflectorOptions<K> {
+    fn default() -> Self {
+        Self {
+            name: "reflector".into(),
+            page_size: 500,
+            min_watch_timeout: Duration::from_secs(300),
+            silence_grace: Duration::from_secs(30),
+            resync_period: Duration::ZERO,
+            should_resync: None,
+            use_streaming_list: false,
+            transform: None,
+            watch_error_handler: None,
+            backoff: BackoffPolicy::default(),
+        }
+    }
+}
+
+/// How a watch ended.
+enum WatchEnd {
+    /// The cancellation token fired.
+    Cancelled,
+    /// The server closed it: re-watch at once.
+    Closed,
+    /// A connection problem (or silence): re-watch after a backoff.
+    Connection(Error),
+    /// Relist (410 Gone, expired, or another error event).
+    Relist(Error),
+}
+
+#[derive(Default)]
+struct VersionState {
+    last_sync: String,
+    /// The server said `last_sync` is too old to list at.
+    unavailable: bool,
+}
+
+/// Lists and watches one resource into a store; see the [module docs](self).
+pub struct Reflector<K> {
+    lw: Arc<dyn ListerWatcher<K>>,
+    store: Arc<dyn ReflectorStore<K>>,
+    opts: ReflectorOptions<K>,
+    error_handler: WatchErrorHandler,
+    version: Mutex<VersionState>,
+    streaming: std::sync::atomic::AtomicBool,
+}
+
+impl<K: 'static> fmt::Debug for Reflector<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("lister_watcher", &self.lw.describe())
+            .field("options", &self.opts)
+            .field("last_sync_resource_version", &self.version.lock().last_sync)
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_connection_error(e: &Error) -> bool {
+    matches!(e, Error::Transport { .. } | Error::Timeout { .. })
+        || e.is_too_many_requests()
+        || e.status()
+            .is_some_and(|s| s.code.unwrap_or_default() >= 500)
+}
+
+fn resource_version<K: Resource>(obj: &K) -> Option<&str> {
+    obj.meta().resource_version.as_deref()
+}
+
+impl<K> Reflector<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    /// A reflector from `lw` into `store`.
+    pub fn new(
+        lw: Arc<dyn ListerWatcher<K>>,
+        store: Arc<dyn ReflectorStore<K>>,
+        opts: ReflectorOptions<K>,
+    ) -> Self {
+        let error_handler = opts
+            .watch_error_handler
+            .clone()
+            .unwrap_or_else(|| default_watch_error_handler(&opts.name));
+        let streaming = std::sync::atomic::AtomicBool::new(opts.use_streaming_list);
+        Self {
+            lw,
+            store,
+            opts,
+            error_handler,
+            version: Mutex::new(VersionState::default()),
+            streaming,
+        }
+    }
+
+    /// The resourceVersion of the last list, event or bookmark applied to the store (empty
+    /// before the first list).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.version.lock().last_sync.clone()
+    }
+
+    fn set_version(&self, rv: &str) {
+        if !rv.is_empty() {
+            let mut v = self.version.lock();
+            v.last_sync.clear();
+            v.last_sync.push_str(rv);
+        }
+    }
+
+    /// The resourceVersion to relist at: "0" first, the last one seen later, "" once the
+    /// server said it is too old.
+    fn relist_resource_version(&self) -> String {
+        let v = self.version.lock();
+        if v.unavailable {
+            String::new()
+        } else if v.last_sync.is_empty() {
+            "0".into()
+        } else {
+            v.last_sync.clone()
+        }
+    }
+
+    fn report(&self, e: &Error) {
+        (self.error_handler)(e);
+    }
+
+    /// Lists and watches until `cancel` fires.
+    pub async fn run(&self, cancel: CancellationToken) {
+        tracing::debug!(reflector = %self.opts.name, "starting on {}", self.lw.describe());
+        let mut backoff = Backoff::new(self.opts.backoff);
+        loop {
+            if let Err(e) = self.list_and_watch(&cancel, &mut backoff).await {
+                self.report(&e);
+            }
+            if cancel.is_cancelled() || !backoff.wait(&cancel).await {
+                tracing::debug!(reflector = %self.opts.name, "stopped");
+                return;
+            }
+        }
+    }
+
+    /// One list followed by watches until a relist is needed (`Err`) or `cancel` fires.
+    async fn list_and_watch(
+        &self,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+    ) -> Result<(), Error> {
+        let mut pending = None;
+        if self.streaming.load(std::sync::atomic::Ordering::Relaxed) {
+            match self.streaming_list(cancel).await {
+                Ok(Some(stream)) => pending = Some(stream),
+                Ok(None) => return Ok(()),
+                Err(e) if e.is_invalid() => {
+                    tracing::info!(reflector = %self.opts.name, "streaming list refused ({e}); listing instead");
+                    self.streaming
+                        .store(false, std::sync::atomic::Ordering::Relaxed);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if pending.is_none() {
+            tokio::select! {
+                _ = cancel.cancelled() => return Ok(()),
+                r = self.list() => r?,
+            }
+        }
+        tokio::select! {
+            r = self.watch_loop(cancel, backoff, pending) => r,
+            _ = self.resync_loop() => Ok(()),
+        }
+    }
+
+    async fn resync_loop(&self) {
+        if self.opts.resync_period.is_zero() {
+            return std::future::pending().await;
+        }
+        let mut tick = tokio::time::interval_at(
+            Instant::now() + self.opts.resync_period,
+            self.opts.resync_period,
+        );
+        loop {
+            tick.tick().await;
+            if self.opts.should_resync.as_ref().is_none_or(|f| f()) {
+                self.store.resync();
+            }
+        }
+    }
+
+    /// Decodes, transforms and de-duplicates one listed object against the store.
+    fn intern(&self, obj: K) -> Option<Arc<K>> {
+        let obj = match &self.opts.transform {
+            Some(t) => t(obj),
+            None => obj,
+        };
+        let Ok(key) = meta_namespace_key(&obj) else {
+            tracing::warn!(reflector = %self.opts.name, "skipping a listed object without a name");
+            return None;
+        };
+        if let Some(known) = self.store.known(&key)
+            && resource_version(known.as_ref()).is_some()
+            && resource_version(known.as_ref()) == resource_version(&obj)
+        {
+            return Some(known);
+        }
+        Some(Arc::new(obj))
+    }
+
+    /// A paged list at the relist resourceVersion, falling back to "" when the server
+    /// says it is too old; replaces the store.
+    async fn list(&self) -> Result<(), Error> {
+        let mut rv = self.relist_resource_version();
+        'restart: loop {
+            let mut items: Vec<Arc<K>> = Vec::new();
+            let mut continue_token: Option<String> = None;
+            let mut list_rv = String::new();
+            loop {
+                let mut opts = ListOptions {
+                    resource_version: (continue_token.is_none() && !rv.is_empty())
+                        .then(|| rv.clone()),
+                    limit: (self.opts.page_size > 0).then_some(self.opts.page_size),
+                    continue_token: continue_token.take(),
+                    ..Default::default()
+                };
+                if opts.resource_version.as_deref().is_some_and(|v| v != "0") {
+                    opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
+                }
+                let page = match self.lw.list(opts).await {
+                    Ok(page) => page,
+                    Err(e) if (e.is_gone() || e.is_resource_expired()) && !rv.is_empty() => {
+                        // The version (or the continue token) is too old: list the latest.
+                        tracing::info!(reflector = %self.opts.name, "list at resourceVersion {rv:?} expired ({e}); listing the latest state");
+                        self.version.lock().unavailable = true;
+                        rv.clear();
+                        continue 'restart;
+                    }
+                    Err(e) if e.is_gone() || e.is_resource_expired() => {
+                        tracing::info!(reflector = %self.opts.name, "list continuation expired ({e}); listing again");
+                        continue 'restart;
+                    }
+                    Err(e) => return Err(e),
+                };
+                for skipped in &page.skipped {
+                    self.report(skipped);
+                }
+                if list_rv.is_empty() {
+                    list_rv = page.metadata.resource_version.clone().unwrap_or_default();
+                }
+                items.reserve(page.items.len());
+                items.extend(page.items.into_iter().filter_map(|o| self.intern(o)));
+                match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                    Some(c) => continue_token = Some(c),
+                    None => break,
+                }
+            }
+            let count = items.len();
+            for e in self.store.replace(items) {
+                tracing::warn!(reflector = %self.opts.name, "relist: {e}");
+            }
+            let mut v = self.version.lock();
+            v.unavailable = false;
+            if !list_rv.is_empty() {
+                v.last_sync = list_rv;
+            }
+            tracing::debug!(reflector = %self.opts.name, count, resource_version = %v.last_sync, "listed");
+            return Ok(());
+        }
+    }
+
+    fn watch_options(&self, timeout: Duration) -> ListOptions {
+        ListOptions {
+            resource_version: Some(self.version.lock().last_sync.clone()),
+            timeout_seconds: Some(timeout.as_secs().max(1) as u32),
+            allow_watch_bookmarks: true,
+            ..Default::default()
+        }
+    }
+
+    fn random_timeout(&self) -> Duration {
+        let min = self.opts.min_watch_timeout.max(Duration::from_secs(1));
+        min + min.mul_f64(fastrand::f64())
+    }
+
+    /// A streaming list: returns the watch once the initial events have replaced the
+    /// store, to be watched on; `None` when cancelled.
+    async fn streaming_list(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<(WatchStream<K>, Duration)>, Error> {
+        let timeout = self.random_timeout();
+        let rv = self.relist_resource_version();
+        let mut opts = self.watch_options(timeout);
+        opts.send_initial_events = Some(true);
+        opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
+        opts.resource_version = Some(if rv == "0" { String::new() } else { rv });
+        let mut stream = tokio::select! {
+            _ = cancel.cancelled() => return Ok(None),
+            s = self.lw.watch(opts) => s?,
+        };
+        let mut initial: HashMap<String, Arc<K>> = HashMap::new();
+        let silence = timeout + self.opts.silence_grace;
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return Ok(None),
+                n = tokio::time::timeout(silence, stream.next()) => n,
+            };
+            let event = match next {
+                Err(_) => return Err(self.silent_error(silence)),
+                Ok(None) => {
+                    return Err(Error::Request(format!(
+                        "streaming list of {} ended before its initial events were complete",
+                        self.lw.describe()
+                    )));
+                }
+                Ok(Some(Err(e @ Error::Decode { .. }))) => {
+                    self.report(&e);
+                    continue;
+                }
+                Ok(Some(Err(e))) => return Err(e),
+                Ok(Some(Ok(event))) => event,
+            };
+            match event {
+                WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
+                    if let Some(obj) = self.intern(obj)
+                        && let Ok(key) = meta_namespace_key(obj.as_ref())
+                    {
+                        initial.insert(key, obj);
+                    }
+                }
+                WatchEvent::Deleted(obj) => {
+                    if let Ok(key) = meta_namespace_key(&obj) {
+                        initial.remove(&key);
+                    }
+                }
+                WatchEvent::Bookmark(b) => {
+                    if b.is_initial_events_end() {
+                        for e in self.store.replace(initial.into_values().collect()) {
+                            tracing::warn!(reflector = %self.opts.name, "streaming list: {e}");
+                        }
+                        let mut v = self.version.lock();
+                        v.unavailable = false;
+                        v.last_sync = b.resource_version;
+                        return Ok(Some((stream, timeout)));
+                    }
+                }
+                WatchEvent::Error(status) => {
+                    let e = Error::from_status("WATCH", self.lw.describe(), *status);
+                    if e.is_gone() || e.is_resource_expired() {
+                        self.version.lock().unavailable = true;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    fn silent_error(&self, after: Duration) -> Error {
+        Error::Timeout {
+            verb: "WATCH".into(),
+            url: format!(
+                "{} (nothing received: connection presumed dead)",
+                self.lw.describe()
+            ),
+            after,
+        }
+    }
+
+    /// Watches until a relist is needed.
+    async fn watch_loop(
+        &self,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+        mut pending: Option<(WatchStream<K>, Duration)>,
+    ) -> Result<(), Error> {
+        loop {
+            let (stream, timeout) = match pending.take() {
+                Some(p) => p,
+                None => {
+                    let timeout = self.random_timeout();
+                    let opts = self.watch_options(timeout);
+                    let started = tokio::select! {
+                        _ = cancel.cancelled() => return Ok(()),
+                        s = self.lw.watch(opts) => s,
+                    };
+                    match started {
+                        Ok(stream) => (stream, timeout),
+                        Err(e) if is_connection_error(&e) => {
+                            self.report(&e);
+                            if !backoff.wait(cancel).await {
+                                return Ok(());
+                            }
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            match self.watch_handler(cancel, stream, timeout).await {
+                WatchEnd::Cancelled => return Ok(()),
+                WatchEnd::Closed => {}
+                WatchEnd::Connection(e) => {
+                    self.report(&e);
+                    if !backoff.wait(cancel).await {
+                        return Ok(());
+                    }
+                }
+                WatchEnd::Relist(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Applies the events of one watch to the store.
+    async fn watch_handler(
+        &self,
+        cancel: &CancellationToken,
+        mut stream: WatchStream<K>,
+        timeout: Duration,
+    ) -> WatchEnd {
+        let silence = timeout + self.opts.silence_grace;
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return WatchEnd::Cancelled,
+                n = tokio::time::timeout(silence, stream.next()) => n,
+            };
+            let event = match next {
+                Err(_) => return WatchEnd::Connection(self.silent_error(silence)),
+                Ok(None) => return WatchEnd::Closed,
+                Ok(Some(Err(e @ Error::Decode { .. }))) => {
+                    self.report(&e);
+                    continue;
+                }
+                Ok(Some(Err(e))) => return WatchEnd::Connection(e),
+                Ok(Some(Ok(event))) => event,
+            };
+            let (result, rv) = match event {
+                WatchEvent::Added(obj) => self.apply(obj, |s, o| s.add(o)),
+                WatchEvent::Modified(obj) => self.apply(obj, |s, o| s.update(o)),
+                WatchEvent::Deleted(obj) => self.apply(obj, |s, o| s.delete(o)),
+                WatchEvent::Bookmark(b) => (Ok(()), Some(b.resource_version)),
+                WatchEvent::Error(status) => {
+                    let e = Error::from_status("WATCH", self.lw.describe(), *status);
+                    return WatchEnd::Relist(e);
+                }
+            };
+            if let Err(e) = result {
+                tracing::warn!(reflector = %self.opts.name, "skipping a watched object: {e}");
+            }
+            if let Some(rv) = rv {
+                self.set_version(&rv);
+            }
+        }
+    }
+
+    fn apply(
+        &self,
+        obj: K,
+        op: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), KeyError>,
+    ) -> (Result<(), KeyError>, Option<String>) {
+        let obj = match &self.opts.transform {
+            Some(t) => t(obj),
+            None => obj,
+        };
+        let rv = resource_version(&obj).map(str::to_string);
+        (op(self.store.as_ref(), Arc::new(obj)), rv)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,569 @@
+//! [`SharedIndexInformer`]: one list-watch of a resource feeding an indexed cache and any
+//! number of event handlers (client-go's `SharedIndexInformer`).
+//!
+//! # Contract
+//!
+//! - **One copy.** The objects the reflector decodes are stored in the [`Indexer`] as
+//!   `Arc`s and the same `Arc`s reach every handler and every lister.
+//! - **Processing.** For each popped key, in order: `Added`/`Updated`/`Replaced`/`Sync`
+//!   store the object and notify an update when the key was cached (old and new), an add
+//!   otherwise; `Deleted` removes it and notifies a delete (object or tombstone). A
+//!   `Sync` — or a `Replaced` whose resourceVersion is unchanged — is a resync: it goes
+//!   only to the handlers whose resync period is due.
+//! - **Handlers** ([`add_event_handler`](SharedIndexInformer::add_event_handler)) may be
+//!   added and removed at any time. Each has its own task and an unbounded buffer: a slow
+//!   handler never blocks the informer nor the other handlers. The buffer's depth (and
+//!   its high-water mark) is observable on the registration, and a warning is logged each
+//!   time it passes a power of ten from 1,000 on; notifications are never dropped, since a
+//!   dropped one would leave the handler's view of the cache wrong.
+//! - **Late registration.** A handler added after start is first sent every cached object
+//!   as an add with `is_in_initial_list = true`, atomically with respect to the processing
+//!   of new deltas; its registration [`has_synced`](ResourceEventHandlerRegistration::has_synced)
+//!   once the informer has synced and the handler has *handled* those adds.
+//! - **Resync periods.** Per handler, never below 1 s. Before start, a handler period
+//!   shorter than the informer's check period lowers it; after start it is raised to the
+//!   check period (the reflector's tick is fixed once it runs). With no period anywhere,
+//!   there is no resync.
+//! - **Panics.** A handler that panics is reported (logged, counted on its registration)
+//!   and goes on with its next notification; the informer is unaffected.
+//! - **Transform** runs on each object before it is stored; set it before start.
+//! - [`run`](SharedIndexInformer::run) may be called once; it returns when its
+//!   cancellation token fires, after the reflector and every handler task have stopped.
+//!
+//! ```no_run
+//! # async fn demo(rest: kubekit::rest::RestClient) {
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kubekit::cache::{ListWatch, ResourceEventHandlerFuncs, SharedIndexInformer};
+//! use kubekit::clientset::ResourceClient;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let lw = ListWatch::new(ResourceClient::<Pod>::namespaced(rest, ""));
+//! let informer = Arc::new(SharedIndexInformer::new(Arc::new(lw), Duration::ZERO));
+//! informer.add_event_handler(
+//!     ResourceEventHandlerFuncs::new().on_add(|pod: &Arc<Pod>, _| println!("{:?}", pod.metadata.name)),
+//! );
+//! let cancel = CancellationToken::new();
+//! tokio::spawn({
+//!     let informer = informer.clone();
+//!     let cancel = cancel.clone();
+//!     async move { informer.run(cancel).await }
+//! });
+//! informer.wait_for_sync(&cancel).await;
+//! println!("{} pods cached", informer.indexer().len());
+//! # }
+//! ```
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use kube::Resource;
+use parking_lot::Mutex;
+use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::controller::{Controller, ControllerConfig};
+use super::delta_fifo::{DeltaFifo, DeltaType, Deltas};
+use super::handler::ResourceEventHandler;
+use super::key::MaybeTombstone;
+use super::listwatch::ListerWatcher;
+use super::reflector::{Reflector, ReflectorOptions, TransformFunc, WatchErrorHandler};
+use super::store::{Error as StoreError, IndexFunc, Indexer};
+
+/// The shortest resync period a handler may ask for.
+pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// Depth from which a growing listener buffer is reported.
+const DEPTH_WARNING: usize = 1000;
+
+/// One change, as sent to a handler.
+enum Notification<K> {
+    Add(Arc<K>, bool),
+    Update(Arc<K>, Arc<K>),
+    Delete(MaybeTombstone<K>),
+}
+
+impl<K> Clone for Notification<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Notification::Add(o, i) => Notification::Add(o.clone(), *i),
+            Notification::Update(a, b) => Notification::Update(a.clone(), b.clone()),
+            Notification::Delete(d) => Notification::Delete(MaybeTombstone::clone(d)),
+        }
+    }
+}
+
+/// The informer side of one handler: its buffer, counters and resync schedule.
+struct Listener<K> {
+    id: u64,
+    tx: mpsc::UnboundedSender<Notification<K>>,
+    rx: Mutex<Option<mpsc::UnboundedReceiver<Notification<K>>>>,
+    handler: Arc<dyn ResourceEventHandler<K>>,
+    depth: AtomicUsize,
+    max_depth: AtomicUsize,
+    initial_pending: AtomicUsize,
+    panics: AtomicU64,
+    removed: AtomicBool,
+    synced: Notify,
+    resync_period: Duration,
+    next_resync: Mutex<Instant>,
+}
+
+impl<K: Send + Sync + 'static> Listener<K> {
+    fn push(&self, n: Notification<K>) {
+        if let Notification::Add(_, true) = n {
+            self.initial_pending.fetch_add(1, Ordering::AcqRel);
+        }
+        let depth = self.depth.fetch_add(1, Ordering::AcqRel) + 1;
+        if self.max_depth.fetch_max(depth, Ordering::AcqRel) < depth
+            && depth >= DEPTH_WARNING
+            && is_power_of_ten(depth)
+        {
+            tracing::warn!(
+                listener = self.id,
+                depth,
+                "an event handler is falling behind: its buffer keeps growing"
+            );
+        }
+        // The receiver lives as long as the listener's task; a send after removal is moot.
+        let _ = self.tx.send(n);
+    }
+
+    fn handle(&self, n: Notification<K>) {
+        if !self.removed.load(Ordering::Acquire) {
+            let result = catch_unwind(AssertUnwindSafe(|| match &n {
+                Notification::Add(obj, initial) => self.handler.on_add(obj, *initial),
+                Notification::Update(old, new) => self.handler.on_update(old, new),
+                Notification::Delete(obj) => self.handler.on_delete(obj),
+            }));
+            if let Err(panic) = result {
+                self.panics.fetch_add(1, Ordering::Relaxed);
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "non-string panic payload".into());
+                tracing::error!(listener = self.id, "event handler panicked: {message}");
+            }
+        }
+        self.depth.fetch_sub(1, Ordering::AcqRel);
+        if let Notification::Add(_, true) = n
+            && self.initial_pending.fetch_sub(1, Ordering::AcqRel) == 1
+        {
+            self.synced.notify_waiters();
+        }
+    }
+
+    /// Starts the task that feeds the handler; once per listener.
+    fn spawn(self: &Arc<Self>) -> Option<JoinHandle<()>> {
+        let mut rx = self.rx.lock().take()?;
+        let me = self.clone();
+        Some(tokio::spawn(async move {
+            while let Some(n) = rx.recv().await {
+                me.handle(n);
+            }
+        }))
+    }
+}
+
+fn is_power_of_ten(mut n: usize) -> bool {
+    while n >= 10 && n.is_multiple_of(10) {
+        n /= 10;
+    }
+    n == 1
+}
+
+/// A handler's registration: its sync state and buffer, and the handle to remove it.
+pub struct ResourceEventHandlerRegistration<K> {
+    listener: Arc<Listener<K>>,
+    fifo: Arc<DeltaFifo<K>>,
+}
+
+impl<K> Clone for ResourceEventHandlerRegistration<K> {
+    fn clone(&self) -> Self {
+        Self {
+            listener: self.listener.clone(),
+            fifo: self.fifo.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for ResourceEventHandlerRegistration<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResourceEventHandlerRegistration")
+            .field("id", &self.listener.id)
+            .field("depth", &self.listener.depth.load(Ordering::Relaxed))
+            .field("resync_period", &self.listener.resync_period)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> ResourceEventHandlerRegistration<K> {
+    /// Whether the informer has synced and this handler has handled every object of the
+    /// initial list (or, registered late, of the replay).
+    pub fn has_synced(&self) -> bool {
+        self.fifo.has_synced() && self.listener.initial_pending.load(Ordering::Acquire) == 0
+    }
+
+    /// Notifications buffered for this handler, not yet handled.
+    pub fn depth(&self) -> usize {
+        self.listener.depth.load(Ordering::Acquire)
+    }
+
+    /// The largest depth the buffer has reached.
+    pub fn max_depth(&self) -> usize {
+        self.listener.max_depth.load(Ordering::Acquire)
+    }
+
+    /// How many times the handler panicked.
+    pub fn panics(&self) -> u64 {
+        self.listener.panics.load(Ordering::Relaxed)
+    }
+
+    /// The handler's effective resync period (zero: none).
+    pub fn resync_period(&self) -> Duration {
+        self.listener.resync_period
+    }
+
+    /// Waits until the handler's initial adds are handled (not the informer's sync).
+    pub async fn wait_initial_handled(&self) {
+        loop {
+            let notified = self.listener.synced.notified();
+            if self.listener.initial_pending.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+struct Processor<K> {
+    listeners: Vec<Arc<Listener<K>>>,
+    /// Listeners due for the resync being processed.
+    syncing: Vec<Arc<Listener<K>>>,
+    resync_check_period: Duration,
+    next_id: u64,
+    tasks: Vec<JoinHandle<()>>,
+    started: bool,
+}
+
+impl<K: Send + Sync + 'static> Processor<K> {
+    fn distribute(&self, n: Notification<K>, sync: bool) {
+        let targets = if sync { &self.syncing } else { &self.listeners };
+        for l in targets {
+            l.push(n.clone());
+        }
+    }
+
+    /// Marks the listeners whose resync is due; true when there is at least one.
+    fn should_resync(&mut self) -> bool {
+        let now = Instant::now();
+        self.syncing.clear();
+        for l in &self.listeners {
+            if l.resync_period.is_zero() {
+                continue;
+            }
+            let mut next = l.next_resync.lock();
+            if now >= *next {
+                self.syncing.push(l.clone());
+                *next = now + l.resync_period;
+            }
+        }
+        !self.syncing.is_empty()
+    }
+}
+
+struct Options<K> {
+    transform: Option<TransformFunc<K>>,
+    watch_error_handler: Option<WatchErrorHandler>,
+    reflector: ReflectorOptions<K>,
+}
+
+struct Shared<K> {
+    indexer: Arc<Indexer<K>>,
+    fifo: Arc<DeltaFifo<K>>,
+    processor: Mutex<Processor<K>>,
+}
+
+impl<K: Resource + Send + Sync + 'static> Shared<K> {
+    /// The informer's process function (client-go's `HandleDeltas`).
+    fn handle_deltas(&self, deltas: &Deltas<K>) {
+        let processor = self.processor.lock();
+        for delta in &deltas.deltas {
+            let obj = delta.object.object();
+            match delta.kind {
+                DeltaType::Deleted => {
+                    self.indexer.delete(&deltas.key);
+                    processor.distribute(Notification::Delete(delta.object.clone()), false);
+                }
+                kind => match self.indexer.add_with_key(deltas.key.clone(), obj.clone()) {
+                    Some(old) => {
+                        let is_sync = kind == DeltaType::Sync
+                            || (kind == DeltaType::Replaced
+                                && old.meta().resource_version.is_some()
+                                && old.meta().resource_version == obj.meta().resource_version);
+                        processor.distribute(Notification::Update(old, obj.clone()), is_sync);
+                    }
+                    None => processor.distribute(
+                        Notification::Add(obj.clone(), deltas.is_in_initial_list),
+                        false,
+                    ),
+                },
+            }
+        }
+    }
+}
+
+/// A shared, indexed informer; see the [module docs](self).
+pub struct SharedIndexInformer<K> {
+    lw: Arc<dyn ListerWatcher<K>>,
+    shared: Arc<Shared<K>>,
+    options: Mutex<Options<K>>,
+    reflector: Mutex<Option<Arc<Reflector<K>>>>,
+}
+
+impl<K: 'static> fmt::Debug for SharedIndexInformer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("lister_watcher", &self.lw.describe())
+            .field("indexer", &self.shared.indexer)
+            .field("queue", &self.shared.fifo)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> SharedIndexInformer<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    /// An informer over `lw` whose handlers resync every `default_resync` by default
+    /// (zero: never). The cache has the namespace index.
+    pub fn new(lw: Arc<dyn ListerWatcher<K>>, default_resync: Duration) -> Self {
+        let indexer = Arc::new(Indexer::new());
+        let fifo = Arc::new(DeltaFifo::new(Some(indexer.clone())));
+        let name = lw.describe();
+        Self {
+            lw,
+            shared: Arc::new(Shared {
+                indexer,
+                fifo,
+                processor: Mutex::new(Processor {
+                    listeners: Vec::new(),
+                    syncing: Vec::new(),
+                    resync_check_period: default_resync,
+                    next_id: 0,
+                    tasks: Vec::new(),
+                    started: false,
+                }),
+            }),
+            options: Mutex::new(Options {
+                transform: None,
+                watch_error_handler: None,
+                reflector: ReflectorOptions {
+                    name,
+                    ..Default::default()
+                },
+            }),
+            reflector: Mutex::new(None),
+        }
+    }
+
+    /// The cache. Read it freely; write it only if you know the informer will not.
+    pub fn indexer(&self) -> &Arc<Indexer<K>> {
+        &self.shared.indexer
+    }
+
+    /// Adds named indexes (existing objects are indexed at once).
+    pub fn add_indexers(
+        &self,
+        indexers: impl IntoIterator<Item = (String, IndexFunc<K>)>,
+    ) -> Result<(), StoreError> {
+        self.shared.indexer.add_indexers(indexers)
+    }
+
+    /// Sets the function applied to each object before it is stored (e.g. to drop
+    /// `managedFields`). Has no effect once the informer runs.
+    pub fn set_transform(&self, transform: impl Fn(K) -> K + Send + Sync + 'static) {
+        self.options.lock().transform = Some(Arc::new(transform));
+    }
+
+    /// Sets the function called with every list or watch failure. Has no effect once the
+    /// informer runs.
+    pub fn set_watch_error_handler(
+        &self,
+        handler: impl Fn(&crate::rest::Error) + Send + Sync + 'static,
+    ) {
+        self.options.lock().watch_error_handler = Some(Arc::new(handler));
+    }
+
+    /// Adjusts the reflector's options (page size, watch timeout, streaming list, backoff).
+    /// Has no effect once the informer runs.
+    pub fn configure_reflector(&self, f: impl FnOnce(&mut ReflectorOptions<K>)) {
+        f(&mut self.options.lock().reflector);
+    }
+
+    /// Whether the first list has been stored.
+    pub fn has_synced(&self) -> bool {
+        self.shared.fifo.has_synced()
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced); false if `cancel` fired first.
+    pub async fn wait_for_sync(&self, cancel: &CancellationToken) -> bool {
+        tokio::select! {
+            _ = self.shared.fifo.wait_synced() => true,
+            _ = cancel.cancelled() => false,
+        }
+    }
+
+    /// The resourceVersion the reflector last saw (empty before start).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.reflector
+            .lock()
+            .as_ref()
+            .map(|r| r.last_sync_resource_version())
+            .unwrap_or_default()
+    }
+
+    /// Adds a handler with the informer's default resync period.
+    pub fn add_event_handler(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+    ) -> ResourceEventHandlerRegistration<K> {
+        let period = self.shared.processor.lock().resync_check_period;
+        self.add_event_handler_with_resync_period(handler, period)
+    }
+
+    /// Adds a handler with its own resync period (zero: none; at least
+    /// [`MINIMUM_RESYNC_PERIOD`]). Added after start, it is first sent every cached object.
+    pub fn add_event_handler_with_resync_period(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        resync_period: Duration,
+    ) -> ResourceEventHandlerRegistration<K> {
+        let mut processor = self.shared.processor.lock();
+        let mut period = resync_period;
+        if !period.is_zero() {
+            if period < MINIMUM_RESYNC_PERIOD {
+                tracing::warn!(
+                    "resync period {period:?} is too small; using {MINIMUM_RESYNC_PERIOD:?}"
+                );
+                period = MINIMUM_RESYNC_PERIOD;
+            }
+            if period < processor.resync_check_period || processor.resync_check_period.is_zero() {
+                if processor.started {
+                    if !processor.resync_check_period.is_zero() {
+                        tracing::warn!(
+                            "resync period {period:?} is below the running informer's check period {:?}; using that",
+                            processor.resync_check_period
+                        );
+                        period = processor.resync_check_period;
+                    }
+                } else {
+                    processor.resync_check_period = period;
+                }
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        processor.next_id += 1;
+        let listener = Arc::new(Listener {
+            id: processor.next_id,
+            tx,
+            rx: Mutex::new(Some(rx)),
+            handler: Arc::new(handler),
+            depth: AtomicUsize::new(0),
+            max_depth: AtomicUsize::new(0),
+            initial_pending: AtomicUsize::new(0),
+            panics: AtomicU64::new(0),
+            removed: AtomicBool::new(false),
+            synced: Notify::new(),
+            resync_period: period,
+            next_resync: Mutex::new(Instant::now() + period),
+        });
+        if processor.started {
+            // Holding the processor lock keeps new deltas out until the replay is queued.
+            for obj in self.shared.indexer.list() {
+                listener.push(Notification::Add(obj, true));
+            }
+            if let Some(task) = listener.spawn() {
+                processor.tasks.push(task);
+            }
+        }
+        processor.listeners.push(listener.clone());
+        ResourceEventHandlerRegistration {
+            listener,
+            fifo: self.shared.fifo.clone(),
+        }
+    }
+
+    /// Removes a handler: it receives nothing more, including what is still buffered.
+    pub fn remove_event_handler(&self, registration: &ResourceEventHandlerRegistration<K>) {
+        let mut processor = self.shared.processor.lock();
+        registration.listener.removed.store(true, Ordering::Release);
+        let id = registration.listener.id;
+        processor.listeners.retain(|l| l.id != id);
+        processor.syncing.retain(|l| l.id != id);
+    }
+
+    /// Runs the informer until `cancel` fires, then stops every task it started. Calling
+    /// it a second time returns at once.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let resync = {
+            let mut processor = self.shared.processor.lock();
+            if processor.started {
+                tracing::warn!("informer of {} is already running", self.lw.describe());
+                return;
+            }
+            processor.started = true;
+            let listeners = processor.listeners.clone();
+            for l in listeners {
+                if let Some(task) = l.spawn() {
+                    processor.tasks.push(task);
+                }
+            }
+            processor.resync_check_period
+        };
+        let mut config = {
+            let options = self.options.lock();
+            let mut reflector = options.reflector.clone();
+            reflector.transform = options.transform.clone();
+            reflector.watch_error_handler = options.watch_error_handler.clone();
+            let shared = self.shared.clone();
+            let mut config = ControllerConfig::new(
+                self.shared.fifo.clone(),
+                self.lw.clone(),
+                Arc::new(move |deltas: &Deltas<K>| {
+                    shared.handle_deltas(deltas);
+                    Ok(())
+                }),
+            );
+            config.reflector = reflector;
+            config
+        };
+        config.full_resync_period = resync;
+        let shared = self.shared.clone();
+        config.should_resync = Some(Arc::new(move || shared.processor.lock().should_resync()));
+        let controller = Controller::new(config);
+        *self.reflector.lock() = Some(controller.reflector().clone());
+        controller.run(cancel).await;
+
+        let tasks = {
+            let mut processor = self.shared.processor.lock();
+            for l in &processor.listeners {
+                l.removed.store(true, Ordering::Release);
+            }
+            processor.listeners.clear();
+            processor.syncing.clear();
+            std::mem::take(&mut processor.tasks)
+        };
+        for task in tasks {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}

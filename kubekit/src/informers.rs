@@ -1,0 +1,463 @@
+//! [`SharedInformerFactory`]: one shared informer per resource for a whole program
+//! (client-go's `informers.SharedInformerFactory` and `dynamicinformer`).
+//!
+//! # Contract
+//!
+//! - Asking the factory twice for the same type (or the same GVR, for dynamic informers)
+//!   returns the same informer: every controller of a program shares one list-watch and
+//!   one cache per resource.
+//! - Every informer of a factory watches the factory's namespace (all namespaces by
+//!   default; cluster-scoped types ignore it) with the factory's list-option tweak, and
+//!   resyncs at the factory's default period unless a per-type period was set.
+//! - [`start`](SharedInformerFactory::start) starts every informer asked for and not yet
+//!   started (it may be called again after asking for more);
+//!   [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync) waits for the
+//!   started ones and reports each by resource; [`shutdown`](SharedInformerFactory::shutdown)
+//!   stops them and returns once every task the factory started has ended. After shutdown,
+//!   `start` starts nothing.
+//! - Informers asked for are configured (handlers, indexers, transform) before `start`;
+//!   handlers can also be added later (they are replayed the cache).
+//!
+//! ```no_run
+//! # async fn demo(clientset: kubekit::clientset::Clientset) {
+//! use std::time::Duration;
+//! use kubekit::informers::SharedInformerFactory;
+//! use kubekit::labels::Selector;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let factory = SharedInformerFactory::builder(clientset)
+//!     .namespace("demo")
+//!     .default_resync(Duration::from_secs(60))
+//!     .build();
+//! let deployments = factory.apps_v1().deployments();
+//! let pods = factory.core_v1().pods();
+//! factory.start();
+//! let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+//! assert!(synced.values().all(|ok| *ok));
+//! for d in deployments.lister().namespaced("demo").list(&Selector::everything()) {
+//!     println!("{:?}", d.metadata.name);
+//! }
+//! # let _ = pods;
+//! factory.shutdown().await;
+//! # }
+//! ```
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::{BoxFuture, join_all};
+use kube::Resource;
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::{ListWatch, SharedIndexInformer, TweakListOptions};
+use crate::clientset::{Clientset, KnownScope, ListOptions, ResourceClient};
+use crate::dynamic::{DynamicClient, Unstructured};
+use crate::listers::Lister;
+use crate::meta::GroupVersionResource;
+
+/// The factory's view of an informer of any type.
+trait AnyInformer: Send + Sync {
+    fn run(self: Arc<Self>, cancel: CancellationToken) -> BoxFuture<'static, ()>;
+    fn wait_for_sync<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, bool>;
+    fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
+
+impl<K> AnyInformer for SharedIndexInformer<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    fn run(self: Arc<Self>, cancel: CancellationToken) -> BoxFuture<'static, ()> {
+        Box::pin(async move { SharedIndexInformer::run(&self, cancel).await })
+    }
+
+    fn wait_for_sync<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, bool> {
+        Box::pin(SharedIndexInformer::wait_for_sync(self, cancel))
+    }
+
+    fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+/// An informer of the factory with its lister.
+pub struct InformerFor<K> {
+    informer: Arc<SharedIndexInformer<K>>,
+    gvr: GroupVersionResource,
+}
+
+impl<K> Clone for InformerFor<K> {
+    fn clone(&self) -> Self {
+        Self {
+            informer: self.informer.clone(),
+            gvr: self.gvr.clone(),
+        }
+    }
+}
+
+impl<K: 'static> fmt::Debug for InformerFor<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InformerFor")
+            .field("resource", &self.gvr.to_string())
+            .field("informer", &self.informer)
+            .finish()
+    }
+}
+
+impl<K: Resource + Clone + Send + Sync + 'static> InformerFor<K> {
+    /// The shared informer.
+    pub fn informer(&self) -> &Arc<SharedIndexInformer<K>> {
+        &self.informer
+    }
+
+    /// A lister over the informer's cache.
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.informer.indexer().clone(), self.gvr.clone())
+    }
+}
+
+struct Entry {
+    informer: Arc<dyn AnyInformer>,
+    started: bool,
+}
+
+#[derive(Default)]
+struct State {
+    informers: BTreeMap<GroupVersionResource, Entry>,
+    tasks: Vec<JoinHandle<()>>,
+    shut_down: bool,
+}
+
+/// Builds a [`SharedInformerFactory`].
+pub struct SharedInformerFactoryBuilder {
+    clientset: Clientset,
+    namespace: String,
+    tweak: Option<TweakListOptions>,
+    default_resync: Duration,
+    custom_resync: HashMap<GroupVersionResource, Duration>,
+}
+
+impl fmt::Debug for SharedInformerFactoryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedInformerFactoryBuilder")
+            .field("namespace", &self.namespace)
+            .field("default_resync", &self.default_resync)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedInformerFactoryBuilder {
+    /// Watches only `namespace` (namespaced types; `""`: all namespaces).
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Adjusts the options of every list and watch (e.g. a label selector).
+    pub fn tweak_list_options(
+        mut self,
+        tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
+    ) -> Self {
+        self.tweak = Some(Arc::new(tweak));
+        self
+    }
+
+    /// The resync period of every informer (zero: none).
+    pub fn default_resync(mut self, period: Duration) -> Self {
+        self.default_resync = period;
+        self
+    }
+
+    /// The resync period of the informer of `K`.
+    pub fn resync_for<K: Resource<DynamicType = ()>>(mut self, period: Duration) -> Self {
+        self.custom_resync
+            .insert(GroupVersionResource::of::<K>(), period);
+        self
+    }
+
+    /// The resync period of the dynamic informer of `gvr`.
+    pub fn resync_for_resource(mut self, gvr: GroupVersionResource, period: Duration) -> Self {
+        self.custom_resync.insert(gvr, period);
+        self
+    }
+
+    /// The factory.
+    pub fn build(self) -> SharedInformerFactory {
+        let dynamic = DynamicClient::from_rest_client(self.clientset.rest_client().clone());
+        SharedInformerFactory {
+            clientset: self.clientset,
+            dynamic,
+            namespace: self.namespace,
+            tweak: self.tweak,
+            default_resync: self.default_resync,
+            custom_resync: self.custom_resync,
+            state: Mutex::new(State::default()),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// Shared informers for a program; see the [module docs](self).
+pub struct SharedInformerFactory {
+    clientset: Clientset,
+    dynamic: DynamicClient,
+    namespace: String,
+    tweak: Option<TweakListOptions>,
+    default_resync: Duration,
+    custom_resync: HashMap<GroupVersionResource, Duration>,
+    state: Mutex<State>,
+    cancel: CancellationToken,
+}
+
+impl fmt::Debug for SharedInformerFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("SharedInformerFactory")
+            .field("namespace", &self.namespace)
+            .field("default_resync", &self.default_resync)
+            .field(
+                "informers",
+                &state
+                    .informers
+                    .keys()
+                    .map(|g| g.to_string())
+                    .collect::<Vec<_>>(),
+            )
+            .field("shut_down", &state.shut_down)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedInformerFactory {
+    /// A factory over every namespace, without resync.
+    pub fn new(clientset: Clientset) -> Self {
+        Self::builder(clientset).build()
+    }
+
+    /// A builder for a factory with options.
+    pub fn builder(clientset: Clientset) -> SharedInformerFactoryBuilder {
+        SharedInformerFactoryBuilder {
+            clientset,
+            namespace: String::new(),
+            tweak: None,
+            default_resync: Duration::ZERO,
+            custom_resync: HashMap::new(),
+        }
+    }
+
+    fn resync_of(&self, gvr: &GroupVersionResource) -> Duration {
+        self.custom_resync
+            .get(gvr)
+            .copied()
+            .unwrap_or(self.default_resync)
+    }
+
+    fn get_or_insert<K>(
+        &self,
+        gvr: GroupVersionResource,
+        make: impl FnOnce() -> SharedIndexInformer<K>,
+    ) -> InformerFor<K>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+    {
+        let mut state = self.state.lock();
+        let entry = state.informers.entry(gvr.clone()).or_insert_with(|| Entry {
+            informer: Arc::new(make()),
+            started: false,
+        });
+        let informer = entry
+            .informer
+            .clone()
+            .as_any()
+            .downcast::<SharedIndexInformer<K>>()
+            .unwrap_or_else(|_| {
+                panic!("two Rust types claim resource {gvr}; the factory keeps one informer per resource")
+            });
+        InformerFor { informer, gvr }
+    }
+
+    /// The shared informer of `K` (built-in or custom type).
+    ///
+    /// # Panics
+    ///
+    /// If two different Rust types for the same resource are asked for (a programming
+    /// error: the cache holds one type per resource).
+    pub fn for_type<K>(&self) -> InformerFor<K>
+    where
+        K: Resource<DynamicType = ()>
+            + Serialize
+            + DeserializeOwned
+            + Clone
+            + fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+        K::Scope: KnownScope,
+    {
+        let gvr = GroupVersionResource::of::<K>();
+        let resync = self.resync_of(&gvr);
+        self.get_or_insert(gvr, || {
+            let client =
+                ResourceClient::<K>::new(self.clientset.rest_client().clone(), &self.namespace);
+            let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
+            SharedIndexInformer::new(Arc::new(lw), resync)
+        })
+    }
+
+    /// The shared dynamic informer of `gvr` (objects as [`Unstructured`]). It watches the
+    /// factory's namespace; for a cluster-scoped resource build the factory without one.
+    pub fn for_resource(&self, gvr: &GroupVersionResource) -> InformerFor<Unstructured> {
+        let resync = self.resync_of(gvr);
+        self.get_or_insert(gvr.clone(), || {
+            let client = self.dynamic.resource(gvr).namespace(&self.namespace);
+            let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
+            SharedIndexInformer::new(Arc::new(lw), resync)
+        })
+    }
+
+    /// Starts every informer asked for and not started yet. Must be called within a tokio
+    /// runtime.
+    pub fn start(&self) {
+        let mut state = self.state.lock();
+        if state.shut_down {
+            tracing::warn!("SharedInformerFactory::start after shutdown: nothing started");
+            return;
+        }
+        let mut started = Vec::new();
+        for entry in state.informers.values_mut().filter(|e| !e.started) {
+            entry.started = true;
+            started.push(entry.informer.clone());
+        }
+        for informer in started {
+            let task = tokio::spawn(informer.run(self.cancel.child_token()));
+            state.tasks.push(task);
+        }
+    }
+
+    /// Waits for every started informer to sync, or for `cancel`; the result names each
+    /// informer's resource (`pods.v1`, `deployments.v1.apps`, …) with whether it synced.
+    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
+        let started: Vec<(String, Arc<dyn AnyInformer>)> = self
+            .state
+            .lock()
+            .informers
+            .iter()
+            .filter(|(_, e)| e.started)
+            .map(|(gvr, e)| (gvr.to_string(), e.informer.clone()))
+            .collect();
+        let results = join_all(started.iter().map(|(_, i)| i.wait_for_sync(cancel))).await;
+        started
+            .into_iter()
+            .map(|(name, _)| name)
+            .zip(results)
+            .collect()
+    }
+
+    /// Stops every informer and waits for all the tasks the factory started.
+    pub async fn shutdown(&self) {
+        let tasks = {
+            let mut state = self.state.lock();
+            state.shut_down = true;
+            std::mem::take(&mut state.tasks)
+        };
+        self.cancel.cancel();
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!("informer task failed: {e}");
+            }
+        }
+    }
+}
+
+/// Generates the typed accessors: `factory.core_v1().pods()`, ….
+macro_rules! informer_groups {
+    ($(
+        $(#[doc = $doc:literal])*
+        $accessor:ident => $Group:ident ($($module:ident)::+) {
+            $($fn_name:ident: $Kind:ident,)*
+        }
+    )*) => {
+        $(
+            /// The types of the group version, under a short path.
+            mod $accessor {
+                pub(super) use $($module)::+::{$($Kind,)*};
+            }
+
+            $(#[doc = $doc])*
+            #[derive(Debug)]
+            pub struct $Group<'a> {
+                factory: &'a SharedInformerFactory,
+            }
+
+            impl $Group<'_> {
+                $(
+                    #[doc = concat!("The shared informer of `", stringify!($Kind), "`.")]
+                    pub fn $fn_name(&self) -> InformerFor<$accessor::$Kind> {
+                        self.factory.for_type()
+                    }
+                )*
+            }
+
+            impl SharedInformerFactory {
+                #[doc = concat!("Informers of `", stringify!($accessor), "`.")]
+                pub fn $accessor(&self) -> $Group<'_> {
+                    $Group { factory: self }
+                }
+            }
+        )*
+    };
+}
+
+informer_groups! {
+    /// Informers of the core group.
+    core_v1 => CoreV1Informers (k8s_openapi::api::core::v1) {
+        config_maps: ConfigMap,
+        endpoints: Endpoints,
+        events: Event,
+        limit_ranges: LimitRange,
+        namespaces: Namespace,
+        nodes: Node,
+        persistent_volumes: PersistentVolume,
+        persistent_volume_claims: PersistentVolumeClaim,
+        pods: Pod,
+        replication_controllers: ReplicationController,
+        resource_quotas: ResourceQuota,
+        secrets: Secret,
+        services: Service,
+        service_accounts: ServiceAccount,
+    }
+
+    /// Informers of `apps/v1`.
+    apps_v1 => AppsV1Informers (k8s_openapi::api::apps::v1) {
+        controller_revisions: ControllerRevision,
+        daemon_sets: DaemonSet,
+        deployments: Deployment,
+        replica_sets: ReplicaSet,
+        stateful_sets: StatefulSet,
+    }
+
+    /// Informers of `batch/v1`.
+    batch_v1 => BatchV1Informers (k8s_openapi::api::batch::v1) {
+        cron_jobs: CronJob,
+        jobs: Job,
+    }
+
+    /// Informers of `coordination.k8s.io/v1`.
+    coordination_v1 => CoordinationV1Informers (k8s_openapi::api::coordination::v1) {
+        leases: Lease,
+    }
+
+    /// Informers of `rbac.authorization.k8s.io/v1`.
+    rbac_v1 => RbacV1Informers (k8s_openapi::api::rbac::v1) {
+        cluster_roles: ClusterRole,
+        cluster_role_bindings: ClusterRoleBinding,
+        roles: Role,
+        role_bindings: RoleBinding,
+    }
+}

@@ -1,0 +1,183 @@
+//! Listers: read-only, typed views of an informer's cache (client-go's `listers`).
+//!
+//! # Contract
+//!
+//! - A lister reads the [`Indexer`] directly and returns the cache's own `Arc`s: nothing
+//!   is copied and nothing is sent to the server. What it returns is as fresh as the
+//!   informer; check the informer has synced before trusting an absence.
+//! - [`Lister::get`] and [`NamespaceLister::get`] report a missing object with the same
+//!   error the API server gives ([`Error::is_not_found`](crate::rest::Error::is_not_found)
+//!   is true), so code can move between a lister and a client unchanged.
+//! - Namespaced listing uses the namespace index; it never scans the whole cache.
+//!
+//! ```no_run
+//! # fn demo(lister: kubekit::listers::Lister<k8s_openapi::api::core::v1::Pod>) -> Result<(), Box<dyn std::error::Error>> {
+//! use kubekit::labels::Selector;
+//!
+//! let web = lister.namespaced("demo").list(&"app=web".parse()?);
+//! let pod = lister.namespaced("demo").get("web-0")?;
+//! let all = lister.list(&Selector::everything());
+//! # let _ = (web, pod, all);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use kube::Resource;
+
+use crate::cache::{Indexer, NAMESPACE_INDEX};
+use crate::labels::Selector;
+use crate::meta::GroupVersionResource;
+use crate::rest::Error;
+
+/// A lister over every object of an informer; see the [module docs](self).
+pub struct Lister<K> {
+    indexer: Arc<Indexer<K>>,
+    gvr: Arc<GroupVersionResource>,
+}
+
+impl<K> Clone for Lister<K> {
+    fn clone(&self) -> Self {
+        Self {
+            indexer: self.indexer.clone(),
+            gvr: self.gvr.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Lister<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lister")
+            .field("resource", &self.gvr.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+fn select<K: Resource>(objects: Vec<Arc<K>>, selector: &Selector) -> Vec<Arc<K>> {
+    if selector.is_empty() {
+        return objects;
+    }
+    let empty = Default::default();
+    objects
+        .into_iter()
+        .filter(|o| selector.matches(o.meta().labels.as_ref().unwrap_or(&empty)))
+        .collect()
+}
+
+impl<K: Resource + 'static> Lister<K> {
+    /// A lister of `gvr` (used in not-found errors) over `indexer`.
+    pub fn new(indexer: Arc<Indexer<K>>, gvr: GroupVersionResource) -> Self {
+        Self {
+            indexer,
+            gvr: Arc::new(gvr),
+        }
+    }
+
+    /// Every cached object whose labels match `selector`.
+    pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+        select(self.indexer.list(), selector)
+    }
+
+    /// A cluster-scoped object by name (for namespaced objects use
+    /// [`namespaced`](Self::namespaced)).
+    pub fn get(&self, name: &str) -> Result<Arc<K>, Error> {
+        self.indexer
+            .get(name)
+            .ok_or_else(|| Error::not_found(&self.gvr.group, &self.gvr.resource, name))
+    }
+
+    /// The objects of one namespace.
+    pub fn namespaced(&self, namespace: &str) -> NamespaceLister<K> {
+        NamespaceLister {
+            lister: self.clone(),
+            namespace: namespace.to_string(),
+        }
+    }
+}
+
+/// A lister over one namespace; see the [module docs](self).
+pub struct NamespaceLister<K> {
+    lister: Lister<K>,
+    namespace: String,
+}
+
+impl<K> fmt::Debug for NamespaceLister<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NamespaceLister")
+            .field("resource", &self.lister.gvr.to_string())
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource + 'static> NamespaceLister<K> {
+    /// The namespace's cached objects whose labels match `selector`.
+    pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+        let objects = self
+            .lister
+            .indexer
+            .by_index(NAMESPACE_INDEX, &self.namespace)
+            .unwrap_or_default();
+        select(objects, selector)
+    }
+
+    /// The object `name` of this namespace.
+    pub fn get(&self, name: &str) -> Result<Arc<K>, Error> {
+        let gvr = &self.lister.gvr;
+        self.lister
+            .indexer
+            .get(&format!("{}/{name}", self.namespace))
+            .ok_or_else(|| Error::not_found(&gvr.group, &gvr.resource, name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use std::collections::BTreeMap;
+
+    fn cm(ns: &str, name: &str, app: &str) -> Arc<ConfigMap> {
+        let mut c = ConfigMap::default();
+        c.metadata.namespace = Some(ns.into());
+        c.metadata.name = Some(name.into());
+        c.metadata.labels = Some(BTreeMap::from([("app".into(), app.into())]));
+        Arc::new(c)
+    }
+
+    fn lister() -> Lister<ConfigMap> {
+        let indexer = Arc::new(Indexer::new());
+        for (ns, name, app) in [("a", "one", "web"), ("a", "two", "db"), ("b", "one", "web")] {
+            indexer.add(cm(ns, name, app)).unwrap();
+        }
+        Lister::new(indexer, GroupVersionResource::new("", "v1", "configmaps"))
+    }
+
+    #[test]
+    fn list_filters_by_selector_and_namespace() {
+        let l = lister();
+        assert_eq!(l.list(&Selector::everything()).len(), 3);
+        assert_eq!(l.list(&"app=web".parse().unwrap()).len(), 2);
+        let in_a = l.namespaced("a").list(&"app=web".parse().unwrap());
+        assert_eq!(in_a.len(), 1);
+        assert_eq!(in_a[0].metadata.name.as_deref(), Some("one"));
+        assert!(l.namespaced("c").list(&Selector::everything()).is_empty());
+    }
+
+    #[test]
+    fn get_returns_the_cached_arc_and_not_found_like_the_api() {
+        let l = lister();
+        let first = l.namespaced("b").get("one").unwrap();
+        let second = l.namespaced("b").get("one").unwrap();
+        assert!(Arc::ptr_eq(&first, &second), "no copy is made");
+        let err = l.namespaced("b").get("two").unwrap_err();
+        assert!(err.is_not_found());
+        assert!(
+            err.to_string().contains("configmaps \"two\" not found"),
+            "{err}"
+        );
+        assert!(l.get("one").unwrap_err().is_not_found());
+    }
+}
