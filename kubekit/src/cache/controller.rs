@@ -190,3 +190,55 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+    use crate::cache::test_support::{Fake, Script};
+
+    /// Runs a controller whose process function fails the first time; returns how many
+    /// times it was called.
+    async fn calls_with_one_failure(retry_on_error: bool) -> usize {
+        let script = Arc::new(Script::default());
+        script.list("10", None, &[("a", "1")]);
+        let _events = script.watch();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let mut config = ControllerConfig::new(
+            Arc::new(DeltaFifo::new(None)),
+            Arc::new(Fake(script)),
+            Arc::new({
+                let calls = calls.clone();
+                move |_: &Deltas<ConfigMap>| -> Result<(), ProcessError> {
+                    match calls.fetch_add(1, Ordering::SeqCst) {
+                        0 => Err("transient".into()),
+                        _ => Ok(()),
+                    }
+                }
+            }),
+        );
+        config.retry_on_error = retry_on_error;
+        let controller = Arc::new(Controller::new(config));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (controller, cancel) = (controller.clone(), cancel.clone());
+            async move { controller.run(cancel).await }
+        });
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        cancel.cancel();
+        task.await.unwrap();
+        assert_eq!(controller.last_sync_resource_version(), "10");
+        calls.load(Ordering::SeqCst)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_deltas_are_processed_again_only_with_retry_on_error() {
+        assert_eq!(calls_with_one_failure(true).await, 2);
+        assert_eq!(calls_with_one_failure(false).await, 1);
+    }
+}

@@ -26,6 +26,8 @@ pub mod listwatch;
 pub mod reflector;
 pub mod shared_informer;
 pub mod store;
+#[cfg(test)]
+mod test_support;
 
 pub use controller::{Controller, ControllerConfig, ProcessError, ProcessFunc};
 pub use delta_fifo::{Closed, Delta, DeltaFifo, DeltaType, Deltas};

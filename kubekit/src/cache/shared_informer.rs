@@ -567,3 +567,6 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

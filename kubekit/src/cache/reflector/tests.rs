@@ -1,1 +1,457 @@
+//! The reflector against a scripted lister-watcher, on paused time.
 
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+
+use super::*;
+use crate::cache::test_support::{Fake, Script, cm, status, transport};
+use crate::cache::{DeltaType, Indexer};
+use crate::rest::Bookmark;
+
+struct Harness {
+    script: Arc<Script>,
+    fifo: Arc<DeltaFifo<ConfigMap>>,
+    indexer: Arc<Indexer<ConfigMap>>,
+    reflector: Arc<Reflector<ConfigMap>>,
+    cancel: CancellationToken,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+fn harness(configure: impl FnOnce(&mut ReflectorOptions<ConfigMap>)) -> Harness {
+    let script = Arc::new(Script::default());
+    let indexer = Arc::new(Indexer::new());
+    let fifo = Arc::new(DeltaFifo::new(Some(indexer.clone())));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let mut opts = ReflectorOptions {
+        name: "test".into(),
+        watch_error_handler: Some({
+            let errors = errors.clone();
+            Arc::new(move |e: &Error| errors.lock().push(e.to_string()))
+        }),
+        ..Default::default()
+    };
+    configure(&mut opts);
+    let reflector = Arc::new(Reflector::new(
+        Arc::new(Fake(script.clone())),
+        fifo.clone(),
+        opts,
+    ));
+    Harness {
+        script,
+        fifo,
+        indexer,
+        reflector,
+        cancel: CancellationToken::new(),
+        errors,
+    }
+}
+
+impl Harness {
+    fn start(&self) -> tokio::task::JoinHandle<()> {
+        let r = self.reflector.clone();
+        let cancel = self.cancel.clone();
+        tokio::spawn(async move { r.run(cancel).await })
+    }
+
+    /// Lets the reflector run until it waits on the script or a timer (time is paused, so
+    /// nothing advances the clock but `advance`).
+    async fn settle(&self) {
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Pops everything, applying it to the indexer as an informer would.
+    async fn drain(&self) -> Vec<(String, DeltaType)> {
+        let mut seen = Vec::new();
+        while !self.fifo.is_empty() {
+            self.fifo
+                .pop(|d| {
+                    for delta in &d.deltas {
+                        seen.push((d.key.clone(), delta.kind));
+                        match delta.kind {
+                            DeltaType::Deleted => {
+                                self.indexer.delete(&d.key);
+                            }
+                            _ => {
+                                self.indexer
+                                    .add_with_key(d.key.clone(), delta.object.object().clone());
+                            }
+                        }
+                    }
+                })
+                .await
+                .unwrap();
+        }
+        seen
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn first_list_is_at_version_zero_in_pages_then_watch_from_the_list_version_with_bookmarks() {
+    let h = harness(|_| {});
+    h.script.list("10", Some("page2"), &[("a", "5")]);
+    h.script.list("10", None, &[("b", "6")]);
+    let _events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+
+    let calls = h.script.calls();
+    assert_eq!(h.script.kinds(), ["list", "list", "watch"]);
+    assert_eq!(calls[0].1.resource_version.as_deref(), Some("0"));
+    assert_eq!(calls[0].1.limit, Some(500));
+    assert_eq!(calls[1].1.continue_token.as_deref(), Some("page2"));
+    assert_eq!(
+        calls[1].1.resource_version, None,
+        "a continue token carries the version"
+    );
+    let watch = &calls[2].1;
+    assert_eq!(watch.resource_version.as_deref(), Some("10"));
+    assert!(watch.allow_watch_bookmarks);
+    let timeout = watch.timeout_seconds.unwrap();
+    assert!((300..=600).contains(&timeout), "timeout {timeout}");
+
+    let seen = h.drain().await;
+    assert_eq!(
+        seen,
+        [
+            ("ns/a".to_string(), DeltaType::Replaced),
+            ("ns/b".to_string(), DeltaType::Replaced)
+        ]
+    );
+    assert!(h.fifo.has_synced());
+    assert_eq!(h.reflector.last_sync_resource_version(), "10");
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_events_reach_the_store_and_bookmarks_advance_the_version() {
+    let h = harness(|_| {});
+    h.script.list("10", None, &[("a", "5")]);
+    let events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    h.drain().await;
+
+    events.send(Ok(WatchEvent::Added(cm("b", "11")))).unwrap();
+    events
+        .send(Ok(WatchEvent::Modified(cm("a", "12"))))
+        .unwrap();
+    events.send(Ok(WatchEvent::Deleted(cm("b", "13")))).unwrap();
+    events
+        .send(Ok(WatchEvent::Bookmark(Bookmark {
+            resource_version: "20".into(),
+            ..Default::default()
+        })))
+        .unwrap();
+    h.settle().await;
+    let seen = h.drain().await;
+    assert_eq!(
+        seen,
+        [
+            ("ns/b".to_string(), DeltaType::Added),
+            ("ns/b".to_string(), DeltaType::Deleted),
+            ("ns/a".to_string(), DeltaType::Updated),
+        ]
+    );
+    assert_eq!(h.reflector.last_sync_resource_version(), "20");
+    assert_eq!(h.indexer.list_keys(), ["ns/a"]);
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_closed_watch_is_reopened_at_once_from_the_last_version() {
+    let h = harness(|_| {});
+    h.script.list("10", None, &[]);
+    let events = h.script.watch();
+    let _second = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    events.send(Ok(WatchEvent::Added(cm("a", "15")))).unwrap();
+    drop(events);
+    h.settle().await;
+    let calls = h.script.calls();
+    assert_eq!(h.script.kinds(), ["list", "watch", "watch"]);
+    assert_eq!(calls[2].1.resource_version.as_deref(), Some("15"));
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn gone_relists_at_the_last_version_then_from_latest_when_that_is_too_old() {
+    let h = harness(|_| {});
+    h.script.list("10", None, &[("a", "5"), ("b", "6")]);
+    let events = h.script.watch();
+    h.script.list_error(status(410, "Expired"));
+    h.script.list("30", None, &[("a", "5")]);
+    let _rewatch = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    h.drain().await;
+
+    events
+        .send(Ok(WatchEvent::Error(Box::new(Status {
+            code: Some(410),
+            reason: Some("Expired".into()),
+            message: Some("too old resource version".into()),
+            ..Default::default()
+        }))))
+        .unwrap();
+    h.settle().await;
+    // A relist waits the backoff first.
+    tokio::time::advance(Duration::from_secs(2)).await;
+    h.settle().await;
+
+    let calls = h.script.calls();
+    assert_eq!(h.script.kinds(), ["list", "watch", "list", "list", "watch"]);
+    assert_eq!(calls[2].1.resource_version.as_deref(), Some("10"));
+    assert_eq!(
+        calls[3].1.resource_version, None,
+        "relist from the latest state"
+    );
+    assert_eq!(calls[4].1.resource_version.as_deref(), Some("30"));
+    let seen = h.drain().await;
+    assert!(
+        seen.contains(&("ns/b".to_string(), DeltaType::Deleted)),
+        "{seen:?}"
+    );
+    assert_eq!(h.indexer.list_keys(), ["ns/a"]);
+    assert!(h.errors.lock().iter().any(|e| e.contains("too old")));
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn connection_errors_rewatch_after_backoff_without_relisting() {
+    let h = harness(|o| o.backoff.jitter = 0.0);
+    h.script.list("10", None, &[]);
+    h.script.watch_error(transport());
+    h.script.watch_error(transport());
+    let _ok = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    assert_eq!(h.script.kinds(), ["list", "watch"]);
+    tokio::time::advance(Duration::from_millis(799)).await;
+    h.settle().await;
+    assert_eq!(h.script.kinds(), ["list", "watch"], "still backing off");
+    tokio::time::advance(Duration::from_millis(1)).await;
+    h.settle().await;
+    assert_eq!(h.script.kinds(), ["list", "watch", "watch"]);
+    tokio::time::advance(Duration::from_millis(1599)).await;
+    h.settle().await;
+    assert_eq!(h.script.kinds().len(), 3, "the second wait is doubled");
+    tokio::time::advance(Duration::from_millis(1)).await;
+    h.settle().await;
+    let calls = h.script.calls();
+    assert_eq!(h.script.kinds(), ["list", "watch", "watch", "watch"]);
+    assert!(
+        calls[1..]
+            .iter()
+            .all(|(_, o)| o.resource_version.as_deref() == Some("10"))
+    );
+    assert_eq!(h.errors.lock().len(), 2);
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_watch_is_taken_for_dead_and_reopened() {
+    let h = harness(|o| {
+        o.min_watch_timeout = Duration::from_secs(10);
+        o.silence_grace = Duration::from_secs(5);
+        o.backoff.jitter = 0.0;
+    });
+    h.script.list("10", None, &[]);
+    let _silent = h.script.watch();
+    let _next = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    let timeout = u64::from(h.script.calls()[1].1.timeout_seconds.unwrap());
+    tokio::time::advance(Duration::from_secs(timeout + 4)).await;
+    h.settle().await;
+    assert_eq!(
+        h.script.kinds(),
+        ["list", "watch"],
+        "not before timeout + grace"
+    );
+    tokio::time::advance(Duration::from_secs(2)).await;
+    h.settle().await;
+    tokio::time::advance(Duration::from_millis(800)).await;
+    h.settle().await;
+    assert_eq!(h.script.kinds(), ["list", "watch", "watch"]);
+    assert!(
+        h.errors.lock()[0].contains("presumed dead"),
+        "{:?}",
+        h.errors.lock()
+    );
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_malformed_event_is_reported_and_the_watch_goes_on() {
+    let h = harness(|_| {});
+    h.script.list("10", None, &[]);
+    let events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    let bad = serde_json::from_str::<ConfigMap>("{\"metadata\": 5}").unwrap_err();
+    events
+        .send(Err(Error::decode(
+            "ConfigMap from WATCH",
+            bad,
+            b"{\"metadata\": 5}",
+        )))
+        .unwrap();
+    events.send(Ok(WatchEvent::Added(cm("a", "11")))).unwrap();
+    h.settle().await;
+    assert_eq!(h.drain().await, [("ns/a".to_string(), DeltaType::Added)]);
+    assert_eq!(h.script.kinds(), ["list", "watch"], "no relist, no rewatch");
+    assert!(h.errors.lock()[0].contains("ConfigMap from WATCH"));
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relist_shares_the_cached_object_when_its_version_is_unchanged() {
+    let h = harness(|_| {});
+    h.script.list("10", None, &[("a", "5"), ("b", "6")]);
+    let events = h.script.watch();
+    h.script.list("20", None, &[("a", "5"), ("b", "7")]);
+    let _rewatch = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    h.drain().await;
+    let cached_a = h.indexer.get("ns/a").unwrap();
+    let cached_b = h.indexer.get("ns/b").unwrap();
+    events
+        .send(Ok(WatchEvent::Error(Box::new(Status {
+            code: Some(410),
+            reason: Some("Gone".into()),
+            ..Default::default()
+        }))))
+        .unwrap();
+    h.settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    h.settle().await;
+    h.drain().await;
+    assert!(Arc::ptr_eq(&cached_a, &h.indexer.get("ns/a").unwrap()));
+    assert!(!Arc::ptr_eq(&cached_b, &h.indexer.get("ns/b").unwrap()));
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_replaces_the_store_at_the_initial_events_end_bookmark() {
+    let h = harness(|o| o.use_streaming_list = true);
+    let events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    let opts = &h.script.calls()[0].1;
+    assert_eq!(opts.send_initial_events, Some(true));
+    assert_eq!(
+        opts.resource_version_match,
+        Some(ResourceVersionMatch::NotOlderThan)
+    );
+    events.send(Ok(WatchEvent::Added(cm("a", "5")))).unwrap();
+    events.send(Ok(WatchEvent::Added(cm("b", "6")))).unwrap();
+    h.settle().await;
+    assert!(
+        h.fifo.is_empty(),
+        "nothing is stored before the end bookmark"
+    );
+    let mut end = Bookmark {
+        resource_version: "8".into(),
+        ..Default::default()
+    };
+    end.annotations.insert(
+        crate::rest::INITIAL_EVENTS_END_ANNOTATION.into(),
+        "true".into(),
+    );
+    events.send(Ok(WatchEvent::Bookmark(end))).unwrap();
+    events.send(Ok(WatchEvent::Added(cm("c", "9")))).unwrap();
+    h.settle().await;
+    let mut seen = h.drain().await;
+    seen.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        seen,
+        [
+            ("ns/a".to_string(), DeltaType::Replaced),
+            ("ns/b".to_string(), DeltaType::Replaced),
+            ("ns/c".to_string(), DeltaType::Added),
+        ]
+    );
+    assert_eq!(h.script.kinds(), ["watch"], "the same watch goes on");
+    assert_eq!(h.reflector.last_sync_resource_version(), "9");
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_refusing_streaming_lists_gets_a_plain_list() {
+    let h = harness(|o| o.use_streaming_list = true);
+    h.script.watch_error(status(422, "Invalid"));
+    h.script.list("10", None, &[("a", "1")]);
+    let _w = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    assert_eq!(h.script.kinds(), ["watch", "list", "watch"]);
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn resync_ticks_queue_sync_deltas_when_should_resync_agrees() {
+    let allow = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = harness(|o| {
+        o.resync_period = Duration::from_secs(30);
+        let allow = allow.clone();
+        o.should_resync = Some(Arc::new(move || {
+            allow.load(std::sync::atomic::Ordering::SeqCst)
+        }));
+    });
+    h.script.list("10", None, &[("a", "1")]);
+    let _w = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    h.drain().await;
+    tokio::time::advance(Duration::from_secs(30)).await;
+    h.settle().await;
+    assert!(h.fifo.is_empty(), "should_resync said no");
+    allow.store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::advance(Duration::from_secs(30)).await;
+    h.settle().await;
+    assert_eq!(h.drain().await, [("ns/a".to_string(), DeltaType::Sync)]);
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[test]
+fn backoff_doubles_to_the_cap_and_resets_after_a_quiet_period() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut b = Backoff::new(BackoffPolicy {
+            jitter: 0.0,
+            ..Default::default()
+        });
+        let got: Vec<u64> = (0..8).map(|_| b.next().as_millis() as u64).collect();
+        assert_eq!(got, [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
+        tokio::time::advance(Duration::from_secs(119)).await;
+        assert_eq!(b.next(), Duration::from_secs(30), "not quiet long enough");
+        tokio::time::advance(Duration::from_secs(120)).await;
+        assert_eq!(b.next(), Duration::from_millis(800));
+
+        let mut jittered = Backoff::new(BackoffPolicy::default());
+        for _ in 0..20 {
+            let d = jittered.next();
+            jittered = Backoff::new(BackoffPolicy::default());
+            assert!(d >= Duration::from_millis(800) && d <= Duration::from_millis(1600));
+        }
+    });
+}

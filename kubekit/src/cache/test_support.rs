@@ -1,0 +1,139 @@
+//! Test support: a scripted lister-watcher and ConfigMap builders.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures_util::stream;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status};
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+
+use super::listwatch::ListerWatcher;
+use crate::clientset::{ListOptions, WatchStream};
+use crate::rest::{Error, ObjectList, WatchEvent};
+
+pub(crate) type Events = mpsc::UnboundedSender<Result<WatchEvent<ConfigMap>, Error>>;
+
+/// Lists and watches answered from a script; every call is recorded.
+#[derive(Default)]
+pub(crate) struct Script {
+    lists: Mutex<VecDeque<Result<ObjectList<ConfigMap>, Error>>>,
+    watches: Mutex<VecDeque<Result<WatchStream<ConfigMap>, Error>>>,
+    calls: Mutex<Vec<(&'static str, ListOptions)>>,
+}
+
+impl Script {
+    pub(crate) fn list(&self, rv: &str, cont: Option<&str>, names: &[(&str, &str)]) {
+        self.lists.lock().push_back(Ok(ObjectList {
+            metadata: ListMeta {
+                resource_version: Some(rv.into()),
+                continue_: cont.map(Into::into),
+                ..Default::default()
+            },
+            items: names.iter().map(|(n, v)| cm(n, v)).collect(),
+            skipped: Vec::new(),
+        }));
+    }
+
+    pub(crate) fn list_error(&self, e: Error) {
+        self.lists.lock().push_back(Err(e));
+    }
+
+    /// A watch whose events the test sends.
+    pub(crate) fn watch(&self) -> Events {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let s = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
+        self.watches.lock().push_back(Ok(Box::pin(s)));
+        tx
+    }
+
+    pub(crate) fn watch_error(&self, e: Error) {
+        self.watches.lock().push_back(Err(e));
+    }
+
+    pub(crate) fn calls(&self) -> Vec<(&'static str, ListOptions)> {
+        self.calls.lock().clone()
+    }
+
+    pub(crate) fn kinds(&self) -> Vec<&'static str> {
+        self.calls.lock().iter().map(|(k, _)| *k).collect()
+    }
+}
+
+/// A scripted lister-watcher: when the script runs out, calls wait forever.
+pub(crate) struct Fake(pub(crate) Arc<Script>);
+
+impl ListerWatcher<ConfigMap> for Fake {
+    fn list(
+        &self,
+        opts: ListOptions,
+    ) -> futures_util::future::BoxFuture<'_, crate::rest::Result<ObjectList<ConfigMap>>> {
+        self.0.calls.lock().push(("list", opts));
+        let next = self.0.lists.lock().pop_front();
+        Box::pin(async move {
+            match next {
+                Some(r) => r,
+                None => std::future::pending().await,
+            }
+        })
+    }
+
+    fn watch(
+        &self,
+        opts: ListOptions,
+    ) -> futures_util::future::BoxFuture<'_, crate::rest::Result<WatchStream<ConfigMap>>> {
+        self.0.calls.lock().push(("watch", opts));
+        let next = self.0.watches.lock().pop_front();
+        Box::pin(async move {
+            match next {
+                Some(r) => r,
+                None => std::future::pending().await,
+            }
+        })
+    }
+
+    fn describe(&self) -> String {
+        "configmaps.v1 (scripted)".into()
+    }
+}
+
+pub(crate) fn cm(name: &str, rv: &str) -> ConfigMap {
+    let mut c = ConfigMap::default();
+    c.metadata.namespace = Some("ns".into());
+    c.metadata.name = Some(name.into());
+    c.metadata.resource_version = Some(rv.into());
+    c
+}
+
+pub(crate) fn status(code: u16, reason: &str) -> Error {
+    Error::from_status(
+        "GET",
+        "/api/v1/configmaps",
+        Status {
+            code: Some(code.into()),
+            reason: Some(reason.into()),
+            message: Some(format!("scripted {reason}")),
+            ..Default::default()
+        },
+    )
+}
+
+pub(crate) fn transport() -> Error {
+    Error::Transport {
+        verb: "GET".into(),
+        url: "/api/v1/configmaps".into(),
+        source: "connection refused".into(),
+    }
+}
+
+/// Waits (real time, at most 10 s) until `cond` holds; panics otherwise.
+pub(crate) async fn eventually(cond: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("condition not reached within 10 s");
+}
