@@ -11,6 +11,9 @@
 #   scripts/local-cluster.sh user [--dir DIR] NAME [GROUP...]
 #       Write a kubeconfig for user NAME (member of GROUPs) with a client certificate
 #       signed by the cluster's CA, and print its path. RBAC decides what NAME may do.
+#   scripts/local-cluster.sh restart-apiserver [--dir DIR]
+#       Stop kube-apiserver and start it again on the same port and etcd (the failure
+#       tests use it: clients see their connections cut and the server come back).
 #   scripts/local-cluster.sh status [--dir DIR]
 #       Exit 0 if the control plane in DIR is serving, 1 otherwise.
 #
@@ -137,6 +140,42 @@ stop_all() { # TERM every component, then KILL what is left after 5 s
   kill -KILL "${left[@]}" 2>/dev/null || true
 }
 
+start_apiserver() { # on the ports recorded in $dir
+  local etcd_port api_port
+  etcd_port=$(cat "$dir/etcd.port")
+  api_port=$(cat "$dir/apiserver.port")
+  start kube-apiserver "$bin/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --tls-cert-file "$dir/apiserver.crt" --tls-private-key-file "$dir/apiserver.key" \
+    --client-ca-file "$dir/ca.crt" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
+    --service-cluster-ip-range 10.0.0.0/24 \
+    --authorization-mode RBAC \
+    --disable-admission-plugins ServiceAccount \
+    --watch-cache-sizes configmaps#0 \
+    --api-audiences https://kubernetes.default.svc.cluster.local \
+    --v 1
+}
+
+wait_serving() { # <what>: until /readyz answers, or die with the logs
+  local deadline=$((SECONDS + ${KUBEKIT_START_TIMEOUT:-120}))
+  until serving; do
+    local c
+    for c in etcd kube-apiserver; do
+      pid_alive "$c" || { log_tail "$c"; stop_all; die "$c exited during $1 (state kept in $dir)"; }
+    done
+    if ((SECONDS > deadline)); then
+      log_tail etcd
+      log_tail kube-apiserver
+      stop_all
+      die "kube-apiserver not ready after ${KUBEKIT_START_TIMEOUT:-120} s during $1 (state kept in $dir)"
+    fi
+    sleep 0.5
+  done
+}
+
 # --- commands ----------------------------------------------------------------------------
 
 up() {
@@ -157,11 +196,10 @@ up() {
   echo "$bin" >"$dir/bin.path"
   make_pki
 
-  local etcd_port peer_port api_port
+  local etcd_port peer_port
   etcd_port=$(free_port)
   peer_port=$(free_port)
-  api_port=$(free_port)
-  echo "$api_port" >"$dir/apiserver.port"
+  free_port >"$dir/apiserver.port"
   echo "$etcd_port" >"$dir/etcd.port"
 
   start etcd "$bin/etcd" --name kubekit --data-dir "$dir/etcd-data" \
@@ -169,37 +207,12 @@ up() {
     --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-cluster "kubekit=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn
 
-  start kube-apiserver "$bin/kube-apiserver" \
-    --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-    --tls-cert-file "$dir/apiserver.crt" --tls-private-key-file "$dir/apiserver.key" \
-    --client-ca-file "$dir/ca.crt" \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
-    --service-cluster-ip-range 10.0.0.0/24 \
-    --authorization-mode RBAC \
-    --disable-admission-plugins ServiceAccount \
-    --watch-cache-sizes configmaps#0 \
-    --api-audiences https://kubernetes.default.svc.cluster.local \
-    --v 1
+  start_apiserver
 
   write_kubeconfig "$dir/admin.kubeconfig" kubekit-admin "$dir/admin"
   write_kubeconfig "$dir/controller-manager.kubeconfig" system:kube-controller-manager "$dir/controller-manager"
 
-  local deadline=$((SECONDS + ${KUBEKIT_START_TIMEOUT:-120}))
-  until serving; do
-    local c
-    for c in etcd kube-apiserver; do
-      pid_alive "$c" || { log_tail "$c"; stop_all; die "$c exited during start (state kept in $dir)"; }
-    done
-    if ((SECONDS > deadline)); then
-      log_tail etcd
-      log_tail kube-apiserver
-      stop_all
-      die "kube-apiserver not ready after ${KUBEKIT_START_TIMEOUT:-120} s (state kept in $dir)"
-    fi
-    sleep 0.5
-  done
+  wait_serving start
 
   start kube-controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$dir/controller-manager.kubeconfig" \
@@ -219,7 +232,7 @@ up() {
       watchdog "$watch_pid" "$repo/scripts/local-cluster.sh" "$dir" </dev/null >/dev/null 2>&1 &
     echo $! >"$dir/watchdog.pid"
   fi
-  echo "local-cluster: kube-apiserver $(kubectl_admin version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])') serving on https://127.0.0.1:$api_port (logs in $dir)" >&2
+  echo "local-cluster: kube-apiserver $(kubectl_admin version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])') serving on https://127.0.0.1:$(cat "$dir/apiserver.port") (logs in $dir)" >&2
   echo "$dir/admin.kubeconfig"
 }
 
@@ -241,6 +254,21 @@ user() {
   echo "$dir/users/$safe.kubeconfig"
 }
 
+restart_apiserver() {
+  [[ -f "$dir/apiserver.port" ]] || die "no control plane in $dir (run: local-cluster.sh up)"
+  bin=$(cat "$dir/bin.path")
+  local pid
+  pid=$(cat "$dir/kube-apiserver.pid")
+  kill -TERM "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + 5))
+  while alive "$pid" && ((SECONDS < deadline)); do sleep 0.1; done
+  alive "$pid" && kill -KILL "$pid" 2>/dev/null
+  mv "$dir/kube-apiserver.log" "$dir/kube-apiserver.previous.log"
+  start_apiserver
+  wait_serving restart
+  echo "local-cluster: kube-apiserver restarted" >&2
+}
+
 status() {
   [[ -f "$dir/bin.path" ]] || exit 1
   bin=$(cat "$dir/bin.path")
@@ -252,5 +280,6 @@ case "$cmd" in
   down) down ;;
   user) user ;;
   status) status ;;
-  *) die "usage: local-cluster.sh up|down|user|status [--dir DIR] (see the header of this script)" ;;
+  restart-apiserver) restart_apiserver ;;
+  *) die "usage: local-cluster.sh up|down|user|status|restart-apiserver [--dir DIR] (see the header of this script)" ;;
 esac

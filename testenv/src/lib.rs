@@ -191,6 +191,23 @@ impl ControlPlane {
         );
     }
 
+    /// Stops kube-apiserver and starts it again on the same port and etcd; returns once it
+    /// serves. Every open connection and watch is cut. Tests that call this should run in
+    /// their own test binary, since it disturbs every test sharing the control plane.
+    pub fn restart_apiserver(&self) {
+        let out = Command::new("bash")
+            .arg(&self.script)
+            .args(["restart-apiserver", "--dir"])
+            .arg(&self.dir)
+            .output()
+            .expect("run local-cluster.sh restart-apiserver");
+        assert!(
+            out.status.success(),
+            "local-cluster.sh restart-apiserver failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// Creates a namespace with a unique name starting with `prefix` and returns its name.
     /// Each test should work in its own namespace.
     pub async fn create_namespace(&self, client: &kube::Client, prefix: &str) -> String {

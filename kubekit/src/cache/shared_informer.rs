@@ -272,7 +272,12 @@ impl<K: Send + Sync + 'static> Processor<K> {
             let mut next = l.next_resync.lock();
             if now >= *next {
                 self.syncing.push(l.clone());
-                *next = now + l.resync_period;
+                // Keep to the handler's own schedule: computing it from `now` would let a
+                // tick that fires a hair early skip a whole period.
+                *next += l.resync_period;
+                if *next <= now {
+                    *next = now + l.resync_period;
+                }
             }
         }
         !self.syncing.is_empty()

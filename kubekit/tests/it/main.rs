@@ -5,4 +5,6 @@ mod clientset;
 mod common;
 mod discovery;
 mod dynamic;
+mod informers;
+mod pods;
 mod rest;

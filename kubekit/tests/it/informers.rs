@@ -1,0 +1,405 @@
+//! Informers, the factory and listers against the real control plane.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::{StreamExt, stream};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kubekit::cache::{
+    IndexFunc, ListWatch, ListerWatcher, ResourceEventHandlerFuncs, SharedIndexInformer,
+};
+use kubekit::clientset::{CreateOptions, ListOptions, ResourceClient, WatchStream};
+use kubekit::dynamic::{DynamicClient, Unstructured};
+use kubekit::informers::SharedInformerFactory;
+use kubekit::labels::Selector;
+use kubekit::meta::GroupVersionResource;
+use kubekit::rest::{ObjectList, Result};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::clientset::{config_map, ensure_app_crd, setup};
+use crate::pods::{AddCounter, assert_cache_converges, create_pods, delete_pods, update_pods};
+
+/// Wraps a lister-watcher and counts its list calls (pages).
+struct CountingLists<L> {
+    inner: L,
+    lists: Arc<AtomicUsize>,
+}
+
+impl<K: 'static, L: ListerWatcher<K>> ListerWatcher<K> for CountingLists<L> {
+    fn list(&self, opts: ListOptions) -> BoxFuture<'_, Result<ObjectList<K>>> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.list(opts)
+    }
+    fn watch(&self, opts: ListOptions) -> BoxFuture<'_, Result<WatchStream<K>>> {
+        self.inner.watch(opts)
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// Leaves out what the cluster puts in every namespace (the `kube-root-ca.crt` ConfigMap).
+fn only_test_objects(opts: &mut ListOptions) {
+    opts.label_selector = Some("test".into());
+}
+
+/// Runs `informer` until the returned token is cancelled.
+fn run<K>(
+    informer: &Arc<SharedIndexInformer<K>>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>)
+where
+    K: kube::Resource + Clone + Send + Sync + 'static,
+{
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move { informer.run(cancel).await }
+    });
+    (cancel, task)
+}
+
+async fn synced<K>(informer: &SharedIndexInformer<K>)
+where
+    K: kube::Resource + Clone + Send + Sync + 'static,
+{
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        informer.wait_for_sync(&CancellationToken::new()),
+    )
+    .await
+    .expect("informer synced within 60 s");
+}
+
+#[tokio::test]
+async fn informer_cache_equals_the_server_after_2000_pods_are_listed_and_churned() {
+    let (cs, ns) = setup("inf-pods").await;
+    create_pods(&cs, &ns, 0..1000).await;
+
+    let lists = Arc::new(AtomicUsize::new(0));
+    let lw = CountingLists {
+        inner: ListWatch::new(cs.core_v1().pods(&ns)),
+        lists: lists.clone(),
+    };
+    let informer = Arc::new(SharedIndexInformer::<Pod>::new(
+        Arc::new(lw),
+        Duration::ZERO,
+    ));
+    informer.configure_reflector(|o| o.page_size = 100);
+    let adds = AddCounter::default();
+    informer.add_event_handler(adds.handler());
+    let (cancel, task) = run(&informer);
+    synced(&informer).await;
+    assert_eq!(informer.indexer().len(), 1000);
+
+    // Churn while watching: 1000 more, 500 updated, 500 deleted.
+    tokio::join!(
+        create_pods(&cs, &ns, 1000..2000),
+        update_pods(&cs, &ns, 0..500, 1),
+        delete_pods(&cs, &ns, 500..1000),
+    );
+    assert_cache_converges(&cs, &ns, informer.indexer()).await;
+    assert_eq!(informer.indexer().len(), 1500);
+    assert!(adds.duplicates().is_empty(), "{:?}", adds.duplicates());
+    assert_eq!(adds.len(), 2000);
+    assert!(lists.load(Ordering::SeqCst) >= 1);
+    println!(
+        "initial list of 1000 pods took {} page request(s)",
+        lists.load(Ordering::SeqCst)
+    );
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_handler_added_after_sync_gets_every_object_exactly_once_as_an_initial_add() {
+    let (cs, ns) = setup("inf-late").await;
+    let cms = cs.core_v1().config_maps(&ns);
+    for i in 0..50 {
+        cms.create(
+            &config_map(&format!("cm-{i}"), &[("test", "yes")], &[]),
+            &CreateOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let informer = Arc::new(SharedIndexInformer::new(
+        Arc::new(ListWatch::new(cms.clone()).with_tweak(only_test_objects)),
+        Duration::ZERO,
+    ));
+    let (cancel, task) = run(&informer);
+    synced(&informer).await;
+
+    let initial = Arc::new(AtomicUsize::new(0));
+    let adds = AddCounter::default();
+    let counting = adds.handler::<ConfigMap>();
+    let reg = informer.add_event_handler(ResourceEventHandlerFuncs::new().on_add({
+        let initial = initial.clone();
+        move |o: &Arc<ConfigMap>, is_initial| {
+            if is_initial {
+                initial.fetch_add(1, Ordering::SeqCst);
+            }
+            kubekit::cache::ResourceEventHandler::on_add(&counting, o, is_initial);
+        }
+    }));
+    tokio::time::timeout(Duration::from_secs(30), reg.wait_initial_handled())
+        .await
+        .expect("replay handled");
+    assert!(reg.has_synced());
+    assert_eq!(initial.load(Ordering::SeqCst), 50);
+    assert_eq!(adds.len(), 50);
+    cms.create(
+        &config_map("after", &[("test", "late")], &[]),
+        &CreateOptions::default(),
+    )
+    .await
+    .unwrap();
+    testenv::eventually(30, "the new ConfigMap's add", || {
+        let adds = adds.clone();
+        async move { (adds.len() == 51).then_some(()) }
+    })
+    .await;
+    assert!(adds.duplicates().is_empty(), "{:?}", adds.duplicates());
+    assert_eq!(
+        initial.load(Ordering::SeqCst),
+        50,
+        "a new object is not an initial add"
+    );
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn two_handlers_get_resyncs_at_their_own_periods() {
+    let (cs, ns) = setup("inf-resync").await;
+    let cms = cs.core_v1().config_maps(&ns);
+    cms.create(
+        &config_map("one", &[("test", "yes")], &[]),
+        &CreateOptions::default(),
+    )
+    .await
+    .unwrap();
+    let informer = Arc::new(SharedIndexInformer::new(
+        Arc::new(ListWatch::new(cms.clone()).with_tweak(only_test_objects)),
+        Duration::ZERO,
+    ));
+    let resyncs = |counter: &Arc<AtomicUsize>| {
+        let counter = counter.clone();
+        ResourceEventHandlerFuncs::new().on_update(
+            move |old: &Arc<ConfigMap>, new: &Arc<ConfigMap>| {
+                assert_eq!(old.metadata.resource_version, new.metadata.resource_version);
+                counter.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+    };
+    let fast = Arc::new(AtomicUsize::new(0));
+    let slow = Arc::new(AtomicUsize::new(0));
+    informer.add_event_handler_with_resync_period(resyncs(&fast), Duration::from_secs(1));
+    informer.add_event_handler_with_resync_period(resyncs(&slow), Duration::from_secs(4));
+    let (cancel, task) = run(&informer);
+    synced(&informer).await;
+    tokio::time::sleep(Duration::from_millis(8500)).await;
+    let (f, s) = (fast.load(Ordering::SeqCst), slow.load(Ordering::SeqCst));
+    println!("resyncs in 8.5 s: 1 s handler {f}, 4 s handler {s}");
+    assert!((6..=11).contains(&f), "1 s handler resynced {f} times");
+    assert!((1..=3).contains(&s), "4 s handler resynced {s} times");
+    assert!(f >= 3 * s, "each handler resyncs at its own period");
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_custom_index_over_1000_config_maps_answers_by_value() {
+    let (cs, ns) = setup("inf-index").await;
+    let cms = cs.core_v1().config_maps(&ns);
+    stream::iter(0..1000)
+        .map(|i| {
+            let cms = cms.clone();
+            async move {
+                let shard = (i % 10).to_string();
+                let cm = config_map(&format!("cm-{i}"), &[("shard", &shard)], &[]);
+                cms.create(&cm, &CreateOptions::default()).await.unwrap()
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    let informer = Arc::new(SharedIndexInformer::new(
+        Arc::new(
+            ListWatch::new(cms.clone()).with_tweak(|o| o.label_selector = Some("shard".into())),
+        ),
+        Duration::ZERO,
+    ));
+    let by_shard: IndexFunc<ConfigMap> = Arc::new(|c: &ConfigMap| {
+        c.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("shard").cloned())
+            .into_iter()
+            .collect()
+    });
+    informer
+        .add_indexers([("shard".to_string(), by_shard)])
+        .unwrap();
+    let (cancel, task) = run(&informer);
+    synced(&informer).await;
+    let indexer = informer.indexer();
+    assert_eq!(indexer.len(), 1000);
+    let shard3 = indexer.by_index("shard", "3").unwrap();
+    assert_eq!(shard3.len(), 100);
+    assert!(
+        shard3
+            .iter()
+            .all(|c| c.metadata.labels.as_ref().unwrap()["shard"] == "3")
+    );
+    let mut values = indexer.list_index_func_values("shard").unwrap();
+    values.sort();
+    assert_eq!(values, (0..10).map(|i| i.to_string()).collect::<Vec<_>>());
+    assert_eq!(indexer.index_keys("shard", "7").unwrap().len(), 100);
+    assert!(indexer.by_index("shard", "10").unwrap().is_empty());
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_dynamic_informer_over_the_app_crd_caches_and_lists_apps() {
+    let (cs, ns) = setup("inf-dyn").await;
+    ensure_app_crd(&cs).await;
+    let gvr = GroupVersionResource::new("appcontroller.k8s.io", "v1", "apps");
+    let factory = SharedInformerFactory::builder(cs.clone())
+        .namespace(&ns)
+        .build();
+    let apps = factory.for_resource(&gvr);
+    let adds = AddCounter::default();
+    apps.informer()
+        .add_event_handler(adds.handler::<Unstructured>());
+    factory.start();
+    let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    assert_eq!(
+        synced.get("apps.v1.appcontroller.k8s.io"),
+        Some(&true),
+        "{synced:?}"
+    );
+
+    let dynamic = DynamicClient::from_rest_client(cs.rest_client().clone());
+    let app: Unstructured = serde_json::from_value(json!({
+        "apiVersion": "appcontroller.k8s.io/v1",
+        "kind": "App",
+        "metadata": {"name": "web", "labels": {"tier": "front"}},
+        "spec": {"deploymentTemplate": {"name": "web", "image": "nginx", "replicas": 1},
+                 "serviceTemplate": {"name": "web"}},
+    }))
+    .unwrap();
+    dynamic
+        .resource(&gvr)
+        .namespace(&ns)
+        .create(&app, &CreateOptions::default())
+        .await
+        .unwrap();
+    let lister = apps.lister();
+    let got = testenv::eventually(30, "the App in the lister", || {
+        let lister = lister.clone();
+        let ns = ns.clone();
+        async move { lister.namespaced(&ns).get("web").ok() }
+    })
+    .await;
+    assert_eq!(
+        got.nested(&["spec", "deploymentTemplate", "image"]),
+        Some(&json!("nginx"))
+    );
+    assert_eq!(
+        lister
+            .list(&"tier=front".parse::<Selector>().unwrap())
+            .len(),
+        1
+    );
+    assert!(
+        lister
+            .namespaced(&ns)
+            .get("nope")
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert_eq!(adds.len(), 1);
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_factory_shares_one_informer_per_type_and_honours_namespace_and_tweak() {
+    let (cs, ns) = setup("inf-factory").await;
+    let other = crate::common::namespace("inf-factory-other").await;
+    for (n, name, app) in [
+        (&ns, "web", "web"),
+        (&ns, "db", "db"),
+        (&other, "web", "web"),
+    ] {
+        cs.core_v1()
+            .config_maps(n)
+            .create(
+                &config_map(name, &[("app", app)], &[]),
+                &CreateOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let factory = SharedInformerFactory::builder(cs.clone())
+        .namespace(&ns)
+        .tweak_list_options(|o| o.label_selector = Some("app=web".into()))
+        .build();
+    let first = factory.core_v1().config_maps();
+    let second = factory.for_type::<ConfigMap>();
+    assert!(Arc::ptr_eq(first.informer(), second.informer()));
+    let _pods = factory.core_v1().pods();
+    factory.start();
+    let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    assert_eq!(synced.len(), 2, "{synced:?}");
+    assert!(synced.values().all(|ok| *ok), "{synced:?}");
+
+    let cached = first.lister().list(&Selector::everything());
+    assert_eq!(cached.len(), 1, "only app=web in {ns}");
+    assert_eq!(cached[0].metadata.namespace.as_deref(), Some(ns.as_str()));
+    factory.shutdown().await;
+    assert!(first.informer().has_synced());
+    factory.start(); // after shutdown: starts nothing, does not panic
+}
+
+#[tokio::test]
+async fn a_streaming_list_syncs_the_cache_like_a_list() {
+    let (cs, ns) = setup("inf-stream").await;
+    let cms: ResourceClient<ConfigMap> = cs.core_v1().config_maps(&ns);
+    for i in 0..20 {
+        cms.create(
+            &config_map(&format!("cm-{i}"), &[("test", "yes")], &[]),
+            &CreateOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    let lists = Arc::new(AtomicUsize::new(0));
+    let lw = CountingLists {
+        inner: ListWatch::new(cms.clone()).with_tweak(only_test_objects),
+        lists: lists.clone(),
+    };
+    let informer = Arc::new(SharedIndexInformer::new(Arc::new(lw), Duration::ZERO));
+    informer.configure_reflector(|o| o.use_streaming_list = true);
+    let (cancel, task) = run(&informer);
+    synced(&informer).await;
+    assert_eq!(informer.indexer().len(), 20);
+    cms.create(
+        &config_map("late", &[("test", "stream")], &[]),
+        &CreateOptions::default(),
+    )
+    .await
+    .unwrap();
+    testenv::eventually(30, "the late ConfigMap", || {
+        let informer = informer.clone();
+        async move { (informer.indexer().len() == 21).then_some(()) }
+    })
+    .await;
+    assert!(!informer.last_sync_resource_version().is_empty());
+    assert_eq!(lists.load(Ordering::SeqCst), 0, "the server streamed; nothing was listed");
+    cancel.cancel();
+    task.await.unwrap();
+}

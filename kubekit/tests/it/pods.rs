@@ -1,0 +1,184 @@
+//! Bulk Pod helpers for the informer tests: create, churn, and compare an informer's cache
+//! with the server. Pods need no node here: they stay Pending.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use futures_util::{StreamExt, stream};
+use k8s_openapi::api::core::v1::Pod;
+use kubekit::cache::{Indexer, ResourceEventHandlerFuncs, meta_namespace_key};
+use kubekit::clientset::{
+    Clientset, CreateOptions, DeleteOptions, ListOptions, Patch, PatchOptions,
+};
+use parking_lot::Mutex;
+use serde_json::json;
+
+/// Requests in flight at once during bulk operations.
+const PARALLEL: usize = 16;
+
+/// A minimal Pod named `name`.
+pub fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"bulk": "yes"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }))
+    .expect("pod")
+}
+
+/// Creates `pod-<i>` for every `i` in `range`.
+pub async fn create_pods(cs: &Clientset, ns: &str, range: std::ops::Range<usize>) {
+    let pods = cs.core_v1().pods(ns);
+    stream::iter(range)
+        .map(|i| {
+            let pods = pods.clone();
+            async move {
+                pods.create(&pod(&format!("pod-{i}")), &CreateOptions::default())
+                    .await
+                    .unwrap_or_else(|e| panic!("create pod-{i}: {e}"))
+            }
+        })
+        .buffer_unordered(PARALLEL)
+        .collect::<Vec<_>>()
+        .await;
+}
+
+/// Labels `pod-<i>` with `round=<round>` for every `i` in `range`.
+pub async fn update_pods(cs: &Clientset, ns: &str, range: std::ops::Range<usize>, round: u32) {
+    let pods = cs.core_v1().pods(ns);
+    stream::iter(range)
+        .map(|i| {
+            let pods = pods.clone();
+            async move {
+                let patch =
+                    Patch::Merge(json!({"metadata": {"labels": {"round": round.to_string()}}}));
+                pods.patch(&format!("pod-{i}"), &patch, &PatchOptions::default())
+                    .await
+                    .unwrap_or_else(|e| panic!("update pod-{i}: {e}"))
+            }
+        })
+        .buffer_unordered(PARALLEL)
+        .collect::<Vec<_>>()
+        .await;
+}
+
+/// Deletes `pod-<i>` for every `i` in `range`.
+pub async fn delete_pods(cs: &Clientset, ns: &str, range: std::ops::Range<usize>) {
+    let pods = cs.core_v1().pods(ns);
+    stream::iter(range)
+        .map(|i| {
+            let pods = pods.clone();
+            async move {
+                pods.delete(
+                    &format!("pod-{i}"),
+                    &DeleteOptions::default().grace_period_seconds(0),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("delete pod-{i}: {e}"))
+            }
+        })
+        .buffer_unordered(PARALLEL)
+        .collect::<Vec<_>>()
+        .await;
+}
+
+/// The server's pods of `ns`: key → resourceVersion.
+pub async fn server_state(cs: &Clientset, ns: &str) -> BTreeMap<String, String> {
+    let list = cs
+        .core_v1()
+        .pods(ns)
+        .list(&ListOptions::default())
+        .await
+        .expect("list pods");
+    list.items
+        .iter()
+        .map(|p| {
+            (
+                meta_namespace_key(p).expect("key"),
+                p.metadata.resource_version.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// The cache's pods: key → resourceVersion.
+pub fn cache_state(indexer: &Indexer<Pod>) -> BTreeMap<String, String> {
+    indexer
+        .list()
+        .iter()
+        .map(|p| {
+            (
+                meta_namespace_key(p.as_ref()).expect("key"),
+                p.metadata.resource_version.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until the cache holds exactly the server's pods at the server's versions.
+pub async fn assert_cache_converges(cs: &Clientset, ns: &str, indexer: &Indexer<Pod>) {
+    let mut last = (BTreeMap::new(), BTreeMap::new());
+    for _ in 0..120 {
+        let server = server_state(cs, ns).await;
+        let cache = cache_state(indexer);
+        if server == cache {
+            return;
+        }
+        last = (server, cache);
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    let (server, cache) = last;
+    let missing: Vec<_> = server
+        .keys()
+        .filter(|k| !cache.contains_key(*k))
+        .take(5)
+        .collect();
+    let extra: Vec<_> = cache
+        .keys()
+        .filter(|k| !server.contains_key(*k))
+        .take(5)
+        .collect();
+    let stale: Vec<_> = server
+        .iter()
+        .filter(|(k, v)| cache.get(*k).is_some_and(|c| c != *v))
+        .take(5)
+        .collect();
+    panic!(
+        "cache did not converge in 60 s: server {} pods, cache {}; missing {missing:?}, extra {extra:?}, stale {stale:?}",
+        server.len(),
+        cache.len()
+    );
+}
+
+/// Counts the adds each key receives.
+#[derive(Clone, Default)]
+pub struct AddCounter(pub Arc<Mutex<HashMap<String, usize>>>);
+
+impl AddCounter {
+    /// A handler that counts adds.
+    pub fn handler<K: kube::Resource + Send + Sync + 'static>(
+        &self,
+    ) -> ResourceEventHandlerFuncs<K> {
+        let counts = self.0.clone();
+        ResourceEventHandlerFuncs::new().on_add(move |o: &Arc<K>, _| {
+            *counts
+                .lock()
+                .entry(meta_namespace_key(o.as_ref()).expect("key"))
+                .or_default() += 1;
+        })
+    }
+
+    /// Keys added more than once.
+    pub fn duplicates(&self) -> Vec<(String, usize)> {
+        self.0
+            .lock()
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|(k, n)| (k.clone(), *n))
+            .collect()
+    }
+
+    /// Number of distinct keys added.
+    pub fn len(&self) -> usize {
+        self.0.lock().len()
+    }
+}
