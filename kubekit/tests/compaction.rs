@@ -4,6 +4,8 @@
 
 #[path = "it/common.rs"]
 mod common;
+#[path = "it/configmaps.rs"]
+mod configmaps;
 
 use std::time::Duration;
 
@@ -12,7 +14,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kubekit::rest::{PatchType, WatchEvent};
 use serde_json::json;
 
-use common::{admin_client, configmaps, create_configmap, namespace};
+use common::{admin_client, namespace};
+use configmaps::{configmaps, create_configmap};
 
 #[tokio::test]
 async fn watch_from_a_compacted_resource_version_reports_gone() {
@@ -56,4 +59,105 @@ async fn watch_from_a_compacted_resource_version_reports_gone() {
         gone,
         "watching from compacted resourceVersion {old_rv} must report 410 Gone"
     );
+}
+
+#[tokio::test]
+async fn an_informer_whose_watch_version_was_compacted_relists_and_matches_the_server() {
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
+
+    use kubekit::cache::{ListWatch, SharedIndexInformer};
+    use kubekit::clientset::{Clientset, ListOptions};
+    use parking_lot::Mutex;
+    use tokio_util::sync::CancellationToken;
+
+    let client = admin_client().await;
+    let cs = Clientset::from_rest_client(client.clone());
+    let ns = namespace("inf-gone").await;
+    let elsewhere = namespace("inf-gone-bump").await;
+    for i in 0..10 {
+        create_configmap(&client, &ns, &format!("cm-{i}")).await;
+    }
+    let informer = Arc::new(SharedIndexInformer::<ConfigMap>::new(
+        Arc::new(ListWatch::new(cs.core_v1().config_maps(&ns))),
+        Duration::ZERO,
+    ));
+    // Short watches, so the informer soon re-watches from its (soon compacted) version.
+    informer.configure_reflector(|o| o.min_watch_timeout = Duration::from_secs(1));
+    let gone = Arc::new(Mutex::new(0usize));
+    informer.set_watch_error_handler({
+        let gone = gone.clone();
+        move |e| {
+            if e.is_gone() || e.is_resource_expired() {
+                *gone.lock() += 1;
+            }
+        }
+    });
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move { informer.run(cancel).await }
+    });
+    informer.wait_for_sync(&CancellationToken::new()).await;
+    let seen_rv = informer.last_sync_resource_version();
+
+    // Move etcd past the informer's version in another namespace, then compact.
+    let mut latest = String::new();
+    for i in 0..3 {
+        latest = create_configmap(&client, &elsewhere, &format!("bump-{i}"))
+            .await
+            .metadata
+            .resource_version
+            .unwrap();
+    }
+    testenv::control_plane().compact_etcd(latest.parse().unwrap());
+    testenv::eventually(60, "the informer to see 410 Gone", || {
+        let gone = gone.clone();
+        async move { (*gone.lock() > 0).then_some(()) }
+    })
+    .await;
+
+    // The relisted cache follows the server from here on.
+    create_configmap(&client, &ns, "after").await;
+    configmaps(client.delete(), &ns)
+        .name("cm-0")
+        .send()
+        .await
+        .unwrap();
+    let server = || async {
+        cs.core_v1()
+            .config_maps(&ns)
+            .list(&ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|c| {
+                (
+                    c.metadata.name.unwrap(),
+                    c.metadata.resource_version.unwrap(),
+                )
+            })
+            .collect::<BTreeSet<_>>()
+    };
+    let cache = || {
+        informer
+            .indexer()
+            .list()
+            .iter()
+            .map(|c| {
+                (
+                    c.metadata.name.clone().unwrap(),
+                    c.metadata.resource_version.clone().unwrap(),
+                )
+            })
+            .collect::<BTreeSet<_>>()
+    };
+    testenv::eventually(60, "the cache to equal the server", || async {
+        (server().await == cache()).then_some(())
+    })
+    .await;
+    assert_ne!(informer.last_sync_resource_version(), seen_rv);
+    cancel.cancel();
+    task.await.unwrap();
 }

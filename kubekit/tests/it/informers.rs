@@ -399,7 +399,11 @@ async fn a_streaming_list_syncs_the_cache_like_a_list() {
     })
     .await;
     assert!(!informer.last_sync_resource_version().is_empty());
-    assert_eq!(lists.load(Ordering::SeqCst), 0, "the server streamed; nothing was listed");
+    assert_eq!(
+        lists.load(Ordering::SeqCst),
+        0,
+        "the server streamed; nothing was listed"
+    );
     cancel.cancel();
     task.await.unwrap();
 }

@@ -3,6 +3,7 @@
 
 mod clientset;
 mod common;
+mod configmaps;
 mod discovery;
 mod dynamic;
 mod informers;

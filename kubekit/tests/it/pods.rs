@@ -3,12 +3,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Pod;
 use kubekit::cache::{Indexer, ResourceEventHandlerFuncs, meta_namespace_key};
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, ListOptions, Patch, PatchOptions,
+    Clientset, CreateOptions, DeleteOptions, ListOptions, Patch, PatchOptions, ResourceClient,
 };
 use parking_lot::Mutex;
 use serde_json::json;
@@ -25,60 +26,83 @@ pub fn pod(name: &str) -> Pod {
     .expect("pod")
 }
 
-/// Creates `pod-<i>` for every `i` in `range`.
-pub async fn create_pods(cs: &Clientset, ns: &str, range: std::ops::Range<usize>) {
+/// What to do to one pod.
+#[derive(Clone, Copy)]
+enum Op {
+    Create,
+    Update(u32),
+    Delete,
+}
+
+/// Does `op` to `pod-<i>`, retrying while the server is unreachable (the failure tests
+/// restart it): an error that only means an earlier attempt got through counts as done.
+async fn apply(pods: &ResourceClient<Pod>, i: usize, op: Op) {
+    let name = format!("pod-{i}");
+    for _ in 0..240 {
+        let result = match op {
+            Op::Create => pods
+                .create(&pod(&name), &CreateOptions::default())
+                .await
+                .map(drop)
+                .or_else(|e| {
+                    if e.is_already_exists() {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                }),
+            Op::Update(round) => {
+                let patch =
+                    Patch::Merge(json!({"metadata": {"labels": {"round": round.to_string()}}}));
+                pods.patch(&name, &patch, &PatchOptions::default())
+                    .await
+                    .map(drop)
+            }
+            Op::Delete => pods
+                .delete(&name, &DeleteOptions::default().grace_period_seconds(0))
+                .await
+                .map(drop)
+                .or_else(|e| if e.is_not_found() { Ok(()) } else { Err(e) }),
+        };
+        match result {
+            Ok(()) => return,
+            Err(e) if transient(&e) => tokio::time::sleep(Duration::from_millis(250)).await,
+            Err(e) => panic!("{name}: {e}"),
+        }
+    }
+    panic!("{name}: the server stayed unreachable for a minute");
+}
+
+fn transient(e: &kubekit::rest::Error) -> bool {
+    use kubekit::rest::Error;
+    matches!(e, Error::Transport { .. } | Error::Timeout { .. })
+        || e.is_too_many_requests()
+        || e.status()
+            .is_some_and(|s| s.code.unwrap_or_default() >= 500)
+}
+
+async fn bulk(cs: &Clientset, ns: &str, range: std::ops::Range<usize>, op: Op) {
     let pods = cs.core_v1().pods(ns);
     stream::iter(range)
-        .map(|i| {
-            let pods = pods.clone();
-            async move {
-                pods.create(&pod(&format!("pod-{i}")), &CreateOptions::default())
-                    .await
-                    .unwrap_or_else(|e| panic!("create pod-{i}: {e}"))
-            }
-        })
+        .map(|i| apply(&pods, i, op))
         .buffer_unordered(PARALLEL)
         .collect::<Vec<_>>()
         .await;
+}
+
+/// Creates `pod-<i>` for every `i` in `range`.
+pub async fn create_pods(cs: &Clientset, ns: &str, range: std::ops::Range<usize>) {
+    bulk(cs, ns, range, Op::Create).await
 }
 
 /// Labels `pod-<i>` with `round=<round>` for every `i` in `range`.
 pub async fn update_pods(cs: &Clientset, ns: &str, range: std::ops::Range<usize>, round: u32) {
-    let pods = cs.core_v1().pods(ns);
-    stream::iter(range)
-        .map(|i| {
-            let pods = pods.clone();
-            async move {
-                let patch =
-                    Patch::Merge(json!({"metadata": {"labels": {"round": round.to_string()}}}));
-                pods.patch(&format!("pod-{i}"), &patch, &PatchOptions::default())
-                    .await
-                    .unwrap_or_else(|e| panic!("update pod-{i}: {e}"))
-            }
-        })
-        .buffer_unordered(PARALLEL)
-        .collect::<Vec<_>>()
-        .await;
+    bulk(cs, ns, range, Op::Update(round)).await
 }
 
 /// Deletes `pod-<i>` for every `i` in `range`.
 pub async fn delete_pods(cs: &Clientset, ns: &str, range: std::ops::Range<usize>) {
-    let pods = cs.core_v1().pods(ns);
-    stream::iter(range)
-        .map(|i| {
-            let pods = pods.clone();
-            async move {
-                pods.delete(
-                    &format!("pod-{i}"),
-                    &DeleteOptions::default().grace_period_seconds(0),
-                )
-                .await
-                .unwrap_or_else(|e| panic!("delete pod-{i}: {e}"))
-            }
-        })
-        .buffer_unordered(PARALLEL)
-        .collect::<Vec<_>>()
-        .await;
+    bulk(cs, ns, range, Op::Delete).await
 }
 
 /// The server's pods of `ns`: key → resourceVersion.
@@ -124,7 +148,7 @@ pub async fn assert_cache_converges(cs: &Clientset, ns: &str, indexer: &Indexer<
             return;
         }
         last = (server, cache);
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let (server, cache) = last;
     let missing: Vec<_> = server

@@ -9,7 +9,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kubekit::rest::{PatchType, RestClient, WatchEvent};
 use serde_json::json;
 
-use crate::common::{admin_client, configmaps, create_configmap, namespace};
+use crate::common::{admin_client, namespace};
+use crate::configmaps::{configmaps, create_configmap};
 
 #[tokio::test]
 async fn builder_requests_create_get_list_patch_and_delete_objects() {
