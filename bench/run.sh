@@ -2,6 +2,7 @@
 # Runs one of kubekit's benchmarks, building what it needs first.
 #
 #   bench/run.sh workqueue [options]   kubekit's work queue vs client-go's (see bench/README.md)
+#   bench/run.sh relist [options]      informer memory at steady state and during a relist
 #
 # Rust programs are built with cargo (honouring CARGO_TARGET_DIR), Go programs with
 # `go build` from the module in bench/go into bench/target/. Build output goes to stderr;
@@ -19,6 +20,9 @@ benchmarks:
   workqueue   add/get/done throughput of the work queue, kubekit vs client-go
               options: --runs N (default 5), --scale F (default 1.0), --keys arc|string,
                        --only VARIANT,..., --verbose
+  relist      informer memory at steady state and at the peak of a relist from the API
+              server; starts the local control plane unless --kubeconfig is given
+              options: --kubeconfig PATH, --objects N (default 10000)
 USAGE
 }
 
@@ -42,10 +46,24 @@ run_workqueue() {
     "$rust_bin" workqueue --go-bin "$go_bin" "$@"
 }
 
+run_relist() {
+    local rust_bin
+    rust_bin="$(build_rust)"
+    if [[ " $* " == *" --kubeconfig "* ]]; then
+        "$rust_bin" relist "$@"
+    else
+        "$rust_bin" relist --kubeconfig "$("$root/scripts/local-cluster.sh" up | tail -n 1)" "$@"
+    fi
+}
+
 case "${1:-}" in
     workqueue)
         shift
         run_workqueue "$@"
+        ;;
+    relist)
+        shift
+        run_relist "$@"
         ;;
     -h | --help | help)
         usage

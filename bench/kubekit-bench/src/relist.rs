@@ -1,0 +1,238 @@
+//! The relist memory benchmark: memory held by an informer over N ConfigMaps in steady
+//! state, and the peak while it relists them all from the real API server.
+//!
+//! client-go's informer holds two full copies of its objects at the peak of a relist (the
+//! cache and the freshly decoded list). kubekit's reflector shares the cached object when a
+//! relisted one has the same resourceVersion, so the peak should stay near the steady
+//! state plus one page of objects.
+//!
+//! How: N ConfigMaps with ~1 KiB of data each are created in a fresh namespace; an
+//! informer syncs them; the process's resident memory (`VmRSS`) is the steady state. The
+//! high-water mark is reset (`/proc/self/clear_refs`), then the watch is answered with one
+//! `410 Gone` — injected into the real watch stream by a wrapping lister-watcher — which
+//! makes the reflector relist from the real server; `VmHWM` after the relist is its peak.
+//! The baseline (`VmRSS` before the informer starts) is subtracted from both. The
+//! namespace is deleted at the end.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use futures_util::{StreamExt, stream};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use kubekit::cache::{ListWatch, ListerWatcher, SharedIndexInformer};
+use kubekit::clientset::{
+    Clientset, CreateOptions, DeleteOptions, ListOptions, ResourceClient, WatchStream,
+};
+use kubekit::rest::{Config, ObjectList, Result, WatchEvent};
+use tokio_util::sync::CancellationToken;
+
+/// Command-line options of `kubekit-bench relist`.
+pub struct Options {
+    kubeconfig: PathBuf,
+    objects: usize,
+}
+
+impl Options {
+    /// Parses `--kubeconfig PATH [--objects N]`.
+    pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
+        let mut kubeconfig = None;
+        let mut objects = 10_000;
+        while let Some(arg) = args.next() {
+            let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+            match arg.as_str() {
+                "--kubeconfig" => kubeconfig = Some(PathBuf::from(value("--kubeconfig")?)),
+                "--objects" => {
+                    objects = value("--objects")?
+                        .parse()
+                        .map_err(|e| format!("--objects: {e}"))?
+                }
+                other => return Err(format!("unknown option {other:?}")),
+            }
+        }
+        Ok(Self {
+            kubeconfig: kubeconfig.ok_or("--kubeconfig is required")?,
+            objects,
+        })
+    }
+}
+
+/// A field of `/proc/self/status`, in bytes.
+fn proc_status(field: &str) -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Passes lists and watches through; a watch opened after `gone` is set ends with one
+/// `410 Gone` event once its first real event arrives (or at once when idle).
+struct InjectGone<L> {
+    inner: L,
+    gone: Arc<AtomicBool>,
+    lists: Arc<AtomicUsize>,
+}
+
+impl<L: ListerWatcher<ConfigMap>> ListerWatcher<ConfigMap> for InjectGone<L> {
+    fn list(&self, opts: ListOptions) -> BoxFuture<'_, Result<ObjectList<ConfigMap>>> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        self.inner.list(opts)
+    }
+
+    fn watch(&self, opts: ListOptions) -> BoxFuture<'_, Result<WatchStream<ConfigMap>>> {
+        let gone = self.gone.clone();
+        Box::pin(async move {
+            let real = self.inner.watch(opts).await?;
+            // Poll the flag alongside the real stream; the first tick after it is set
+            // yields the injected error.
+            let ticks = stream::unfold(gone, |gone| async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let fire = gone.swap(false, Ordering::SeqCst);
+                Some((fire, gone))
+            })
+            .filter_map(|fire| async move {
+                fire.then(|| {
+                    Ok(WatchEvent::Error(Box::new(Status {
+                        code: Some(410),
+                        reason: Some("Expired".into()),
+                        message: Some("injected by the benchmark".into()),
+                        ..Default::default()
+                    })))
+                })
+            });
+            let merged: WatchStream<ConfigMap> = Box::pin(stream::select(real, ticks));
+            Ok(merged)
+        })
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+fn config_map(i: usize) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(format!("cm-{i:06}"));
+    cm.metadata.labels = Some([("bench".to_string(), "relist".to_string())].into());
+    cm.data = Some(
+        (0..8)
+            .map(|k| (format!("key-{k}"), format!("{i:06}-{}", "x".repeat(120))))
+            .collect(),
+    );
+    cm
+}
+
+fn mib(bytes: usize) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// Runs the benchmark and prints its table.
+pub fn run(opts: Options) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let config = Config::from_kubeconfig(&opts.kubeconfig)
+            .await
+            .map_err(|e| e.to_string())?
+            .with_rate_limit(1000.0, 2000);
+        let cs = Clientset::new(&config).map_err(|e| e.to_string())?;
+        let ns = format!("bench-relist-{}", std::process::id());
+        let mut namespace = Namespace::default();
+        namespace.metadata.name = Some(ns.clone());
+        cs.core_v1()
+            .namespaces()
+            .create(&namespace, &CreateOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let result = measure(&cs, &ns, opts.objects).await;
+        let _ = cs
+            .core_v1()
+            .namespaces()
+            .delete(&ns, &DeleteOptions::default())
+            .await;
+        result
+    })
+}
+
+async fn measure(cs: &Clientset, ns: &str, objects: usize) -> Result<(), String> {
+    let cms: ResourceClient<ConfigMap> = cs.core_v1().config_maps(ns);
+    let started = Instant::now();
+    let failures: Vec<String> = stream::iter(0..objects)
+        .map(|i| {
+            let cms = cms.clone();
+            async move { cms.create(&config_map(i), &CreateOptions::default()).await }
+        })
+        .buffer_unordered(16)
+        .filter_map(|r| async move { r.err().map(|e| e.to_string()) })
+        .collect()
+        .await;
+    if let Some(e) = failures.first() {
+        return Err(format!(
+            "creating ConfigMaps: {} failed, first: {e}",
+            failures.len()
+        ));
+    }
+    eprintln!("created {objects} ConfigMaps in {:.1?}", started.elapsed());
+
+    let baseline = proc_status("VmRSS");
+    let gone = Arc::new(AtomicBool::new(false));
+    let lists = Arc::new(AtomicUsize::new(0));
+    let lw = InjectGone {
+        inner: ListWatch::new(cms.clone())
+            .with_tweak(|o| o.label_selector = Some("bench=relist".into())),
+        gone: gone.clone(),
+        lists: lists.clone(),
+    };
+    let informer = Arc::new(SharedIndexInformer::new(Arc::new(lw), Duration::ZERO));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move { informer.run(cancel).await }
+    });
+    informer.wait_for_sync(&cancel).await;
+    if informer.indexer().len() != objects {
+        return Err(format!(
+            "synced {} objects, expected {objects}",
+            informer.indexer().len()
+        ));
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let steady = proc_status("VmRSS").saturating_sub(baseline);
+
+    std::fs::write("/proc/self/clear_refs", "5")
+        .map_err(|e| format!("cannot reset the RSS high-water mark: {e}"))?;
+    let before = informer.last_sync_resource_version();
+    let lists_before = lists.load(Ordering::SeqCst);
+    let relist_started = Instant::now();
+    gone.store(true, Ordering::SeqCst);
+    // The relist is done once a new list ran and the informer is watching again.
+    while lists.load(Ordering::SeqCst) == lists_before
+        || informer.last_sync_resource_version() == before
+            && relist_started.elapsed() < Duration::from_secs(60)
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let peak = proc_status("VmHWM").saturating_sub(baseline);
+    let after = proc_status("VmRSS").saturating_sub(baseline);
+    cancel.cancel();
+    let _ = task.await;
+
+    println!("relist of {objects} ConfigMaps (~1.2 KiB each), memory above the process baseline");
+    println!("{:<34}{:>10}", "state", "MiB");
+    println!("{:<34}{:>10.1}", "steady (synced, watching)", mib(steady));
+    println!("{:<34}{:>10.1}", "peak during relist (VmHWM)", mib(peak));
+    println!("{:<34}{:>10.1}", "after relist", mib(after));
+    println!(
+        "peak / steady: {:.2}  (two full copies would be ~2.0)",
+        peak as f64 / steady.max(1) as f64
+    );
+    Ok(())
+}
