@@ -1,29 +1,77 @@
 #!/usr/bin/env bash
-# kubekit's main demo on a fresh machine: builds and starts the local control plane (unless
-# a cluster is already configured through $KUBECONFIG), then shows it serving through a
-# kubekit example program and kubectl. The control plane keeps running afterwards; stop it
-# with `scripts/local-cluster.sh down`.
+# kubekit's main demo on a fresh machine: the App controller of the seeds at work.
+#
+# 1. Uses the cluster of $KUBECONFIG if set, else builds and starts the local control plane.
+# 2. Installs the App CRD and the controller's RBAC (a ClusterRole bound to the user
+#    `app-controller`), and makes a kubeconfig for that user on the local control plane,
+#    so the controller runs with exactly the permissions of artifacts/rbac.yaml.
+# 3. Starts the App controller (5 workers), applies the two example Apps with kubectl,
+#    and shows the Deployments, Services, App status and events that result.
+# 4. Stops the controller with SIGTERM (graceful shutdown). The control plane keeps
+#    running; stop it with `scripts/local-cluster.sh down`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 if [[ -n "${KUBECONFIG:-}" ]]; then
   kubeconfig=$KUBECONFIG
+  controller_kubeconfig=$KUBECONFIG
   echo "==> using the cluster configured in \$KUBECONFIG ($kubeconfig)"
 else
-  echo "==> starting the local control plane (the first run builds it from Go modules: ~15 min on 2 cores)"
+  echo "==> starting the local control plane (the first run builds it from Go modules: ~10 min on 2 cores)"
   kubeconfig=$(scripts/local-cluster.sh up | tail -n 1)
+  controller_kubeconfig=$(scripts/local-cluster.sh user app-controller | tail -n 1)
 fi
 bin=$(scripts/build-control-plane.sh | tail -n 1)
 kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
-echo "==> cargo run -p kubekit-examples --bin cluster-info"
-cargo run -q -p kubekit-examples --bin cluster-info -- --kubeconfig "$kubeconfig"
+echo "==> building the App controller"
+cargo build -q --release -p app-controller --bin app-controller
+controller="${CARGO_TARGET_DIR:-target}/release/app-controller"
 
-echo "==> kubectl get --raw /readyz"
-kubectl get --raw /readyz
+echo "==> kubectl apply: the App CRD and the controller's RBAC"
+kubectl apply -f app-controller/artifacts/crd/appcontroller.k8s.io_apps.yaml
+kubectl wait --for condition=Established --timeout 60s crd/apps.appcontroller.k8s.io
+kubectl apply -f app-controller/artifacts/rbac.yaml
+
+echo "==> starting app-controller --workers 5 (log in target/app-controller.log)"
+mkdir -p target
+"$controller" --kubeconfig "$controller_kubeconfig" --workers 5 >target/app-controller.log 2>&1 &
+controller_pid=$!
+trap 'kill -TERM $controller_pid 2>/dev/null || true' EXIT
+
+echo "==> kubectl apply: the example Apps (namespace tcs)"
+kubectl create namespace tcs --dry-run=client -o yaml | kubectl apply -f -
+kubectl apply -f app-controller/artifacts/example/test_app.yaml
+kubectl apply -f app-controller/artifacts/example/test_app_2.yaml
+
+echo "==> waiting for the controller to report the Deployments' status in the Apps"
+for app in test-app test-app-2; do
+  for _ in $(seq 1 60); do
+    [[ -n "$(kubectl get app "$app" -n tcs -o jsonpath='{.status.deploymentStatus.replicas}' 2>/dev/null)" ]] && break
+    sleep 1
+  done
+done
+
+echo "==> kubectl get apps,deployments,services -n tcs"
+kubectl get apps,deployments,services -n tcs -o wide
 echo
-echo "==> kubectl get namespaces"
-kubectl get namespaces
+echo "==> status of App test-app (written by the controller through the status subresource)"
+kubectl get app test-app -n tcs -o jsonpath='{.status}'
+echo
+echo
+echo "==> ownerReferences of Deployment app-deploy"
+kubectl get deployment app-deploy -n tcs -o jsonpath='{.metadata.ownerReferences}'
+echo
+echo
+echo "==> events in tcs"
+kubectl get events -n tcs --sort-by=.lastTimestamp
+echo
+echo "==> stopping the controller (SIGTERM: in-flight work finishes, then it exits)"
+kill -TERM "$controller_pid"
+wait "$controller_pid" && echo "app-controller exited cleanly"
+trap - EXIT
+echo "==> last lines of its log"
+tail -n 15 target/app-controller.log
 echo
 echo "The control plane keeps running. Use it with:"
 echo "  export KUBECONFIG=$kubeconfig"

@@ -6,6 +6,8 @@
 //! from these types ([`crd_yaml`], or `cargo run -p app-controller --bin crdgen`); a test
 //! fails when the two disagree.
 
+pub mod controller;
+
 use k8s_openapi::api::apps::v1::DeploymentStatus;
 use k8s_openapi::api::core::v1::ServiceStatus;
 use kube::CustomResource;

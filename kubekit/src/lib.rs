@@ -14,13 +14,15 @@
 //! | [`informers`], [`listers`] | `informers`, `listers` | the shared informer factory and typed listers |
 //! | [`labels`] | `apimachinery/pkg/labels` | label selectors |
 //! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
-//! | `record` | `tools/record` | event broadcaster, recorder and correlator |
+//! | [`controller`] | the seeds' `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
+//! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
 //! | `leaderelection` | `tools/leaderelection` | Lease-based leader election |
 //!
 //! Modules appear here as they are built; the table names the whole plan.
 
 pub mod cache;
 pub mod clientset;
+pub mod controller;
 pub mod discovery;
 pub mod dynamic;
 pub mod flowcontrol;
@@ -28,5 +30,6 @@ pub mod informers;
 pub mod labels;
 pub mod listers;
 pub mod meta;
+pub mod record;
 pub mod rest;
 pub mod workqueue;

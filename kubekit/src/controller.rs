@@ -1,0 +1,385 @@
+//! The control loop of a controller: workers that take keys from a rate-limited work queue
+//! and reconcile them (the `Run` / `runWorker` / `processNextWorkItem` pattern every
+//! client-go controller repeats).
+//!
+//! # Contract
+//!
+//! - [`Runner::run`] first waits for the caches the controller reads (any future that
+//!   resolves to `true` once they have synced, typically
+//!   [`SharedInformerFactory::wait_for_cache_sync`](crate::informers::SharedInformerFactory::wait_for_cache_sync)
+//!   folded to a `bool`); if they never sync before cancellation, it returns
+//!   [`RunError::CachesNotSynced`] and starts no worker.
+//! - Then `workers` tasks each loop: get a key, reconcile it, and
+//!   - on success **forget** the key (its backoff starts over);
+//!   - on error re-add it **rate-limited** while it has been retried fewer than
+//!     [`Runner::max_retries`] times, then drop it with an error log;
+//!   - on a **panic** inside the reconcile, report it (log and
+//!     [`RunStats::panics`]) and re-add it rate-limited like an error; the worker goes on;
+//!   - and always mark it **done**, exactly once.
+//! - When the cancellation token fires, the queue is shut down: workers finish the keys
+//!   in flight *and those still queued*, then `run` returns once every worker has ended.
+//! - [`shutdown_signal`] gives a token cancelled by the first SIGINT or SIGTERM; a second
+//!   signal exits the process at once, as a Go controller's `SetupSignalHandler` does.
+//!
+//! ```no_run
+//! # async fn demo(queue: kubekit::workqueue::RateLimitingQueue<String>) {
+//! use futures_util::future::BoxFuture;
+//! use kubekit::controller::{ReconcileError, Reconciler, Runner, shutdown_signal};
+//!
+//! struct Printer;
+//! impl Reconciler for Printer {
+//!     fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReconcileError>> {
+//!         Box::pin(async move {
+//!             println!("reconciling {key}");
+//!             Ok(())
+//!         })
+//!     }
+//! }
+//!
+//! let runner = Runner::new("printer", queue).max_retries(10);
+//! let cancel = shutdown_signal();
+//! runner.run(std::sync::Arc::new(Printer), 2, async { true }, cancel).await.unwrap();
+//! # }
+//! ```
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::workqueue::RateLimitingQueue;
+
+/// The error a reconcile returns; it is logged and the key retried.
+pub type ReconcileError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The business logic of a controller: bring the object named by `key` to its desired
+/// state.
+pub trait Reconciler: Send + Sync + 'static {
+    /// Reconciles one key; an error retries it with backoff.
+    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReconcileError>>;
+}
+
+/// Why [`Runner::run`] did not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The caches did not sync before cancellation.
+    #[error("controller {0}: failed to wait for caches to sync")]
+    CachesNotSynced(String),
+}
+
+/// Counters of a runner, for logs and tests.
+#[derive(Debug, Default)]
+pub struct RunStats {
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+    dropped: AtomicU64,
+    panics: AtomicU64,
+}
+
+impl RunStats {
+    /// Reconciles that succeeded.
+    pub fn succeeded(&self) -> u64 {
+        self.succeeded.load(Ordering::Relaxed)
+    }
+    /// Reconciles that returned an error (each retry counts).
+    pub fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
+    }
+    /// Keys dropped after exhausting their retries.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+    /// Reconciles that panicked.
+    pub fn panics(&self) -> u64 {
+        self.panics.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs workers over a queue; see the [module docs](self).
+#[derive(Debug)]
+pub struct Runner {
+    name: String,
+    queue: RateLimitingQueue<String>,
+    max_retries: usize,
+    stats: Arc<RunStats>,
+}
+
+impl Runner {
+    /// A runner named `name` (for logs) over `queue`, retrying a key at most 5 times.
+    pub fn new(name: &str, queue: RateLimitingQueue<String>) -> Self {
+        Self {
+            name: name.to_string(),
+            queue,
+            max_retries: 5,
+            stats: Arc::new(RunStats::default()),
+        }
+    }
+
+    /// How many times a failing key is retried before it is dropped.
+    pub fn max_retries(mut self, retries: usize) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// The runner's counters.
+    pub fn stats(&self) -> &Arc<RunStats> {
+        &self.stats
+    }
+
+    /// Waits for `caches_synced`, runs `workers` workers until `cancel` fires, then drains
+    /// the queue and waits for the workers.
+    pub async fn run<R: Reconciler>(
+        &self,
+        reconciler: Arc<R>,
+        workers: usize,
+        caches_synced: impl Future<Output = bool>,
+        cancel: CancellationToken,
+    ) -> Result<(), RunError> {
+        tracing::info!(controller = %self.name, "waiting for informer caches to sync");
+        let synced = tokio::select! {
+            synced = caches_synced => synced,
+            _ = cancel.cancelled() => false,
+        };
+        if !synced {
+            self.queue.shut_down();
+            return Err(RunError::CachesNotSynced(self.name.clone()));
+        }
+        tracing::info!(controller = %self.name, workers, "starting workers");
+        let tasks: Vec<_> = (0..workers.max(1))
+            .map(|_| {
+                let worker = Worker {
+                    name: self.name.clone(),
+                    queue: self.queue.clone(),
+                    max_retries: self.max_retries,
+                    stats: self.stats.clone(),
+                    reconciler: reconciler.clone(),
+                };
+                tokio::spawn(async move { worker.run().await })
+            })
+            .collect();
+        cancel.cancelled().await;
+        tracing::info!(controller = %self.name, "shutting down: finishing queued work");
+        self.queue.shut_down_with_drain().await;
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!(controller = %self.name, "worker task failed: {e}");
+            }
+        }
+        tracing::info!(controller = %self.name, "workers stopped");
+        Ok(())
+    }
+}
+
+struct Worker<R> {
+    name: String,
+    queue: RateLimitingQueue<String>,
+    max_retries: usize,
+    stats: Arc<RunStats>,
+    reconciler: Arc<R>,
+}
+
+impl<R: Reconciler> Worker<R> {
+    async fn run(&self) {
+        while let Some(key) = self.queue.get().await {
+            self.process(&key).await;
+            self.queue.done(&key);
+        }
+    }
+
+    async fn process(&self, key: &str) {
+        let outcome = AssertUnwindSafe(self.reconciler.reconcile(key))
+            .catch_unwind()
+            .await;
+        let error = match outcome {
+            Ok(Ok(())) => {
+                self.stats.succeeded.fetch_add(1, Ordering::Relaxed);
+                self.queue.forget(&key.to_string());
+                return;
+            }
+            Ok(Err(e)) => {
+                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                e.to_string()
+            }
+            Err(panic) => {
+                self.stats.panics.fetch_add(1, Ordering::Relaxed);
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "non-string panic payload".into());
+                format!("reconcile panicked: {message}")
+            }
+        };
+        let key = key.to_string();
+        let retries = self.queue.num_requeues(&key);
+        if retries < self.max_retries {
+            tracing::warn!(controller = %self.name, %key, retries, "error syncing: {error}; retrying");
+            self.queue.add_rate_limited(key);
+        } else {
+            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(controller = %self.name, %key, retries, "dropping key out of the queue: {error}");
+            self.queue.forget(&key);
+        }
+    }
+}
+
+/// A token cancelled by the first SIGINT or SIGTERM; a second one exits the process with
+/// status 1. Must be called within a tokio runtime.
+pub fn shutdown_signal() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let token = cancel.clone();
+    tokio::spawn(async move {
+        let mut signals = 0;
+        loop {
+            if wait_for_signal().await.is_err() {
+                tracing::error!("cannot listen for signals; shut down by other means");
+                return;
+            }
+            signals += 1;
+            if signals == 1 {
+                tracing::info!("signal received: shutting down (again to exit at once)");
+                token.cancel();
+            } else {
+                tracing::warn!("second signal: exiting now");
+                std::process::exit(1);
+            }
+        }
+    });
+    cancel
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() -> std::io::Result<()> {
+    tokio::signal::ctrl_c().await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use parking_lot::Mutex;
+
+    use super::*;
+    use crate::workqueue::ItemExponentialFailureRateLimiter;
+
+    /// Fails `key-fail` always, panics on `key-panic` the first time, succeeds otherwise;
+    /// counts the calls per key.
+    #[derive(Default)]
+    struct Script {
+        calls: Mutex<HashMap<String, usize>>,
+    }
+
+    impl Reconciler for Script {
+        fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReconcileError>> {
+            Box::pin(async move {
+                let n = {
+                    let mut calls = self.calls.lock();
+                    let n = calls.entry(key.to_string()).or_default();
+                    *n += 1;
+                    *n
+                };
+                match key {
+                    "key-fail" => Err("always fails".into()),
+                    "key-panic" if n == 1 => panic!("bug in reconcile"),
+                    _ => Ok(()),
+                }
+            })
+        }
+    }
+
+    fn queue() -> RateLimitingQueue<String> {
+        RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
+            Duration::from_millis(1),
+            Duration::from_millis(10),
+        ))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn errors_retry_up_to_the_limit_panics_retry_and_success_forgets() {
+        let q = queue();
+        for k in ["key-ok", "key-fail", "key-panic"] {
+            q.add(k.to_string());
+        }
+        let runner = Runner::new("test", q.clone()).max_retries(3);
+        let script = Arc::new(Script::default());
+        let cancel = CancellationToken::new();
+        let run = runner.run(script.clone(), 2, async { true }, cancel.clone());
+        let stop = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+        let calls = script.calls.lock().clone();
+        assert_eq!(calls["key-ok"], 1);
+        assert_eq!(calls["key-fail"], 4, "first try + 3 retries");
+        assert_eq!(calls["key-panic"], 2, "a panic is retried like an error");
+        let stats = runner.stats();
+        assert_eq!(
+            (
+                stats.succeeded(),
+                stats.failed(),
+                stats.dropped(),
+                stats.panics()
+            ),
+            (2, 4, 1, 1)
+        );
+        assert_eq!(
+            q.num_requeues(&"key-fail".to_string()),
+            0,
+            "dropped keys are forgotten"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_finishes_queued_keys_before_returning() {
+        let q = queue();
+        for i in 0..50 {
+            q.add(format!("key-{i}"));
+        }
+        let runner = Runner::new("test", q.clone());
+        let script = Arc::new(Script::default());
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        // Cancelled before start: the caches never "sync", nothing runs.
+        let err = runner
+            .run(script.clone(), 1, std::future::pending(), cancel)
+            .await
+            .unwrap_err();
+        assert_eq!(err, RunError::CachesNotSynced("test".into()));
+        assert!(script.calls.lock().is_empty());
+
+        let q = queue();
+        for i in 0..50 {
+            q.add(format!("key-{i}"));
+        }
+        let runner = Runner::new("test", q.clone());
+        let cancel = CancellationToken::new();
+        let run = runner.run(script.clone(), 3, async { true }, cancel.clone());
+        cancel.cancel();
+        run.await.unwrap();
+        assert_eq!(
+            script.calls.lock().len(),
+            50,
+            "every queued key was processed"
+        );
+        assert!(q.shutting_down());
+    }
+}
