@@ -88,6 +88,23 @@ impl Drop for Controller {
     }
 }
 
+/// Waits up to 60 s for object `name` to exist and returns it.
+async fn wait_for<K>(client: &ResourceClient<K>, name: &str) -> K
+where
+    K: kube::Resource<DynamicType = ()>
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+{
+    eventually(60, &format!("{} {name}", K::kind(&())), || async {
+        client.get(name, &GetOptions::default()).await.ok()
+    })
+    .await
+}
+
 async fn events_for(cs: &Clientset, ns: &str, app: &str, reason: &str) -> Vec<Event> {
     cs.core_v1()
         .events(ns)
@@ -141,16 +158,7 @@ async fn the_app_controller_manages_deployments_and_services_with_least_privileg
     let services = admin.core_v1().services(&ns);
     let apps = ResourceClient::<App>::namespaced(admin.rest_client().clone(), &ns);
 
-    let deploy = eventually(60, "Deployment app-deploy", || {
-        let deployments = deployments.clone();
-        async move {
-            deployments
-                .get("app-deploy", &GetOptions::default())
-                .await
-                .ok()
-        }
-    })
-    .await;
+    let deploy = wait_for(&deployments, "app-deploy").await;
     let app = apps.get("test-app", &GetOptions::default()).await.unwrap();
     let owner = &deploy.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!((owner.kind.as_str(), owner.controller), ("App", Some(true)));
@@ -168,30 +176,12 @@ async fn the_app_controller_manages_deployments_and_services_with_least_privileg
             .as_deref(),
         Some("nginx")
     );
-    let svc = eventually(60, "Service app-service", || {
-        let services = services.clone();
-        async move {
-            services
-                .get("app-service", &GetOptions::default())
-                .await
-                .ok()
-        }
-    })
-    .await;
+    let svc = wait_for(&services, "app-service").await;
     assert_eq!(
         svc.spec.as_ref().unwrap().selector.as_ref().unwrap()[APP_LABEL],
         "test-app"
     );
-    let other = eventually(60, "Deployment app-deploy-test", || {
-        let deployments = deployments.clone();
-        async move {
-            deployments
-                .get("app-deploy-test", &GetOptions::default())
-                .await
-                .ok()
-        }
-    })
-    .await;
+    let other = wait_for(&deployments, "app-deploy-test").await;
     assert_eq!(
         other.spec.unwrap().selector.match_labels.unwrap()[APP_LABEL],
         "test-app-2"

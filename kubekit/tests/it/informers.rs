@@ -46,6 +46,24 @@ fn only_test_objects(opts: &mut ListOptions) {
     opts.label_selector = Some("test".into());
 }
 
+/// Creates `cm-0` … `cm-<n-1>` labelled `test=yes`.
+async fn create_test_config_maps(cms: &ResourceClient<ConfigMap>, n: usize) {
+    for i in 0..n {
+        let cm = config_map(&format!("cm-{i}"), &[("test", "yes")], &[]);
+        cms.create(&cm, &CreateOptions::default()).await.unwrap();
+    }
+}
+
+/// An informer over the `test`-labelled ConfigMaps of `cms`, without resync.
+fn test_config_map_informer(
+    cms: &ResourceClient<ConfigMap>,
+) -> Arc<SharedIndexInformer<ConfigMap>> {
+    Arc::new(SharedIndexInformer::new(
+        Arc::new(ListWatch::new(cms.clone()).with_tweak(only_test_objects)),
+        Duration::ZERO,
+    ))
+}
+
 /// Runs `informer` until the returned token is cancelled.
 fn run<K>(
     informer: &Arc<SharedIndexInformer<K>>,
@@ -117,18 +135,8 @@ async fn informer_cache_equals_the_server_after_2000_pods_are_listed_and_churned
 async fn a_handler_added_after_sync_gets_every_object_exactly_once_as_an_initial_add() {
     let (cs, ns) = setup("inf-late").await;
     let cms = cs.core_v1().config_maps(&ns);
-    for i in 0..50 {
-        cms.create(
-            &config_map(&format!("cm-{i}"), &[("test", "yes")], &[]),
-            &CreateOptions::default(),
-        )
-        .await
-        .unwrap();
-    }
-    let informer = Arc::new(SharedIndexInformer::new(
-        Arc::new(ListWatch::new(cms.clone()).with_tweak(only_test_objects)),
-        Duration::ZERO,
-    ));
+    create_test_config_maps(&cms, 50).await;
+    let informer = test_config_map_informer(&cms);
     let (cancel, task) = run(&informer);
     synced(&informer).await;
 
@@ -181,10 +189,7 @@ async fn two_handlers_get_resyncs_at_their_own_periods() {
     )
     .await
     .unwrap();
-    let informer = Arc::new(SharedIndexInformer::new(
-        Arc::new(ListWatch::new(cms.clone()).with_tweak(only_test_objects)),
-        Duration::ZERO,
-    ));
+    let informer = test_config_map_informer(&cms);
     let resyncs = |counter: &Arc<AtomicUsize>| {
         let counter = counter.clone();
         ResourceEventHandlerFuncs::new().on_update(
@@ -369,14 +374,7 @@ async fn the_factory_shares_one_informer_per_type_and_honours_namespace_and_twea
 async fn a_streaming_list_syncs_the_cache_like_a_list() {
     let (cs, ns) = setup("inf-stream").await;
     let cms: ResourceClient<ConfigMap> = cs.core_v1().config_maps(&ns);
-    for i in 0..20 {
-        cms.create(
-            &config_map(&format!("cm-{i}"), &[("test", "yes")], &[]),
-            &CreateOptions::default(),
-        )
-        .await
-        .unwrap();
-    }
+    create_test_config_maps(&cms, 20).await;
     let lists = Arc::new(AtomicUsize::new(0));
     let lw = CountingLists {
         inner: ListWatch::new(cms.clone()).with_tweak(only_test_objects),
