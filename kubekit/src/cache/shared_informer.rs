@@ -11,8 +11,9 @@
 //!   `Sync` — or a `Replaced` whose resourceVersion is unchanged — is a resync: it goes
 //!   only to the handlers whose resync period is due.
 //! - **Handlers** ([`add_event_handler`](SharedIndexInformer::add_event_handler)) may be
-//!   added and removed at any time. Each has its own task and an unbounded buffer: a slow
-//!   handler never blocks the informer nor the other handlers. The buffer's depth (and
+//!   added and removed at any time. Each has its own thread (handlers are plain functions
+//!   and may block) and an unbounded buffer: a slow handler never blocks the informer nor
+//!   the other handlers. The buffer's depth (and
 //!   its high-water mark) is observable on the registration, and a warning is logged each
 //!   time it passes a power of ten from 1,000 on; notifications are never dropped, since a
 //!   dropped one would leave the handler's view of the cache wrong.
@@ -63,8 +64,10 @@ use std::time::Duration;
 
 use kube::Resource;
 use parking_lot::Mutex;
-use tokio::sync::{Notify, mpsc};
-use tokio::task::JoinHandle;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +76,7 @@ use super::delta_fifo::{DeltaFifo, DeltaType, Deltas};
 use super::handler::ResourceEventHandler;
 use super::key::MaybeTombstone;
 use super::listwatch::ListerWatcher;
-use super::reflector::{Reflector, ReflectorOptions, TransformFunc, WatchErrorHandler};
+use super::reflector::{Reflector, ReflectorOptions};
 use super::store::{Error as StoreError, IndexFunc, Indexer};
 
 /// The shortest resync period a handler may ask for.
@@ -102,8 +105,9 @@ impl<K> Clone for Notification<K> {
 /// The informer side of one handler: its buffer, counters and resync schedule.
 struct Listener<K> {
     id: u64,
-    tx: mpsc::UnboundedSender<Notification<K>>,
-    rx: Mutex<Option<mpsc::UnboundedReceiver<Notification<K>>>>,
+    /// `None` tells the handler's thread to stop.
+    tx: mpsc::Sender<Option<Notification<K>>>,
+    rx: Mutex<Option<mpsc::Receiver<Option<Notification<K>>>>>,
     handler: Arc<dyn ResourceEventHandler<K>>,
     depth: AtomicUsize,
     max_depth: AtomicUsize,
@@ -113,6 +117,14 @@ struct Listener<K> {
     synced: Notify,
     resync_period: Duration,
     next_resync: Mutex<Instant>,
+}
+
+impl<K> Listener<K> {
+    /// Stops the handler's thread once it has reached this point of its buffer.
+    fn stop(&self) {
+        self.removed.store(true, Ordering::Release);
+        let _ = self.tx.send(None);
+    }
 }
 
 impl<K: Send + Sync + 'static> Listener<K> {
@@ -131,8 +143,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 "an event handler is falling behind: its buffer keeps growing"
             );
         }
-        // The receiver lives as long as the listener's task; a send after removal is moot.
-        let _ = self.tx.send(n);
+        // The receiver lives as long as the listener's thread; a send after it stopped is moot.
+        let _ = self.tx.send(Some(n));
     }
 
     fn handle(&self, n: Notification<K>) {
@@ -160,15 +172,29 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
     }
 
-    /// Starts the task that feeds the handler; once per listener.
+    /// Starts the thread that feeds the handler; once per listener. Handlers are plain
+    /// functions that may block: on a thread of their own, a blocking one holds up nothing
+    /// else (on a runtime worker it would stall the tasks queued behind it).
     fn spawn(self: &Arc<Self>) -> Option<JoinHandle<()>> {
-        let mut rx = self.rx.lock().take()?;
+        let rx = self.rx.lock().take()?;
         let me = self.clone();
-        Some(tokio::spawn(async move {
-            while let Some(n) = rx.recv().await {
-                me.handle(n);
+        let spawned = std::thread::Builder::new()
+            .name(format!("kubekit-handler-{}", self.id))
+            .spawn(move || {
+                while let Ok(Some(n)) = rx.recv() {
+                    me.handle(n);
+                }
+            });
+        match spawned {
+            Ok(handle) => Some(handle),
+            Err(e) => {
+                tracing::error!(
+                    listener = self.id,
+                    "cannot start the event handler's thread: {e}"
+                );
+                None
             }
-        }))
+        }
     }
 }
 
@@ -284,12 +310,6 @@ impl<K: Send + Sync + 'static> Processor<K> {
     }
 }
 
-struct Options<K> {
-    transform: Option<TransformFunc<K>>,
-    watch_error_handler: Option<WatchErrorHandler>,
-    reflector: ReflectorOptions<K>,
-}
-
 struct Shared<K> {
     indexer: Arc<Indexer<K>>,
     fifo: Arc<DeltaFifo<K>>,
@@ -329,7 +349,8 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
 pub struct SharedIndexInformer<K> {
     lw: Arc<dyn ListerWatcher<K>>,
     shared: Arc<Shared<K>>,
-    options: Mutex<Options<K>>,
+    /// The reflector's options, including the transform and the watch-error handler.
+    options: Mutex<ReflectorOptions<K>>,
     reflector: Mutex<Option<Arc<Reflector<K>>>>,
 }
 
@@ -367,13 +388,9 @@ where
                     started: false,
                 }),
             }),
-            options: Mutex::new(Options {
-                transform: None,
-                watch_error_handler: None,
-                reflector: ReflectorOptions {
-                    name,
-                    ..Default::default()
-                },
+            options: Mutex::new(ReflectorOptions {
+                name,
+                ..Default::default()
             }),
             reflector: Mutex::new(None),
         }
@@ -410,7 +427,7 @@ where
     /// Adjusts the reflector's options (page size, watch timeout, streaming list, backoff).
     /// Has no effect once the informer runs.
     pub fn configure_reflector(&self, f: impl FnOnce(&mut ReflectorOptions<K>)) {
-        f(&mut self.options.lock().reflector);
+        f(&mut self.options.lock());
     }
 
     /// Whether the first list has been stored.
@@ -474,7 +491,7 @@ where
                 }
             }
         }
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel();
         processor.next_id += 1;
         let listener = Arc::new(Listener {
             id: processor.next_id,
@@ -509,7 +526,7 @@ where
     /// Removes a handler: it receives nothing more, including what is still buffered.
     pub fn remove_event_handler(&self, registration: &ResourceEventHandlerRegistration<K>) {
         let mut processor = self.shared.processor.lock();
-        registration.listener.removed.store(true, Ordering::Release);
+        registration.listener.stop();
         let id = registration.listener.id;
         processor.listeners.retain(|l| l.id != id);
         processor.syncing.retain(|l| l.id != id);
@@ -534,10 +551,7 @@ where
             processor.resync_check_period
         };
         let mut config = {
-            let options = self.options.lock();
-            let mut reflector = options.reflector.clone();
-            reflector.transform = options.transform.clone();
-            reflector.watch_error_handler = options.watch_error_handler.clone();
+            let reflector = self.options.lock().clone();
             let shared = self.shared.clone();
             let mut config = ControllerConfig::new(
                 self.shared.fifo.clone(),
@@ -560,15 +574,32 @@ where
         let tasks = {
             let mut processor = self.shared.processor.lock();
             for l in &processor.listeners {
-                l.removed.store(true, Ordering::Release);
+                l.stop();
             }
             processor.listeners.clear();
             processor.syncing.clear();
             std::mem::take(&mut processor.tasks)
         };
-        for task in tasks {
-            task.abort();
-            let _ = task.await;
+        // A handler busy in a call is waited for (its thread cannot be interrupted).
+        let joined = tokio::task::spawn_blocking(move || {
+            for task in tasks {
+                if task.join().is_err() {
+                    tracing::error!("an event handler thread failed");
+                }
+            }
+        })
+        .await;
+        if let Err(e) = joined {
+            tracing::error!("joining the event handler threads: {e}");
+        }
+    }
+}
+
+impl<K> Drop for SharedIndexInformer<K> {
+    /// Stops the handler threads of an informer dropped without finishing `run`.
+    fn drop(&mut self) {
+        for l in &self.shared.processor.lock().listeners {
+            l.stop();
         }
     }
 }

@@ -38,6 +38,13 @@ impl Log {
     fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.0.lock())
     }
+
+    /// Waits until `n` notifications were handled, then takes them (and any more).
+    async fn take_after(&self, n: usize) -> Vec<String> {
+        until(|| self.0.lock().len() >= n).await;
+        settle().await;
+        self.take()
+    }
 }
 
 fn name(o: &ConfigMap) -> String {
@@ -50,7 +57,7 @@ fn rv(o: &ConfigMap) -> String {
 
 struct Running {
     cancel: CancellationToken,
-    task: JoinHandle<()>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 fn informer(script: &Arc<Script>, resync: Duration) -> Arc<SharedIndexInformer<ConfigMap>> {
@@ -77,9 +84,25 @@ impl Running {
     }
 }
 
+/// Settles until `cond` holds (at most ~10 s of real time); panics otherwise.
+async fn until(cond: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if cond() {
+            return;
+        }
+        settle().await;
+    }
+    panic!("condition not reached");
+}
+
+/// Lets the informer's tasks run and its handler threads catch up (handlers run on threads
+/// of their own, in real time, while the runtime's clock is paused).
 async fn settle() {
-    for _ in 0..100 {
-        tokio::task::yield_now().await;
+    for _ in 0..20 {
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -99,13 +122,16 @@ async fn handlers_get_initial_adds_then_updates_and_deletes_in_order() {
     assert!(inf.wait_for_sync(&run.cancel).await);
     settle().await;
     assert!(reg.has_synced());
-    assert_eq!(log.take(), ["add a initial", "add b initial"]);
+    assert_eq!(log.take_after(2).await, ["add a initial", "add b initial"]);
 
     events.send(Ok(WatchEvent::Modified(cm("a", "3")))).unwrap();
     events.send(Ok(WatchEvent::Added(cm("c", "4")))).unwrap();
     events.send(Ok(WatchEvent::Deleted(cm("b", "5")))).unwrap();
     settle().await;
-    assert_eq!(log.take(), ["update a 1->3", "add c", "delete b"]);
+    assert_eq!(
+        log.take_after(3).await,
+        ["update a 1->3", "add c", "delete b"]
+    );
     assert_eq!(inf.indexer().list_keys().len(), 2);
     assert_eq!(inf.last_sync_resource_version(), "5");
     run.stop().await;
@@ -121,16 +147,19 @@ async fn a_late_handler_gets_every_cached_object_once_and_syncs_after_handling_t
 
     let log = Log::default();
     let reg = inf.add_event_handler(log.handler());
-    assert!(!reg.has_synced(), "the replay is not handled yet");
-    reg.wait_initial_handled().await;
-    assert!(reg.has_synced());
-    let mut seen = log.take();
+    // Not `wait_initial_handled`: awaiting a handler thread would let the paused clock jump.
+    until(|| reg.has_synced()).await;
+    let mut seen = log.take_after(3).await;
     seen.sort();
     assert_eq!(seen, ["add a initial", "add b initial", "add c initial"]);
 
     events.send(Ok(WatchEvent::Added(cm("d", "4")))).unwrap();
     settle().await;
-    assert_eq!(log.take(), ["add d"], "no replayed object comes twice");
+    assert_eq!(
+        log.take_after(1).await,
+        ["add d"],
+        "no replayed object comes twice"
+    );
     run.stop().await;
 }
 
@@ -152,14 +181,14 @@ async fn resyncs_go_only_to_handlers_whose_period_is_due() {
     assert!(inf.wait_for_sync(&run.cancel).await);
     settle().await;
     for log in [&fast, &slow, &none] {
-        log.take();
+        log.take_after(1).await;
     }
     for _ in 0..6 {
         tokio::time::advance(Duration::from_secs(1)).await;
         settle().await;
     }
-    assert_eq!(fast.take(), ["update a 1->1"; 3]);
-    assert_eq!(slow.take(), ["update a 1->1"]);
+    assert_eq!(fast.take_after(3).await, ["update a 1->1"; 3]);
+    assert_eq!(slow.take_after(1).await, ["update a 1->1"]);
     assert!(none.take().is_empty());
     run.stop().await;
 }
@@ -206,7 +235,7 @@ async fn a_relisted_object_with_a_new_version_is_an_update_for_every_handler() {
     let run = start(&inf);
     assert!(inf.wait_for_sync(&run.cancel).await);
     settle().await;
-    log.take();
+    log.take_after(2).await;
     events
         .send(Ok(WatchEvent::Error(Box::new(
             k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
@@ -220,7 +249,7 @@ async fn a_relisted_object_with_a_new_version_is_an_update_for_every_handler() {
     tokio::time::advance(Duration::from_secs(2)).await;
     settle().await;
     assert_eq!(
-        log.take(),
+        log.take_after(1).await,
         ["update b 2->7"],
         "the unchanged object is a resync, not sent"
     );
@@ -246,13 +275,14 @@ async fn a_panicking_handler_is_reported_and_neither_it_nor_others_stop() {
     events.send(Ok(WatchEvent::Added(cm("boom", "2")))).unwrap();
     events.send(Ok(WatchEvent::Added(cm("fine", "3")))).unwrap();
     settle().await;
+    until(|| bad.panics() == 1 && bad.depth() == 0).await;
     assert_eq!(bad.panics(), 1);
     assert_eq!(
         bad.depth(),
         0,
         "the panicking handler went on to the next event"
     );
-    assert_eq!(log.take(), ["add boom", "add fine"]);
+    assert_eq!(log.take_after(2).await, ["add boom", "add fine"]);
     assert_eq!(inf.indexer().len(), 2);
     run.stop().await;
 }
@@ -271,7 +301,7 @@ async fn a_removed_handler_receives_nothing_more() {
     inf.remove_event_handler(&reg);
     events.send(Ok(WatchEvent::Added(cm("b", "3")))).unwrap();
     settle().await;
-    assert_eq!(log.take(), ["add a"]);
+    assert_eq!(log.take_after(1).await, ["add a"]);
     run.stop().await;
 }
 
