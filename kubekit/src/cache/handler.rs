@@ -1,7 +1,7 @@
 //! Event handlers: what a [`SharedIndexInformer`](super::SharedIndexInformer) calls when
 //! its cache changes (client-go's `ResourceEventHandler` and `ResourceEventHandlerFuncs`).
 //!
-//! A handler is called from its own task, one notification at a time, in the order the
+//! A handler is called from its own thread, one notification at a time, in the order the
 //! cache changed. Handlers receive the cache's own `Arc`s: clone the object before
 //! changing it. A handler should be quick (typically: put a key on a work queue); a slow
 //! one only delays itself, never the informer or the other handlers.

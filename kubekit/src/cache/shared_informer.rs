@@ -29,7 +29,7 @@
 //!   and goes on with its next notification; the informer is unaffected.
 //! - **Transform** runs on each object before it is stored; set it before start.
 //! - [`run`](SharedIndexInformer::run) may be called once; it returns when its
-//!   cancellation token fires, after the reflector and every handler task have stopped.
+//!   cancellation token fires, after the reflector and every handler thread have stopped.
 //!
 //! ```no_run
 //! # async fn demo(rest: kubekit::rest::RestClient) {

@@ -120,8 +120,8 @@ async fn informer_cache_equals_the_server_after_2000_pods_are_listed_and_churned
     );
     assert_cache_converges(&cs, &ns, informer.indexer()).await;
     assert_eq!(informer.indexer().len(), 1500);
+    adds.wait_len(2000).await;
     assert!(adds.duplicates().is_empty(), "{:?}", adds.duplicates());
-    assert_eq!(adds.len(), 2000);
     assert!(lists.load(Ordering::SeqCst) >= 1);
     println!(
         "initial list of 1000 pods took {} page request(s)",
@@ -327,7 +327,7 @@ async fn a_dynamic_informer_over_the_app_crd_caches_and_lists_apps() {
             .unwrap_err()
             .is_not_found()
     );
-    assert_eq!(adds.len(), 1);
+    adds.wait_len(1).await;
     factory.shutdown().await;
 }
 

@@ -205,4 +205,13 @@ impl AddCounter {
     pub fn len(&self) -> usize {
         self.0.lock().len()
     }
+
+    /// Waits (up to 30 s) until `n` distinct keys were added: handlers run on their own
+    /// threads, a little after the cache is updated.
+    pub async fn wait_len(&self, n: usize) {
+        testenv::eventually(30, &format!("{n} keys added"), || async {
+            (self.len() == n).then_some(())
+        })
+        .await
+    }
 }
