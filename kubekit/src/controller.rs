@@ -141,6 +141,7 @@ impl Runner {
     ) -> Result<(), RunError> {
         tracing::info!(controller = %self.name, "waiting for informer caches to sync");
         let synced = tokio::select! {
+            biased;
             synced = caches_synced => synced,
             _ = cancel.cancelled() => false,
         };
