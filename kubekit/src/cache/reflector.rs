@@ -283,13 +283,6 @@ impl<K: 'static> fmt::Debug for Reflector<K> {
     }
 }
 
-fn is_connection_error(e: &Error) -> bool {
-    matches!(e, Error::Transport { .. } | Error::Timeout { .. })
-        || e.is_too_many_requests()
-        || e.status()
-            .is_some_and(|s| s.code.unwrap_or_default() >= 500)
-}
-
 fn resource_version<K: Resource>(obj: &K) -> Option<&str> {
     obj.meta().resource_version.as_deref()
 }
@@ -609,7 +602,7 @@ where
                     };
                     match started {
                         Ok(stream) => (stream, timeout),
-                        Err(e) if is_connection_error(&e) => {
+                        Err(e) if e.is_transient() => {
                             self.report(&e);
                             if !backoff.wait(cancel).await {
                                 return Ok(());

@@ -131,7 +131,7 @@ impl<S: EventSink> SinkWriter<S> {
                 tracing::debug!(%object, name, "event already exists (will not retry): {err}");
                 return;
             }
-            if !may_heal(&err) {
+            if !err.is_transient() {
                 tracing::error!(%object, name, "event rejected (will not retry): {err}");
                 return;
             }
@@ -167,18 +167,5 @@ impl<S: EventSink> SinkWriter<S> {
         } else {
             self.retry_interval
         }
-    }
-}
-
-/// Whether writing again may succeed: transport failures, timeouts, throttling and server
-/// errors may heal; other API refusals (4xx), and requests that cannot be built or whose
-/// answer cannot be read, fail the same way again.
-fn may_heal(err: &Error) -> bool {
-    match err {
-        Error::Transport { .. } | Error::Timeout { .. } => true,
-        Error::Api { .. } => {
-            err.is_too_many_requests() || !err.code().is_some_and(|c| (400..500).contains(&c))
-        }
-        _ => false,
     }
 }

@@ -239,4 +239,13 @@ impl Error {
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. }) || self.is("Timeout", 504)
     }
+
+    /// Whether the same request may succeed later: the connection failed or timed out, the
+    /// server throttled (429) or failed (5xx). Other refusals (4xx), requests that cannot be
+    /// built and answers that cannot be read fail the same way again.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Transport { .. } | Error::Timeout { .. })
+            || self.is_too_many_requests()
+            || self.code().is_some_and(|c| c >= 500)
+    }
 }

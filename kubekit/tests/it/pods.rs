@@ -66,19 +66,11 @@ async fn apply(pods: &ResourceClient<Pod>, i: usize, op: Op) {
         };
         match result {
             Ok(()) => return,
-            Err(e) if transient(&e) => tokio::time::sleep(Duration::from_millis(250)).await,
+            Err(e) if e.is_transient() => tokio::time::sleep(Duration::from_millis(250)).await,
             Err(e) => panic!("{name}: {e}"),
         }
     }
     panic!("{name}: the server stayed unreachable for a minute");
-}
-
-fn transient(e: &kubekit::rest::Error) -> bool {
-    use kubekit::rest::Error;
-    matches!(e, Error::Transport { .. } | Error::Timeout { .. })
-        || e.is_too_many_requests()
-        || e.status()
-            .is_some_and(|s| s.code.unwrap_or_default() >= 500)
 }
 
 async fn bulk(cs: &Clientset, ns: &str, range: std::ops::Range<usize>, op: Op) {
