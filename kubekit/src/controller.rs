@@ -207,12 +207,10 @@ impl<R: Reconciler> Worker<R> {
             }
             Err(panic) => {
                 self.stats.panics.fetch_add(1, Ordering::Relaxed);
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "non-string panic payload".into());
-                format!("reconcile panicked: {message}")
+                format!(
+                    "reconcile panicked: {}",
+                    crate::panic::message(panic.as_ref())
+                )
             }
         };
         let key = key.to_string();

@@ -30,6 +30,7 @@ pub mod informers;
 pub mod labels;
 pub mod listers;
 pub mod meta;
+mod panic;
 pub mod record;
 pub mod rest;
 pub mod workqueue;

@@ -156,11 +156,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             }));
             if let Err(panic) = result {
                 self.panics.fetch_add(1, Ordering::Relaxed);
-                let message = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "non-string panic payload".into());
+                let message = crate::panic::message(panic.as_ref());
                 tracing::error!(listener = self.id, "event handler panicked: {message}");
             }
         }
