@@ -43,6 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::Resource;
 use parking_lot::Mutex;
 use tokio::time::Instant;
@@ -244,6 +245,18 @@ impl<K> Default for ReflectorOptions<K> {
     }
 }
 
+/// What reading a watch gave.
+enum Next<K> {
+    /// The cancellation token fired.
+    Cancelled,
+    /// The server closed the watch.
+    Closed,
+    /// An event (an `ERROR` event included).
+    Event(WatchEvent<K>),
+    /// The connection failed or went silent.
+    Failed(Error),
+}
+
 /// How a watch ended.
 enum WatchEnd {
     /// The cancellation token fired.
@@ -405,12 +418,16 @@ where
         }
     }
 
-    /// Decodes, transforms and de-duplicates one listed object against the store.
-    fn intern(&self, obj: K) -> Option<Arc<K>> {
-        let obj = match &self.opts.transform {
+    fn transform(&self, obj: K) -> K {
+        match &self.opts.transform {
             Some(t) => t(obj),
             None => obj,
-        };
+        }
+    }
+
+    /// Decodes, transforms and de-duplicates one listed object against the store.
+    fn intern(&self, obj: K) -> Option<Arc<K>> {
+        let obj = self.transform(obj);
         let Ok(key) = meta_namespace_key(&obj) else {
             tracing::warn!(reflector = %self.opts.name, "skipping a listed object without a name");
             return None;
@@ -518,24 +535,16 @@ where
         let mut initial: HashMap<String, Arc<K>> = HashMap::new();
         let silence = timeout + self.opts.silence_grace;
         loop {
-            let next = tokio::select! {
-                _ = cancel.cancelled() => return Ok(None),
-                n = tokio::time::timeout(silence, stream.next()) => n,
-            };
-            let event = match next {
-                Err(_) => return Err(self.silent_error(silence)),
-                Ok(None) => {
+            let event = match self.next_event(cancel, &mut stream, silence).await {
+                Next::Cancelled => return Ok(None),
+                Next::Closed => {
                     return Err(Error::Request(format!(
                         "streaming list of {} ended before its initial events were complete",
                         self.lw.describe()
                     )));
                 }
-                Ok(Some(Err(e @ Error::Decode { .. }))) => {
-                    self.report(&e);
-                    continue;
-                }
-                Ok(Some(Err(e))) => return Err(e),
-                Ok(Some(Ok(event))) => event,
+                Next::Failed(e) => return Err(e),
+                Next::Event(event) => event,
             };
             match event {
                 WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
@@ -562,7 +571,7 @@ where
                     }
                 }
                 WatchEvent::Error(status) => {
-                    let e = Error::from_status("WATCH", self.lw.describe(), *status);
+                    let e = self.event_error(*status);
                     if e.is_gone() || e.is_resource_expired() {
                         self.version.lock().unavailable = true;
                     }
@@ -570,6 +579,37 @@ where
                 }
             }
         }
+    }
+
+    /// The next event of `stream`. A malformed event is reported and skipped; nothing
+    /// received for `silence` is a dead connection.
+    async fn next_event(
+        &self,
+        cancel: &CancellationToken,
+        stream: &mut WatchStream<K>,
+        silence: Duration,
+    ) -> Next<K> {
+        loop {
+            let next = tokio::select! {
+                _ = cancel.cancelled() => return Next::Cancelled,
+                n = tokio::time::timeout(silence, stream.next()) => n,
+            };
+            return match next {
+                Err(_) => Next::Failed(self.silent_error(silence)),
+                Ok(None) => Next::Closed,
+                Ok(Some(Err(e @ Error::Decode { .. }))) => {
+                    self.report(&e);
+                    continue;
+                }
+                Ok(Some(Err(e))) => Next::Failed(e),
+                Ok(Some(Ok(event))) => Next::Event(event),
+            };
+        }
+    }
+
+    /// The error an `ERROR` event reports.
+    fn event_error(&self, status: Status) -> Error {
+        Error::from_status("WATCH", self.lw.describe(), status)
     }
 
     fn silent_error(&self, after: Duration) -> Error {
@@ -636,29 +676,18 @@ where
     ) -> WatchEnd {
         let silence = timeout + self.opts.silence_grace;
         loop {
-            let next = tokio::select! {
-                _ = cancel.cancelled() => return WatchEnd::Cancelled,
-                n = tokio::time::timeout(silence, stream.next()) => n,
-            };
-            let event = match next {
-                Err(_) => return WatchEnd::Connection(self.silent_error(silence)),
-                Ok(None) => return WatchEnd::Closed,
-                Ok(Some(Err(e @ Error::Decode { .. }))) => {
-                    self.report(&e);
-                    continue;
-                }
-                Ok(Some(Err(e))) => return WatchEnd::Connection(e),
-                Ok(Some(Ok(event))) => event,
+            let event = match self.next_event(cancel, &mut stream, silence).await {
+                Next::Cancelled => return WatchEnd::Cancelled,
+                Next::Closed => return WatchEnd::Closed,
+                Next::Failed(e) => return WatchEnd::Connection(e),
+                Next::Event(event) => event,
             };
             let (result, rv) = match event {
                 WatchEvent::Added(obj) => self.apply(obj, |s, o| s.add(o)),
                 WatchEvent::Modified(obj) => self.apply(obj, |s, o| s.update(o)),
                 WatchEvent::Deleted(obj) => self.apply(obj, |s, o| s.delete(o)),
                 WatchEvent::Bookmark(b) => (Ok(()), Some(b.resource_version)),
-                WatchEvent::Error(status) => {
-                    let e = Error::from_status("WATCH", self.lw.describe(), *status);
-                    return WatchEnd::Relist(e);
-                }
+                WatchEvent::Error(status) => return WatchEnd::Relist(self.event_error(*status)),
             };
             if let Err(e) = result {
                 tracing::warn!(reflector = %self.opts.name, "skipping a watched object: {e}");
@@ -674,10 +703,7 @@ where
         obj: K,
         op: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), KeyError>,
     ) -> (Result<(), KeyError>, Option<String>) {
-        let obj = match &self.opts.transform {
-            Some(t) => t(obj),
-            None => obj,
-        };
+        let obj = self.transform(obj);
         let rv = resource_version(&obj).map(str::to_string);
         (op(self.store.as_ref(), Arc::new(obj)), rv)
     }
