@@ -35,9 +35,11 @@ use kubekit::cache::{
 use kubekit::clientset::{Clientset, CreateOptions, ResourceClient, UpdateOptions};
 use kubekit::controller::{ReconcileError, Reconciler, Runner};
 use kubekit::informers::SharedInformerFactory;
-use kubekit::listers::Lister;
+use kubekit::listers::{Lister, NamespaceLister};
 use kubekit::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource, EventType};
 use kubekit::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::{App, AppStatus};
@@ -206,7 +208,7 @@ fn service_update(app: &App, current: &Service) -> Option<Service> {
 #[derive(Debug, thiserror::Error)]
 #[error("{kind} {name:?} already exists and is not managed by App")]
 pub struct ResourceExists {
-    kind: &'static str,
+    kind: String,
     name: String,
 }
 
@@ -220,7 +222,7 @@ pub struct AppReconciler {
 }
 
 impl AppReconciler {
-    fn not_controlled(&self, app: &App, kind: &'static str, name: &str) -> ReconcileError {
+    fn not_controlled(&self, app: &App, kind: String, name: &str) -> ReconcileError {
         let err = ResourceExists {
             kind,
             name: name.to_string(),
@@ -234,62 +236,50 @@ impl AppReconciler {
         err.into()
     }
 
-    async fn sync_deployment(
+    /// Brings the child `name` of kind `K` in line with `app`: creates it from `new` when
+    /// missing, refuses it when `app` does not control it, and applies `update`'s changes
+    /// when there are any. `None` when the spec names no such child.
+    async fn sync_child<K>(
         &self,
         app: &App,
-        ns: &str,
-    ) -> Result<Option<Deployment>, ReconcileError> {
-        let name = &app.spec.deployment_template.name;
+        name: &str,
+        lister: NamespaceLister<K>,
+        client: ResourceClient<K>,
+        new: fn(&App) -> K,
+        update: fn(&App, &K) -> Option<K>,
+    ) -> Result<Option<K>, ReconcileError>
+    where
+        K: Resource<DynamicType = ()>
+            + Serialize
+            + DeserializeOwned
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+    {
+        let kind = K::kind(&());
         if name.is_empty() {
-            tracing::warn!(app = ?app.metadata.name, "deployment name must be specified");
+            tracing::warn!(app = ?app.metadata.name, "{} name must be specified", kind.to_lowercase());
             return Ok(None);
         }
-        let client: ResourceClient<Deployment> = self.clientset.apps_v1().deployments(ns);
-        let current = match self.deployments.namespaced(ns).get(name) {
-            Ok(d) => d,
+        let current = match lister.get(name) {
+            Ok(current) => current,
             Err(e) if e.is_not_found() => {
-                let created = client
-                    .create(&new_deployment(app), &write_options())
-                    .await?;
-                tracing::info!(app = ?app.metadata.name, deployment = %name, "created Deployment");
+                let created = client.create(&new(app), &write_options()).await?;
+                tracing::info!(app = ?app.metadata.name, child = %name, "created {kind}");
                 return Ok(Some(created));
             }
             Err(e) => return Err(e.into()),
         };
-        if !is_controlled_by(&current.metadata, app) {
-            return Err(self.not_controlled(app, "Deployment", name));
+        if !is_controlled_by(current.meta(), app) {
+            return Err(self.not_controlled(app, kind.into_owned(), name));
         }
-        match deployment_update(app, &current) {
+        match update(app, &current) {
             Some(next) => {
-                tracing::info!(app = ?app.metadata.name, deployment = %name, "updating Deployment to the App's spec");
+                tracing::info!(app = ?app.metadata.name, child = %name, "updating {kind} to the App's spec");
                 Ok(Some(client.update(&next, &write_options()).await?))
             }
-            None => Ok(Some(Deployment::clone(&current))),
-        }
-    }
-
-    async fn sync_service(&self, app: &App, ns: &str) -> Result<Option<Service>, ReconcileError> {
-        let name = &app.spec.service_template.name;
-        if name.is_empty() {
-            tracing::warn!(app = ?app.metadata.name, "service name must be specified");
-            return Ok(None);
-        }
-        let client: ResourceClient<Service> = self.clientset.core_v1().services(ns);
-        let current = match self.services.namespaced(ns).get(name) {
-            Ok(s) => s,
-            Err(e) if e.is_not_found() => {
-                let created = client.create(&new_service(app), &write_options()).await?;
-                tracing::info!(app = ?app.metadata.name, service = %name, "created Service");
-                return Ok(Some(created));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if !is_controlled_by(&current.metadata, app) {
-            return Err(self.not_controlled(app, "Service", name));
-        }
-        match service_update(app, &current) {
-            Some(next) => Ok(Some(client.update(&next, &write_options()).await?)),
-            None => Ok(Some(Service::clone(&current))),
+            None => Ok(Some(K::clone(&current))),
         }
     }
 
@@ -306,8 +296,26 @@ impl AppReconciler {
             }
             Err(e) => return Err(e.into()),
         };
-        let deployment = self.sync_deployment(&app, ns).await?;
-        let service = self.sync_service(&app, ns).await?;
+        let deployment = self
+            .sync_child(
+                &app,
+                &app.spec.deployment_template.name,
+                self.deployments.namespaced(ns),
+                self.clientset.apps_v1().deployments(ns),
+                new_deployment,
+                deployment_update,
+            )
+            .await?;
+        let service = self
+            .sync_child(
+                &app,
+                &app.spec.service_template.name,
+                self.services.namespaced(ns),
+                self.clientset.core_v1().services(ns),
+                new_service,
+                service_update,
+            )
+            .await?;
         let status = AppStatus {
             deployment_status: deployment.and_then(|d| d.status),
             service_status: service.and_then(|s| s.status),
