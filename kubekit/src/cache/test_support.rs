@@ -61,6 +61,16 @@ impl Script {
     }
 }
 
+/// The scripted answer, or (the script ran out) one that never comes.
+fn scripted<'a, T: Send + 'a>(next: Option<T>) -> futures_util::future::BoxFuture<'a, T> {
+    Box::pin(async move {
+        match next {
+            Some(r) => r,
+            None => std::future::pending().await,
+        }
+    })
+}
+
 /// A scripted lister-watcher: when the script runs out, calls wait forever.
 pub(crate) struct Fake(pub(crate) Arc<Script>);
 
@@ -70,13 +80,7 @@ impl ListerWatcher<ConfigMap> for Fake {
         opts: ListOptions,
     ) -> futures_util::future::BoxFuture<'_, crate::rest::Result<ObjectList<ConfigMap>>> {
         self.0.calls.lock().push(("list", opts));
-        let next = self.0.lists.lock().pop_front();
-        Box::pin(async move {
-            match next {
-                Some(r) => r,
-                None => std::future::pending().await,
-            }
-        })
+        scripted(self.0.lists.lock().pop_front())
     }
 
     fn watch(
@@ -84,13 +88,7 @@ impl ListerWatcher<ConfigMap> for Fake {
         opts: ListOptions,
     ) -> futures_util::future::BoxFuture<'_, crate::rest::Result<WatchStream<ConfigMap>>> {
         self.0.calls.lock().push(("watch", opts));
-        let next = self.0.watches.lock().pop_front();
-        Box::pin(async move {
-            match next {
-                Some(r) => r,
-                None => std::future::pending().await,
-            }
-        })
+        scripted(self.0.watches.lock().pop_front())
     }
 
     fn describe(&self) -> String {
