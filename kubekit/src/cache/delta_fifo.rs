@@ -246,14 +246,12 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             deletions += 1;
         }
         if let Some(known) = &self.known {
-            for key in known.list_keys() {
+            for (key, obj) in known.list_entries() {
                 if keys.contains(&key) || tombstoned.contains(&key) {
                     continue;
                 }
-                if let Some(obj) = known.get(&key) {
-                    self.queue_tombstone(&mut s, key, obj);
-                    deletions += 1;
-                }
+                self.queue_tombstone(&mut s, key, obj);
+                deletions += 1;
             }
         }
         if !s.populated {
@@ -279,14 +277,12 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         let Some(known) = &self.known else { return };
         let mut s = self.state.lock();
         let mut queued_any = false;
-        for key in known.list_keys() {
+        for (key, obj) in known.list_entries() {
             if s.items.get(&key).is_some_and(|d| !d.is_empty()) {
                 continue;
             }
-            if let Some(obj) = known.get(&key) {
-                self.queue_action(&mut s, key, DeltaType::Sync, MaybeTombstone::Object(obj));
-                queued_any = true;
-            }
+            self.queue_action(&mut s, key, DeltaType::Sync, MaybeTombstone::Object(obj));
+            queued_any = true;
         }
         drop(s);
         if queued_any {

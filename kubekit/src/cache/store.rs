@@ -237,6 +237,16 @@ impl<K: Resource + 'static> Indexer<K> {
         self.inner.read().items.values().cloned().collect()
     }
 
+    /// Every key with its object, in no particular order, read in one critical section.
+    pub fn list_entries(&self) -> Vec<(String, Arc<K>)> {
+        let inner = self.inner.read();
+        inner
+            .items
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
     /// Every key, in no particular order.
     pub fn list_keys(&self) -> Vec<String> {
         self.inner.read().items.keys().cloned().collect()
