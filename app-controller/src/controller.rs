@@ -29,11 +29,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kube::Resource;
-use kubekit::cache::{
-    MaybeTombstone, ResourceEventHandlerFuncs, meta_namespace_key, split_meta_namespace_key,
-};
+use kubekit::cache::{MaybeTombstone, ResourceEventHandlerFuncs, split_meta_namespace_key};
 use kubekit::clientset::{Clientset, CreateOptions, ResourceClient, UpdateOptions};
-use kubekit::controller::{ReconcileError, Reconciler, Runner};
+use kubekit::controller::{ReconcileError, Reconciler, Runner, enqueue, enqueue_handler};
 use kubekit::informers::SharedInformerFactory;
 use kubekit::listers::{Lister, NamespaceLister};
 use kubekit::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource, EventType};
@@ -347,14 +345,6 @@ impl Reconciler for AppReconciler {
     }
 }
 
-/// Enqueues the key of `obj`.
-fn enqueue<K: Resource>(queue: &RateLimitingQueue<String>, obj: &K) {
-    match meta_namespace_key(obj) {
-        Ok(key) => queue.add(key),
-        Err(e) => tracing::error!("cannot enqueue an object: {e}"),
-    }
-}
-
 /// Enqueues the App that controls `obj`, if it is one the cache knows.
 fn enqueue_owner<K: Resource>(queue: &RateLimitingQueue<String>, apps: &Lister<App>, obj: &K) {
     let meta = obj.meta();
@@ -413,13 +403,8 @@ pub async fn run(
         default_controller_rate_limiter(),
         QueueConfig::new().name("Apps"),
     );
-    apps.informer().add_event_handler({
-        let (q1, q2, q3) = (queue.clone(), queue.clone(), queue.clone());
-        ResourceEventHandlerFuncs::new()
-            .on_add(move |app: &Arc<App>, _| enqueue(&q1, app.as_ref()))
-            .on_update(move |_: &Arc<App>, new: &Arc<App>| enqueue(&q2, new.as_ref()))
-            .on_delete(move |app: &MaybeTombstone<App>| enqueue(&q3, app.object().as_ref()))
-    });
+    apps.informer()
+        .add_event_handler(enqueue_handler::<App>(&queue));
     deployments
         .informer()
         .add_event_handler(child_handler::<Deployment>(&queue, &apps.lister()));

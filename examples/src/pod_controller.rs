@@ -17,12 +17,9 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
-use kubekit::cache::{
-    Indexer, ListWatch, MaybeTombstone, ResourceEventHandlerFuncs, SharedIndexInformer,
-    deletion_handling_meta_namespace_key, meta_namespace_key,
-};
+use kubekit::cache::{Indexer, ListWatch, SharedIndexInformer};
 use kubekit::clientset::Clientset;
-use kubekit::controller::{ReconcileError, Reconciler, Runner, shutdown_signal};
+use kubekit::controller::{ReconcileError, Reconciler, Runner, enqueue_handler, shutdown_signal};
 use kubekit::workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 
 /// Prints what the cache holds for each key.
@@ -56,25 +53,7 @@ async fn main() -> anyhow::Result<()> {
     let lw = ListWatch::new(clientset.core_v1().pods(&namespace));
     let informer = Arc::new(SharedIndexInformer::new(Arc::new(lw), Duration::ZERO));
     let queue = RateLimitingQueue::new(default_controller_rate_limiter());
-    informer.add_event_handler({
-        let (add, update, delete) = (queue.clone(), queue.clone(), queue.clone());
-        ResourceEventHandlerFuncs::new()
-            .on_add(move |pod: &Arc<Pod>, _| {
-                if let Ok(key) = meta_namespace_key(pod.as_ref()) {
-                    add.add(key);
-                }
-            })
-            .on_update(move |_: &Arc<Pod>, pod: &Arc<Pod>| {
-                if let Ok(key) = meta_namespace_key(pod.as_ref()) {
-                    update.add(key);
-                }
-            })
-            .on_delete(move |pod: &MaybeTombstone<Pod>| {
-                if let Ok(key) = deletion_handling_meta_namespace_key(pod) {
-                    delete.add(key);
-                }
-            })
-    });
+    informer.add_event_handler(enqueue_handler(&queue));
 
     // A pod known from a previous run: if it is gone, the first list reports its deletion.
     let mut known = Pod::default();

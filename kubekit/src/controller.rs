@@ -49,8 +49,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use kube::Resource;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::{
+    MaybeTombstone, ResourceEventHandlerFuncs, deletion_handling_meta_namespace_key,
+    meta_namespace_key,
+};
 use crate::workqueue::RateLimitingQueue;
 
 /// The error a reconcile returns; it is logged and the key retried.
@@ -226,6 +231,32 @@ impl<R: Reconciler> Worker<R> {
     }
 }
 
+/// Puts the key (`namespace/name`) of `obj` on `queue`; an object without a name is
+/// logged and skipped.
+pub fn enqueue<K: Resource>(queue: &RateLimitingQueue<String>, obj: &K) {
+    match meta_namespace_key(obj) {
+        Ok(key) => queue.add(key),
+        Err(e) => tracing::error!("cannot enqueue an object: {e}"),
+    }
+}
+
+/// The event handler of the seeds' controllers: the key of every added, updated or deleted
+/// object goes on `queue` (for a deletion learned from a relist, the tombstone's key).
+pub fn enqueue_handler<K: Resource + Send + Sync + 'static>(
+    queue: &RateLimitingQueue<String>,
+) -> ResourceEventHandlerFuncs<K> {
+    let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+    ResourceEventHandlerFuncs::new()
+        .on_add(move |obj: &Arc<K>, _| enqueue(&on_add, obj.as_ref()))
+        .on_update(move |_: &Arc<K>, new: &Arc<K>| enqueue(&on_update, new.as_ref()))
+        .on_delete(
+            move |obj: &MaybeTombstone<K>| match deletion_handling_meta_namespace_key(obj) {
+                Ok(key) => on_delete.add(key),
+                Err(e) => tracing::error!("cannot enqueue a deleted object: {e}"),
+            },
+        )
+}
+
 /// A token cancelled by the first SIGINT or SIGTERM; a second one exits the process with
 /// status 1. Must be called within a tokio runtime.
 pub fn shutdown_signal() -> CancellationToken {
@@ -345,6 +376,31 @@ mod tests {
             0,
             "dropped keys are forgotten"
         );
+    }
+
+    #[tokio::test]
+    async fn the_enqueue_handler_queues_the_key_of_adds_updates_deletes_and_tombstones() {
+        use crate::cache::{DeletedFinalStateUnknown, ResourceEventHandler};
+        use k8s_openapi::api::core::v1::Pod;
+
+        let pod = |name: &str| {
+            let mut p = Pod::default();
+            p.metadata.namespace = Some("ns".into());
+            p.metadata.name = Some(name.into());
+            Arc::new(p)
+        };
+        let q = queue();
+        let handler = enqueue_handler::<Pod>(&q);
+        let h: &dyn ResourceEventHandler<Pod> = &handler;
+        h.on_add(&pod("a"), true);
+        h.on_update(&pod("b"), &pod("b"));
+        h.on_delete(&MaybeTombstone::Object(pod("c")));
+        h.on_delete(&MaybeTombstone::Tombstone(DeletedFinalStateUnknown {
+            key: "ns/d".into(),
+            obj: pod("d"),
+        }));
+        h.on_add(&Arc::new(Pod::default()), false);
+        assert_eq!(q.len(), 4, "the nameless pod is skipped");
     }
 
     #[tokio::test(start_paused = true)]
