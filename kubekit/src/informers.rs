@@ -56,7 +56,7 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::{ListWatch, SharedIndexInformer, TweakListOptions};
+use crate::cache::{ListWatch, ListerWatcher, SharedIndexInformer, TweakListOptions};
 use crate::clientset::{Clientset, KnownScope, ListOptions, ResourceClient};
 use crate::dynamic::{DynamicClient, Unstructured};
 use crate::listers::Lister;
@@ -141,6 +141,7 @@ pub struct SharedInformerFactoryBuilder {
     tweak: Option<TweakListOptions>,
     default_resync: Duration,
     custom_resync: HashMap<GroupVersionResource, Duration>,
+    page_size: Option<u32>,
 }
 
 impl fmt::Debug for SharedInformerFactoryBuilder {
@@ -174,6 +175,13 @@ impl SharedInformerFactoryBuilder {
         self
     }
 
+    /// The page size of every informer's lists (client-go's default, 500, unless set;
+    /// 0: unpaged). Larger pages mean fewer requests and larger responses held at once.
+    pub fn page_size(mut self, page_size: u32) -> Self {
+        self.page_size = Some(page_size);
+        self
+    }
+
     /// The resync period of the informer of `K`.
     pub fn resync_for<K: Resource<DynamicType = ()>>(mut self, period: Duration) -> Self {
         self.custom_resync
@@ -197,6 +205,7 @@ impl SharedInformerFactoryBuilder {
             tweak: self.tweak,
             default_resync: self.default_resync,
             custom_resync: self.custom_resync,
+            page_size: self.page_size,
             state: Mutex::new(State::default()),
             cancel: CancellationToken::new(),
         }
@@ -211,6 +220,7 @@ pub struct SharedInformerFactory {
     tweak: Option<TweakListOptions>,
     default_resync: Duration,
     custom_resync: HashMap<GroupVersionResource, Duration>,
+    page_size: Option<u32>,
     state: Mutex<State>,
     cancel: CancellationToken,
 }
@@ -248,14 +258,30 @@ impl SharedInformerFactory {
             tweak: None,
             default_resync: Duration::ZERO,
             custom_resync: HashMap::new(),
+            page_size: None,
         }
     }
 
-    fn resync_of(&self, gvr: &GroupVersionResource) -> Duration {
-        self.custom_resync
+    /// A new informer over `lw` with the factory's resync period for `gvr` and its page
+    /// size.
+    fn new_informer<K>(
+        &self,
+        gvr: &GroupVersionResource,
+        lw: Arc<dyn ListerWatcher<K>>,
+    ) -> SharedIndexInformer<K>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+    {
+        let resync = self
+            .custom_resync
             .get(gvr)
             .copied()
-            .unwrap_or(self.default_resync)
+            .unwrap_or(self.default_resync);
+        let informer = SharedIndexInformer::new(lw, resync);
+        if let Some(page_size) = self.page_size {
+            informer.configure_reflector(|o| o.page_size = page_size);
+        }
+        informer
     }
 
     fn get_or_insert<K>(
@@ -301,23 +327,21 @@ impl SharedInformerFactory {
         K::Scope: KnownScope,
     {
         let gvr = GroupVersionResource::of::<K>();
-        let resync = self.resync_of(&gvr);
-        self.get_or_insert(gvr, || {
+        self.get_or_insert(gvr.clone(), || {
             let client =
                 ResourceClient::<K>::new(self.clientset.rest_client().clone(), &self.namespace);
             let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
-            SharedIndexInformer::new(Arc::new(lw), resync)
+            self.new_informer(&gvr, Arc::new(lw))
         })
     }
 
     /// The shared dynamic informer of `gvr` (objects as [`Unstructured`]). It watches the
     /// factory's namespace; for a cluster-scoped resource build the factory without one.
     pub fn for_resource(&self, gvr: &GroupVersionResource) -> InformerFor<Unstructured> {
-        let resync = self.resync_of(gvr);
         self.get_or_insert(gvr.clone(), || {
             let client = self.dynamic.resource(gvr).namespace(&self.namespace);
             let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
-            SharedIndexInformer::new(Arc::new(lw), resync)
+            self.new_informer(gvr, Arc::new(lw))
         })
     }
 

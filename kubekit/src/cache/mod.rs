@@ -8,6 +8,8 @@
 //!
 //! - [`key`]: how objects are named in the cache, and tombstones.
 //! - [`store`]: [`Indexer`], the thread-safe cache with named secondary indexes.
+//! - [`compact`]: [`Compact`], objects kept compressed with their metadata at hand, for
+//!   informers over many objects.
 //! - [`delta_fifo`]: [`DeltaFifo`], the queue of changes between a reflector and an
 //!   informer.
 //! - [`listwatch`]: [`ListerWatcher`] and [`ListWatch`] over typed and dynamic clients.
@@ -18,6 +20,7 @@
 //! - [`shared_informer`]: [`SharedIndexInformer`] and its handler registrations.
 //! - [`wait_for_cache_sync`]: waits for several informers at once.
 
+pub mod compact;
 pub mod controller;
 pub mod delta_fifo;
 pub mod handler;
@@ -29,6 +32,7 @@ pub mod store;
 #[cfg(test)]
 mod test_support;
 
+pub use compact::Compact;
 pub use controller::{Controller, ControllerConfig, ProcessError, ProcessFunc};
 pub use delta_fifo::{Closed, Delta, DeltaFifo, DeltaType, Deltas};
 pub use handler::{ResourceEventHandler, ResourceEventHandlerFuncs};

@@ -182,7 +182,11 @@ where
     /// the next with the list's `metadata.continue_`), otherwise all of them. The list's
     /// `metadata.resource_version` is where a watch continues from.
     pub async fn list(&self, opts: &ListOptions) -> Result<ObjectList<K>> {
-        self.endpoint.list(opts).await?.decode_list()
+        self.endpoint
+            .list(opts)
+            .await?
+            .decode_list_in_background()
+            .await
     }
 
     /// Watches the objects matching `opts` from `opts.resource_version` (unset: from now,

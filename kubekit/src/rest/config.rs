@@ -125,6 +125,20 @@ impl Config {
         Ok(Self::from_kube(kube))
     }
 
+    /// A server reached at `url` with no kubeconfig and no credentials (client-go's
+    /// `rest.Config{Host: url}`): an `http://` URL for a plain-text server (a local proxy
+    /// such as `kubectl proxy`, a test server), or `https://` verified against the system's
+    /// roots. Credentials and CA data come only through a kubeconfig or in-cluster.
+    ///
+    /// ```
+    /// let config = kubekit::rest::Config::from_url("http://127.0.0.1:8001").unwrap();
+    /// assert_eq!(config.host().to_string(), "http://127.0.0.1:8001/");
+    /// assert!(kubekit::rest::Config::from_url("127.0.0.1:8001").is_err());
+    /// ```
+    pub fn from_url(url: &str) -> Result<Self> {
+        Ok(Self::from_kube(kube::Config::new(parse_url(url)?)))
+    }
+
     /// The service account of the pod this process runs in (`KUBERNETES_SERVICE_HOST`,
     /// `/var/run/secrets/kubernetes.io/serviceaccount`).
     pub fn in_cluster() -> Result<Self> {
@@ -164,7 +178,7 @@ impl Config {
             (_, Some(path)) => Self::from_kubeconfig(path).await?,
             (Some(master), None) => match Kubeconfig::read() {
                 Ok(kc) => Self::from_kubeconfig_value(kc, None, "from $KUBECONFIG or ~/.kube/config").await?,
-                Err(_) => Self::from_kube(kube::Config::new(parse_url(master)?)),
+                Err(_) => Self::from_url(master)?,
             },
         };
         if let Some(master) = master_url {
@@ -224,7 +238,7 @@ fn parse_url(url: &str) -> Result<http::Uri> {
     url.parse::<http::Uri>()
         .ok()
         .filter(|u| u.scheme().is_some() && u.host().is_some())
-        .ok_or_else(|| Error::Config(format!("master URL {url:?} is not an absolute http(s) URL")))
+        .ok_or_else(|| Error::Config(format!("server URL {url:?} is not an absolute http(s) URL")))
 }
 
 #[cfg(test)]
