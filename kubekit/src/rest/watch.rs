@@ -14,10 +14,12 @@
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
 
+use std::fmt;
+
 use bytes::{Buf, BytesMut};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::error::{Error, Result};
@@ -61,14 +63,6 @@ impl Bookmark {
 }
 
 #[derive(Deserialize)]
-struct RawEvent<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    #[serde(borrow)]
-    object: &'a RawValue,
-}
-
-#[derive(Deserialize)]
 struct BookmarkObject {
     metadata: BookmarkMeta,
 }
@@ -82,32 +76,155 @@ struct BookmarkMeta {
     annotations: BTreeMap<String, String>,
 }
 
-/// Decodes one watch line (without its newline) into an event. `what` names the resource
-/// in errors.
+/// The fields of a watch event.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum Field {
+    Type,
+    Object,
+    #[serde(other)]
+    Other,
+}
+
+/// Reads one event in a single pass over the line: the API server writes `type` before
+/// `object`, so the object is decoded straight into its final type. An object that comes
+/// first is kept raw until the type is known.
+struct EventSeed<'s, K> {
+    /// The event's type, once read (for error messages).
+    kind: &'s mut Option<String>,
+    /// Whether the failure, if any, is in the object of a known event type.
+    in_object: &'s mut bool,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for EventSeed<'_, K> {
+    type Value = WatchEvent<K>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, K: DeserializeOwned> Visitor<'de> for EventSeed<'_, K> {
+    type Value = WatchEvent<K>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a watch event {\"type\": ..., \"object\": ...}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut event = None;
+        let mut early_object: Option<Box<RawValue>> = None;
+        while let Some(field) = map.next_key::<Field>()? {
+            match field {
+                Field::Type => *self.kind = Some(map.next_value()?),
+                Field::Object => match self.kind.as_deref() {
+                    Some(kind) => {
+                        *self.in_object = is_known(kind);
+                        event = Some(event_of(kind, |seed| map.next_value_seed(seed))?);
+                        *self.in_object = false;
+                    }
+                    None => early_object = Some(map.next_value()?),
+                },
+                Field::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if let Some(event) = event {
+            return Ok(event);
+        }
+        let kind = self
+            .kind
+            .as_deref()
+            .ok_or_else(|| A::Error::missing_field("type"))?;
+        let raw = early_object.ok_or_else(|| A::Error::missing_field("object"))?;
+        *self.in_object = is_known(kind);
+        event_of(kind, |seed| {
+            let mut de = serde_json::Deserializer::from_str(raw.get());
+            seed.deserialize(&mut de).map_err(A::Error::custom)
+        })
+    }
+}
+
+fn is_known(kind: &str) -> bool {
+    matches!(
+        kind,
+        "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"
+    )
+}
+
+/// Builds the event of type `kind`, decoding its object with `decode`.
+fn event_of<K: DeserializeOwned, E: serde::de::Error>(
+    kind: &str,
+    decode: impl FnOnce(ObjectSeed<K>) -> Result<Object<K>, E>,
+) -> Result<WatchEvent<K>, E> {
+    let expect = match kind {
+        "ADDED" | "MODIFIED" | "DELETED" => ObjectKind::Typed,
+        "BOOKMARK" => ObjectKind::Bookmark,
+        "ERROR" => ObjectKind::Status,
+        other => return Err(E::custom(format!("unknown event type {other:?}"))),
+    };
+    Ok(match (kind, decode(ObjectSeed(expect, PhantomData))?) {
+        ("ADDED", Object::Typed(o)) => WatchEvent::Added(o),
+        ("MODIFIED", Object::Typed(o)) => WatchEvent::Modified(o),
+        (_, Object::Typed(o)) => WatchEvent::Deleted(o),
+        (_, Object::Bookmark(b)) => WatchEvent::Bookmark(Bookmark {
+            resource_version: b.metadata.resource_version,
+            annotations: b.metadata.annotations,
+        }),
+        (_, Object::Status(s)) => WatchEvent::Error(s),
+    })
+}
+
+#[derive(Clone, Copy)]
+enum ObjectKind {
+    Typed,
+    Bookmark,
+    Status,
+}
+
+enum Object<K> {
+    Typed(K),
+    Bookmark(BookmarkObject),
+    Status(Box<Status>),
+}
+
+/// Decodes an event's object as what its type says it is.
+struct ObjectSeed<K>(ObjectKind, PhantomData<fn() -> K>);
+
+impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ObjectSeed<K> {
+    type Value = Object<K>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        Ok(match self.0 {
+            ObjectKind::Typed => Object::Typed(K::deserialize(deserializer)?),
+            ObjectKind::Bookmark => Object::Bookmark(BookmarkObject::deserialize(deserializer)?),
+            ObjectKind::Status => Object::Status(Box::new(Status::deserialize(deserializer)?)),
+        })
+    }
+}
+
+/// Decodes one watch line (without its newline) into an event, in one pass. `what` names
+/// the resource in errors.
 pub fn decode_event<K: DeserializeOwned>(line: &[u8], what: &str) -> Result<WatchEvent<K>> {
-    let raw: RawEvent<'_> = serde_json::from_slice(line)
-        .map_err(|e| Error::decode(format!("watch event of {what}"), e, line))?;
-    let object = raw.object.get().as_bytes();
-    let obj = |e| Error::decode(format!("{} {what} in a watch event", raw.kind), e, object);
-    Ok(match raw.kind {
-        "ADDED" => WatchEvent::Added(serde_json::from_slice(object).map_err(obj)?),
-        "MODIFIED" => WatchEvent::Modified(serde_json::from_slice(object).map_err(obj)?),
-        "DELETED" => WatchEvent::Deleted(serde_json::from_slice(object).map_err(obj)?),
-        "BOOKMARK" => {
-            let b: BookmarkObject = serde_json::from_slice(object).map_err(obj)?;
-            WatchEvent::Bookmark(Bookmark {
-                resource_version: b.metadata.resource_version,
-                annotations: b.metadata.annotations,
-            })
+    let mut kind = None;
+    let mut in_object = false;
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let seed = EventSeed::<K> {
+        kind: &mut kind,
+        in_object: &mut in_object,
+        _kind: PhantomData,
+    };
+    let decoded = seed.deserialize(&mut de).and_then(|event| {
+        de.end()?;
+        Ok(event)
+    });
+    decoded.map_err(|e| match kind {
+        Some(kind) if in_object => {
+            Error::decode(format!("{kind} {what} in a watch event"), e, line)
         }
-        "ERROR" => WatchEvent::Error(Box::new(serde_json::from_slice(object).map_err(obj)?)),
-        other => {
-            return Err(Error::decode(
-                format!("watch event of {what}"),
-                serde::de::Error::custom(format!("unknown event type {other:?}")),
-                line,
-            ));
-        }
+        _ => Error::decode(format!("watch event of {what}"), e, line),
     })
 }
 
@@ -257,6 +374,31 @@ mod tests {
             }
             other => panic!("expected an ERROR event, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_object_before_its_type_decodes_the_same() {
+        let mut d = WatchDecoder::<Pod>::new("pods");
+        d.feed(br#"{"object":{"metadata":{"name":"a","resourceVersion":"5"}},"type":"MODIFIED"}"#);
+        d.feed(b"\n");
+        d.feed(br#"{"object":{"metadata":{"name":5}},"type":"ADDED"}"#);
+        d.feed(b"\n");
+        let events = all(&mut d);
+        assert!(
+            matches!(&events[0], Ok(WatchEvent::Modified(p)) if p.metadata.name.as_deref() == Some("a"))
+        );
+        let err = events[1].as_ref().expect_err("name must be a string");
+        assert!(
+            err.to_string().contains("ADDED pods in a watch event"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn trailing_garbage_after_an_event_is_an_error() {
+        let mut d = WatchDecoder::<Pod>::new("pods");
+        d.feed(format!("{ADDED} x\n").as_bytes());
+        assert!(d.next_event().unwrap().is_err());
     }
 
     #[test]

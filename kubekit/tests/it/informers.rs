@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 use futures_util::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kubekit::cache::{
-    IndexFunc, ListWatch, ListerWatcher, ResourceEventHandlerFuncs, SharedIndexInformer,
+    Compact, IndexFunc, ListWatch, ListerWatcher, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kubekit::clientset::{CreateOptions, ListOptions, ResourceClient, WatchStream};
 use kubekit::dynamic::{DynamicClient, Unstructured};
@@ -129,6 +129,66 @@ async fn informer_cache_equals_the_server_after_2000_pods_are_listed_and_churned
     );
     cancel.cancel();
     task.await.unwrap();
+}
+
+#[tokio::test]
+async fn compact_pod_informer_keeps_an_exact_cache_with_listers_indexes_and_late_handlers() {
+    let (cs, ns) = setup("inf-compact").await;
+    create_pods(&cs, &ns, 0..300).await;
+    let factory = SharedInformerFactory::builder(cs.clone())
+        .namespace(&ns)
+        .page_size(100)
+        .build();
+    let pods = factory.for_type::<Compact<Pod>>();
+    let by_bulk: IndexFunc<Compact<Pod>> = Arc::new(|p: &Compact<Pod>| {
+        let labels = kube::Resource::meta(p).labels.as_ref();
+        labels
+            .and_then(|l| l.get("bulk").cloned())
+            .into_iter()
+            .collect()
+    });
+    pods.informer()
+        .add_indexers([("bulk".to_string(), by_bulk)])
+        .unwrap();
+    let adds = AddCounter::default();
+    pods.informer().add_event_handler(adds.handler());
+    factory.start();
+    let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    assert!(synced.values().all(|ok| *ok), "{synced:?}");
+    assert_eq!(pods.informer().indexer().len(), 300);
+
+    tokio::join!(
+        create_pods(&cs, &ns, 300..600),
+        update_pods(&cs, &ns, 0..100, 1),
+        delete_pods(&cs, &ns, 100..200),
+    );
+    let indexer = pods.informer().indexer();
+    assert_cache_converges(&cs, &ns, indexer).await;
+    adds.wait_len(600).await;
+    assert!(adds.duplicates().is_empty(), "{:?}", adds.duplicates());
+
+    // Listers and label selectors work on the cached metadata; typed access decodes.
+    let lister = pods.lister().namespaced(&ns);
+    let pod = lister.get("pod-7").expect("pod-7 is cached");
+    let typed = pod.get().expect("a pod the server sent decodes");
+    assert_eq!(
+        typed.spec.as_ref().unwrap().containers[0].image.as_deref(),
+        Some("busybox")
+    );
+    assert!(pod.compressed_len() < pod.json_len());
+    let selected = lister.list(&"bulk=yes".parse::<Selector>().unwrap());
+    assert_eq!(selected.len(), 500);
+    assert_eq!(indexer.by_index("bulk", "yes").unwrap().len(), 500);
+    assert!(lister.get("pod-150").unwrap_err().is_not_found());
+
+    // A handler registered late is replayed the compact cache, once per object.
+    let late = AddCounter::default();
+    let registration = pods.informer().add_event_handler(late.handler());
+    late.wait_len(500).await;
+    assert!(late.duplicates().is_empty());
+    registration.wait_initial_handled().await;
+    assert!(registration.has_synced());
+    factory.shutdown().await;
 }
 
 #[tokio::test]

@@ -116,22 +116,26 @@ pub async fn server_state(cs: &Clientset, ns: &str) -> BTreeMap<String, String> 
         .collect()
 }
 
-/// The cache's pods: key → resourceVersion.
-pub fn cache_state(indexer: &Indexer<Pod>) -> BTreeMap<String, String> {
+/// The cache's pods (typed or compact): key → resourceVersion.
+pub fn cache_state<K: kube::Resource + 'static>(indexer: &Indexer<K>) -> BTreeMap<String, String> {
     indexer
         .list()
         .iter()
         .map(|p| {
             (
                 meta_namespace_key(p.as_ref()).expect("key"),
-                p.metadata.resource_version.clone().unwrap_or_default(),
+                p.meta().resource_version.clone().unwrap_or_default(),
             )
         })
         .collect()
 }
 
 /// Waits until the cache holds exactly the server's pods at the server's versions.
-pub async fn assert_cache_converges(cs: &Clientset, ns: &str, indexer: &Indexer<Pod>) {
+pub async fn assert_cache_converges<K: kube::Resource + 'static>(
+    cs: &Clientset,
+    ns: &str,
+    indexer: &Indexer<K>,
+) {
     let mut last = (BTreeMap::new(), BTreeMap::new());
     for _ in 0..120 {
         let server = server_state(cs, ns).await;
