@@ -43,7 +43,7 @@ pub use key::{
 pub use listwatch::{ListWatch, ListerWatcher, TweakListOptions};
 pub use reflector::{
     BackoffPolicy, Reflector, ReflectorOptions, ReflectorStore, ShouldResync, TransformFunc,
-    WatchErrorHandler, default_watch_error_handler,
+    WatchErrorHandler, default_watch_error_handler, strip_managed_fields,
 };
 pub use shared_informer::{
     MINIMUM_RESYNC_PERIOD, ResourceEventHandlerRegistration, SharedIndexInformer,
