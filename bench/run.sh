@@ -3,6 +3,8 @@
 #
 #   bench/run.sh workqueue [options]   kubekit's work queue vs client-go's (see bench/README.md)
 #   bench/run.sh relist [options]      informer memory at steady state and during a relist
+#   bench/run.sh informer [options]    informer sync and watch updates, kubekit vs kube-rs
+#                                      vs client-go on the same bytes
 #
 # Rust programs are built with cargo (honouring CARGO_TARGET_DIR), Go programs with
 # `go build` from the module in bench/go into bench/target/. Build output goes to stderr;
@@ -23,12 +25,24 @@ benchmarks:
   relist      informer memory at steady state and at the peak of a relist from the API
               server; starts the local control plane unless --kubeconfig is given
               options: --kubeconfig PATH, --objects N (default 10000)
+  informer    sync time, CPU and memory of an informer over N realistic Pods, then the rate
+              of M watch updates: kubekit vs kube-rs vs client-go, all served the same bytes
+              by a replay server (bench/fixtures/pods.json replicated)
+              options: --pods N (default 10000), --updates M (default 10000), --runs R
+                       (default 3), --clients kubekit,kube-rs,client-go, --verbose,
+                       --timeout SECS, --fixture PATH,
+                       --real             create the pods in the local control plane
+                                          instead (started if needed) and only sync
+                       --kubeconfig PATH  the same in another cluster
 USAGE
 }
 
-# Builds the Rust benchmark program; prints its path.
+# Builds the Rust benchmark programs (kubekit-bench and the packages named as arguments);
+# prints the path of kubekit-bench. The others are next to it.
 build_rust() {
-    cargo build --release --locked --quiet -p kubekit-bench --manifest-path "$root/Cargo.toml" >&2
+    local package args=(-p kubekit-bench)
+    for package in "$@"; do args+=(-p "$package"); done
+    cargo build --release --locked --quiet "${args[@]}" --manifest-path "$root/Cargo.toml" >&2
     echo "${CARGO_TARGET_DIR:-$root/target}/release/kubekit-bench"
 }
 
@@ -56,6 +70,32 @@ run_relist() {
     fi
 }
 
+run_informer() {
+    local rust_bin args=() real=false clients="kubekit,kube-rs,client-go"
+    while (($#)); do
+        case "$1" in
+            --real) real=true ;;
+            --clients)
+                (($# >= 2)) || { echo "--clients needs a value" >&2; exit 2; }
+                clients="$2"
+                args+=("$1" "$2")
+                shift
+                ;;
+            *) args+=("$1") ;;
+        esac
+        shift
+    done
+    rust_bin="$(build_rust kube-rs-informer)"
+    args+=(--kube-rs-bin "$(dirname "$rust_bin")/kube-rs-informer")
+    if [[ ",$clients," == *",client-go,"* ]]; then
+        args+=(--go-bin "$(build_go informer)")
+    fi
+    if $real && [[ " ${args[*]} " != *" --kubeconfig "* ]]; then
+        args+=(--kubeconfig "$("$root/scripts/local-cluster.sh" up | tail -n 1)")
+    fi
+    "$rust_bin" informer "${args[@]}"
+}
+
 case "${1:-}" in
     workqueue)
         shift
@@ -64,6 +104,10 @@ case "${1:-}" in
     relist)
         shift
         run_relist "$@"
+        ;;
+    informer)
+        shift
+        run_informer "$@"
         ;;
     -h | --help | help)
         usage

@@ -6,7 +6,13 @@
 //!   client-go's workqueue when `--go-bin` names the Go program built from `bench/go`.
 //! - `relist`: memory of an informer at steady state and at the peak of a relist, against
 //!   a real API server.
+//! - `informer`: sync time, CPU and memory of an informer over N realistic Pods and the rate
+//!   of M watch updates, kubekit against kube-rs and client-go on the same bytes (a replay
+//!   server, or a real cluster with `--kubeconfig`).
+//! - `informer-peer`: kubekit's side of `informer`, run by it as a child process.
 
+mod informer;
+mod informer_peer;
 mod relist;
 mod workqueue;
 
@@ -26,13 +32,34 @@ benchmarks:
                        --verbose       print every run's figures to stderr
   relist      steady-state and relist-peak memory of an informer over N ConfigMaps
               options: --kubeconfig PATH   the cluster to use (required)
-                       --objects N         ConfigMaps to create (default 10000)";
+                       --objects N         ConfigMaps to create (default 10000)
+  informer    sync and watch-update cost of an informer over N realistic Pods, kubekit vs
+              kube-rs vs client-go, all served the same bytes by a replay server
+              options: --pods N            pods to sync (default 10000)
+                       --updates M         MODIFIED events after the sync (default 10000)
+                       --runs R            runs per client; the table shows medians (default 3)
+                       --clients LIST      some of kubekit,kube-rs,client-go (default: all)
+                       --go-bin PATH       the client-go peer (bench/go/informer)
+                       --kube-rs-bin PATH  the kube-rs peer (default: kube-rs-informer next
+                                           to this program)
+                       --fixture PATH      the PodList to replicate (default
+                                           bench/fixtures/pods.json)
+                       --timeout SECS      a peer taking longer fails (default 600)
+                       --kubeconfig PATH   create the pods in this cluster instead and only
+                                           sync (confirms the replay server's figures)
+                       --verbose           log requests and each run's server counters
+  informer-peer  kubekit's peer of `informer` (run by it)
+              options: --server URL | --kubeconfig PATH, --updates M";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let result = match args.next().as_deref() {
         Some("workqueue") => workqueue::Options::parse(args).and_then(workqueue::run),
         Some("relist") => relist::Options::parse(args).and_then(relist::run),
+        Some("informer") => informer::Options::parse(args).and_then(informer::run),
+        Some("informer-peer") => {
+            informer_protocol::PeerOptions::parse(args).and_then(informer_peer::run)
+        }
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -1,0 +1,667 @@
+//! The informer benchmark: kubekit, kube-rs and client-go each sync an informer over N
+//! realistic Pods served by the same replay server (the same bytes), then apply M MODIFIED
+//! watch events; the table gives each client's medians over the runs and kubekit's ratios.
+//!
+//! Each client is a child process (a *peer*: `kubekit-bench informer-peer`,
+//! `kube-rs-informer`, the Go program `bench/go/informer`) started with
+//! `--server URL --updates M`. It prints `synced {json}` once its cache holds every pod;
+//! the orchestrator then waits until the peer's watch is open (past its initial events)
+//! and triggers the M events into it; the peer prints `updated {json}` once it has seen
+//! the M-th and exits. See [`informer_protocol`] for the lines.
+//!
+//! With `--kubeconfig`, the pods are created in a real cluster instead and the peers only
+//! sync (`--updates 0`): this confirms that the replay server's figures hold against a
+//! real API server.
+
+mod fixture;
+mod real;
+mod server;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use informer_protocol::{Line, Synced, Updated};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout, Command};
+
+use fixture::Fixture;
+use real::Cluster;
+use server::ReplayServer;
+
+/// The clients compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client {
+    Kubekit,
+    KubeRs,
+    Go,
+}
+
+impl Client {
+    const ALL: [Client; 3] = [Client::Kubekit, Client::KubeRs, Client::Go];
+
+    fn name(self) -> &'static str {
+        match self {
+            Client::Kubekit => "kubekit",
+            Client::KubeRs => "kube-rs",
+            Client::Go => "client-go",
+        }
+    }
+}
+
+/// Command-line options of `kubekit-bench informer`.
+pub struct Options {
+    pods: usize,
+    updates: usize,
+    runs: usize,
+    clients: Vec<Client>,
+    go_bin: Option<PathBuf>,
+    kube_rs_bin: Option<PathBuf>,
+    fixture: PathBuf,
+    verbose: bool,
+    kubeconfig: Option<PathBuf>,
+    timeout: Duration,
+    command_line: String,
+}
+
+impl Options {
+    /// Parses the options that follow the `informer` subcommand.
+    pub fn parse(args: impl Iterator<Item = String>) -> Result<Self, String> {
+        let args: Vec<String> = args.collect();
+        let mut options = Self {
+            pods: 10_000,
+            updates: 10_000,
+            runs: 3,
+            clients: Client::ALL.to_vec(),
+            go_bin: None,
+            kube_rs_bin: None,
+            fixture: default_fixture(),
+            verbose: false,
+            kubeconfig: None,
+            timeout: Duration::from_secs(600),
+            command_line: format!("kubekit-bench informer {}", args.join(" ")),
+        };
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+            let number = |name: &str, value: String| {
+                value
+                    .parse::<usize>()
+                    .map_err(|e| format!("{name} {value:?}: {e}"))
+            };
+            match arg.as_str() {
+                "--pods" => options.pods = number("--pods", value("--pods")?)?,
+                "--updates" => options.updates = number("--updates", value("--updates")?)?,
+                "--runs" => options.runs = number("--runs", value("--runs")?)?,
+                "--timeout" => {
+                    let seconds = number("--timeout", value("--timeout")?)?;
+                    options.timeout = Duration::from_secs(seconds as u64);
+                }
+                "--clients" => options.clients = parse_clients(&value("--clients")?)?,
+                "--go-bin" => options.go_bin = Some(value("--go-bin")?.into()),
+                "--kube-rs-bin" => options.kube_rs_bin = Some(value("--kube-rs-bin")?.into()),
+                "--fixture" => options.fixture = value("--fixture")?.into(),
+                "--kubeconfig" => options.kubeconfig = Some(value("--kubeconfig")?.into()),
+                "--verbose" => options.verbose = true,
+                other => return Err(format!("unknown option {other:?}")),
+            }
+        }
+        if options.pods == 0 || options.runs == 0 {
+            return Err("--pods and --runs must be positive".into());
+        }
+        if options.kubeconfig.is_some() {
+            // Against a real cluster the peers only sync.
+            options.updates = 0;
+        }
+        Ok(options)
+    }
+}
+
+/// `bench/fixtures/pods.json` of the repository this program was built from.
+fn default_fixture() -> PathBuf {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate_dir
+        .parent()
+        .unwrap_or(crate_dir)
+        .join("fixtures/pods.json")
+}
+
+/// Parses `kubekit,kube-rs,client-go` (any non-empty subset, in the order given).
+fn parse_clients(list: &str) -> Result<Vec<Client>, String> {
+    let mut clients = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let client = Client::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or(format!(
+                "--clients: unknown client {name:?} (kubekit, kube-rs, client-go)"
+            ))?;
+        if !clients.contains(&client) {
+            clients.push(client);
+        }
+    }
+    if clients.is_empty() {
+        return Err("--clients: no client given".into());
+    }
+    Ok(clients)
+}
+
+/// How to start a peer.
+struct Program {
+    client: Client,
+    path: PathBuf,
+    /// Arguments before the peer options (the subcommand of kubekit's peer).
+    args: Vec<String>,
+}
+
+fn programs(options: &Options) -> Result<Vec<Program>, String> {
+    let this = std::env::current_exe().map_err(|e| format!("locating kubekit-bench: {e}"))?;
+    options
+        .clients
+        .iter()
+        .map(|&client| {
+            let (path, args) = match client {
+                Client::Kubekit => (this.clone(), vec!["informer-peer".to_string()]),
+                Client::KubeRs => (
+                    options
+                        .kube_rs_bin
+                        .clone()
+                        .unwrap_or_else(|| this.with_file_name("kube-rs-informer")),
+                    Vec::new(),
+                ),
+                Client::Go => (
+                    options
+                        .go_bin
+                        .clone()
+                        .ok_or("client-go needs --go-bin PATH (the program of bench/go/informer)")?,
+                    Vec::new(),
+                ),
+            };
+            if !path.is_file() {
+                return Err(format!(
+                    "the {} peer {} does not exist (bench/run.sh informer builds it; or leave it out with --clients)",
+                    client.name(),
+                    path.display()
+                ));
+            }
+            Ok(Program { client, path, args })
+        })
+        .collect()
+}
+
+/// Where the peers sync from.
+enum Source {
+    Replay(ReplayServer),
+    Cluster(Cluster, PathBuf),
+}
+
+impl Source {
+    fn peer_args(&self) -> [String; 2] {
+        match self {
+            Source::Replay(server) => ["--server".into(), server.url()],
+            Source::Cluster(_, kubeconfig) => {
+                ["--kubeconfig".into(), kubeconfig.display().to_string()]
+            }
+        }
+    }
+}
+
+/// One peer run's reports.
+#[derive(Debug, Clone)]
+struct Sample {
+    synced: Synced,
+    updated: Option<Updated>,
+}
+
+/// What the orchestrator expects of each peer.
+struct Expect {
+    pods: usize,
+    updates: usize,
+    /// Against a real cluster other pods may exist: at least `pods` objects.
+    at_least: bool,
+}
+
+impl Expect {
+    fn check_synced(&self, client: Client, synced: &Synced) -> Result<(), String> {
+        let objects = synced.objects as usize;
+        if synced.client != client.name() {
+            return Err(format!("reported as {:?}", synced.client));
+        }
+        if objects < self.pods || (!self.at_least && objects != self.pods) {
+            return Err(format!("synced {objects} objects, expected {}", self.pods));
+        }
+        Ok(())
+    }
+
+    fn check_updated(&self, client: Client, updated: &Updated) -> Result<(), String> {
+        if updated.client != client.name() || updated.updates as usize != self.updates {
+            return Err(format!(
+                "reported {} updates as {:?}, expected {} as {:?}",
+                updated.updates,
+                updated.client,
+                self.updates,
+                client.name()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Reads the peer's next line; `what` names the line expected.
+async fn next_line(lines: &mut Lines<BufReader<ChildStdout>>, what: &str) -> Result<Line, String> {
+    match lines.next_line().await {
+        Ok(Some(line)) => Line::parse(&line),
+        Ok(None) => Err(format!("exited before printing its `{what}` line")),
+        Err(e) => Err(format!("reading its output: {e}")),
+    }
+}
+
+/// Runs one peer to the end; any failure kills it.
+async fn run_peer(
+    program: &Program,
+    source: &Source,
+    expect: &Expect,
+    timeout: Duration,
+) -> Result<Sample, String> {
+    let mut child = Command::new(&program.path)
+        .args(&program.args)
+        .args(source.peer_args())
+        .args(["--updates".to_string(), expect.updates.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", program.path.display()))?;
+    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let client = program.client;
+    let outcome = tokio::time::timeout(timeout, async {
+        let synced = match next_line(&mut lines, "synced").await? {
+            Line::Synced(synced) => synced,
+            Line::Updated(_) => return Err("printed `updated` before `synced`".to_string()),
+        };
+        expect.check_synced(client, &synced)?;
+        let mut updated = None;
+        if expect.updates > 0 {
+            let Source::Replay(server) = source else {
+                return Err("updates need the replay server".into());
+            };
+            tokio::select! {
+                () = server.wait_watching() => server.trigger(),
+                _ = child.wait() => return Err("exited before its watch was open".into()),
+            }
+            let report = match next_line(&mut lines, "updated").await? {
+                Line::Updated(report) => report,
+                Line::Synced(_) => return Err("printed `synced` twice".to_string()),
+            };
+            expect.check_updated(client, &report)?;
+            updated = Some(report);
+        }
+        if let Ok(Some(line)) = lines.next_line().await {
+            return Err(format!("printed more than expected: {line:?}"));
+        }
+        match child.wait().await {
+            Ok(status) if status.success() => Ok(Sample { synced, updated }),
+            _ => Err("did not exit successfully".into()),
+        }
+    })
+    .await
+    .unwrap_or_else(|_| Err(format!("timed out after {timeout:?}")));
+    match outcome {
+        Ok(sample) => Ok(sample),
+        Err(e) => Err(format!("{e}; {}", end(&mut child).await)),
+    }
+}
+
+/// How a failed peer ended: its exit status if it exits within a second, else killed.
+async fn end(child: &mut Child) -> String {
+    match tokio::time::timeout(Duration::from_secs(1), child.wait()).await {
+        Ok(Ok(status)) => status.to_string(),
+        Ok(Err(e)) => format!("exit status unknown: {e}"),
+        Err(_) => {
+            let _ = child.kill().await;
+            "killed".into()
+        }
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A figure of the table, read from one run's reports.
+struct Figure {
+    label: &'static str,
+    value: fn(&Sample, usize) -> Option<f64>,
+    decimals: usize,
+    /// A figure of the watch updates (none without them).
+    of_updates: bool,
+}
+
+const FIGURES: [Figure; 7] = [
+    Figure {
+        label: "sync wall (s)",
+        value: |s, _| Some(s.synced.sync_seconds),
+        decimals: 2,
+        of_updates: false,
+    },
+    Figure {
+        label: "CPU at sync (s)",
+        value: |s, _| Some(s.synced.cpu_seconds),
+        decimals: 2,
+        of_updates: false,
+    },
+    Figure {
+        label: "RSS after sync (MiB)",
+        value: |s, _| Some(s.synced.rss_bytes as f64 / MIB),
+        decimals: 1,
+        of_updates: false,
+    },
+    Figure {
+        label: "RSS after sync (KiB/pod)",
+        value: |s, pods| Some(s.synced.rss_bytes as f64 / 1024.0 / pods as f64),
+        decimals: 1,
+        of_updates: false,
+    },
+    Figure {
+        label: "peak RSS at sync (MiB)",
+        value: |s, _| Some(s.synced.peak_rss_bytes as f64 / MIB),
+        decimals: 1,
+        of_updates: false,
+    },
+    Figure {
+        label: "watch events/s",
+        value: |s, _| s.updated.as_ref().map(|u| u.events_per_second),
+        decimals: 0,
+        of_updates: true,
+    },
+    Figure {
+        label: "RSS after updates (MiB)",
+        value: |s, _| s.updated.as_ref().map(|u| u.rss_bytes as f64 / MIB),
+        decimals: 1,
+        of_updates: true,
+    },
+];
+
+/// The median of `values` (the mean of the middle two for an even count).
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
+/// One run's figures on one line, for stderr.
+fn raw_figures(sample: &Sample, pods: usize) -> String {
+    FIGURES
+        .iter()
+        .filter_map(|f| {
+            (f.value)(sample, pods).map(|v| format!("{} {v:.prec$}", f.label, prec = f.decimals))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every run of one client.
+struct ClientRuns {
+    client: Client,
+    samples: Vec<Sample>,
+    failures: Vec<String>,
+}
+
+impl ClientRuns {
+    fn median(&self, figure: &Figure, pods: usize) -> Option<f64> {
+        median(
+            self.samples
+                .iter()
+                .filter_map(|s| (figure.value)(s, pods))
+                .collect(),
+        )
+    }
+}
+
+/// Prints the table of medians and ratios.
+fn print_table(results: &[ClientRuns], pods: usize, updates: usize, runs: usize) {
+    let kubekit = results.iter().find(|r| r.client == Client::Kubekit);
+    let peers: Vec<&ClientRuns> = results
+        .iter()
+        .filter(|r| r.client != Client::Kubekit)
+        .collect();
+    let mut header = format!("{:<28}", format!("median of {runs} runs"));
+    for r in results {
+        header += &format!("{:>12}", r.client.name());
+    }
+    if kubekit.is_some() {
+        for peer in &peers {
+            header += &format!("{:>20}", format!("kubekit/{}", peer.client.name()));
+        }
+    }
+    println!("{header}");
+    for figure in FIGURES.iter().filter(|f| updates > 0 || !f.of_updates) {
+        let mut row = format!("{:<28}", figure.label);
+        let value = |r: &ClientRuns| r.median(figure, pods);
+        for r in results {
+            let cell = match value(r) {
+                Some(v) => format!("{v:.prec$}", prec = figure.decimals),
+                None if r.samples.is_empty() => "failed".into(),
+                None => "-".into(),
+            };
+            row += &format!("{cell:>12}");
+        }
+        if let Some(kubekit) = kubekit {
+            for peer in &peers {
+                let cell = match (value(kubekit), value(peer)) {
+                    (Some(ours), Some(theirs)) if theirs > 0.0 => format!("{:.2}", ours / theirs),
+                    _ => "-".into(),
+                };
+                row += &format!("{cell:>20}");
+            }
+        }
+        println!("{row}");
+    }
+    if updates > 0 {
+        println!(
+            "ratios: below 1 is better for kubekit, except watch events/s (above 1 is better)"
+        );
+    } else {
+        println!("ratios: below 1 is better for kubekit");
+    }
+    for r in results.iter().filter(|r| !r.failures.is_empty()) {
+        println!(
+            "{}: {} of {runs} runs failed; first: {}",
+            r.client.name(),
+            r.failures.len(),
+            r.failures[0]
+        );
+    }
+}
+
+/// Runs the benchmark and prints its table.
+pub fn run(options: Options) -> Result<(), String> {
+    let fixture = Fixture::load(&options.fixture)?;
+    let programs = programs(&options)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("building the runtime: {e}"))?;
+    runtime.block_on(async {
+        let source = match &options.kubeconfig {
+            Some(kubeconfig) => {
+                println!(
+                    "informer: {} pods in a real cluster ({}), sync only; {} runs",
+                    options.pods,
+                    kubeconfig.display(),
+                    options.runs
+                );
+                let cluster = Cluster::populate(kubeconfig, &fixture, options.pods).await?;
+                Source::Cluster(cluster, kubeconfig.clone())
+            }
+            None => {
+                let replica = fixture.replicate(options.pods, options.updates);
+                println!(
+                    "informer: {} pods, then {} MODIFIED events; {} runs; replay server on 127.0.0.1 (HTTP/1.1, JSON)",
+                    options.pods, options.updates, options.runs
+                );
+                println!(
+                    "pods: {} bytes of JSON in total, {} per pod on average; events: {} bytes",
+                    replica.items.bytes().len(),
+                    replica.items.bytes().len() / options.pods,
+                    replica.events.bytes().len()
+                );
+                Source::Replay(ReplayServer::start(replica, options.verbose).await?)
+            }
+        };
+        println!(
+            "fixture: {} ({} pods, {} bytes/pod on average)",
+            options.fixture.display(),
+            fixture.len(),
+            fixture.average_bytes()
+        );
+        println!("command: {}", options.command_line);
+        let results = measure(&options, &programs, &source).await;
+        if let Source::Cluster(cluster, _) = &source {
+            cluster.clean_up().await?;
+        }
+        print_table(&results, options.pods, options.updates, options.runs);
+        Ok(())
+    })
+}
+
+async fn measure(options: &Options, programs: &[Program], source: &Source) -> Vec<ClientRuns> {
+    let expect = Expect {
+        pods: options.pods,
+        updates: options.updates,
+        at_least: matches!(source, Source::Cluster(..)),
+    };
+    let mut results: Vec<ClientRuns> = programs
+        .iter()
+        .map(|p| ClientRuns {
+            client: p.client,
+            samples: Vec::new(),
+            failures: Vec::new(),
+        })
+        .collect();
+    for run in 0..options.runs {
+        // Alternate the order, so no client always runs first (or last).
+        let mut order: Vec<usize> = (0..programs.len()).collect();
+        if run % 2 == 1 {
+            order.reverse();
+        }
+        for index in order {
+            let program = &programs[index];
+            if let Source::Replay(server) = source {
+                server.reset();
+            }
+            let outcome = run_peer(program, source, &expect, options.timeout).await;
+            let name = program.client.name();
+            match outcome {
+                Ok(sample) => {
+                    eprintln!(
+                        "run {} {name}: {}",
+                        run + 1,
+                        raw_figures(&sample, options.pods)
+                    );
+                    results[index].samples.push(sample);
+                }
+                Err(e) => {
+                    eprintln!("run {} {name}: FAILED: {e}", run + 1);
+                    results[index].failures.push(e);
+                }
+            }
+            if let (true, Source::Replay(server)) = (options.verbose, source) {
+                let stats = server.stats();
+                eprintln!(
+                    "run {} {name}: server: {} lists, {} watches, {} bytes",
+                    run + 1,
+                    stats.lists,
+                    stats.watches,
+                    stats.bytes
+                );
+            }
+        }
+    }
+    results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0]), Some(3.0));
+        assert_eq!(median(vec![5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn clients() {
+        assert_eq!(
+            parse_clients("kube-rs,kubekit,kube-rs").unwrap(),
+            [Client::KubeRs, Client::Kubekit]
+        );
+        assert!(parse_clients("kubekit,go").is_err());
+        assert!(parse_clients(",").is_err());
+    }
+
+    #[test]
+    fn options() {
+        let args = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        let o = Options::parse(args("--pods 5 --updates 7 --runs 1").into_iter()).unwrap();
+        assert_eq!((o.pods, o.updates, o.runs), (5, 7, 1));
+        assert_eq!(o.clients, Client::ALL);
+        let o = Options::parse(args("--kubeconfig k --updates 7").into_iter()).unwrap();
+        assert_eq!(o.updates, 0);
+        for bad in ["--pods 0", "--pods", "--runs x", "--what"] {
+            assert!(Options::parse(args(bad).into_iter()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn expectations() {
+        let synced = |client: &str, objects| Synced {
+            client: client.into(),
+            objects,
+            sync_seconds: 1.0,
+            cpu_seconds: 1.0,
+            rss_bytes: 1,
+            peak_rss_bytes: 1,
+        };
+        let exact = Expect {
+            pods: 10,
+            updates: 3,
+            at_least: false,
+        };
+        assert!(
+            exact
+                .check_synced(Client::KubeRs, &synced("kube-rs", 10))
+                .is_ok()
+        );
+        assert!(
+            exact
+                .check_synced(Client::KubeRs, &synced("kubekit", 10))
+                .is_err()
+        );
+        assert!(
+            exact
+                .check_synced(Client::KubeRs, &synced("kube-rs", 11))
+                .is_err()
+        );
+        let at_least = Expect {
+            at_least: true,
+            ..exact
+        };
+        assert!(
+            at_least
+                .check_synced(Client::Go, &synced("client-go", 11))
+                .is_ok()
+        );
+        assert!(
+            at_least
+                .check_synced(Client::Go, &synced("client-go", 9))
+                .is_err()
+        );
+    }
+}
