@@ -155,7 +155,9 @@ async fn compact_pod_informer_keeps_an_exact_cache_with_listers_indexes_and_late
     factory.start();
     let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
     assert!(synced.values().all(|ok| *ok), "{synced:?}");
-    assert_eq!(pods.informer().indexer().len(), 300);
+    // The first list (resourceVersion "0") comes from the API server's watch cache, which
+    // may not have every pod just created yet: exactness is checked after the churn.
+    assert!(pods.informer().indexer().len() <= 300);
 
     tokio::join!(
         create_pods(&cs, &ns, 300..600),
