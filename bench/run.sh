@@ -29,7 +29,8 @@ benchmarks:
               of M watch updates: kubekit vs kube-rs vs client-go, all served the same bytes
               by a replay server (bench/fixtures/pods.json replicated)
               options: --pods N (default 10000), --updates M (default 10000), --runs R
-                       (default 3), --clients kubekit,kube-rs,client-go, --verbose,
+                       (default 3), --clients kubekit,kubekit-compact,kube-rs,client-go,
+                       --verbose,
                        --timeout SECS, --fixture PATH,
                        --real             create the pods in the local control plane
                                           instead (started if needed) and only sync
@@ -71,7 +72,7 @@ run_relist() {
 }
 
 run_informer() {
-    local rust_bin args=() real=false clients="kubekit,kube-rs,client-go"
+    local rust_bin args=() real=false clients="kubekit,kubekit-compact,kube-rs,client-go"
     while (($#)); do
         case "$1" in
             --real) real=true ;;

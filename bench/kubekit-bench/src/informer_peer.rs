@@ -4,7 +4,9 @@
 //!
 //! The factory has its defaults (paged lists of 500, no resync); the client has no
 //! client-side rate limit. One handler counts the adds and the updates that change a
-//! pod's resourceVersion, timing the first and the M-th update.
+//! pod's resourceVersion, timing the first and the M-th update. With `--compact` the
+//! informer caches [`Compact<Pod>`] (`factory.for_type::<Compact<Pod>>()`) instead of
+//! typed Pods, and reports itself as `kubekit-compact`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,41 +14,91 @@ use std::time::Instant;
 
 use informer_protocol::{PeerOptions, Target, UpdateTimer, report_synced, report_updated};
 use k8s_openapi::api::core::v1::Pod;
-use kubekit::cache::ResourceEventHandlerFuncs;
+use kube::Resource;
+use kubekit::cache::{Compact, ResourceEventHandlerFuncs, SharedIndexInformer};
 use kubekit::clientset::Clientset;
 use kubekit::informers::SharedInformerFactory;
 use kubekit::rest::Config;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-/// The name the peer reports.
-const CLIENT: &str = "kubekit";
+/// Which cache the peer's informer keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cache {
+    /// Typed Pods: `factory.core_v1().pods()`.
+    Typed,
+    /// `Compact<Pod>`: `factory.for_type::<Compact<Pod>>()`.
+    Compact,
+}
+
+impl Cache {
+    /// The name the peer reports.
+    pub fn client_name(self) -> &'static str {
+        match self {
+            Cache::Typed => "kubekit",
+            Cache::Compact => "kubekit-compact",
+        }
+    }
+}
+
+/// Parses the peer's arguments: `[--compact]` followed by the common peer options.
+pub fn parse(args: impl Iterator<Item = String>) -> Result<(Cache, PeerOptions), String> {
+    let mut cache = Cache::Typed;
+    let rest: Vec<String> = args
+        .filter(|arg| {
+            let compact = arg == "--compact";
+            if compact {
+                cache = Cache::Compact;
+            }
+            !compact
+        })
+        .collect();
+    Ok((cache, PeerOptions::parse(rest.into_iter())?))
+}
 
 /// Runs the peer until it has reported.
-pub fn run(options: PeerOptions) -> Result<(), String> {
+pub fn run((cache, options): (Cache, PeerOptions)) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("building the runtime: {e}"))?;
-    runtime.block_on(peer(options))
+    runtime.block_on(async {
+        let config = match &options.target {
+            Target::Server(url) => Config::from_url(url),
+            Target::Kubeconfig(path) => Config::from_kubeconfig(path).await,
+        }
+        .map_err(|e| e.to_string())?
+        .with_rate_limit(-1.0, 0);
+        let clientset = Clientset::new(&config).map_err(|e| e.to_string())?;
+        let factory = SharedInformerFactory::new(clientset);
+        match cache {
+            Cache::Typed => {
+                let pods = factory.core_v1().pods();
+                peer(cache, &options, &factory, pods.informer()).await
+            }
+            Cache::Compact => {
+                let pods = factory.for_type::<Compact<Pod>>();
+                peer(cache, &options, &factory, pods.informer()).await
+            }
+        }
+    })
 }
 
-async fn peer(options: PeerOptions) -> Result<(), String> {
-    let config = match &options.target {
-        Target::Server(url) => Config::from_url(url),
-        Target::Kubeconfig(path) => Config::from_kubeconfig(path).await,
-    }
-    .map_err(|e| e.to_string())?
-    .with_rate_limit(-1.0, 0);
-    let clientset = Clientset::new(&config).map_err(|e| e.to_string())?;
-    let factory = SharedInformerFactory::new(clientset);
-    let pods = factory.core_v1().pods();
-
+async fn peer<K>(
+    cache: Cache,
+    options: &PeerOptions,
+    factory: &SharedInformerFactory,
+    informer: &SharedIndexInformer<K>,
+) -> Result<(), String>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    let client = cache.client_name();
     let adds = Arc::new(AtomicU64::new(0));
     let (done_tx, done_rx) = oneshot::channel();
     let updates = Mutex::new((UpdateTimer::new(options.updates), Some(done_tx)));
-    pods.informer().add_event_handler(
-        ResourceEventHandlerFuncs::<Pod>::new()
+    informer.add_event_handler(
+        ResourceEventHandlerFuncs::<K>::new()
             .on_add({
                 let adds = adds.clone();
                 move |_, _| {
@@ -54,7 +106,7 @@ async fn peer(options: PeerOptions) -> Result<(), String> {
                 }
             })
             .on_update(move |old, new| {
-                if old.metadata.resource_version == new.metadata.resource_version {
+                if old.meta().resource_version == new.meta().resource_version {
                     return;
                 }
                 let mut updates = updates.lock().unwrap_or_else(PoisonError::into_inner);
@@ -73,17 +125,17 @@ async fn peer(options: PeerOptions) -> Result<(), String> {
         return Err(format!("the informer of {resource} did not sync"));
     }
     let sync_seconds = started.elapsed().as_secs_f64();
-    report_synced(CLIENT, sync_seconds, || pods.informer().indexer().len())?;
+    report_synced(client, sync_seconds, || informer.indexer().len())?;
 
     if options.updates > 0 {
         let seconds = done_rx
             .await
             .map_err(|_| "the update handler went away".to_string())?;
-        report_updated(CLIENT, options.updates, seconds)?;
+        report_updated(client, options.updates, seconds)?;
     }
     factory.shutdown().await;
     eprintln!(
-        "kubekit peer: {} adds handled",
+        "{client} peer: {} adds handled",
         adds.load(Ordering::Relaxed)
     );
     Ok(())

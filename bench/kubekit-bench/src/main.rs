@@ -38,7 +38,8 @@ benchmarks:
               options: --pods N            pods to sync (default 10000)
                        --updates M         MODIFIED events after the sync (default 10000)
                        --runs R            runs per client; the table shows medians (default 3)
-                       --clients LIST      some of kubekit,kube-rs,client-go (default: all)
+                       --clients LIST      some of kubekit,kubekit-compact,kube-rs,client-go
+                                           (default: all)
                        --go-bin PATH       the client-go peer (bench/go/informer)
                        --kube-rs-bin PATH  the kube-rs peer (default: kube-rs-informer next
                                            to this program)
@@ -49,7 +50,8 @@ benchmarks:
                                            sync (confirms the replay server's figures)
                        --verbose           log requests and each run's server counters
   informer-peer  kubekit's peer of `informer` (run by it)
-              options: --server URL | --kubeconfig PATH, --updates M";
+              options: --server URL | --kubeconfig PATH, --updates M,
+                       --compact   cache Compact<Pod> instead of typed Pods";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -57,9 +59,7 @@ fn main() -> ExitCode {
         Some("workqueue") => workqueue::Options::parse(args).and_then(workqueue::run),
         Some("relist") => relist::Options::parse(args).and_then(relist::run),
         Some("informer") => informer::Options::parse(args).and_then(informer::run),
-        Some("informer-peer") => {
-            informer_protocol::PeerOptions::parse(args).and_then(informer_peer::run)
-        }
+        Some("informer-peer") => informer_peer::parse(args).and_then(informer_peer::run),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -42,56 +42,48 @@
 //! ```
 
 use std::borrow::Cow;
-use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
 use parking_lot::Mutex;
-use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
+use serde::de::{self, DeserializeOwned, Error as _, IgnoredAny};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use super::codec::{Frame, per_type};
 use crate::rest::Error;
-
-/// zstd level: 1 is several times faster than the default 3 for JSON of this size, at a
-/// few percent of size.
-const LEVEL: i32 = 1;
 
 /// An object of type `K` kept compressed; see the [module docs](self).
 pub struct Compact<K> {
     meta: ObjectMeta,
-    /// zstd frame of the object's JSON.
-    data: Box<[u8]>,
-    /// Length of the JSON.
-    len: u32,
-    /// The decoded object, while someone holds it.
-    decoded: Mutex<Weak<K>>,
+    /// The object's JSON, compressed.
+    frame: Frame,
+    /// Names this object (and its clones) in the table of decoded objects.
+    id: u64,
     _kind: PhantomData<fn() -> K>,
 }
 
 impl<K> Compact<K> {
     /// Bytes of compressed JSON this object keeps.
     pub fn compressed_len(&self) -> usize {
-        self.data.len()
+        self.frame.compressed_len()
     }
 
     /// Bytes of the object's JSON.
     pub fn json_len(&self) -> usize {
-        self.len as usize
+        self.frame.json_len()
     }
 
     /// The object's JSON, decompressed.
     pub fn json(&self) -> Result<Vec<u8>, Error> {
-        zstd::bulk::decompress(&self.data, self.len as usize).map_err(|e| {
-            Error::Request(format!(
-                "decompressing the cached object {}: {e}",
-                self.describe()
-            ))
-        })
+        self.frame
+            .decompress()
+            .map_err(|e| Error::Request(format!("the cached object {}: {e}", self.describe())))
     }
 
     fn describe(&self) -> String {
@@ -106,8 +98,12 @@ impl<K> Compact<K> {
 impl<K: DeserializeOwned> Compact<K> {
     /// The object, typed: decoded now, or the `Arc` someone already holds. An object the
     /// server sent that is not a valid `K` is an error (the cache keeps it as it came).
-    pub fn get(&self) -> Result<Arc<K>, Error> {
-        if let Some(obj) = self.decoded.lock().upgrade() {
+    pub fn get(&self) -> Result<Arc<K>, Error>
+    where
+        K: Send + Sync + 'static,
+    {
+        let decoded = per_type::<K, Decoded<K>>();
+        if let Some(obj) = decoded.get(self.id) {
             return Ok(obj);
         }
         let json = self.json()?;
@@ -115,23 +111,88 @@ impl<K: DeserializeOwned> Compact<K> {
             Arc::new(serde_json::from_slice(&json).map_err(|e| {
                 Error::decode(format!("cached object {}", self.describe()), e, &json)
             })?);
-        let mut decoded = self.decoded.lock();
-        // Someone may have decoded it meanwhile: hand out theirs, so there is one copy.
-        if let Some(theirs) = decoded.upgrade() {
-            return Ok(theirs);
-        }
-        *decoded = Arc::downgrade(&obj);
-        Ok(obj)
+        // Someone may have decoded it meanwhile: then theirs, so there is one copy.
+        Ok(decoded.insert(self.id, obj))
     }
 }
+
+/// Shards of the table of decoded objects: `get`s on several cores rarely meet.
+const DECODED_SHARDS: usize = 16;
+
+/// The objects of one type that `get` decoded, by [`Compact`] id, while someone may still
+/// hold them. A dead entry still pins its object's allocation (`size_of::<K>()`, ~2.4 KiB
+/// for a Pod; its fields are freed), so a shard sweeps its dead entries whenever it has
+/// doubled since the last sweep: what dead entries pin stays below what the live ones
+/// hold, plus a few dozen objects.
+struct Decoded<K> {
+    shards: [Mutex<DecodedShard<K>>; DECODED_SHARDS],
+}
+
+struct DecodedShard<K> {
+    objects: HashMap<u64, Weak<K>>,
+    /// Size at which the next sweep happens.
+    sweep_at: usize,
+}
+
+/// A shard's first sweep: below this, dead entries are not worth a pass.
+const FIRST_SWEEP: usize = 64;
+
+impl<K> Default for Decoded<K> {
+    fn default() -> Self {
+        Self {
+            shards: std::array::from_fn(|_| {
+                Mutex::new(DecodedShard {
+                    objects: HashMap::new(),
+                    sweep_at: FIRST_SWEEP,
+                })
+            }),
+        }
+    }
+}
+
+impl<K> Decoded<K> {
+    fn shard(&self, id: u64) -> &Mutex<DecodedShard<K>> {
+        &self.shards[id as usize % DECODED_SHARDS]
+    }
+
+    fn get(&self, id: u64) -> Option<Arc<K>> {
+        self.shard(id).lock().objects.get(&id)?.upgrade()
+    }
+
+    /// Records `obj` as the decoded object `id`, unless a live one is there already: then
+    /// that one.
+    fn insert(&self, id: u64, obj: Arc<K>) -> Arc<K> {
+        let mut shard = self.shard(id).lock();
+        let slot = shard.objects.entry(id).or_default();
+        if let Some(theirs) = slot.upgrade() {
+            return theirs;
+        }
+        *slot = Arc::downgrade(&obj);
+        if shard.objects.len() >= shard.sweep_at {
+            shard
+                .objects
+                .retain(|_, decoded| decoded.strong_count() > 0);
+            shard.sweep_at = (2 * shard.objects.len()).max(FIRST_SWEEP);
+        }
+        obj
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().objects.len()).sum()
+    }
+}
+
+/// Ids of [`Compact`] objects: unique for the life of the process.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 impl<K> Clone for Compact<K> {
     fn clone(&self) -> Self {
         Self {
             meta: self.meta.clone(),
-            data: self.data.clone(),
-            len: self.len,
-            decoded: Mutex::new(self.decoded.lock().clone()),
+            frame: self.frame.clone(),
+            // Same content: the clone shares the decoded object.
+            id: self.id,
             _kind: PhantomData,
         }
     }
@@ -141,8 +202,8 @@ impl<K> fmt::Debug for Compact<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Compact")
             .field("meta", &self.meta)
-            .field("json_len", &self.len)
-            .field("compressed_len", &self.data.len())
+            .field("json_len", &self.json_len())
+            .field("compressed_len", &self.compressed_len())
             .finish()
     }
 }
@@ -212,47 +273,67 @@ impl From<MetaWire> for ObjectMeta {
     }
 }
 
+/// The keys of an object that matter here.
 #[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    metadata: Option<MetaWire>,
+#[serde(field_identifier, rename_all = "camelCase")]
+enum Key {
+    Metadata,
+    #[serde(other)]
+    Other,
 }
 
-thread_local! {
-    /// One compression context per thread: making one costs more than compressing a Pod.
-    static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+/// The error that ends [`read_metadata`]'s scan once the metadata is read.
+const METADATA_READ: &str = "metadata read";
+
+/// Reads an object's `metadata` and stops there: the API server writes `kind`,
+/// `apiVersion` and `metadata` first, so the spec and status are not scanned. An object
+/// without metadata is scanned to its end.
+fn read_metadata(json: &[u8]) -> Result<Option<MetaWire>, serde_json::Error> {
+    struct Visitor<'a>(&'a mut Option<Option<MetaWire>>);
+    impl<'de> de::Visitor<'de> for Visitor<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Key>()? {
+                match key {
+                    Key::Metadata => {
+                        *self.0 = Some(map.next_value()?);
+                        return Err(A::Error::custom(METADATA_READ));
+                    }
+                    Key::Other => map.next_value::<IgnoredAny>().map(drop)?,
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut metadata = None;
+    let mut deserializer = serde_json::Deserializer::from_slice(json);
+    let scanned = deserializer.deserialize_map(Visitor(&mut metadata));
+    match (scanned, metadata) {
+        (Err(_), Some(metadata)) => Ok(metadata),
+        (Err(e), None) => Err(e),
+        (Ok(()), _) => deserializer.end().map(|()| None),
+    }
 }
 
-fn compress(json: &[u8]) -> std::io::Result<Box<[u8]>> {
-    COMPRESSOR.with_borrow_mut(|c| {
-        let c = match c {
-            Some(c) => c,
-            None => c.insert(zstd::bulk::Compressor::new(LEVEL)?),
-        };
-        Ok(c.compress(json)?.into_boxed_slice())
-    })
-}
-
-impl<K> Compact<K> {
-    /// Keeps `json` (one object) compressed, with its metadata parsed.
+impl<K: 'static> Compact<K> {
+    /// Keeps `json` (one object) compressed, with its metadata parsed. What follows the
+    /// metadata is checked when the object is first decoded ([`get`](Self::get)).
     pub fn from_json(json: &[u8]) -> Result<Self, serde_json::Error> {
-        let envelope: Envelope = serde_json::from_slice(json)?;
-        let len = u32::try_from(json.len())
-            .map_err(|_| serde_json::Error::custom("object larger than 4 GiB"))?;
-        let data = compress(json).map_err(|e| {
-            serde_json::Error::custom(format!("compressing the object failed: {e}"))
-        })?;
+        let metadata = read_metadata(json)?;
+        let frame = Frame::compress::<K>(json).map_err(serde_json::Error::custom)?;
         Ok(Self {
-            meta: envelope.metadata.map(Into::into).unwrap_or_default(),
-            data,
-            len,
-            decoded: Mutex::new(Weak::new()),
+            meta: metadata.map(Into::into).unwrap_or_default(),
+            frame,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             _kind: PhantomData,
         })
     }
 }
 
-impl<'de, K> Deserialize<'de> for Compact<K> {
+impl<'de, K: 'static> Deserialize<'de> for Compact<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw: Box<RawValue> = Deserialize::deserialize(deserializer)?;
         Compact::from_json(raw.get().as_bytes()).map_err(D::Error::custom)
@@ -312,6 +393,49 @@ mod tests {
     }
 
     #[test]
+    fn objects_without_metadata_are_kept_and_trailing_garbage_is_an_error() {
+        for json in [r#"{"kind":"Pod"}"#, r#"{"kind":"Pod","metadata":null}"#] {
+            let pod = Compact::<Pod>::from_json(json.as_bytes()).unwrap();
+            assert_eq!(pod.meta(), &ObjectMeta::default(), "{json}");
+        }
+        assert!(Compact::<Pod>::from_json(br#"{"kind":"Pod"} x"#).is_err());
+        assert!(Compact::<Pod>::from_json(b"[]").is_err());
+    }
+
+    #[test]
+    fn decoded_objects_nobody_holds_are_swept_from_the_table() {
+        /// A type of this test's own, so the table is this test's.
+        #[derive(serde::Deserialize)]
+        struct Swept {
+            #[serde(rename = "metadata")]
+            _metadata: ObjectMeta,
+        }
+        let objects: Vec<Compact<Swept>> = (0..5000)
+            .map(|i| {
+                let json = format!(r#"{{"metadata":{{"name":"o{i}"}}}}"#);
+                Compact::from_json(json.as_bytes()).unwrap()
+            })
+            .collect();
+        let held: Vec<Arc<Swept>> = objects[..100].iter().map(|o| o.get().unwrap()).collect();
+        for object in &objects[100..] {
+            drop(object.get().unwrap());
+        }
+        let decoded = per_type::<Swept, Decoded<Swept>>();
+        assert!(
+            decoded.len() <= 2 * held.len() + DECODED_SHARDS * FIRST_SWEEP,
+            "{} entries kept for {} held objects",
+            decoded.len(),
+            held.len()
+        );
+        for (object, held) in objects.iter().zip(&held) {
+            assert!(
+                Arc::ptr_eq(held, &object.get().unwrap()),
+                "held ones are shared"
+            );
+        }
+    }
+
+    #[test]
     fn serializing_writes_the_json_as_received() {
         let pod: Compact<Pod> = serde_json::from_str(POD).unwrap();
         assert_eq!(serde_json::to_string(&pod).unwrap(), POD);
@@ -325,6 +449,11 @@ mod tests {
         let pod: Compact<Pod> = serde_json::from_str(bad).unwrap();
         let err = pod.get().expect_err("containers must be a list");
         assert!(err.to_string().contains("cached object d/x"), "{err}");
+        let after_metadata = r#"{"metadata":{"name":"y","namespace":"d"},"spec":{"containers":[}"#;
+        let pod = Compact::<Pod>::from_json(after_metadata.as_bytes())
+            .expect("what follows the metadata is checked on decode");
+        assert_eq!(pod.meta().name.as_deref(), Some("y"));
+        assert!(pod.get().is_err());
         let bad_meta = r#"{"metadata":{"name":5}}"#;
         assert!(serde_json::from_str::<Compact<Pod>>(bad_meta).is_err());
         assert!(serde_json::from_str::<Compact<Pod>>("[1]").is_err());

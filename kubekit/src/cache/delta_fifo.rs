@@ -98,6 +98,8 @@ struct State<K> {
 pub struct DeltaFifo<K> {
     state: Mutex<State<K>>,
     ready: Notify,
+    /// Woken by every pop and by `close`, for [`wait_below`](Self::wait_below).
+    popped: Notify,
     synced: watch::Sender<bool>,
     known: Option<Arc<Indexer<K>>>,
 }
@@ -140,6 +142,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 closed: false,
             }),
             ready: Notify::new(),
+            popped: Notify::new(),
             synced: watch::Sender::new(false),
             known,
         }
@@ -330,6 +333,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 }
             };
             if let Some((deltas, more)) = popped {
+                self.popped.notify_waiters();
                 if more {
                     // Writers wake one popper per change; pass the wake-up on.
                     self.ready.notify_one();
@@ -370,11 +374,28 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     pub fn close(&self) {
         self.state.lock().closed = true;
         self.ready.notify_waiters();
+        self.popped.notify_waiters();
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
         self.state.lock().closed
+    }
+
+    /// Waits until fewer than `n` keys are queued (or the queue is closed).
+    pub async fn wait_below(&self, n: usize) {
+        loop {
+            let popped = self.popped.notified();
+            tokio::pin!(popped);
+            popped.as_mut().enable();
+            {
+                let s = self.state.lock();
+                if s.queue.len() < n || s.closed {
+                    return;
+                }
+            }
+            popped.await;
+        }
     }
 
     /// Number of queued keys.

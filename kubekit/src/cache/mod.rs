@@ -20,6 +20,7 @@
 //! - [`shared_informer`]: [`SharedIndexInformer`] and its handler registrations.
 //! - [`wait_for_cache_sync`]: waits for several informers at once.
 
+mod codec;
 pub mod compact;
 pub mod controller;
 pub mod delta_fifo;
@@ -43,7 +44,7 @@ pub use key::{
 pub use listwatch::{ListWatch, ListerWatcher, TweakListOptions};
 pub use reflector::{
     BackoffPolicy, Reflector, ReflectorOptions, ReflectorStore, ShouldResync, TransformFunc,
-    WatchErrorHandler, default_watch_error_handler, strip_managed_fields,
+    WATCH_BACKLOG_LIMIT, WatchErrorHandler, default_watch_error_handler, strip_managed_fields,
 };
 pub use shared_informer::{
     MINIMUM_RESYNC_PERIOD, ResourceEventHandlerRegistration, SharedIndexInformer,

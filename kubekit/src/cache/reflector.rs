@@ -29,7 +29,8 @@
 //! - **Resync.** Every [`ReflectorOptions::resync_period`] (when non-zero) while watching,
 //!   the store's [`resync`](ReflectorStore::resync) is called if `should_resync` agrees.
 //! - **Memory.** The transform runs on each object as soon as it is decoded, before it is
-//!   kept. A relisted object whose resourceVersion equals the one the store already holds
+//!   kept. While the store holds [`WATCH_BACKLOG_LIMIT`] changes its consumer has not
+//!   taken, no further watch event is read (the time spent waiting is not silence). A relisted object whose resourceVersion equals the one the store already holds
 //!   is replaced by the store's own `Arc`, so a relist holds one page of new objects plus
 //!   the objects that changed, not a second copy of the cache.
 //! - A malformed object in a list or watch is reported to the watch-error handler and
@@ -43,6 +44,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::Resource;
 use parking_lot::Mutex;
@@ -71,7 +73,23 @@ pub trait ReflectorStore<K>: Send + Sync + 'static {
     /// The object the store's consumer holds under `key`, if any (used to share unchanged
     /// objects on relist).
     fn known(&self, key: &str) -> Option<Arc<K>>;
+    /// Whether the store holds [`WATCH_BACKLOG_LIMIT`] or more changes its consumer has
+    /// not taken yet: then the reflector reads no further watch event until
+    /// [`wait_for_room`](Self::wait_for_room) resolves. The default has no limit.
+    fn is_full(&self) -> bool {
+        false
+    }
+    /// Resolves once the consumer has taken the backlog down to half the limit.
+    fn wait_for_room(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
+
+/// Changes a [`DeltaFifo`] may hold before its reflector stops reading the watch: an
+/// informer whose consumer falls behind a burst of events holds the stream back (TCP
+/// flow control holds the server's) instead of decoding every pending event into a
+/// queued object, so a burst costs at most this many objects of memory.
+pub const WATCH_BACKLOG_LIMIT: usize = 1024;
 
 impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), KeyError> {
@@ -91,6 +109,12 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
     }
     fn known(&self, key: &str) -> Option<Arc<K>> {
         self.known_object(key)
+    }
+    fn is_full(&self) -> bool {
+        self.len() >= WATCH_BACKLOG_LIMIT
+    }
+    fn wait_for_room(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.wait_below(WATCH_BACKLOG_LIMIT / 2))
     }
 }
 
@@ -695,6 +719,12 @@ where
     ) -> WatchEnd {
         let silence = timeout + self.opts.silence_grace;
         loop {
+            if self.store.is_full() {
+                tokio::select! {
+                    _ = cancel.cancelled() => return WatchEnd::Cancelled,
+                    () = self.store.wait_for_room() => {}
+                }
+            }
             let event = match self.next_event(cancel, &mut stream, silence).await {
                 Next::Cancelled => return WatchEnd::Cancelled,
                 Next::Closed => return WatchEnd::Closed,

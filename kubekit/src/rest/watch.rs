@@ -232,6 +232,9 @@ pub fn decode_event<K: DeserializeOwned>(line: &[u8], what: &str) -> Result<Watc
 #[derive(Debug)]
 pub struct WatchDecoder<K> {
     buf: BytesMut,
+    /// Bytes at the start of `buf` known to hold no newline: each byte is searched once,
+    /// however many chunks a long line arrives in.
+    scanned: usize,
     what: String,
     _kind: PhantomData<fn() -> K>,
 }
@@ -241,6 +244,7 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     pub fn new(what: impl Into<String>) -> Self {
         Self {
             buf: BytesMut::new(),
+            scanned: 0,
             what: what.into(),
             _kind: PhantomData,
         }
@@ -254,8 +258,12 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     /// The next complete event, if a whole line has arrived. Empty lines are skipped.
     pub fn next_event(&mut self) -> Option<Result<WatchEvent<K>>> {
         loop {
-            let end = self.buf.iter().position(|b| *b == b'\n')?;
-            let line = self.buf.split_to(end + 1);
+            let Some(end) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
+                self.scanned = self.buf.len();
+                return None;
+            };
+            let line = self.buf.split_to(self.scanned + end + 1);
+            self.scanned = 0;
             let line = line.strip_suffix(b"\n").unwrap_or(&line);
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -273,6 +281,7 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
             return None;
         }
         let rest = std::mem::take(&mut self.buf);
+        self.scanned = 0;
         let event = decode_event(rest.chunk(), &self.what);
         Some(event.map_err(|e| match e {
             Error::Decode { what, source, body } => Error::Decode {

@@ -32,20 +32,33 @@ use server::ReplayServer;
 /// The clients compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Client {
+    /// kubekit's informer of typed Pods.
     Kubekit,
+    /// kubekit's informer of `Compact<Pod>`.
+    KubekitCompact,
     KubeRs,
     Go,
 }
 
 impl Client {
-    const ALL: [Client; 3] = [Client::Kubekit, Client::KubeRs, Client::Go];
+    const ALL: [Client; 4] = [
+        Client::Kubekit,
+        Client::KubekitCompact,
+        Client::KubeRs,
+        Client::Go,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Client::Kubekit => "kubekit",
+            Client::KubekitCompact => "kubekit-compact",
             Client::KubeRs => "kube-rs",
             Client::Go => "client-go",
         }
+    }
+
+    fn is_kubekit(self) -> bool {
+        matches!(self, Client::Kubekit | Client::KubekitCompact)
     }
 }
 
@@ -134,7 +147,7 @@ fn parse_clients(list: &str) -> Result<Vec<Client>, String> {
             .into_iter()
             .find(|c| c.name() == name)
             .ok_or(format!(
-                "--clients: unknown client {name:?} (kubekit, kube-rs, client-go)"
+                "--clients: unknown client {name:?} (kubekit, kubekit-compact, kube-rs, client-go)"
             ))?;
         if !clients.contains(&client) {
             clients.push(client);
@@ -162,6 +175,10 @@ fn programs(options: &Options) -> Result<Vec<Program>, String> {
         .map(|&client| {
             let (path, args) = match client {
                 Client::Kubekit => (this.clone(), vec!["informer-peer".to_string()]),
+                Client::KubekitCompact => (
+                    this.clone(),
+                    vec!["informer-peer".to_string(), "--compact".to_string()],
+                ),
                 Client::KubeRs => (
                     options
                         .kube_rs_bin
@@ -421,21 +438,23 @@ impl ClientRuns {
     }
 }
 
-/// Prints the table of medians and ratios.
+/// Prints the table of medians and ratios (each kubekit cache against each peer).
 fn print_table(results: &[ClientRuns], pods: usize, updates: usize, runs: usize) {
-    let kubekit = results.iter().find(|r| r.client == Client::Kubekit);
-    let peers: Vec<&ClientRuns> = results
+    let (ours, peers): (Vec<&ClientRuns>, Vec<&ClientRuns>) =
+        results.iter().partition(|r| r.client.is_kubekit());
+    let pairs: Vec<(&ClientRuns, &ClientRuns)> = ours
         .iter()
-        .filter(|r| r.client != Client::Kubekit)
+        .flat_map(|&kubekit| peers.iter().map(move |&peer| (kubekit, peer)))
         .collect();
     let mut header = format!("{:<28}", format!("median of {runs} runs"));
     for r in results {
-        header += &format!("{:>12}", r.client.name());
+        header += &format!("{:>16}", r.client.name());
     }
-    if kubekit.is_some() {
-        for peer in &peers {
-            header += &format!("{:>20}", format!("kubekit/{}", peer.client.name()));
-        }
+    for (kubekit, peer) in &pairs {
+        header += &format!(
+            "{:>28}",
+            format!("{}/{}", kubekit.client.name(), peer.client.name())
+        );
     }
     println!("{header}");
     for figure in FIGURES.iter().filter(|f| updates > 0 || !f.of_updates) {
@@ -447,16 +466,14 @@ fn print_table(results: &[ClientRuns], pods: usize, updates: usize, runs: usize)
                 None if r.samples.is_empty() => "failed".into(),
                 None => "-".into(),
             };
-            row += &format!("{cell:>12}");
+            row += &format!("{cell:>16}");
         }
-        if let Some(kubekit) = kubekit {
-            for peer in &peers {
-                let cell = match (value(kubekit), value(peer)) {
-                    (Some(ours), Some(theirs)) if theirs > 0.0 => format!("{:.2}", ours / theirs),
-                    _ => "-".into(),
-                };
-                row += &format!("{cell:>20}");
-            }
+        for (kubekit, peer) in &pairs {
+            let cell = match (value(kubekit), value(peer)) {
+                (Some(ours), Some(theirs)) if theirs > 0.0 => format!("{:.2}", ours / theirs),
+                _ => "-".into(),
+            };
+            row += &format!("{cell:>28}");
         }
         println!("{row}");
     }

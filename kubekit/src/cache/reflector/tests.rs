@@ -455,3 +455,59 @@ fn backoff_doubles_to_the_cap_and_resets_after_a_quiet_period() {
         }
     });
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_full_backlog_holds_the_watch_back_until_the_consumer_catches_up() {
+    let h = harness(|_| {});
+    h.script.list("10", None, &[]);
+    let events = h.script.watch();
+    let task = h.start();
+    for _ in 0..40 {
+        h.settle().await; // hundreds of events to take
+    }
+    let sent = 2 * WATCH_BACKLOG_LIMIT;
+    for i in 0..sent {
+        let name = format!("o{i}");
+        let rv = (11 + i).to_string();
+        events.send(Ok(WatchEvent::Added(cm(&name, &rv)))).unwrap();
+    }
+    for _ in 0..40 {
+        h.settle().await; // hundreds of events to take
+    }
+    assert_eq!(
+        h.fifo.len(),
+        WATCH_BACKLOG_LIMIT,
+        "no event is read past the limit"
+    );
+    let halved = WATCH_BACKLOG_LIMIT / 2;
+    for _ in 0..halved {
+        h.fifo.pop(drop).await.unwrap();
+    }
+    for _ in 0..40 {
+        h.settle().await; // hundreds of events to take
+    }
+    assert_eq!(h.fifo.len(), halved, "not resumed before below half the limit");
+    h.fifo.pop(drop).await.unwrap();
+    for _ in 0..40 {
+        h.settle().await; // hundreds of events to take
+    }
+    assert_eq!(
+        h.fifo.len(),
+        WATCH_BACKLOG_LIMIT,
+        "reading resumed below half the limit, and stopped at the limit again"
+    );
+    let mut rest = 0;
+    loop {
+        let drained = h.drain().await.len();
+        if drained == 0 {
+            break;
+        }
+        rest += drained;
+        h.settle().await;
+    }
+    assert_eq!(rest, sent - halved - 1, "nothing was lost");
+    assert_eq!(h.script.kinds(), ["list", "watch"], "the watch went on");
+    assert!(h.errors.lock().is_empty(), "{:?}", h.errors.lock());
+    h.cancel.cancel();
+    task.await.unwrap();
+}
