@@ -125,6 +125,7 @@
 //! - Metrics go to a [`WorkqueueMetrics`] you pass in, not to a process-global provider.
 
 pub mod delaying;
+mod lock;
 pub mod metrics;
 pub mod queue;
 pub mod rate_limiter;

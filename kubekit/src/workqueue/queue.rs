@@ -22,11 +22,14 @@
 //!
 //! `Queue` is a cheap handle around an `Arc`: clone it into as many tasks as you like. All
 //! methods may be called concurrently from any task or thread. The state sits behind one
-//! short lock that is never held across an `.await`; a `get` on an empty queue sleeps on a
-//! [`tokio::sync::Notify`] until an item arrives or the queue shuts down. `get` is
-//! cancel-safe: dropping its future loses no item. `get` also takes part in tokio's
-//! cooperative scheduling (one budget unit per 16 calls), so a worker that always finds
-//! work still yields to the other tasks of its thread now and then.
+//! short lock that is never held across an `.await`: a test-and-set lock whose release is
+//! a plain store, and whose waiters spin, yield, then sleep in 50 µs steps, so that
+//! workers meeting on it from several cores take turns in bursts rather than moving the
+//! queue's state between caches on every call (see `workqueue/lock.rs`). A `get` on an
+//! empty queue sleeps on a [`tokio::sync::Notify`] until an item arrives or the queue
+//! shuts down. `get` is cancel-safe: dropping its future loses no item. `get` also takes
+//! part in tokio's cooperative scheduling (one budget unit per 16 calls), so a worker that
+//! always finds work still yields to the other tasks of its thread now and then.
 //!
 //! A named queue with metrics (see [`QueueConfig`]) starts one background task that
 //! updates the unfinished-work gauges every 500 ms; it ends when the queue shuts down or
@@ -43,8 +46,8 @@ use std::pin::pin;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use super::lock::StateLock;
 use hashbrown::{DefaultHashBuilder, HashTable, hash_table};
-use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -209,7 +212,7 @@ enum Take<T> {
 }
 
 pub(crate) struct Inner<T> {
-    state: Mutex<State<T>>,
+    state: StateLock<State<T>>,
     hasher: DefaultHashBuilder,
     /// Wakes `get` calls waiting for an item (one per item) or for shutdown (all).
     getters: Notify,
@@ -256,7 +259,7 @@ where
         let metrics = config.queue_metrics();
         let stop_ticker = metrics.as_ref().map(|_| Arc::new(Notify::new()));
         let inner = Arc::new(Inner {
-            state: Mutex::new(State {
+            state: StateLock::new(State {
                 slots: HashTable::new(),
                 fifo: VecDeque::new(),
                 processing: 0,
