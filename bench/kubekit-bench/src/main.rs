@@ -9,8 +9,10 @@
 //! - `informer`: sync time, CPU and memory of an informer over N realistic Pods and the rate
 //!   of M watch updates, kubekit against kube-rs and client-go on the same bytes (a replay
 //!   server, or a real cluster with `--kubeconfig`).
+//! - `compact`: what the compact cache costs and saves per object against typed objects.
 //! - `informer-peer`: kubekit's side of `informer`, run by it as a child process.
 
+mod compact;
 mod informer;
 mod informer_peer;
 mod relist;
@@ -49,6 +51,9 @@ benchmarks:
                        --kubeconfig PATH   create the pods in this cluster instead and only
                                            sync (confirms the replay server's figures)
                        --verbose           log requests and each run's server counters
+  compact     what the compact cache costs and saves per Pod: build time, memory, compressed
+              size, get (cold and warm) and a lister's list, typed Pod vs Compact<Pod>
+              options: --objects N (default 10000), --fixture PATH
   informer-peer  kubekit's peer of `informer` (run by it)
               options: --server URL | --kubeconfig PATH, --updates M,
                        --compact   cache Compact<Pod> instead of typed Pods";
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         Some("workqueue") => workqueue::Options::parse(args).and_then(workqueue::run),
         Some("relist") => relist::Options::parse(args).and_then(relist::run),
         Some("informer") => informer::Options::parse(args).and_then(informer::run),
+        Some("compact") => compact::Options::parse(args).and_then(compact::run),
         Some("informer-peer") => informer_peer::parse(args).and_then(informer_peer::run),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");

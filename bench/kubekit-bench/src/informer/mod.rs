@@ -25,7 +25,7 @@ use informer_protocol::{Line, Synced, Updated};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
-use fixture::Fixture;
+pub(crate) use fixture::Fixture;
 use real::Cluster;
 use server::ReplayServer;
 
@@ -131,7 +131,7 @@ impl Options {
 }
 
 /// `bench/fixtures/pods.json` of the repository this program was built from.
-fn default_fixture() -> PathBuf {
+pub(crate) fn default_fixture() -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     crate_dir
         .parent()

@@ -486,7 +486,11 @@ async fn a_full_backlog_holds_the_watch_back_until_the_consumer_catches_up() {
     for _ in 0..40 {
         h.settle().await; // hundreds of events to take
     }
-    assert_eq!(h.fifo.len(), halved, "not resumed before below half the limit");
+    assert_eq!(
+        h.fifo.len(),
+        halved,
+        "not resumed before below half the limit"
+    );
     h.fifo.pop(drop).await.unwrap();
     for _ in 0..40 {
         h.settle().await; // hundreds of events to take
