@@ -51,12 +51,13 @@ use std::sync::{Arc, Weak};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
 use parking_lot::Mutex;
-use serde::de::{self, DeserializeOwned, Error as _, IgnoredAny};
+use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::codec::{Frame, per_type};
 use crate::rest::Error;
+use crate::rest::leading::read_metadata;
 
 /// An object of type `K` kept compressed; see the [module docs](self).
 pub struct Compact<K> {
@@ -273,56 +274,11 @@ impl From<MetaWire> for ObjectMeta {
     }
 }
 
-/// The keys of an object that matter here.
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "camelCase")]
-enum Key {
-    Metadata,
-    #[serde(other)]
-    Other,
-}
-
-/// The error that ends [`read_metadata`]'s scan once the metadata is read.
-const METADATA_READ: &str = "metadata read";
-
-/// Reads an object's `metadata` and stops there: the API server writes `kind`,
-/// `apiVersion` and `metadata` first, so the spec and status are not scanned. An object
-/// without metadata is scanned to its end.
-fn read_metadata(json: &[u8]) -> Result<Option<MetaWire>, serde_json::Error> {
-    struct Visitor<'a>(&'a mut Option<Option<MetaWire>>);
-    impl<'de> de::Visitor<'de> for Visitor<'_> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            while let Some(key) = map.next_key::<Key>()? {
-                match key {
-                    Key::Metadata => {
-                        *self.0 = Some(map.next_value()?);
-                        return Err(A::Error::custom(METADATA_READ));
-                    }
-                    Key::Other => map.next_value::<IgnoredAny>().map(drop)?,
-                }
-            }
-            Ok(())
-        }
-    }
-    let mut metadata = None;
-    let mut deserializer = serde_json::Deserializer::from_slice(json);
-    let scanned = deserializer.deserialize_map(Visitor(&mut metadata));
-    match (scanned, metadata) {
-        (Err(_), Some(metadata)) => Ok(metadata),
-        (Err(e), None) => Err(e),
-        (Ok(()), _) => deserializer.end().map(|()| None),
-    }
-}
-
 impl<K: 'static> Compact<K> {
     /// Keeps `json` (one object) compressed, with its metadata parsed. What follows the
     /// metadata is checked when the object is first decoded ([`get`](Self::get)).
     pub fn from_json(json: &[u8]) -> Result<Self, serde_json::Error> {
-        let metadata = read_metadata(json)?;
+        let metadata: Option<MetaWire> = read_metadata(json)?;
         let frame = Frame::compress::<K>(json).map_err(serde_json::Error::custom)?;
         Ok(Self {
             meta: metadata.map(Into::into).unwrap_or_default(),

@@ -36,12 +36,21 @@ use serde::de::DeserializeOwned;
 
 use crate::clientset::{ListOptions, ResourceClient, WatchStream};
 use crate::dynamic::{DynamicResourceClient, Unstructured};
-use crate::rest::{ObjectList, Result};
+use crate::rest::{ListPage, ObjectList, Result};
 
 /// Lists and watches objects of type `K`; see the [module docs](self).
 pub trait ListerWatcher<K>: Send + Sync + 'static {
     /// One page of objects.
     fn list(&self, opts: ListOptions) -> BoxFuture<'_, Result<ObjectList<K>>>;
+    /// One page whose metadata is at hand before its items are decoded, so that the
+    /// reflector asks for the next page while this one decodes. By default, the whole
+    /// [`list`](Self::list) first.
+    fn list_page(&self, opts: ListOptions) -> BoxFuture<'_, Result<ListPage<K>>>
+    where
+        K: Send + 'static,
+    {
+        Box::pin(async move { self.list(opts).await.map(ListPage::ready) })
+    }
     /// A watch from `opts.resource_version`.
     fn watch(&self, opts: ListOptions) -> BoxFuture<'_, Result<WatchStream<K>>>;
     /// What is listed, for logs: e.g. `pods.v1 in namespace demo`.
@@ -111,6 +120,11 @@ where
     fn list(&self, opts: ListOptions) -> BoxFuture<'_, Result<ObjectList<K>>> {
         let opts = self.tweaked(opts);
         Box::pin(async move { self.client.list(&opts).await })
+    }
+
+    fn list_page(&self, opts: ListOptions) -> BoxFuture<'_, Result<ListPage<K>>> {
+        let opts = self.tweaked(opts);
+        Box::pin(async move { self.client.list_page(&opts).await })
     }
 
     fn watch(&self, opts: ListOptions) -> BoxFuture<'_, Result<WatchStream<K>>> {

@@ -485,49 +485,42 @@ where
     }
 
     /// A paged list at the relist resourceVersion, falling back to "" when the server
-    /// says it is too old; replaces the store.
+    /// says it is too old; replaces the store. The next page is asked for while the
+    /// current one decodes.
     async fn list(&self) -> Result<(), Error> {
         let mut rv = self.relist_resource_version();
         'restart: loop {
             let mut items: Vec<Arc<K>> = Vec::new();
-            let mut continue_token: Option<String> = None;
             let mut list_rv = String::new();
+            let mut fetched = self.lw.list_page(self.list_options(&rv, None)).await;
             loop {
-                let mut opts = ListOptions {
-                    resource_version: (continue_token.is_none() && !rv.is_empty())
-                        .then(|| rv.clone()),
-                    limit: (self.opts.page_size > 0).then_some(self.opts.page_size),
-                    continue_token: continue_token.take(),
-                    ..Default::default()
-                };
-                if opts.resource_version.as_deref().is_some_and(|v| v != "0") {
-                    opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
-                }
-                let page = match self.lw.list(opts).await {
+                let page = match fetched {
                     Ok(page) => page,
-                    Err(e) if (e.is_gone() || e.is_resource_expired()) && !rv.is_empty() => {
-                        // The version (or the continue token) is too old: list the latest.
-                        tracing::info!(reflector = %self.opts.name, "list at resourceVersion {rv:?} expired ({e}); listing the latest state");
-                        self.version.lock().unavailable = true;
-                        rv.clear();
-                        continue 'restart;
-                    }
-                    Err(e) if e.is_gone() || e.is_resource_expired() => {
-                        tracing::info!(reflector = %self.opts.name, "list continuation expired ({e}); listing again");
-                        continue 'restart;
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) => match self.list_failed(e, &mut rv) {
+                        Ok(()) => continue 'restart,
+                        Err(e) => return Err(e),
+                    },
                 };
-                for skipped in &page.skipped {
-                    self.report(skipped);
-                }
                 if list_rv.is_empty() {
                     list_rv = page.metadata.resource_version.clone().unwrap_or_default();
                 }
-                items.reserve(page.items.len());
-                items.extend(page.items.into_iter().filter_map(|o| self.intern(o)));
-                match page.metadata.continue_.filter(|c| !c.is_empty()) {
-                    Some(c) => continue_token = Some(c),
+                let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+                let (decoded, next) = match next {
+                    Some(token) => {
+                        let next = self.lw.list_page(self.list_options(&rv, Some(token)));
+                        let (decoded, next) = tokio::join!(page.items, next);
+                        (decoded, Some(next))
+                    }
+                    None => (page.items.await, None),
+                };
+                let decoded = decoded?;
+                for skipped in &decoded.skipped {
+                    self.report(skipped);
+                }
+                items.reserve(decoded.items.len());
+                items.extend(decoded.items.into_iter().filter_map(|o| self.intern(o)));
+                match next {
+                    Some(next) => fetched = next,
                     None => break,
                 }
             }
@@ -543,6 +536,36 @@ where
             tracing::debug!(reflector = %self.opts.name, count, resource_version = %v.last_sync, "listed");
             return Ok(());
         }
+    }
+
+    /// The options of a list page: the first at `rv`, the others by continue token.
+    fn list_options(&self, rv: &str, continue_token: Option<String>) -> ListOptions {
+        let mut opts = ListOptions {
+            resource_version: (continue_token.is_none() && !rv.is_empty()).then(|| rv.into()),
+            limit: (self.opts.page_size > 0).then_some(self.opts.page_size),
+            continue_token,
+            ..Default::default()
+        };
+        if opts.resource_version.as_deref().is_some_and(|v| v != "0") {
+            opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
+        }
+        opts
+    }
+
+    /// Whether a failed list page restarts the list (`Ok`): when the version or the
+    /// continue token is too old, from the latest state.
+    fn list_failed(&self, e: Error, rv: &mut String) -> Result<(), Error> {
+        if !(e.is_gone() || e.is_resource_expired()) {
+            return Err(e);
+        }
+        if rv.is_empty() {
+            tracing::info!(reflector = %self.opts.name, "list continuation expired ({e}); listing again");
+        } else {
+            tracing::info!(reflector = %self.opts.name, "list at resourceVersion {rv:?} expired ({e}); listing the latest state");
+            self.version.lock().unavailable = true;
+            rv.clear();
+        }
+        Ok(())
     }
 
     fn watch_options(&self, timeout: Duration) -> ListOptions {

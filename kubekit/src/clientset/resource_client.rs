@@ -54,7 +54,7 @@ use super::options::{
 };
 use super::patch::Patch;
 use crate::meta::GroupVersionResource;
-use crate::rest::{ObjectList, RestClient, Result};
+use crate::rest::{ListPage, ObjectList, RestClient, Result};
 
 /// A resource scope known when compiling: whether objects of the type live in a
 /// namespace. Implemented for `k8s-openapi`'s two scopes, which every built-in and
@@ -187,6 +187,12 @@ where
             .await?
             .decode_list_in_background()
             .await
+    }
+
+    /// One page of the objects matching `opts`, its metadata at hand before its items
+    /// are decoded (on tokio's blocking pool, once awaited): see [`ListPage`].
+    pub async fn list_page(&self, opts: &ListOptions) -> Result<ListPage<K>> {
+        self.endpoint.list(opts).await?.into_list_page()
     }
 
     /// Watches the objects matching `opts` from `opts.resource_version` (unset: from now,

@@ -37,12 +37,14 @@
 //! - **Timeouts**: [`Request::timeout`] bounds the request on both sides: it is sent as the
 //!   `timeout` query parameter and enforced by the client.
 
+use std::fmt;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::Stream;
+use futures_util::future::BoxFuture;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue, RETRY_AFTER, USER_AGENT};
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
@@ -53,6 +55,7 @@ use serde_json::value::RawValue;
 
 use super::config::Config;
 use super::error::{Error, Result};
+use super::leading::read_metadata;
 use super::watch::{WatchDecoder, WatchEvent};
 use crate::flowcontrol::TokenBucket;
 
@@ -684,6 +687,34 @@ impl<K> Default for ObjectList<K> {
     }
 }
 
+/// A page of a list whose items may still be decoding: its metadata (the resourceVersion,
+/// the `continue` token of the next page) is at hand at once, so the next page can be
+/// asked for while this one decodes.
+pub struct ListPage<K> {
+    /// `metadata` of the list.
+    pub metadata: ListMeta,
+    /// The page's objects, once decoded.
+    pub items: BoxFuture<'static, Result<ObjectList<K>>>,
+}
+
+impl<K> fmt::Debug for ListPage<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListPage")
+            .field("metadata", &self.metadata)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Send + 'static> ListPage<K> {
+    /// A page already decoded.
+    pub fn ready(list: ObjectList<K>) -> Self {
+        Self {
+            metadata: list.metadata.clone(),
+            items: Box::pin(std::future::ready(Ok(list))),
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct RawList<'a> {
     #[serde(default)]
@@ -723,6 +754,20 @@ impl Response {
     /// kept; a body that is not a list at all is an error.
     pub fn decode_list<K: DeserializeOwned + Send>(&self) -> Result<ObjectList<K>> {
         decode_list(&self.body, &self.what)
+    }
+
+    /// A `*List` response as a [`ListPage`]: its metadata read at once (without scanning
+    /// the items), its items decoded on tokio's blocking pool once awaited.
+    pub fn into_list_page<K>(self) -> Result<ListPage<K>>
+    where
+        K: DeserializeOwned + Send + 'static,
+    {
+        let metadata: Option<ListMeta> = read_metadata(&self.body)
+            .map_err(|e| Error::decode(format!("list of {}", self.what), e, &self.body))?;
+        Ok(ListPage {
+            metadata: metadata.unwrap_or_default(),
+            items: Box::pin(self.decode_list_in_background()),
+        })
     }
 
     /// [`decode_list`](Self::decode_list) on tokio's blocking pool, so that decoding a

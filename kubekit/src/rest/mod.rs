@@ -8,6 +8,7 @@
 //!   streams.
 //! - [`Error`]: every failure, with the API's `Status` and client-go's predicates
 //!   (`is_not_found`, `is_conflict`, …).
+//! - [`leading`]: an object's or a list's `metadata`, read without scanning the rest.
 //!
 //! Authentication, TLS and connection pooling are `kube`'s; credentials never appear in
 //! logs, `Debug` output or errors.
@@ -15,10 +16,11 @@
 pub mod client;
 pub mod config;
 pub mod error;
+pub mod leading;
 pub mod watch;
 
 pub use client::{
-    ObjectList, PatchType, Request, Response, RestClient, WarningHandler, decode_list,
+    ListPage, ObjectList, PatchType, Request, Response, RestClient, WarningHandler, decode_list,
 };
 pub use config::{Config, DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_QPS};
 pub use error::{Error, Result};

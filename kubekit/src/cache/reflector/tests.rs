@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use super::*;
 use crate::cache::test_support::{Fake, Script, cm, status, transport};
 use crate::cache::{DeltaType, Indexer};
-use crate::rest::Bookmark;
+use crate::rest::{Bookmark, ListPage, ObjectList};
 
 struct Harness {
     script: Arc<Script>,
@@ -513,5 +513,95 @@ async fn a_full_backlog_holds_the_watch_back_until_the_consumer_catches_up() {
     assert_eq!(h.script.kinds(), ["list", "watch"], "the watch went on");
     assert!(h.errors.lock().is_empty(), "{:?}", h.errors.lock());
     h.cancel.cancel();
+    task.await.unwrap();
+}
+
+/// A lister whose first page has a next page and decodes only when the test says so.
+struct GatedPages {
+    continue_tokens: Mutex<Vec<Option<String>>>,
+    release: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+}
+
+impl ListerWatcher<ConfigMap> for GatedPages {
+    fn list(&self, _: ListOptions) -> BoxFuture<'_, crate::rest::Result<ObjectList<ConfigMap>>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn list_page(
+        &self,
+        opts: ListOptions,
+    ) -> BoxFuture<'_, crate::rest::Result<ListPage<ConfigMap>>> {
+        let first = opts.continue_token.is_none();
+        self.continue_tokens.lock().push(opts.continue_token);
+        let page = |name: &str, continue_: Option<&str>| ObjectList {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
+                resource_version: Some("10".into()),
+                continue_: continue_.map(Into::into),
+                ..Default::default()
+            },
+            items: vec![cm(name, "5")],
+            skipped: Vec::new(),
+        };
+        let listed = if first {
+            let release = self.release.lock().take().expect("one first page");
+            let list = page("a", Some("p2"));
+            ListPage {
+                metadata: list.metadata.clone(),
+                items: Box::pin(async move {
+                    release.await.expect("released");
+                    Ok(list)
+                }),
+            }
+        } else {
+            ListPage::ready(page("b", None))
+        };
+        Box::pin(std::future::ready(Ok(listed)))
+    }
+
+    fn watch(&self, _: ListOptions) -> BoxFuture<'_, crate::rest::Result<WatchStream<ConfigMap>>> {
+        Box::pin(std::future::pending())
+    }
+
+    fn describe(&self) -> String {
+        "configmaps.v1 (gated)".into()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_page_is_asked_for_while_the_current_one_decodes() {
+    let (release, gate) = tokio::sync::oneshot::channel();
+    let lw = Arc::new(GatedPages {
+        continue_tokens: Mutex::new(Vec::new()),
+        release: Mutex::new(Some(gate)),
+    });
+    let fifo = Arc::new(DeltaFifo::new(None));
+    let reflector = Arc::new(Reflector::new(
+        lw.clone(),
+        fifo.clone(),
+        ReflectorOptions::default(),
+    ));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (reflector, cancel) = (reflector.clone(), cancel.clone());
+        async move { reflector.run(cancel).await }
+    });
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        *lw.continue_tokens.lock(),
+        [None, Some("p2".to_string())],
+        "the second page was asked for before the first decoded"
+    );
+    assert!(
+        fifo.is_empty(),
+        "nothing stored before the first page decoded"
+    );
+    release.send(()).unwrap();
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(fifo.list_keys(), ["ns/a", "ns/b"], "pages kept in order");
+    cancel.cancel();
     task.await.unwrap();
 }
