@@ -5,6 +5,7 @@
 #   bench/run.sh relist [options]      informer memory at steady state and during a relist
 #   bench/run.sh informer [options]    informer sync and watch updates, kubekit vs kube-rs
 #                                      vs client-go on the same bytes
+#   bench/run.sh compact [options]     what the compact cache costs and saves per Pod
 #
 # Rust programs are built with cargo (honouring CARGO_TARGET_DIR), Go programs with
 # `go build` from the module in bench/go into bench/target/. Build output goes to stderr;
@@ -24,7 +25,7 @@ benchmarks:
                        --only VARIANT,..., --verbose
   relist      informer memory at steady state and at the peak of a relist from the API
               server; starts the local control plane unless --kubeconfig is given
-              options: --kubeconfig PATH, --objects N (default 10000)
+              options: --kubeconfig PATH, --objects N (default 10000), --compact
   informer    sync time, CPU and memory of an informer over N realistic Pods, then the rate
               of M watch updates: kubekit vs kube-rs vs client-go, all served the same bytes
               by a replay server (bench/fixtures/pods.json replicated)
@@ -35,6 +36,9 @@ benchmarks:
                        --real             create the pods in the local control plane
                                           instead (started if needed) and only sync
                        --kubeconfig PATH  the same in another cluster
+  compact     what the compact cache costs and saves per Pod against typed Pods (build
+              time, memory, compressed size, get cold and warm, a lister's list)
+              options: --objects N (default 10000), --fixture PATH
 USAGE
 }
 
@@ -109,6 +113,10 @@ case "${1:-}" in
     informer)
         shift
         run_informer "$@"
+        ;;
+    compact)
+        shift
+        "$(build_rust)" compact "$@"
         ;;
     -h | --help | help)
         usage

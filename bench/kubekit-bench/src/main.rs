@@ -35,6 +35,7 @@ benchmarks:
   relist      steady-state and relist-peak memory of an informer over N ConfigMaps
               options: --kubeconfig PATH   the cluster to use (required)
                        --objects N         ConfigMaps to create (default 10000)
+                       --compact           cache Compact<ConfigMap> instead
   informer    sync and watch-update cost of an informer over N realistic Pods, kubekit vs
               kube-rs vs client-go, all served the same bytes by a replay server
               options: --pods N            pods to sync (default 10000)

@@ -23,27 +23,34 @@ use futures_util::future::BoxFuture;
 use futures_util::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
-use kubekit::cache::{ListWatch, ListerWatcher, SharedIndexInformer};
+use kube::Resource;
+use kubekit::cache::{Compact, ListWatch, ListerWatcher, SharedIndexInformer};
 use kubekit::clientset::{
     Clientset, CreateOptions, DeleteOptions, ListOptions, ResourceClient, WatchStream,
 };
 use kubekit::rest::{Config, ObjectList, Result, WatchEvent};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 /// Command-line options of `kubekit-bench relist`.
 pub struct Options {
     kubeconfig: PathBuf,
     objects: usize,
+    /// Cache `Compact<ConfigMap>` instead of typed ConfigMaps.
+    compact: bool,
 }
 
 impl Options {
-    /// Parses `--kubeconfig PATH [--objects N]`.
+    /// Parses `--kubeconfig PATH [--objects N] [--compact]`.
     pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
         let mut kubeconfig = None;
         let mut objects = 10_000;
+        let mut compact = false;
         while let Some(arg) = args.next() {
             let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
             match arg.as_str() {
+                "--compact" => compact = true,
                 "--kubeconfig" => kubeconfig = Some(PathBuf::from(value("--kubeconfig")?)),
                 "--objects" => {
                     objects = value("--objects")?
@@ -56,6 +63,7 @@ impl Options {
         Ok(Self {
             kubeconfig: kubeconfig.ok_or("--kubeconfig is required")?,
             objects,
+            compact,
         })
     }
 }
@@ -78,13 +86,13 @@ struct InjectGone<L> {
     lists: Arc<AtomicUsize>,
 }
 
-impl<L: ListerWatcher<ConfigMap>> ListerWatcher<ConfigMap> for InjectGone<L> {
-    fn list(&self, opts: ListOptions) -> BoxFuture<'_, Result<ObjectList<ConfigMap>>> {
+impl<K: Send + 'static, L: ListerWatcher<K>> ListerWatcher<K> for InjectGone<L> {
+    fn list(&self, opts: ListOptions) -> BoxFuture<'_, Result<ObjectList<K>>> {
         self.lists.fetch_add(1, Ordering::SeqCst);
         self.inner.list(opts)
     }
 
-    fn watch(&self, opts: ListOptions) -> BoxFuture<'_, Result<WatchStream<ConfigMap>>> {
+    fn watch(&self, opts: ListOptions) -> BoxFuture<'_, Result<WatchStream<K>>> {
         let gone = self.gone.clone();
         Box::pin(async move {
             let real = self.inner.watch(opts).await?;
@@ -105,7 +113,7 @@ impl<L: ListerWatcher<ConfigMap>> ListerWatcher<ConfigMap> for InjectGone<L> {
                     })))
                 })
             });
-            let merged: WatchStream<ConfigMap> = Box::pin(stream::select(real, ticks));
+            let merged: WatchStream<K> = Box::pin(stream::select(real, ticks));
             Ok(merged)
         })
     }
@@ -151,7 +159,19 @@ pub fn run(opts: Options) -> Result<(), String> {
             .create(&namespace, &CreateOptions::default())
             .await
             .map_err(|e| e.to_string())?;
-        let result = measure(&cs, &ns, opts.objects).await;
+        let result = create(&cs, &ns, opts.objects).await;
+        let result = match (result, opts.compact) {
+            (Err(e), _) => Err(e),
+            (Ok(()), false) => {
+                let client = cs.core_v1().config_maps(&ns);
+                measure(client, opts.objects, "ConfigMap").await
+            }
+            (Ok(()), true) => {
+                let rest = cs.rest_client().clone();
+                let client = ResourceClient::<Compact<ConfigMap>>::namespaced(rest, &ns);
+                measure(client, opts.objects, "Compact<ConfigMap>").await
+            }
+        };
         let _ = cs
             .core_v1()
             .namespaces()
@@ -161,7 +181,8 @@ pub fn run(opts: Options) -> Result<(), String> {
     })
 }
 
-async fn measure(cs: &Clientset, ns: &str, objects: usize) -> Result<(), String> {
+/// Creates the N ConfigMaps.
+async fn create(cs: &Clientset, ns: &str, objects: usize) -> Result<(), String> {
     let cms: ResourceClient<ConfigMap> = cs.core_v1().config_maps(ns);
     let started = Instant::now();
     let failures: Vec<String> = stream::iter(0..objects)
@@ -180,7 +201,14 @@ async fn measure(cs: &Clientset, ns: &str, objects: usize) -> Result<(), String>
         ));
     }
     eprintln!("created {objects} ConfigMaps in {:.1?}", started.elapsed());
+    Ok(())
+}
 
+/// Syncs an informer of `K` (named `cached_as`) over the ConfigMaps, then relists.
+async fn measure<K>(cms: ResourceClient<K>, objects: usize, cached_as: &str) -> Result<(), String>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
+{
     let baseline = proc_status("VmRSS");
     let gone = Arc::new(AtomicBool::new(false));
     let lists = Arc::new(AtomicUsize::new(0));
@@ -225,7 +253,9 @@ async fn measure(cs: &Clientset, ns: &str, objects: usize) -> Result<(), String>
     cancel.cancel();
     let _ = task.await;
 
-    println!("relist of {objects} ConfigMaps (~1.2 KiB each), memory above the process baseline");
+    println!(
+        "relist of {objects} ConfigMaps (~1.2 KiB each) cached as {cached_as}, memory above the process baseline"
+    );
     println!("{:<34}{:>10}", "state", "MiB");
     println!("{:<34}{:>10.1}", "steady (synced, watching)", mib(steady));
     println!("{:<34}{:>10.1}", "peak during relist (VmHWM)", mib(peak));
