@@ -2,7 +2,8 @@
 //! and saves against a typed `Pod`, on the informer benchmark's realistic Pods.
 //!
 //! In one process, on one thread, over N pods replicated from the fixture: the time to
-//! build each kind of object from its JSON and the memory it then holds (resident memory
+//! build each kind of object from its JSON (a typed Pod, a typed Pod passed through
+//! `strip_managed_fields`, a `Compact<Pod>`) and the memory it then holds (resident memory
 //! grown, per pod), the compressed size, then the price of typed access: `get` on an
 //! object nobody holds (cold: decompress and decode), `get` on one that is held (warm:
 //! the same `Arc`), and a lister's `list` of all N objects, without and with `get` on each.
@@ -14,7 +15,7 @@ use std::time::Instant;
 use informer_protocol::Usage;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
-use kubekit::cache::{Compact, Indexer};
+use kubekit::cache::{Compact, Indexer, strip_managed_fields};
 use kubekit::labels::Selector;
 use kubekit::listers::Lister;
 use kubekit::meta::GroupVersionResource;
@@ -102,6 +103,8 @@ pub fn run(options: Options) -> Result<(), String> {
         serde_json::from_slice::<Pod>(json).map_err(|e| format!("a fixture pod as Pod: {e}"))
     };
     let (typed, typed_seconds, typed_rss) = build(&jsons, parse_typed)?;
+    let parse_stripped = |json: &[u8]| parse_typed(json).map(strip_managed_fields);
+    let (stripped, stripped_seconds, stripped_rss) = build(&jsons, parse_stripped)?;
     let compressed: usize = compact.iter().map(|c| c.compressed_len()).sum();
 
     let started = Instant::now();
@@ -140,51 +143,60 @@ pub fn run(options: Options) -> Result<(), String> {
         return Err(format!("listed {} of {n} pods", listed.len()));
     }
     let name_of_first = listed[0].meta().name.clone();
-    black_box((name_of_first, &typed));
+    black_box((name_of_first, &typed, &stripped));
 
     let kib = |bytes: u64| bytes as f64 / 1024.0 / n as f64;
-    println!("{:<44}{:>12}{:>12}", "", "typed Pod", "Compact");
-    println!(
-        "{:<44}{:>12.1}{:>12.1}",
+    let row = |label: &str, typed: String, stripped: String, compact: String| {
+        println!("{label:<40}{typed:>12}{stripped:>18}{compact:>12}");
+    };
+    let none = || "-".to_string();
+    row(
+        "",
+        "typed Pod".into(),
+        "typed, stripped".into(),
+        "Compact".into(),
+    );
+    row(
         "build from JSON (µs per pod)",
-        micros(typed_seconds, n),
-        micros(compact_seconds, n)
+        format!("{:.1}", micros(typed_seconds, n)),
+        format!("{:.1}", micros(stripped_seconds, n)),
+        format!("{:.1}", micros(compact_seconds, n)),
     );
-    println!(
-        "{:<44}{:>12.2}{:>12.2}",
+    row(
         "resident memory grown (KiB per pod)",
-        kib(typed_rss),
-        kib(compact_rss)
+        format!("{:.2}", kib(typed_rss)),
+        format!("{:.2}", kib(stripped_rss)),
+        format!("{:.2}", kib(compact_rss)),
     );
-    println!(
-        "{:<44}{:>12}{:>12}",
+    row(
         "compressed JSON (bytes per pod)",
-        "-",
-        compressed / n
+        none(),
+        none(),
+        (compressed / n).to_string(),
     );
-    println!(
-        "{:<44}{:>12}{:>12.1}",
+    row(
         "get, nobody holds it (µs)",
-        "-",
-        micros(cold, n)
+        none(),
+        none(),
+        format!("{:.1}", micros(cold, n)),
     );
-    println!(
-        "{:<44}{:>12}{:>12.3}",
+    row(
         "get, held elsewhere (µs)",
-        "-",
-        micros(warm, n)
+        none(),
+        none(),
+        format!("{:.3}", micros(warm, n)),
     );
-    println!(
-        "{:<44}{:>12}{:>12.2}",
-        format!("lister list of {n} (ms)"),
-        "-",
-        list * 1e3
+    row(
+        &format!("lister list of {n} (ms)"),
+        none(),
+        none(),
+        format!("{:.2}", list * 1e3),
     );
-    println!(
-        "{:<44}{:>12}{:>12.1}",
-        format!("lister list of {n} + get each (ms)"),
-        "-",
-        list_and_get * 1e3
+    row(
+        &format!("lister list of {n} + get each (ms)"),
+        none(),
+        none(),
+        format!("{:.1}", list_and_get * 1e3),
     );
     Ok(())
 }
