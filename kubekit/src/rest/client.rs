@@ -56,6 +56,7 @@ use serde_json::value::RawValue;
 use super::config::Config;
 use super::error::{Error, Result};
 use super::leading::read_metadata;
+use super::metrics::RestClientMetrics;
 use super::watch::{WatchDecoder, WatchEvent};
 use crate::flowcontrol::TokenBucket;
 
@@ -79,6 +80,8 @@ struct Inner {
     timeout: Option<Duration>,
     user_agent: HeaderValue,
     warnings: WarningHandler,
+    /// Where exchanges are counted and timed, with the `host` label to give them.
+    metrics: Option<(RestClientMetrics, String)>,
 }
 
 impl std::fmt::Debug for RestClient {
@@ -141,6 +144,10 @@ impl RestClient {
                 timeout: config.timeout,
                 user_agent,
                 warnings: Arc::new(|w| tracing::warn!(warning = w, "API server warning")),
+                metrics: config
+                    .metrics
+                    .clone()
+                    .map(|m| (m, metrics_host(config.host()))),
             }),
         })
     }
@@ -157,6 +164,7 @@ impl RestClient {
                 timeout: i.timeout,
                 user_agent: i.user_agent.clone(),
                 warnings: handler,
+                metrics: i.metrics.clone(),
             }),
         }
     }
@@ -484,11 +492,13 @@ impl Request {
                     );
                 }
             }
-            inner
-                .http
-                .send(self.build(url)?)
-                .await
-                .map_err(|e| self.transport_error(url, e))
+            let started = std::time::Instant::now();
+            let res = inner.http.send(self.build(url)?).await;
+            if let Some((metrics, host)) = &inner.metrics {
+                let code = res.as_ref().ok().map(|r| r.status().as_u16());
+                metrics.observe(code, self.method.as_str(), host, started.elapsed());
+            }
+            res.map_err(|e| self.transport_error(url, e))
         };
         with_retries(inner.max_retries, retry_transport, send).await
     }
@@ -539,6 +549,15 @@ impl Request {
             url: url.to_string(),
             after,
         }
+    }
+}
+
+/// The `host` label of a server's requests: `host:port` of its URL.
+fn metrics_host(url: &http::Uri) -> String {
+    match (url.host(), url.port_u16()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        _ => url.to_string(),
     }
 }
 

@@ -25,6 +25,7 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::error::{Error, Result};
+use super::metrics::RestClientMetrics;
 
 /// Default client-side queries per second (client-go's `DefaultQPS`).
 pub const DEFAULT_QPS: f32 = 5.0;
@@ -51,6 +52,8 @@ pub struct Config {
     pub max_retries: u32,
     /// The `User-Agent` header sent with every request.
     pub user_agent: String,
+    /// Where the client's requests are counted and timed, if anywhere.
+    pub metrics: Option<RestClientMetrics>,
 }
 
 impl fmt::Debug for Config {
@@ -95,6 +98,7 @@ impl Config {
             timeout: None,
             max_retries: DEFAULT_MAX_RETRIES,
             user_agent: format!("kubekit/{}", env!("CARGO_PKG_VERSION")),
+            metrics: None,
         }
     }
 
@@ -215,6 +219,12 @@ impl Config {
             self.burst
         };
         Some((qps, burst))
+    }
+
+    /// The same configuration, its clients' requests counted and timed in `metrics`.
+    pub fn with_metrics(mut self, metrics: &RestClientMetrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
     }
 
     /// The API server's URL.

@@ -9,6 +9,7 @@
 //! - [`Error`]: every failure, with the API's `Status` and client-go's predicates
 //!   (`is_not_found`, `is_conflict`, …).
 //! - [`leading`]: an object's or a list's `metadata`, read without scanning the rest.
+//! - [`RestClientMetrics`]: client-go's `rest_client_*` metrics.
 //!
 //! Authentication, TLS and connection pooling are `kube`'s; credentials never appear in
 //! logs, `Debug` output or errors.
@@ -17,6 +18,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod leading;
+pub mod metrics;
 pub mod watch;
 
 pub use client::{
@@ -24,4 +26,5 @@ pub use client::{
 };
 pub use config::{Config, DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_QPS};
 pub use error::{Error, Result};
+pub use metrics::RestClientMetrics;
 pub use watch::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, WatchDecoder, WatchEvent, decode_event};

@@ -6,6 +6,7 @@ mod common;
 mod configmaps;
 mod discovery;
 mod dynamic;
+mod endpoints;
 mod informers;
 mod pods;
 mod rest;
