@@ -56,7 +56,9 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::{ListWatch, ListerWatcher, SharedIndexInformer, TweakListOptions};
+use crate::cache::{
+    ListWatch, ListerWatcher, ReflectorMetrics, SharedIndexInformer, TweakListOptions,
+};
 use crate::clientset::{Clientset, KnownScope, ListOptions, ResourceClient};
 use crate::dynamic::{DynamicClient, Unstructured};
 use crate::listers::Lister;
@@ -142,6 +144,7 @@ pub struct SharedInformerFactoryBuilder {
     default_resync: Duration,
     custom_resync: HashMap<GroupVersionResource, Duration>,
     page_size: Option<u32>,
+    metrics: Option<ReflectorMetrics>,
 }
 
 impl fmt::Debug for SharedInformerFactoryBuilder {
@@ -182,6 +185,13 @@ impl SharedInformerFactoryBuilder {
         self
     }
 
+    /// Counts every informer's lists, watches, events and cached objects in `metrics`
+    /// (see [`ReflectorMetrics`]), each under its resource's name.
+    pub fn metrics(mut self, metrics: &ReflectorMetrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
     /// The resync period of the informer of `K`.
     pub fn resync_for<K: Resource<DynamicType = ()>>(mut self, period: Duration) -> Self {
         self.custom_resync
@@ -206,6 +216,7 @@ impl SharedInformerFactoryBuilder {
             default_resync: self.default_resync,
             custom_resync: self.custom_resync,
             page_size: self.page_size,
+            metrics: self.metrics,
             state: Mutex::new(State::default()),
             cancel: CancellationToken::new(),
         }
@@ -221,6 +232,7 @@ pub struct SharedInformerFactory {
     default_resync: Duration,
     custom_resync: HashMap<GroupVersionResource, Duration>,
     page_size: Option<u32>,
+    metrics: Option<ReflectorMetrics>,
     state: Mutex<State>,
     cancel: CancellationToken,
 }
@@ -259,6 +271,7 @@ impl SharedInformerFactory {
             default_resync: Duration::ZERO,
             custom_resync: HashMap::new(),
             page_size: None,
+            metrics: None,
         }
     }
 
@@ -280,6 +293,9 @@ impl SharedInformerFactory {
         let informer = SharedIndexInformer::new(lw, resync);
         if let Some(page_size) = self.page_size {
             informer.configure_reflector(|o| o.page_size = page_size);
+        }
+        if let Some(metrics) = &self.metrics {
+            informer.configure_reflector(|o| o.metrics = Some(metrics.clone()));
         }
         informer
     }

@@ -13,6 +13,7 @@
 //! - [`delta_fifo`]: [`DeltaFifo`], the queue of changes between a reflector and an
 //!   informer.
 //! - [`listwatch`]: [`ListerWatcher`] and [`ListWatch`] over typed and dynamic clients.
+//! - [`metrics`]: [`ReflectorMetrics`], the reflectors' and informers' Prometheus series.
 //! - [`reflector`]: [`Reflector`], list-then-watch with client-go's resourceVersion,
 //!   backoff and relist rules.
 //! - [`controller`]: [`Controller`], the process loop.
@@ -27,6 +28,7 @@ pub mod delta_fifo;
 pub mod handler;
 pub mod key;
 pub mod listwatch;
+pub mod metrics;
 pub mod reflector;
 pub mod shared_informer;
 pub mod store;
@@ -42,6 +44,7 @@ pub use key::{
     meta_namespace_key, split_meta_namespace_key,
 };
 pub use listwatch::{ListWatch, ListerWatcher, TweakListOptions};
+pub use metrics::ReflectorMetrics;
 pub use reflector::{
     BackoffPolicy, Reflector, ReflectorOptions, ReflectorStore, ShouldResync, TransformFunc,
     WATCH_BACKLOG_LIMIT, WatchErrorHandler, default_watch_error_handler, strip_managed_fields,

@@ -54,6 +54,7 @@ use tokio_util::sync::CancellationToken;
 use super::delta_fifo::DeltaFifo;
 use super::key::{KeyError, meta_namespace_key};
 use super::listwatch::ListerWatcher;
+use super::metrics::{BoundMetrics, ReflectorMetrics};
 use crate::clientset::{ListOptions, ResourceVersionMatch, WatchStream};
 use crate::rest::{Error, WatchEvent};
 
@@ -254,6 +255,8 @@ pub struct ReflectorOptions<K> {
     pub watch_error_handler: Option<WatchErrorHandler>,
     /// Backoff between failed attempts.
     pub backoff: BackoffPolicy,
+    /// Where lists, watches and events are counted, under `name`.
+    pub metrics: Option<ReflectorMetrics>,
 }
 
 impl<K> fmt::Debug for ReflectorOptions<K> {
@@ -267,6 +270,7 @@ impl<K> fmt::Debug for ReflectorOptions<K> {
             .field("use_streaming_list", &self.use_streaming_list)
             .field("transform", &self.transform.is_some())
             .field("backoff", &self.backoff)
+            .field("metrics", &self.metrics.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -284,6 +288,7 @@ impl<K> Default for ReflectorOptions<K> {
             transform: None,
             watch_error_handler: None,
             backoff: BackoffPolicy::default(),
+            metrics: None,
         }
     }
 }
@@ -327,6 +332,9 @@ pub struct Reflector<K> {
     error_handler: WatchErrorHandler,
     version: Mutex<VersionState>,
     streaming: std::sync::atomic::AtomicBool,
+    metrics: Option<BoundMetrics>,
+    /// Whether a list completed once (the next ones are relists).
+    listed: std::sync::atomic::AtomicBool,
 }
 
 impl<K: 'static> fmt::Debug for Reflector<K> {
@@ -358,6 +366,7 @@ where
             .clone()
             .unwrap_or_else(|| default_watch_error_handler(&opts.name));
         let streaming = std::sync::atomic::AtomicBool::new(opts.use_streaming_list);
+        let metrics = opts.metrics.as_ref().map(|m| m.bind(&opts.name));
         Self {
             lw,
             store,
@@ -365,6 +374,8 @@ where
             error_handler,
             version: Mutex::new(VersionState::default()),
             streaming,
+            metrics,
+            listed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -379,6 +390,23 @@ where
             let mut v = self.version.lock();
             v.last_sync.clear();
             v.last_sync.push_str(rv);
+            if let Some(m) = &self.metrics {
+                m.advanced();
+            }
+        }
+    }
+
+    /// Counts a complete list (streaming or not).
+    fn count_list(&self) {
+        let relist = self.listed.swap(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(m) = &self.metrics {
+            m.listed(relist);
+        }
+    }
+
+    fn count_watch(&self) {
+        if let Some(m) = &self.metrics {
+            m.watch_opened();
         }
     }
 
@@ -534,6 +562,8 @@ where
                 v.last_sync = list_rv;
             }
             tracing::debug!(reflector = %self.opts.name, count, resource_version = %v.last_sync, "listed");
+            drop(v);
+            self.count_list();
             return Ok(());
         }
     }
@@ -598,6 +628,7 @@ where
             _ = cancel.cancelled() => return Ok(None),
             s = self.lw.watch(opts) => s?,
         };
+        self.count_watch();
         let mut initial: HashMap<String, Arc<K>> = HashMap::new();
         let silence = timeout + self.opts.silence_grace;
         loop {
@@ -633,6 +664,8 @@ where
                         let mut v = self.version.lock();
                         v.unavailable = false;
                         v.last_sync = b.resource_version;
+                        drop(v);
+                        self.count_list();
                         return Ok(Some((stream, timeout)));
                     }
                 }
@@ -668,7 +701,12 @@ where
                     continue;
                 }
                 Ok(Some(Err(e))) => Next::Failed(e),
-                Ok(Some(Ok(event))) => Next::Event(event),
+                Ok(Some(Ok(event))) => {
+                    if let Some(m) = &self.metrics {
+                        m.event(event.type_name());
+                    }
+                    Next::Event(event)
+                }
             };
         }
     }
@@ -707,7 +745,10 @@ where
                         s = self.lw.watch(opts) => s,
                     };
                     match started {
-                        Ok(stream) => (stream, timeout),
+                        Ok(stream) => {
+                            self.count_watch();
+                            (stream, timeout)
+                        }
                         Err(e) if e.is_transient() => {
                             self.report(&e);
                             if !backoff.wait(cancel).await {

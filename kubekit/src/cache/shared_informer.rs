@@ -549,11 +549,15 @@ where
         let mut config = {
             let reflector = self.options.lock().clone();
             let shared = self.shared.clone();
+            let metrics = reflector.metrics.as_ref().map(|m| m.bind(&reflector.name));
             let mut config = ControllerConfig::new(
                 self.shared.fifo.clone(),
                 self.lw.clone(),
                 Arc::new(move |deltas: &Deltas<K>| {
                     shared.handle_deltas(deltas);
+                    if let Some(metrics) = &metrics {
+                        metrics.objects(shared.indexer.len());
+                    }
                     Ok(())
                 }),
             );

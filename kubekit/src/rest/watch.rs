@@ -43,6 +43,20 @@ pub enum WatchEvent<K> {
     Error(Box<Status>),
 }
 
+impl<K> WatchEvent<K> {
+    /// The event's `type` as the server writes it: `ADDED`, `MODIFIED`, `DELETED`,
+    /// `BOOKMARK` or `ERROR`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            WatchEvent::Added(_) => "ADDED",
+            WatchEvent::Modified(_) => "MODIFIED",
+            WatchEvent::Deleted(_) => "DELETED",
+            WatchEvent::Bookmark(_) => "BOOKMARK",
+            WatchEvent::Error(_) => "ERROR",
+        }
+    }
+}
+
 /// The content of a `BOOKMARK` event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Bookmark {

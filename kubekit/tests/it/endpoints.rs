@@ -3,7 +3,10 @@
 
 use std::net::SocketAddr;
 
-use kubekit::clientset::{Clientset, GetOptions, ListOptions};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kubekit::cache::ReflectorMetrics;
+use kubekit::clientset::{Clientset, CreateOptions, GetOptions, ListOptions};
+use kubekit::informers::SharedInformerFactory;
 use kubekit::manager::Endpoints;
 use kubekit::rest::{Config, RestClientMetrics};
 use prometheus_client::registry::Registry;
@@ -67,5 +70,71 @@ async fn metrics_endpoint_counts_the_requests_made_to_the_api_server() {
         r#"rest_client_request_duration_seconds_count{{verb="GET",host="{host}"}} 4"#
     )));
     cancel.cancel();
+    served.stopped().await;
+}
+
+#[tokio::test]
+async fn informer_series_and_readiness_follow_the_cache() {
+    let cp = testenv::control_plane();
+    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    let clientset = Clientset::new(&config).unwrap();
+    let ns = namespace("endpoints-informer").await;
+    let client = clientset.core_v1().config_maps(&ns);
+    for i in 0..5 {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(format!("cm-{i}"));
+        cm.metadata.labels = Some([("endpoints".to_string(), "test".to_string())].into());
+        client.create(&cm, &CreateOptions::default()).await.unwrap();
+    }
+
+    let metrics = ReflectorMetrics::new();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let factory = SharedInformerFactory::builder(clientset)
+        .namespace(&ns)
+        .tweak_list_options(|o| o.label_selector = Some("endpoints=test".into()))
+        .metrics(&metrics)
+        .build();
+    let informer = factory.core_v1().config_maps().informer().clone();
+    let cancel = CancellationToken::new();
+    let served = Endpoints::new(registry)
+        .readyz("informers", {
+            let informer = informer.clone();
+            move || match informer.has_synced() {
+                true => Ok(()),
+                false => Err("caches not synced".into()),
+            }
+        })
+        .serve("127.0.0.1:0".parse().unwrap(), cancel.clone())
+        .await
+        .unwrap();
+    let (status, body) = get(served.address(), "/readyz").await;
+    assert_eq!(
+        (status, body.contains("[-]informers failed")),
+        (500, true),
+        "{body}"
+    );
+
+    factory.start();
+    assert!(
+        factory
+            .wait_for_cache_sync(&cancel)
+            .await
+            .values()
+            .all(|s| *s)
+    );
+    let (status, _) = get(served.address(), "/readyz").await;
+    assert_eq!(status, 200, "ready once synced");
+    let (_, body) = get(served.address(), "/metrics").await;
+    let name = format!("configmaps.v1 in namespace {ns}");
+    for line in [
+        format!(r#"informer_objects{{name="{name}"}} 5"#),
+        format!(r#"reflector_lists_total{{name="{name}"}} 1"#),
+        format!(r#"reflector_relists_total{{name="{name}"}} 0"#),
+    ] {
+        assert!(body.contains(&line), "{line} missing from\n{body}");
+    }
+    cancel.cancel();
+    factory.shutdown().await;
     served.stopped().await;
 }

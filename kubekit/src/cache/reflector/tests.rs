@@ -605,3 +605,55 @@ async fn the_next_page_is_asked_for_while_the_current_one_decodes() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn metrics_count_lists_relists_watches_and_events_by_type() {
+    let metrics = crate::cache::ReflectorMetrics::new();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let h = harness(|o| {
+        o.name = "cms".into();
+        o.metrics = Some(metrics.clone());
+    });
+    h.script.list("10", None, &[("a", "5")]);
+    let events = h.script.watch();
+    h.script.list("30", None, &[("a", "5")]);
+    let _rewatch = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    events.send(Ok(WatchEvent::Added(cm("b", "11")))).unwrap();
+    events
+        .send(Ok(WatchEvent::Modified(cm("b", "12"))))
+        .unwrap();
+    events
+        .send(Ok(WatchEvent::Error(Box::new(Status {
+            code: Some(410),
+            reason: Some("Expired".into()),
+            ..Default::default()
+        }))))
+        .unwrap();
+    h.settle().await;
+    tokio::time::advance(Duration::from_secs(2)).await;
+    h.settle().await;
+    assert_eq!(h.script.kinds(), ["list", "watch", "list", "watch"]);
+
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    for line in [
+        r#"reflector_lists_total{name="cms"} 2"#,
+        r#"reflector_relists_total{name="cms"} 1"#,
+        r#"reflector_watches_total{name="cms"} 2"#,
+        r#"reflector_watch_events_total{name="cms",type="ADDED"} 1"#,
+        r#"reflector_watch_events_total{name="cms",type="MODIFIED"} 1"#,
+        r#"reflector_watch_events_total{name="cms",type="ERROR"} 1"#,
+        r#"reflector_watch_events_total{name="cms",type="DELETED"} 0"#,
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+    assert!(
+        !text.contains(r#"reflector_last_resource_version_timestamp_seconds{name="cms"} 0"#),
+        "the version advanced: {text}"
+    );
+    h.cancel.cancel();
+    task.await.unwrap();
+}

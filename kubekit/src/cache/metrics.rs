@@ -1,0 +1,175 @@
+//! [`ReflectorMetrics`]: what reflectors and informers report to Prometheus, by reflector
+//! name (an informer's is its resource, e.g. `pods.v1` or `pods.v1 in namespace demo`).
+//!
+//! | series | kind | what |
+//! |---|---|---|
+//! | `reflector_lists_total{name}` | counter | complete lists (all pages), the first one included |
+//! | `reflector_relists_total{name}` | counter | lists after the first (410 Gone, errors, restarts) |
+//! | `reflector_watches_total{name}` | counter | watches opened |
+//! | `reflector_watch_events_total{name,type}` | counter | watch events received, by type |
+//! | `reflector_last_resource_version_timestamp_seconds{name}` | gauge | Unix time the reflector last advanced its resourceVersion (list, event or bookmark): `time() - x` is how stale the cache may be |
+//! | `informer_objects{name}` | gauge | objects in the informer's cache |
+//!
+//! Give one to every informer of a factory with
+//! [`SharedInformerFactoryBuilder::metrics`](crate::informers::SharedInformerFactoryBuilder::metrics),
+//! or to one reflector through [`ReflectorOptions::metrics`](super::ReflectorOptions::metrics).
+
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NameLabel {
+    name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventLabels {
+    name: String,
+    r#type: &'static str,
+}
+
+/// The reflector and informer metric families; see the [module docs](self). Cheap to
+/// clone: clones share the families.
+#[derive(Clone, Default)]
+pub struct ReflectorMetrics {
+    lists: Family<NameLabel, Counter>,
+    relists: Family<NameLabel, Counter>,
+    watches: Family<NameLabel, Counter>,
+    events: Family<EventLabels, Counter>,
+    last_resource_version: Family<NameLabel, Gauge<f64, AtomicU64>>,
+    objects: Family<NameLabel, Gauge>,
+}
+
+impl fmt::Debug for ReflectorMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReflectorMetrics").finish_non_exhaustive()
+    }
+}
+
+impl ReflectorMetrics {
+    /// The families, empty and not yet registered anywhere.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers the families into `registry`. Register one `ReflectorMetrics` into a
+    /// registry once.
+    pub fn register(&self, registry: &mut Registry) {
+        // The encoder appends `_total` to counters.
+        registry.register(
+            "reflector_lists",
+            "Complete lists made by the reflector",
+            self.lists.clone(),
+        );
+        registry.register(
+            "reflector_relists",
+            "Lists made by the reflector after its first one",
+            self.relists.clone(),
+        );
+        registry.register(
+            "reflector_watches",
+            "Watches opened by the reflector",
+            self.watches.clone(),
+        );
+        registry.register(
+            "reflector_watch_events",
+            "Watch events received by the reflector, by type",
+            self.events.clone(),
+        );
+        registry.register(
+            "reflector_last_resource_version_timestamp_seconds",
+            "Unix time at which the reflector last advanced its resourceVersion",
+            self.last_resource_version.clone(),
+        );
+        registry.register(
+            "informer_objects",
+            "Objects in the informer's cache",
+            self.objects.clone(),
+        );
+    }
+
+    /// The series of the reflector (and informer) named `name`, resolved once.
+    pub(crate) fn bind(&self, name: &str) -> BoundMetrics {
+        let label = label(name);
+        let event = |kind: &'static str| {
+            self.events
+                .get_or_create(&EventLabels {
+                    name: name.to_string(),
+                    r#type: kind,
+                })
+                .clone()
+        };
+        BoundMetrics {
+            lists: self.lists.get_or_create(&label).clone(),
+            relists: self.relists.get_or_create(&label).clone(),
+            watches: self.watches.get_or_create(&label).clone(),
+            events: EVENT_TYPES.map(event),
+            last_resource_version: self.last_resource_version.get_or_create(&label).clone(),
+            objects: self.objects.get_or_create(&label).clone(),
+        }
+    }
+}
+
+/// The watch event types, in the order of [`BoundMetrics::events`].
+const EVENT_TYPES: [&str; 5] = ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"];
+
+/// One reflector's series.
+#[derive(Clone, Debug)]
+pub(crate) struct BoundMetrics {
+    lists: Counter,
+    relists: Counter,
+    watches: Counter,
+    events: [Counter; 5],
+    last_resource_version: Gauge<f64, AtomicU64>,
+    objects: Gauge,
+}
+
+impl BoundMetrics {
+    /// A complete list; `relist` when it was not the reflector's first.
+    pub(crate) fn listed(&self, relist: bool) {
+        self.lists.inc();
+        if relist {
+            self.relists.inc();
+        }
+        self.advanced();
+    }
+
+    /// A watch opened.
+    pub(crate) fn watch_opened(&self) {
+        self.watches.inc();
+    }
+
+    /// A watch event of type `kind` (one of `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK`,
+    /// `ERROR`).
+    pub(crate) fn event(&self, kind: &str) {
+        if let Some(i) = EVENT_TYPES.iter().position(|t| *t == kind) {
+            self.events[i].inc();
+        }
+    }
+
+    /// The resourceVersion advanced now.
+    pub(crate) fn advanced(&self) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        self.last_resource_version.set(now);
+    }
+
+    /// The informer's cache holds `count` objects.
+    pub(crate) fn objects(&self, count: usize) {
+        self.objects.set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+}
+
+fn label(name: &str) -> NameLabel {
+    NameLabel {
+        name: name.to_string(),
+    }
+}
