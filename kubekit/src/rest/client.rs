@@ -447,7 +447,7 @@ impl Request {
                     if let Some(event) = decoder.next_event() {
                         return Some((event, (body, decoder, done, req, url)));
                     }
-                    if done {
+                    if done || decoder.is_failed() {
                         return None;
                     }
                     match body.frame().await {
@@ -592,8 +592,12 @@ where
     }
 }
 
+/// The longest `Retry-After` honoured: a server asking for more gets this (logged).
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// When the response asks to be retried: a 429, or a 5xx with `Retry-After`, after the
-/// delay the server named (1 s for a 429 that named none).
+/// delay the server named (1 s for a 429 that named none), at most [`MAX_RETRY_AFTER`];
+/// a wait over 5 s is logged when it begins.
 fn retry_after<B>(res: &http::Response<B>) -> Option<Duration> {
     let status = res.status();
     if status != StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() {
@@ -605,6 +609,16 @@ fn retry_after<B>(res: &http::Response<B>) -> Option<Duration> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     match header {
+        Some(secs) if secs > MAX_RETRY_AFTER.as_secs() => {
+            tracing::warn!(
+                "the server asked to retry after {secs} s; waiting {MAX_RETRY_AFTER:?}, kubekit's cap"
+            );
+            Some(MAX_RETRY_AFTER)
+        }
+        Some(secs) if secs > 5 => {
+            tracing::info!("the server asked to retry after {secs} s; waiting");
+            Some(Duration::from_secs(secs))
+        }
         Some(secs) => Some(Duration::from_secs(secs.max(1))),
         None if status == StatusCode::TOO_MANY_REQUESTS => Some(Duration::from_secs(1)),
         None => None,
@@ -956,6 +970,15 @@ mod tests {
         assert_eq!(retry_after(&res(500, None)), None);
         assert_eq!(retry_after(&res(409, Some("2"))), None);
         assert_eq!(retry_after(&res(200, Some("2"))), None);
+        assert_eq!(
+            retry_after(&res(429, Some("1000000000"))),
+            Some(MAX_RETRY_AFTER),
+            "31 years asked, the cap waited"
+        );
+        assert_eq!(
+            retry_after(&res(429, Some("30"))),
+            Some(Duration::from_secs(30))
+        );
     }
 
     fn response(code: u16, retry_after: Option<&str>) -> http::Response<()> {

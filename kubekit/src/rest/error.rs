@@ -70,6 +70,15 @@ pub enum Error {
     /// serialize, a name with a `/`).
     #[error("invalid request: {0}")]
     Request(String),
+    /// The server sent more than kubekit accepts in one piece: `what` (a watch event of a
+    /// resource) was larger than `limit` bytes. The stream it came on is given up.
+    #[error("{what}: larger than the limit of {limit} bytes; the stream is given up")]
+    TooLarge {
+        /// What was too large.
+        what: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 struct ApiMessage<'a>(&'a Status);
@@ -98,6 +107,10 @@ impl fmt::Display for Snippet<'_> {
     }
 }
 
+/// Longest message of an API status kept in an [`Error::Api`] (a server may send
+/// megabytes); the rest is cut and its size said.
+pub const MAX_MESSAGE_LEN: usize = 4096;
+
 /// Longest prefix of a body quoted in a [`Error::Decode`].
 const SNIPPET_LEN: usize = 120;
 
@@ -114,7 +127,23 @@ impl Error {
 
     /// An API error built from a status, e.g. by a lister or cache reporting not-found the
     /// same way the server does.
-    pub fn from_status(verb: impl Into<String>, url: impl Into<String>, status: Status) -> Self {
+    /// A message longer than [`MAX_MESSAGE_LEN`] is cut there (an error is for logs).
+    pub fn from_status(
+        verb: impl Into<String>,
+        url: impl Into<String>,
+        mut status: Status,
+    ) -> Self {
+        if let Some(message) = &mut status.message
+            && message.len() > MAX_MESSAGE_LEN
+        {
+            let total = message.len();
+            let mut end = MAX_MESSAGE_LEN;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push_str(&format!("… ({total} bytes in all)"));
+        }
         Error::Api {
             verb: verb.into(),
             url: url.into(),
@@ -247,5 +276,36 @@ impl Error {
         matches!(self, Error::Transport { .. } | Error::Timeout { .. })
             || self.is_too_many_requests()
             || self.code().is_some_and(|c| c >= 500)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_status_message_is_cut_with_its_size_said() {
+        let status = Status {
+            code: Some(500),
+            message: Some("é".repeat(5 << 20)),
+            ..Default::default()
+        };
+        let err = Error::from_status("WATCH", "pods", status);
+        let text = err.to_string();
+        assert!(text.len() < MAX_MESSAGE_LEN + 200, "{} bytes", text.len());
+        assert!(
+            text.contains("(10485760 bytes in all)"),
+            "{}",
+            &text[text.len() - 80..]
+        );
+        let short = Error::from_status(
+            "GET",
+            "x",
+            Status {
+                message: Some("gone".into()),
+                ..Default::default()
+            },
+        );
+        assert!(short.to_string().contains("gone") && !short.to_string().contains("bytes in all"));
     }
 }

@@ -22,9 +22,13 @@ pub mod metrics;
 pub mod watch;
 
 pub use client::{
-    ListPage, ObjectList, PatchType, Request, Response, RestClient, WarningHandler, decode_list,
+    ListPage, MAX_RETRY_AFTER, ObjectList, PatchType, Request, Response, RestClient,
+    WarningHandler, decode_list,
 };
 pub use config::{Config, DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_QPS};
-pub use error::{Error, Result};
+pub use error::{Error, MAX_MESSAGE_LEN, Result};
 pub use metrics::RestClientMetrics;
-pub use watch::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, WatchDecoder, WatchEvent, decode_event};
+pub use watch::{
+    Bookmark, INITIAL_EVENTS_END_ANNOTATION, MAX_WATCH_EVENT_BYTES, WatchDecoder, WatchEvent,
+    decode_event,
+};

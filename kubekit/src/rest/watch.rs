@@ -5,7 +5,10 @@
 //! bytes as they arrive, in chunks of any size, and take complete events out. A line that
 //! is not a valid event for `K` comes out as an [`Error::Decode`] naming the resource and
 //! the decoder goes on with the next line: one bad object never ends a watch. Only the
-//! server can end it (or the connection).
+//! server can end it (or the connection), or a line longer than the decoder's limit
+//! ([`MAX_WATCH_EVENT_BYTES`] unless set otherwise, the order of client-go's 16 MiB frame
+//! limit): that is an [`Error::TooLarge`], after which the decoder gives no more events,
+//! and holds no more than the limit while it waits for a line's end.
 //!
 //! `BOOKMARK` events carry only a resourceVersion and annotations (among them
 //! `k8s.io/initial-events-end` at the end of a streaming list), so they are decoded into a
@@ -23,6 +26,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::error::{Error, Result};
+
+/// The longest watch event (one line) a [`WatchDecoder`] accepts by default: 16 MiB.
+pub const MAX_WATCH_EVENT_BYTES: usize = 16 << 20;
 
 /// Annotation a bookmark carries when it ends the initial events of a streaming list.
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
@@ -249,6 +255,10 @@ pub struct WatchDecoder<K> {
     /// Bytes at the start of `buf` known to hold no newline: each byte is searched once,
     /// however many chunks a long line arrives in.
     scanned: usize,
+    /// The longest line accepted.
+    max_event_bytes: usize,
+    /// A line was too long: no more events.
+    failed: bool,
     what: String,
     _kind: PhantomData<fn() -> K>,
 }
@@ -259,21 +269,48 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
         Self {
             buf: BytesMut::new(),
             scanned: 0,
+            max_event_bytes: MAX_WATCH_EVENT_BYTES,
+            failed: false,
             what: what.into(),
             _kind: PhantomData,
         }
     }
 
-    /// Appends bytes received from the server.
+    /// The same decoder, accepting events of at most `bytes` bytes.
+    pub fn with_max_event_bytes(mut self, bytes: usize) -> Self {
+        self.max_event_bytes = bytes;
+        self
+    }
+
+    /// Whether a line was too long: the decoder gives no more events.
+    pub fn is_failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Appends bytes received from the server (ignored once [`is_failed`](Self::is_failed)).
     pub fn feed(&mut self, chunk: &[u8]) {
-        self.buf.extend_from_slice(chunk);
+        if !self.failed {
+            self.buf.extend_from_slice(chunk);
+        }
     }
 
     /// The next complete event, if a whole line has arrived. Empty lines are skipped.
     pub fn next_event(&mut self) -> Option<Result<WatchEvent<K>>> {
         loop {
+            if self.failed {
+                return None;
+            }
             let Some(end) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
+                if self.buf.len() > self.max_event_bytes {
+                    self.failed = true;
+                    self.buf = BytesMut::new();
+                    self.scanned = 0;
+                    return Some(Err(Error::TooLarge {
+                        what: format!("a watch event of {}", self.what),
+                        limit: self.max_event_bytes,
+                    }));
+                }
                 return None;
             };
             let line = self.buf.split_to(self.scanned + end + 1);
@@ -290,6 +327,9 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
     /// Called when the stream has ended: an incomplete last line is an error (the
     /// connection was cut mid-event); a complete one is decoded.
     pub fn finish(&mut self) -> Option<Result<WatchEvent<K>>> {
+        if self.failed {
+            return None;
+        }
         if self.buf.iter().all(u8::is_ascii_whitespace) {
             self.buf.clear();
             return None;
@@ -319,6 +359,36 @@ mod tests {
 
     const ADDED: &str =
         r#"{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"}}}"#;
+
+    #[test]
+    fn a_line_past_the_limit_is_an_error_and_ends_the_events() {
+        let mut d = WatchDecoder::<Pod>::new("pods").with_max_event_bytes(1024);
+        d.feed(format!("{ADDED}\n").as_bytes());
+        let huge = format!(
+            r#"{{"type":"ADDED","object":{{"metadata":{{"name":"{}"#,
+            "x".repeat(600)
+        );
+        d.feed(huge.as_bytes());
+        assert!(
+            d.next_event().unwrap().is_ok(),
+            "the event before is delivered"
+        );
+        assert!(
+            d.next_event().is_none(),
+            "under the limit: waiting for the line's end"
+        );
+        d.feed(huge.as_bytes());
+        let err = d.next_event().unwrap().unwrap_err();
+        assert!(matches!(err, Error::TooLarge { limit: 1024, .. }), "{err}");
+        assert!(err.to_string().contains("a watch event of pods"), "{err}");
+        assert!(d.is_failed());
+        d.feed(format!("\n{ADDED}\n").as_bytes());
+        assert!(
+            d.next_event().is_none() && d.finish().is_none(),
+            "no more events"
+        );
+        assert_eq!(d.buf.capacity(), 0, "what was buffered is freed");
+    }
 
     #[test]
     fn events_split_across_chunks_decode_once_complete() {
