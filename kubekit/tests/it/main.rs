@@ -7,5 +7,6 @@ mod configmaps;
 mod discovery;
 mod dynamic;
 mod informers;
+mod leaderelection;
 mod pods;
 mod rest;
