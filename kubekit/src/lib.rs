@@ -16,7 +16,7 @@
 //! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
 //! | [`controller`] | the seeds' `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
 //! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
-//! | `leaderelection` | `tools/leaderelection` | Lease-based leader election |
+//! | [`leaderelection`] | `tools/leaderelection` | Lease-based leader election |
 //! | [`manager`] | controller-runtime `manager` | the metrics and health endpoints (the manager and controller builder are planned) |
 //!
 //! Modules appear here as they are built; the table names the whole plan.
@@ -29,6 +29,7 @@ pub mod dynamic;
 pub mod flowcontrol;
 pub mod informers;
 pub mod labels;
+pub mod leaderelection;
 pub mod listers;
 pub mod manager;
 pub mod meta;

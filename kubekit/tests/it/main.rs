@@ -8,5 +8,6 @@ mod discovery;
 mod dynamic;
 mod endpoints;
 mod informers;
+mod leaderelection;
 mod pods;
 mod rest;
