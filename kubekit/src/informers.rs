@@ -17,6 +17,12 @@
 //!   `start` starts nothing.
 //! - Informers asked for are configured (handlers, indexers, transform) before `start`;
 //!   handlers can also be added later (they are replayed the cache).
+//! - Informers sync with a streaming list (a watch with `sendInitialEvents`, as client-go
+//!   v0.35's informers do by default) unless
+//!   [`streaming_list(false)`](SharedInformerFactoryBuilder::streaming_list): the API
+//!   server answers a first list at resourceVersion "0" from its watch cache in one
+//!   response, whatever the page size, which a large cache pays for in peak memory; a
+//!   server that refuses streaming lists gets paged lists.
 //!
 //! ```no_run
 //! # async fn demo(clientset: kubekit::clientset::Clientset) {
@@ -145,6 +151,7 @@ pub struct SharedInformerFactoryBuilder {
     custom_resync: HashMap<GroupVersionResource, Duration>,
     page_size: Option<u32>,
     metrics: Option<ReflectorMetrics>,
+    streaming_list: bool,
 }
 
 impl fmt::Debug for SharedInformerFactoryBuilder {
@@ -185,6 +192,12 @@ impl SharedInformerFactoryBuilder {
         self
     }
 
+    /// Whether informers sync with a streaming list (default) or with paged lists.
+    pub fn streaming_list(mut self, streaming: bool) -> Self {
+        self.streaming_list = streaming;
+        self
+    }
+
     /// Counts every informer's lists, watches, events and cached objects in `metrics`
     /// (see [`ReflectorMetrics`]), each under its resource's name.
     pub fn metrics(mut self, metrics: &ReflectorMetrics) -> Self {
@@ -217,6 +230,7 @@ impl SharedInformerFactoryBuilder {
             custom_resync: self.custom_resync,
             page_size: self.page_size,
             metrics: self.metrics,
+            streaming_list: self.streaming_list,
             state: Mutex::new(State::default()),
             cancel: CancellationToken::new(),
         }
@@ -233,6 +247,7 @@ pub struct SharedInformerFactory {
     custom_resync: HashMap<GroupVersionResource, Duration>,
     page_size: Option<u32>,
     metrics: Option<ReflectorMetrics>,
+    streaming_list: bool,
     state: Mutex<State>,
     cancel: CancellationToken,
 }
@@ -272,6 +287,7 @@ impl SharedInformerFactory {
             custom_resync: HashMap::new(),
             page_size: None,
             metrics: None,
+            streaming_list: true,
         }
     }
 
@@ -297,6 +313,7 @@ impl SharedInformerFactory {
         if let Some(metrics) = &self.metrics {
             informer.configure_reflector(|o| o.metrics = Some(metrics.clone()));
         }
+        informer.configure_reflector(|o| o.use_streaming_list = self.streaming_list);
         informer
     }
 

@@ -2,7 +2,7 @@
 //! informer of a [`SharedInformerFactory`] as a kubekit user writes it, reporting on
 //! stdout in the protocol of [`informer_protocol`].
 //!
-//! The factory has its defaults (paged lists of 500, no resync); the client has no
+//! The factory has its defaults (a streaming list, no resync); the client has no
 //! client-side rate limit. One handler counts the adds and the updates that change a
 //! pod's resourceVersion, timing the first and the M-th update. With `--compact` the
 //! informer caches [`Compact<Pod>`] (`factory.for_type::<Compact<Pod>>()`) instead of

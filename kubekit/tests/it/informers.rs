@@ -138,6 +138,7 @@ async fn compact_pod_informer_keeps_an_exact_cache_with_listers_indexes_and_late
     let factory = SharedInformerFactory::builder(cs.clone())
         .namespace(&ns)
         .page_size(100)
+        .streaming_list(false)
         .build();
     let pods = factory.for_type::<Compact<Pod>>();
     let by_bulk: IndexFunc<Compact<Pod>> = Arc::new(|p: &Compact<Pod>| {
