@@ -307,13 +307,13 @@ impl SharedInformerFactory {
             .copied()
             .unwrap_or(self.default_resync);
         let informer = SharedIndexInformer::new(lw, resync);
-        if let Some(page_size) = self.page_size {
-            informer.configure_reflector(|o| o.page_size = page_size);
-        }
-        if let Some(metrics) = &self.metrics {
-            informer.configure_reflector(|o| o.metrics = Some(metrics.clone()));
-        }
-        informer.configure_reflector(|o| o.use_streaming_list = self.streaming_list);
+        informer.configure_reflector(|o| {
+            if let Some(page_size) = self.page_size {
+                o.page_size = page_size;
+            }
+            o.metrics.clone_from(&self.metrics);
+            o.use_streaming_list = self.streaming_list;
+        });
         informer
     }
 

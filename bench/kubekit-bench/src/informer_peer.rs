@@ -43,16 +43,11 @@ impl Cache {
 
 /// Parses the peer's arguments: `[--compact]` followed by the common peer options.
 pub fn parse(args: impl Iterator<Item = String>) -> Result<(Cache, PeerOptions), String> {
-    let mut cache = Cache::Typed;
-    let rest: Vec<String> = args
-        .filter(|arg| {
-            let compact = arg == "--compact";
-            if compact {
-                cache = Cache::Compact;
-            }
-            !compact
-        })
-        .collect();
+    let (compact, rest): (Vec<String>, Vec<String>) = args.partition(|arg| arg == "--compact");
+    let cache = match compact.is_empty() {
+        true => Cache::Typed,
+        false => Cache::Compact,
+    };
     Ok((cache, PeerOptions::parse(rest.into_iter())?))
 }
 

@@ -147,6 +147,7 @@ pub(crate) fn per_type<T: 'static, S: Default + Send + Sync + 'static>() -> Arc<
 }
 
 /// One object's compressed JSON.
+#[derive(Clone)]
 pub(crate) struct Frame {
     /// The zstd frame.
     data: Box<[u8]>,
@@ -224,16 +225,6 @@ impl Frame {
     #[cfg(test)]
     fn has_dictionary(&self) -> bool {
         self.dictionary.is_some()
-    }
-}
-
-impl Clone for Frame {
-    fn clone(&self) -> Self {
-        Self {
-            data: self.data.clone(),
-            dictionary: self.dictionary.clone(),
-            len: self.len,
-        }
     }
 }
 

@@ -30,9 +30,11 @@
 //!   the store's [`resync`](ReflectorStore::resync) is called if `should_resync` agrees.
 //! - **Memory.** The transform runs on each object as soon as it is decoded, before it is
 //!   kept. While the store holds [`WATCH_BACKLOG_LIMIT`] changes its consumer has not
-//!   taken, no further watch event is read (the time spent waiting is not silence). A relisted object whose resourceVersion equals the one the store already holds
-//!   is replaced by the store's own `Arc`, so a relist holds one page of new objects plus
-//!   the objects that changed, not a second copy of the cache.
+//!   taken, no further watch event is read (the time spent waiting is not silence). A
+//!   relisted object whose resourceVersion equals the one the store already holds is
+//!   replaced by the store's own `Arc`, so a relist holds the pages in flight (the one
+//!   decoding and the next one arriving) plus the objects that changed, not a second copy
+//!   of the cache.
 //! - A malformed object in a list or watch is reported to the watch-error handler and
 //!   skipped; an object without a name is logged and skipped.
 //! - [`Reflector::run`] returns when its cancellation token fires; it holds no lock across

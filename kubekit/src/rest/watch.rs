@@ -7,8 +7,9 @@
 //! the decoder goes on with the next line: one bad object never ends a watch. Only the
 //! server can end it (or the connection), or a line longer than the decoder's limit
 //! ([`MAX_WATCH_EVENT_BYTES`] unless set otherwise, the order of client-go's 16 MiB frame
-//! limit): that is an [`Error::TooLarge`], after which the decoder gives no more events,
-//! and holds no more than the limit while it waits for a line's end.
+//! limit): that is an [`Error::TooLarge`], after which the decoder gives no more events.
+//! While it waits for a line's end it holds at most the limit plus the chunk that
+//! crossed it.
 //!
 //! `BOOKMARK` events carry only a resourceVersion and annotations (among them
 //! `k8s.io/initial-events-end` at the end of a streaming list), so they are decoded into a
