@@ -123,26 +123,36 @@ fn train(samples: &Samples) -> Option<Arc<Dictionary>> {
     }
 }
 
-type AnyState = Arc<dyn Any + Send + Sync>;
+type AnyState = &'static (dyn Any + Send + Sync);
 
 /// The state `S` that every value of type `T` shares (one per pair of types, made on first
-/// use and kept for the life of the process).
-pub(crate) fn per_type<T: 'static, S: Default + Send + Sync + 'static>() -> Arc<S> {
+/// use and kept for the life of the process). Looked up in a per-thread copy of the
+/// process's table: this is on the path of every object decoded, on every core.
+pub(crate) fn per_type<T: 'static, S: Default + Send + Sync + 'static>() -> &'static S {
     static STATES: LazyLock<RwLock<HashMap<(TypeId, TypeId), AnyState>>> =
         LazyLock::new(Default::default);
+    thread_local! {
+        static LOCAL: RefCell<Vec<((TypeId, TypeId), AnyState)>> = const { RefCell::new(Vec::new()) };
+    }
     let key = (TypeId::of::<T>(), TypeId::of::<S>());
-    let known = STATES.read().get(&key).cloned();
-    let state = known.unwrap_or_else(|| {
-        STATES
-            .write()
-            .entry(key)
-            .or_insert_with(|| Arc::new(S::default()))
-            .clone()
+    let state = LOCAL.with_borrow_mut(|local| {
+        if let Some((_, state)) = local.iter().find(|(k, _)| *k == key) {
+            return *state;
+        }
+        let known = STATES.read().get(&key).copied();
+        let state = known.unwrap_or_else(|| {
+            *STATES
+                .write()
+                .entry(key)
+                .or_insert_with(|| Box::leak(Box::new(S::default())))
+        });
+        local.push((key, state));
+        state
     });
-    match state.downcast() {
-        Ok(state) => state,
+    match state.downcast_ref() {
+        Some(state) => state,
         // The key names S: a state of another type is never stored under it.
-        Err(_) => unreachable!("per-type state stored under another type"),
+        None => unreachable!("per-type state stored under another type"),
     }
 }
 

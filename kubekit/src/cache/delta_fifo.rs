@@ -27,7 +27,9 @@
 //! - All methods take `&self` and may be called from any task; locks are never held
 //!   across `.await` nor while the process function runs.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
 use kube::Resource;
@@ -91,6 +93,8 @@ struct State<K> {
     queue: VecDeque<String>,
     populated: bool,
     initial_population: usize,
+    /// The keys listed so far by a replace in parts, until it ends.
+    listing: Option<HashSet<String>>,
     closed: bool,
 }
 
@@ -139,6 +143,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 queue: VecDeque::new(),
                 populated: false,
                 initial_population: 0,
+                listing: None,
                 closed: false,
             }),
             ready: Notify::new(),
@@ -213,13 +218,34 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// key known or queued that `list` lacks. Objects without a name are skipped and
     /// counted in the returned error list.
     pub fn replace(&self, list: Vec<Arc<K>>) -> Vec<KeyError> {
+        self.replace_begin();
+        let errors = self.replace_part(list);
+        self.replace_end();
+        errors
+    }
+
+    /// Starts a relist received in parts (the pages of a list, the initial events of a
+    /// streaming list): [`replace_part`](Self::replace_part) for each part, then
+    /// [`replace_end`](Self::replace_end). A replace begun earlier and never ended is
+    /// abandoned: its parts stay queued, and what the new one does not list is deleted
+    /// when it ends.
+    pub fn replace_begin(&self) {
+        self.state.lock().listing = Some(HashSet::new());
+    }
+
+    /// Queues `Replaced` for every object of one part of a relist: they reach the consumer
+    /// at once, before the list is complete (during the first list they are popped as part
+    /// of the initial list, and the queue is not synced before the end). Objects without
+    /// a name are skipped and counted in the returned error list.
+    pub fn replace_part(&self, part: Vec<Arc<K>>) -> Vec<KeyError> {
         let mut errors = Vec::new();
         let mut s = self.state.lock();
-        let mut keys = HashSet::with_capacity(list.len());
-        for obj in list {
+        let mut listing = s.listing.take().unwrap_or_default();
+        listing.reserve(part.len());
+        for obj in part {
             match meta_namespace_key(obj.as_ref()) {
                 Ok(key) => {
-                    keys.insert(key.clone());
+                    listing.insert(key.clone());
                     self.queue_action(
                         &mut s,
                         key,
@@ -230,7 +256,25 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 Err(e) => errors.push(e),
             }
         }
-        let mut deletions = 0;
+        s.listing = Some(listing);
+        drop(s);
+        self.ready.notify_one();
+        errors
+    }
+
+    /// A key an unfinished relist listed is gone again (a `DELETED` event among a streaming
+    /// list's initial events): the end of the relist deletes it, as any key it lacks.
+    pub fn replace_forget(&self, key: &str) {
+        if let Some(listing) = self.state.lock().listing.as_mut() {
+            listing.remove(key);
+        }
+    }
+
+    /// Ends a relist received in parts: a tombstoned `Deleted` for every key known or
+    /// queued that the list lacks; the first relist to end makes the queue populated.
+    pub fn replace_end(&self) {
+        let mut s = self.state.lock();
+        let keys = s.listing.take().unwrap_or_default();
         // Keys queued but not listed, whose newest delta is not already a deletion.
         let queued_gone: Vec<(String, Arc<K>)> = s
             .items
@@ -246,7 +290,6 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         for (key, obj) in queued_gone {
             tombstoned.insert(key.clone());
             self.queue_tombstone(&mut s, key, obj);
-            deletions += 1;
         }
         if let Some(known) = &self.known {
             for (key, obj) in known.list_entries() {
@@ -254,17 +297,16 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                     continue;
                 }
                 self.queue_tombstone(&mut s, key, obj);
-                deletions += 1;
             }
         }
         if !s.populated {
             s.populated = true;
-            s.initial_population = keys.len() + deletions;
+            // What the consumer has not popped yet of the first list.
+            s.initial_population = s.queue.len();
         }
         self.publish_synced(&s);
         drop(s);
         self.ready.notify_one();
-        errors
     }
 
     fn queue_tombstone(&self, s: &mut State<K>, key: String, obj: Arc<K>) {
@@ -310,45 +352,57 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// lock). Returns `process`'s result, or [`Closed`] once the queue is closed and empty.
     pub async fn pop<R>(&self, process: impl FnOnce(Deltas<K>) -> R) -> Result<R, Closed> {
         loop {
+            if let Some(popped) = self.try_pop()? {
+                return Ok(self.process(popped, process));
+            }
             let notified = self.ready.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let popped = {
-                let mut s = self.state.lock();
-                match s.queue.pop_front() {
-                    Some(key) => {
-                        let deltas = s.items.remove(&key).unwrap_or_default();
-                        let is_in_initial_list = s.initial_population > 0;
-                        Some((
-                            Deltas {
-                                key,
-                                deltas,
-                                is_in_initial_list,
-                            },
-                            !s.queue.is_empty(),
-                        ))
-                    }
-                    None if s.closed => return Err(Closed),
-                    None => None,
-                }
-            };
-            if let Some((deltas, more)) = popped {
-                self.popped.notify_waiters();
-                if more {
-                    // Writers wake one popper per change; pass the wake-up on.
-                    self.ready.notify_one();
-                }
-                let initial = deltas.is_in_initial_list;
-                let result = process(deltas);
-                if initial {
-                    let mut s = self.state.lock();
-                    s.initial_population = s.initial_population.saturating_sub(1);
-                    self.publish_synced(&s);
-                }
-                return Ok(result);
+            if let Some(popped) = self.try_pop()? {
+                return Ok(self.process(popped, process));
             }
             notified.await;
         }
+    }
+
+    /// The first key's deltas, if any, and whether they count in the initial population.
+    fn try_pop(&self) -> Result<Option<(Deltas<K>, bool)>, Closed> {
+        let mut s = self.state.lock();
+        let Some(key) = s.queue.pop_front() else {
+            return if s.closed { Err(Closed) } else { Ok(None) };
+        };
+        let deltas = s.items.remove(&key).unwrap_or_default();
+        // Counted by the end of the first relist (then still queued), or popped before
+        // that end: either way part of the initial list.
+        let counted = s.initial_population > 0;
+        let is_in_initial_list = counted || (!s.populated && s.listing.is_some());
+        let more = !s.queue.is_empty();
+        drop(s);
+        self.popped.notify_waiters();
+        if more {
+            // Writers wake one popper per change; pass the wake-up on.
+            self.ready.notify_one();
+        }
+        let deltas = Deltas {
+            key,
+            deltas,
+            is_in_initial_list,
+        };
+        Ok(Some((deltas, counted)))
+    }
+
+    fn process<R>(
+        &self,
+        (deltas, counted): (Deltas<K>, bool),
+        f: impl FnOnce(Deltas<K>) -> R,
+    ) -> R {
+        let result = f(deltas);
+        if counted {
+            let mut s = self.state.lock();
+            s.initial_population = s.initial_population.saturating_sub(1);
+            self.publish_synced(&s);
+        }
+        result
     }
 
     fn publish_synced(&self, s: &State<K>) {
@@ -564,6 +618,36 @@ mod tests {
         );
         assert_eq!(popped[1].1, [(DeltaType::Sync, "1".into(), false)]);
         assert!(f.is_empty());
+    }
+
+    async fn pop_initial(f: &DeltaFifo<ConfigMap>) -> (String, bool) {
+        f.pop(|d| (d.key, d.is_in_initial_list)).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_first_replace_in_parts_is_popped_as_the_initial_list_and_syncs_after_its_end() {
+        let f = DeltaFifo::new(Some(Arc::new(Indexer::new())));
+        f.replace_begin();
+        f.replace_part(vec![cm("a", "1"), cm("b", "1")]);
+        assert_eq!(
+            pop_initial(&f).await,
+            ("ns/a".into(), true),
+            "popped before the end"
+        );
+        f.replace_part(vec![cm("c", "1")]);
+        assert!(!f.has_synced(), "not synced before the end");
+        f.replace_end();
+        assert_eq!(pop_initial(&f).await, ("ns/b".into(), true));
+        assert!(!f.has_synced(), "c is not popped yet");
+        assert_eq!(pop_initial(&f).await, ("ns/c".into(), true));
+        assert!(f.has_synced());
+        f.replace_begin();
+        f.replace_part(vec![cm("d", "1")]);
+        assert_eq!(
+            pop_initial(&f).await,
+            ("ns/d".into(), false),
+            "a relist is not initial"
+        );
     }
 
     #[tokio::test]

@@ -40,7 +40,6 @@
 //! - [`Reflector::run`] returns when its cancellation token fires; it holds no lock across
 //!   `.await`.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,8 +68,15 @@ pub trait ReflectorStore<K>: Send + Sync + 'static {
     fn update(&self, obj: Arc<K>) -> Result<(), KeyError>;
     /// An object was deleted.
     fn delete(&self, obj: Arc<K>) -> Result<(), KeyError>;
-    /// A (re)list: `list` is now the whole content.
-    fn replace(&self, list: Vec<Arc<K>>) -> Vec<KeyError>;
+    /// A (re)list begins; it arrives in parts (pages, or the initial events of a streaming
+    /// list). A relist begun before and not ended is abandoned.
+    fn replace_begin(&self);
+    /// Objects of the relist: they replace what the store holds under their keys at once.
+    fn replace_part(&self, part: Vec<Arc<K>>) -> Vec<KeyError>;
+    /// A key listed earlier in this relist is gone again: the end of the relist deletes it.
+    fn replace_forget(&self, key: &str);
+    /// The relist is complete: every key it did not list is deleted.
+    fn replace_end(&self);
     /// Periodic resync.
     fn resync(&self);
     /// The object the store's consumer holds under `key`, if any (used to share unchanged
@@ -104,8 +110,17 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
     fn delete(&self, obj: Arc<K>) -> Result<(), KeyError> {
         DeltaFifo::delete(self, obj)
     }
-    fn replace(&self, list: Vec<Arc<K>>) -> Vec<KeyError> {
-        DeltaFifo::replace(self, list)
+    fn replace_begin(&self) {
+        DeltaFifo::replace_begin(self)
+    }
+    fn replace_part(&self, part: Vec<Arc<K>>) -> Vec<KeyError> {
+        DeltaFifo::replace_part(self, part)
+    }
+    fn replace_forget(&self, key: &str) {
+        DeltaFifo::replace_forget(self, key)
+    }
+    fn replace_end(&self) {
+        DeltaFifo::replace_end(self)
     }
     fn resync(&self) {
         DeltaFifo::resync(self)
@@ -120,6 +135,9 @@ impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
         Box::pin(self.wait_below(WATCH_BACKLOG_LIMIT / 2))
     }
 }
+
+/// Objects of a streaming list's initial events handed to the store together.
+const STREAMED_PART: usize = 64;
 
 /// A function applied to every object before it is stored.
 pub type TransformFunc<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
@@ -515,12 +533,13 @@ where
     }
 
     /// A paged list at the relist resourceVersion, falling back to "" when the server
-    /// says it is too old; replaces the store. The next page is asked for while the
-    /// current one decodes.
+    /// says it is too old; replaces the store page by page. The next page is asked for
+    /// while the current one decodes.
     async fn list(&self) -> Result<(), Error> {
         let mut rv = self.relist_resource_version();
         'restart: loop {
-            let mut items: Vec<Arc<K>> = Vec::new();
+            self.store.replace_begin();
+            let mut count = 0;
             let mut list_rv = String::new();
             let mut fetched = self.lw.list_page(self.list_options(&rv, None)).await;
             loop {
@@ -547,17 +566,19 @@ where
                 for skipped in &decoded.skipped {
                     self.report(skipped);
                 }
-                items.reserve(decoded.items.len());
-                items.extend(decoded.items.into_iter().filter_map(|o| self.intern(o)));
+                let part: Vec<Arc<K>> = decoded
+                    .items
+                    .into_iter()
+                    .filter_map(|o| self.intern(o))
+                    .collect();
+                count += part.len();
+                self.store_part(part).await;
                 match next {
                     Some(next) => fetched = next,
                     None => break,
                 }
             }
-            let count = items.len();
-            for e in self.store.replace(items) {
-                tracing::warn!(reflector = %self.opts.name, "relist: {e}");
-            }
+            self.store.replace_end();
             let mut v = self.version.lock();
             v.unavailable = false;
             if !list_rv.is_empty() {
@@ -567,6 +588,17 @@ where
             drop(v);
             self.count_list();
             return Ok(());
+        }
+    }
+
+    /// Hands one part of a relist to the store, once its consumer has taken the backlog
+    /// down (see [`ReflectorStore::is_full`]).
+    async fn store_part(&self, part: Vec<Arc<K>>) {
+        if self.store.is_full() {
+            self.store.wait_for_room().await;
+        }
+        for e in self.store.replace_part(part) {
+            tracing::warn!(reflector = %self.opts.name, "relist: {e}");
         }
     }
 
@@ -631,7 +663,8 @@ where
             s = self.lw.watch(opts) => s?,
         };
         self.count_watch();
-        let mut initial: HashMap<String, Arc<K>> = HashMap::new();
+        self.store.replace_begin();
+        let mut part: Vec<Arc<K>> = Vec::new();
         let silence = timeout + self.opts.silence_grace;
         loop {
             let event = match self.next_event(cancel, &mut stream, silence).await {
@@ -647,22 +680,25 @@ where
             };
             match event {
                 WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
-                    if let Some(obj) = self.intern(obj)
-                        && let Ok(key) = meta_namespace_key(obj.as_ref())
-                    {
-                        initial.insert(key, obj);
+                    part.extend(self.intern(obj));
+                    if part.len() >= STREAMED_PART && !self.flush(cancel, &mut part).await {
+                        return Ok(None);
                     }
                 }
                 WatchEvent::Deleted(obj) => {
+                    if !self.flush(cancel, &mut part).await {
+                        return Ok(None);
+                    }
                     if let Ok(key) = meta_namespace_key(&obj) {
-                        initial.remove(&key);
+                        self.store.replace_forget(&key);
                     }
                 }
                 WatchEvent::Bookmark(b) => {
                     if b.is_initial_events_end() {
-                        for e in self.store.replace(initial.into_values().collect()) {
-                            tracing::warn!(reflector = %self.opts.name, "streaming list: {e}");
+                        if !self.flush(cancel, &mut part).await {
+                            return Ok(None);
                         }
+                        self.store.replace_end();
                         let mut v = self.version.lock();
                         v.unavailable = false;
                         v.last_sync = b.resource_version;
@@ -679,6 +715,17 @@ where
                     return Err(e);
                 }
             }
+        }
+    }
+
+    /// Hands the objects streamed so far to the store; false when cancelled meanwhile.
+    async fn flush(&self, cancel: &CancellationToken, part: &mut Vec<Arc<K>>) -> bool {
+        if part.is_empty() {
+            return true;
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => false,
+            () = self.store_part(std::mem::take(part)) => true,
         }
     }
 

@@ -37,7 +37,7 @@
 //! assert_eq!(store.index_keys("namespace", "demo").unwrap(), ["demo/web"]);
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
 use kube::Resource;

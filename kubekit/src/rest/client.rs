@@ -58,6 +58,7 @@ use super::error::{Error, Result};
 use super::leading::read_metadata;
 use super::metrics::RestClientMetrics;
 use super::watch::{WatchDecoder, WatchEvent};
+use super::watch_stream::DecodedWatch;
 use crate::flowcontrol::TokenBucket;
 
 /// Called with the text of every `Warning` header the server sends.
@@ -420,8 +421,9 @@ impl Request {
 
     /// Starts a watch (`watch=true` is added) and returns its events as they arrive. The
     /// stream ends when the server closes it (at its `timeoutSeconds`) or the connection
-    /// drops; a malformed event is an `Err` item and the stream goes on.
-    pub async fn watch<K: DeserializeOwned>(
+    /// drops; a malformed event is an `Err` item and the stream goes on. Events that
+    /// arrive together (a streaming list, a burst) are decoded on every core, in order.
+    pub async fn watch<K: DeserializeOwned + Send + 'static>(
         self,
     ) -> Result<impl Stream<Item = Result<WatchEvent<K>>> + Send + use<K>> {
         let this = self.param("watch", "true");
@@ -439,40 +441,9 @@ impl Request {
         }
         this.take_warnings(&res);
         let decoder = WatchDecoder::<K>::new(this.describe());
-        let state = (res.into_body(), decoder, false, this, url);
-        Ok(futures_util::stream::unfold(
-            state,
-            |(mut body, mut decoder, mut done, req, url)| async move {
-                loop {
-                    if let Some(event) = decoder.next_event() {
-                        return Some((event, (body, decoder, done, req, url)));
-                    }
-                    if done || decoder.is_failed() {
-                        return None;
-                    }
-                    match body.frame().await {
-                        Some(Ok(frame)) => {
-                            if let Some(data) = frame.data_ref() {
-                                decoder.feed(data);
-                            }
-                        }
-                        Some(Err(e)) => {
-                            done = true;
-                            return Some((
-                                Err(req.transport_error(&url, e)),
-                                (body, decoder, done, req, url),
-                            ));
-                        }
-                        None => {
-                            done = true;
-                            if let Some(last) = decoder.finish() {
-                                return Some((last, (body, decoder, done, req, url)));
-                            }
-                        }
-                    }
-                }
-            },
-        ))
+        Ok(DecodedWatch::new(res.into_body(), decoder, move |e| {
+            this.transport_error(&url, e)
+        }))
     }
 
     /// Sends the request until it succeeds, fails for good, or the retry budget is spent.

@@ -20,6 +20,7 @@ pub mod error;
 pub mod leading;
 pub mod metrics;
 pub mod watch;
+mod watch_stream;
 
 pub use client::{
     ListPage, MAX_RETRY_AFTER, ObjectList, PatchType, Request, Response, RestClient,

@@ -20,7 +20,7 @@ use std::marker::PhantomData;
 
 use std::fmt;
 
-use bytes::{Buf, BytesMut};
+use bytes::{Bytes, BytesMut};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use serde::de::{DeserializeOwned, DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -297,6 +297,28 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
 
     /// The next complete event, if a whole line has arrived. Empty lines are skipped.
     pub fn next_event(&mut self) -> Option<Result<WatchEvent<K>>> {
+        let line = self.next_line()?;
+        Some(line.and_then(|line| decode_event(&line, &self.what)))
+    }
+
+    /// Called when the stream has ended: an incomplete last line is an error (the
+    /// connection was cut mid-event); a complete one is decoded.
+    pub fn finish(&mut self) -> Option<Result<WatchEvent<K>>> {
+        let rest = self.finish_line()?;
+        Some(decode_last_event(&rest, &self.what))
+    }
+}
+
+impl<K> WatchDecoder<K> {
+    /// What the decoder's errors name.
+    pub(crate) fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// The next complete line (without its line end), not yet decoded; empty lines are
+    /// skipped. A line over the limit is an [`Error::TooLarge`], after which there are no
+    /// more lines.
+    pub(crate) fn next_line(&mut self) -> Option<Result<Bytes>> {
         loop {
             if self.failed {
                 return None;
@@ -314,39 +336,45 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
                 }
                 return None;
             };
-            let line = self.buf.split_to(self.scanned + end + 1);
+            let mut line = self.buf.split_to(self.scanned + end + 1).freeze();
             self.scanned = 0;
-            let line = line.strip_suffix(b"\n").unwrap_or(&line);
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            line.truncate(line.len() - 1);
+            if line.ends_with(b"\r") {
+                line.truncate(line.len() - 1);
+            }
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            return Some(decode_event(line, &self.what));
+            return Some(Ok(line));
         }
     }
 
-    /// Called when the stream has ended: an incomplete last line is an error (the
-    /// connection was cut mid-event); a complete one is decoded.
-    pub fn finish(&mut self) -> Option<Result<WatchEvent<K>>> {
+    /// The bytes left once the stream has ended, unless they are only whitespace: a last
+    /// line without its line end.
+    pub(crate) fn finish_line(&mut self) -> Option<Bytes> {
         if self.failed {
             return None;
         }
-        if self.buf.iter().all(u8::is_ascii_whitespace) {
-            self.buf.clear();
-            return None;
-        }
-        let rest = std::mem::take(&mut self.buf);
+        let rest = std::mem::take(&mut self.buf).freeze();
         self.scanned = 0;
-        let event = decode_event(rest.chunk(), &self.what);
-        Some(event.map_err(|e| match e {
-            Error::Decode { what, source, body } => Error::Decode {
-                what: format!("{what} (stream ended mid-event)"),
-                source,
-                body,
-            },
-            other => other,
-        }))
+        (!rest.iter().all(u8::is_ascii_whitespace)).then_some(rest)
     }
+}
+
+/// Decodes the last line of a stream that ended without a line end: an error says the
+/// stream ended mid-event.
+pub(crate) fn decode_last_event<K: DeserializeOwned>(
+    line: &[u8],
+    what: &str,
+) -> Result<WatchEvent<K>> {
+    decode_event(line, what).map_err(|e| match e {
+        Error::Decode { what, source, body } => Error::Decode {
+            what: format!("{what} (stream ended mid-event)"),
+            source,
+            body,
+        },
+        other => other,
+    })
 }
 
 #[cfg(test)]

@@ -344,8 +344,9 @@ async fn a_relist_shares_the_cached_object_when_its_version_is_unchanged() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn streaming_list_replaces_the_store_at_the_initial_events_end_bookmark() {
+async fn streaming_list_hands_objects_over_as_they_stream_and_syncs_at_the_end_bookmark() {
     let h = harness(|o| o.use_streaming_list = true);
+    h.indexer.add(Arc::new(cm("stale", "1"))).unwrap();
     let events = h.script.watch();
     let task = h.start();
     h.settle().await;
@@ -355,12 +356,24 @@ async fn streaming_list_replaces_the_store_at_the_initial_events_end_bookmark() 
         opts.resource_version_match,
         Some(ResourceVersionMatch::NotOlderThan)
     );
-    events.send(Ok(WatchEvent::Added(cm("a", "5")))).unwrap();
-    events.send(Ok(WatchEvent::Added(cm("b", "6")))).unwrap();
+    let streamed = super::STREAMED_PART + 1;
+    for i in 0..streamed {
+        let name = format!("o{i:03}");
+        events.send(Ok(WatchEvent::Added(cm(&name, "5")))).unwrap();
+    }
+    // A key deleted again before the end is not part of the list.
+    events
+        .send(Ok(WatchEvent::Deleted(cm("o000", "6"))))
+        .unwrap();
     h.settle().await;
+    assert_eq!(
+        h.fifo.len(),
+        streamed,
+        "the streamed objects reach the queue before the end bookmark"
+    );
     assert!(
-        h.fifo.is_empty(),
-        "nothing is stored before the end bookmark"
+        !h.fifo.has_synced(),
+        "but the queue is not synced before it"
     );
     let mut end = Bookmark {
         resource_version: "8".into(),
@@ -371,18 +384,37 @@ async fn streaming_list_replaces_the_store_at_the_initial_events_end_bookmark() 
         "true".into(),
     );
     events.send(Ok(WatchEvent::Bookmark(end))).unwrap();
-    events.send(Ok(WatchEvent::Added(cm("c", "9")))).unwrap();
+    events.send(Ok(WatchEvent::Added(cm("zz", "9")))).unwrap();
     h.settle().await;
-    let mut seen = h.drain().await;
-    seen.sort_by(|a, b| a.0.cmp(&b.0));
+    let seen = h.drain().await;
+    assert!(h.fifo.has_synced());
+    let kind_of = |key: &str| {
+        seen.iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, kind)| *kind)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kind_of("ns/o001"), [DeltaType::Replaced]);
     assert_eq!(
-        seen,
-        [
-            ("ns/a".to_string(), DeltaType::Replaced),
-            ("ns/b".to_string(), DeltaType::Replaced),
-            ("ns/c".to_string(), DeltaType::Added),
-        ]
+        kind_of("ns/o000"),
+        [DeltaType::Replaced, DeltaType::Deleted],
+        "forgotten: deleted at the end"
     );
+    assert_eq!(
+        kind_of("ns/stale"),
+        [DeltaType::Deleted],
+        "not listed: deleted"
+    );
+    assert_eq!(
+        kind_of("ns/zz"),
+        [DeltaType::Added],
+        "after the end: a watch event"
+    );
+    let mut cached = h.indexer.list_keys();
+    cached.sort();
+    let mut want: Vec<String> = (1..streamed).map(|i| format!("ns/o{i:03}")).collect();
+    want.push("ns/zz".into());
+    assert_eq!(cached, want);
     assert_eq!(h.script.kinds(), ["watch"], "the same watch goes on");
     assert_eq!(h.reflector.last_sync_resource_version(), "9");
     h.cancel.cancel();
