@@ -11,14 +11,22 @@
 //!   tombstone.
 //! - [`replace`](DeltaFifo::replace) (a relist) queues `Replaced` for every listed object
 //!   and `Deleted` with a [`DeletedFinalStateUnknown`] tombstone for every key the known
-//!   objects (the informer's indexer) or the queue hold that the list does not.
+//!   objects (the informer's indexer) or the queue hold that the list does not. A relist
+//!   that arrives in parts (pages, a streaming list's initial events) is queued part by
+//!   part ([`replace_begin`](DeltaFifo::replace_begin), [`replace_part`](DeltaFifo::replace_part),
+//!   [`replace_end`](DeltaFifo::replace_end)): the consumer gets each part at once, and
+//!   the tombstones come at the end. Unlike client-go, which replaces at the end of the
+//!   list, a relist is thus never held twice (the list, and the cache it replaces), and
+//!   while it runs the consumer's cache holds some objects at the list's version and the
+//!   others at the version they had, as during a burst of watch events.
 //! - [`resync`](DeltaFifo::resync) queues `Sync` for every known object whose key is not
 //!   already queued.
 //! - [`delete`](DeltaFifo::delete) of an object neither known nor queued is dropped (it was
 //!   already deleted by a relist).
-//! - [`has_synced`](DeltaFifo::has_synced) becomes true once the first `replace` (or any
-//!   add/update/delete before it) has been made and every item of that first population
-//!   has been popped *and processed*.
+//! - [`has_synced`](DeltaFifo::has_synced) becomes true once the first `replace` has
+//!   ended (or any add/update/delete was made before it) and every item of that first
+//!   population has been popped *and processed*; items popped before its end are part of
+//!   the initial list too.
 //! - After [`close`](DeltaFifo::close), `pop` keeps handing out what is queued and returns
 //!   [`Closed`] once the queue is empty.
 //! - Unlike client-go, `replace` also tombstones keys that are only queued (added since the

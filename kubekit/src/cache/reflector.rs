@@ -7,8 +7,9 @@
 //!   the API server's cache) in pages of [`ReflectorOptions::page_size`]; later lists ask
 //!   for the last version the reflector saw, and for `""` (the latest state, from etcd)
 //!   once the server has said that version is too old. An expired `continue` token
-//!   restarts the list from `""`. The listed objects replace the store's content
-//!   ([`ReflectorStore::replace`]).
+//!   restarts the list from `""`. The listed objects replace the store's content page by
+//!   page ([`ReflectorStore::replace_part`]); the end of the list deletes what it lacked
+//!   ([`ReflectorStore::replace_end`]).
 //! - **Watch.** From the list's resourceVersion, with bookmarks, and a server-side timeout
 //!   drawn at random between [`ReflectorOptions::min_watch_timeout`] and twice that, so
 //!   that many reflectors do not reconnect at once. A watch the server closes is reopened
@@ -23,18 +24,20 @@
 //!   [`ReflectorOptions::silence_grace`] — is a dead connection: it is dropped and
 //!   re-established like a connection error.
 //! - **Streaming list** ([`ReflectorOptions::use_streaming_list`]): instead of a list, a
-//!   watch with `sendInitialEvents=true`; the initial objects are collected until the
-//!   bookmark annotated `k8s.io/initial-events-end`, then replace the store, and the same
-//!   watch goes on. A server that refuses it gets a plain list from then on.
+//!   watch with `sendInitialEvents=true`; the initial objects replace the store's content
+//!   in parts of 64 as they arrive, the bookmark annotated `k8s.io/initial-events-end`
+//!   ends the relist, and the same watch goes on. A server that refuses it gets a plain
+//!   list from then on.
 //! - **Resync.** Every [`ReflectorOptions::resync_period`] (when non-zero) while watching,
 //!   the store's [`resync`](ReflectorStore::resync) is called if `should_resync` agrees.
 //! - **Memory.** The transform runs on each object as soon as it is decoded, before it is
 //!   kept. While the store holds [`WATCH_BACKLOG_LIMIT`] changes its consumer has not
 //!   taken, no further watch event is read (the time spent waiting is not silence). A
 //!   relisted object whose resourceVersion equals the one the store already holds is
-//!   replaced by the store's own `Arc`, so a relist holds the pages in flight (the one
-//!   decoding and the next one arriving) plus the objects that changed, not a second copy
-//!   of the cache.
+//!   replaced by the store's own `Arc`, and a relist reaches the store in parts, waiting
+//!   for room like the watch: a relist holds the pages in flight (the one decoding and
+//!   the next one arriving) plus the objects that changed, never a second copy of the
+//!   cache.
 //! - A malformed object in a list or watch is reported to the watch-error handler and
 //!   skipped; an object without a name is logged and skipped.
 //! - [`Reflector::run`] returns when its cancellation token fires; it holds no lock across
