@@ -24,6 +24,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::rest::EVENT_TYPES;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct NameLabel {
     name: String,
@@ -117,15 +119,13 @@ impl ReflectorMetrics {
     }
 }
 
-/// The watch event types, in the order of [`BoundMetrics::events`].
-const EVENT_TYPES: [&str; 5] = ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"];
-
 /// One reflector's series.
 #[derive(Clone, Debug)]
 pub(crate) struct BoundMetrics {
     lists: Counter,
     relists: Counter,
     watches: Counter,
+    /// Per event type, in the order of [`EVENT_TYPES`].
     events: [Counter; 5],
     last_resource_version: Gauge<f64, AtomicU64>,
     objects: Gauge,

@@ -30,6 +30,6 @@ pub use config::{Config, DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_QPS};
 pub use error::{Error, MAX_MESSAGE_LEN, Result};
 pub use metrics::RestClientMetrics;
 pub use watch::{
-    Bookmark, INITIAL_EVENTS_END_ANNOTATION, MAX_WATCH_EVENT_BYTES, WatchDecoder, WatchEvent,
-    decode_event,
+    Bookmark, EVENT_TYPES, INITIAL_EVENTS_END_ANNOTATION, MAX_WATCH_EVENT_BYTES, WatchDecoder,
+    WatchEvent, decode_event,
 };

@@ -34,6 +34,9 @@ pub const MAX_WATCH_EVENT_BYTES: usize = 16 << 20;
 /// Annotation a bookmark carries when it ends the initial events of a streaming list.
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 
+/// Every watch event `type` the API server writes, as [`WatchEvent::type_name`] gives them.
+pub const EVENT_TYPES: [&str; 5] = ["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"];
+
 /// One event of a watch.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WatchEvent<K> {
@@ -169,10 +172,7 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for EventSeed<'_, K> {
 }
 
 fn is_known(kind: &str) -> bool {
-    matches!(
-        kind,
-        "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"
-    )
+    EVENT_TYPES.contains(&kind)
 }
 
 /// Builds the event of type `kind`, decoding its object with `decode`.
