@@ -10,6 +10,7 @@
 //! | [`discovery`] | `discovery`, `restmapper` | server version, groups and resources, cached discovery, GVK ↔ GVR |
 //! | [`clientset`] | `kubernetes` | typed clients for built-in and custom resources |
 //! | [`dynamic`] | `dynamic` | unstructured objects by group/version/resource |
+//! | [`scale`] | `scale` | the `scale` subresource of any scalable resource |
 //! | [`cache`] | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
 //! | [`informers`], [`listers`] | `informers`, `listers` | the shared informer factory and typed listers |
 //! | [`labels`] | `apimachinery/pkg/labels` | label selectors |
@@ -36,4 +37,5 @@ pub mod meta;
 mod panic;
 pub mod record;
 pub mod rest;
+pub mod scale;
 pub mod workqueue;

@@ -38,7 +38,7 @@
 #[allow(clippy::module_inception)]
 mod clientset;
 pub mod delete_response;
-mod endpoint;
+pub(crate) mod endpoint;
 pub mod groups;
 pub mod options;
 pub mod patch;

@@ -11,3 +11,4 @@ mod informers;
 mod leaderelection;
 mod pods;
 mod rest;
+mod scale;
