@@ -31,7 +31,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use kube::Resource;
 use kubekit::cache::{MaybeTombstone, ResourceEventHandlerFuncs, split_meta_namespace_key};
 use kubekit::clientset::{Clientset, CreateOptions, ResourceClient, UpdateOptions};
-use kubekit::controller::{ReconcileError, Reconciler, Runner, enqueue, enqueue_handler};
+use kubekit::controller::{Action, ReconcileError, Reconciler, Runner, enqueue, enqueue_handler};
 use kubekit::informers::SharedInformerFactory;
 use kubekit::listers::{Lister, NamespaceLister};
 use kubekit::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource, EventType};
@@ -340,8 +340,8 @@ fn write_options() -> CreateOptions {
 }
 
 impl Reconciler for AppReconciler {
-    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReconcileError>> {
-        Box::pin(self.sync(key))
+    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+        Box::pin(async move { self.sync(key).await.map(|()| Action::Done) })
     }
 }
 

@@ -9,5 +9,6 @@ mod dynamic;
 mod endpoints;
 mod informers;
 mod leaderelection;
+mod manager;
 mod pods;
 mod rest;
