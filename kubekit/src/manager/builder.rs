@@ -40,6 +40,7 @@ use crate::cache::{Indexer, ResourceEventHandlerFuncs};
 use crate::clientset::KnownScope;
 use crate::controller::{Action, ReconcileError, Reconciler, Runner};
 use crate::informers::SharedInformerFactory;
+use crate::meta::controller_of;
 use crate::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
 /// A type a controller can watch: any typed resource the informer factory can serve
@@ -108,11 +109,7 @@ impl fmt::Display for ObjectKey {
 
 /// The key of the object that controls `obj`, when that controller is of type `K`.
 fn controller_key<K: Resource<DynamicType = ()>>(obj: &ObjectMeta) -> Option<ObjectKey> {
-    let owner = obj
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))?;
+    let owner = controller_of(obj)?;
     (owner.kind == K::kind(&()) && owner.api_version == K::api_version(&())).then(|| ObjectKey {
         namespace: obj.namespace.clone().filter(|ns| !ns.is_empty()),
         name: owner.name.clone(),
