@@ -14,7 +14,8 @@
 //!     [`Action::RequeueAfter`], add it again after that delay;
 //!   - on error re-add it **rate-limited** while it has been retried fewer than
 //!     [`Runner::max_retries`] times, then drop it with an error log;
-//!   - on a **panic** inside the reconcile, report it (log and
+//!   - on a **panic** inside the reconcile (or while the reconciler makes its future),
+//!     report it (log and
 //!     [`RunStats::panics`]) and re-add it rate-limited like an error; the worker goes on;
 //!   - a reconcile that outlasts [`Runner::reconcile_timeout`] is dropped and counts as an
 //!     error;
@@ -411,7 +412,12 @@ impl<R: Reconciler> Worker<R> {
 
     /// The reconcile of `key`, bounded by the timeout, with panics caught.
     async fn outcome(&self, key: &str) -> Result<Result<Action, ReconcileError>, String> {
-        let reconcile = AssertUnwindSafe(self.reconciler.reconcile(key)).catch_unwind();
+        // A reconciler may panic while making its future as well as while running it.
+        let made = std::panic::catch_unwind(AssertUnwindSafe(|| self.reconciler.reconcile(key)));
+        let reconcile = match made {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind(),
+            Err(panic) => return Err(crate::panic::message(panic.as_ref()).to_string()),
+        };
         let caught = match self.reconcile_timeout {
             None => reconcile.await,
             Some(limit) => match tokio::time::timeout(limit, reconcile).await {
@@ -551,6 +557,10 @@ mod tests {
 
     impl Reconciler for Script {
         fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+            if key == "key-panic-early" && !self.calls.lock().contains_key(key) {
+                self.calls.lock().insert(key.to_string(), 1);
+                panic!("bug before the future");
+            }
             Box::pin(async move {
                 let n = {
                     let mut calls = self.calls.lock();
@@ -579,7 +589,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn errors_retry_up_to_the_limit_panics_retry_and_success_forgets() {
         let q = queue();
-        for k in ["key-ok", "key-fail", "key-panic"] {
+        for k in ["key-ok", "key-fail", "key-panic", "key-panic-early"] {
             q.add(k.to_string());
         }
         let metrics = ControllerMetrics::new();
@@ -601,6 +611,10 @@ mod tests {
         assert_eq!(calls["key-ok"], 1);
         assert_eq!(calls["key-fail"], 4, "first try + 3 retries");
         assert_eq!(calls["key-panic"], 2, "a panic is retried like an error");
+        assert_eq!(
+            calls["key-panic-early"], 2,
+            "so is one while making the future"
+        );
         let stats = runner.stats();
         assert_eq!(
             (
@@ -609,8 +623,9 @@ mod tests {
                 stats.dropped(),
                 stats.panics()
             ),
-            (2, 4, 1, 1)
+            (3, 4, 1, 2)
         );
+        assert_eq!(stats.workers_died(), 0);
         assert_eq!(
             q.num_requeues(&"key-fail".to_string()),
             0,
@@ -619,10 +634,10 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         for line in [
-            r#"controller_runtime_reconcile_total{controller="test",result="success"} 2"#,
-            r#"controller_runtime_reconcile_total{controller="test",result="error"} 5"#,
-            r#"controller_runtime_reconcile_errors_total{controller="test"} 5"#,
-            r#"controller_runtime_reconcile_time_seconds_count{controller="test"} 7"#,
+            r#"controller_runtime_reconcile_total{controller="test",result="success"} 3"#,
+            r#"controller_runtime_reconcile_total{controller="test",result="error"} 6"#,
+            r#"controller_runtime_reconcile_errors_total{controller="test"} 6"#,
+            r#"controller_runtime_reconcile_time_seconds_count{controller="test"} 9"#,
         ] {
             assert!(text.contains(line), "{line} missing from\n{text}");
         }
@@ -696,6 +711,33 @@ mod tests {
         assert_eq!(calls.len(), 1, "only key-slow was started: {calls:?}");
         assert_eq!(q.len(), 10, "queued keys are left undone");
         assert_eq!(runner.stats().workers_died(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_ends_before_shutdown_is_counted_dead() {
+        let (stats, q) = (RunStats::default(), queue());
+        let finished = AliveGuard {
+            stats: &stats,
+            queue: &q,
+            finished: true,
+        };
+        drop(finished);
+        assert_eq!(stats.workers_died(), 0);
+        let unwound = AliveGuard {
+            stats: &stats,
+            queue: &q,
+            finished: false,
+        };
+        drop(unwound);
+        assert_eq!(stats.workers_died(), 1);
+        q.shut_down();
+        let at_shutdown = AliveGuard {
+            stats: &stats,
+            queue: &q,
+            finished: false,
+        };
+        drop(at_shutdown);
+        assert_eq!(stats.workers_died(), 1, "ending at shutdown is not dying");
     }
 
     #[tokio::test]
