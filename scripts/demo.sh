@@ -5,8 +5,10 @@
 # 2. Installs the App CRD and the controller's RBAC (a ClusterRole bound to the user
 #    `app-controller`), and makes a kubeconfig for that user on the local control plane,
 #    so the controller runs with exactly the permissions of artifacts/rbac.yaml.
-# 3. Starts the App controller (5 workers), applies the two example Apps with kubectl,
-#    and shows the Deployments, Services, App status and events that result.
+# 3. Starts the App controller (5 workers, leader election on, metrics on
+#    $DEMO_METRICS_ADDRESS, health probes on $DEMO_HEALTH_ADDRESS), applies the two example
+#    Apps with kubectl, and shows the Deployments, Services, App status and events that
+#    result, the health endpoints, selected /metrics lines and the Lease holder.
 # 4. Stops the controller with SIGTERM (graceful shutdown). The control plane keeps
 #    running; stop it with `scripts/local-cluster.sh down`.
 set -euo pipefail
@@ -33,9 +35,13 @@ kubectl apply -f app-controller/artifacts/crd/appcontroller.k8s.io_apps.yaml
 kubectl wait --for condition=Established --timeout 60s crd/apps.appcontroller.k8s.io
 kubectl apply -f app-controller/artifacts/rbac.yaml
 
-echo "==> starting app-controller --workers 5 (log in target/app-controller.log)"
+metrics=${DEMO_METRICS_ADDRESS:-127.0.0.1:8080}
+health=${DEMO_HEALTH_ADDRESS:-127.0.0.1:8081}
+echo "==> starting app-controller --workers 5 --leader-elect (log in target/app-controller.log)"
 mkdir -p target
-"$controller" --kubeconfig "$controller_kubeconfig" --workers 5 >target/app-controller.log 2>&1 &
+"$controller" --kubeconfig "$controller_kubeconfig" --workers 5 --leader-elect \
+  --metrics-bind-address "$metrics" --health-probe-bind-address "$health" \
+  >target/app-controller.log 2>&1 &
 controller_pid=$!
 trap 'kill -TERM $controller_pid 2>/dev/null || true' EXIT
 
@@ -66,7 +72,17 @@ echo
 echo "==> events in tcs"
 kubectl get events -n tcs --sort-by=.lastTimestamp
 echo
-echo "==> stopping the controller (SIGTERM: in-flight work finishes, then it exits)"
+echo "==> curl http://$health/readyz and /healthz"
+curl -s "http://$health/readyz"
+curl -s "http://$health/healthz"
+echo
+echo "==> curl http://$metrics/metrics (selected lines)"
+curl -s "http://$metrics/metrics" | grep -E '^(workqueue_adds_total|workqueue_depth|controller_runtime_reconcile_total|controller_runtime_reconcile_errors_total|rest_client_requests_total|reflector_lists_total|informer_objects|leader_election_master_status)'
+echo
+echo "==> the leader: Lease app-controller in namespace default"
+kubectl get lease app-controller -n default -o jsonpath='{.spec.holderIdentity}{"\n"}'
+echo
+echo "==> stopping the controller (SIGTERM: in-flight work finishes, the Lease is released, then it exits)"
 kill -TERM "$controller_pid"
 wait "$controller_pid" && echo "app-controller exited cleanly"
 trap - EXIT

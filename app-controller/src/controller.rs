@@ -1,448 +1,173 @@
-//! The App controller: for every App, a Deployment and a Service that it owns, kept in line
-//! with the App's spec, and their status copied into the App's status.
-//!
-//! # Behaviour
-//!
-//! - Watches Apps, and Deployments and Services *controlled by* an App (their changes
-//!   enqueue the owning App); one rate-limited work queue of `namespace/name` keys, 5
-//!   workers by default, at most 10 retries per key.
-//! - Reconciling an App: create the Deployment (and Service) named in its spec when
-//!   missing, with a controller ownerReference to the App and selector labels unique to
-//!   the App ([`APP_LABEL`]`=<app name>`); update them when the spec's image, replicas or
-//!   labels differ from what runs; a deleted child is re-created. A same-named object the
-//!   App does not control is never adopted: a Warning `ErrResourceExists` event is
-//!   recorded and the key retried with backoff.
-//! - Then the children's status is written into the App through the status subresource
-//!   (only when it changed) and a Normal `Synced` event is recorded.
-//! - An App that no longer exists is logged and forgotten: its children go with it through
-//!   the garbage collector (ownerReferences).
-//! - An empty Deployment or Service name in the spec is reported in the log and that child
-//!   skipped; it is not retried (a spec change enqueues the App again).
+//! The App controller: for every App, a Deployment and a Service it controls, kept in line
+//! with the App's spec (image, replicas, selector), their status copied into the App's
+//! status subresource, and a Normal `Synced` event. A missing child is created with a
+//! controller ownerReference and the selector label [`APP_LABEL`]`=<app name>`; a
+//! same-named child the App does not control is never adopted (a Warning
+//! `ErrResourceExists` event, and retries); an empty child name skips that child. Changes
+//! of Apps and of their children reconcile the App, resyncs do not; a deleted App's
+//! children go with it (garbage collection).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::core::v1::{
-    Container, PodSpec, PodTemplateSpec, Service, ServicePort, ServiceSpec,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
-use kubekit::cache::{MaybeTombstone, ResourceEventHandlerFuncs, split_meta_namespace_key};
-use kubekit::clientset::{Clientset, CreateOptions, ResourceClient, UpdateOptions};
-use kubekit::controller::{ReconcileError, Reconciler, Runner, enqueue, enqueue_handler};
-use kubekit::informers::SharedInformerFactory;
-use kubekit::listers::{Lister, NamespaceLister};
-use kubekit::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource, EventType};
-use kubekit::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use tokio_util::sync::CancellationToken;
+use kube::core::NamespaceResourceScope;
+use kubekit::clientset::{Clientset, UpdateOptions};
+use kubekit::controller::{Action, ReconcileError};
+use kubekit::listers::Lister;
+use kubekit::manager::{Manager, ManagerError, Object, Predicate};
+use kubekit::meta::{controller_ref, is_controlled_by};
+use kubekit::record::{EventRecorder, EventType};
+use serde_json::{Value, json};
 
 use crate::{App, AppStatus};
 
-/// The controller's name: its event source and its field manager.
+/// The controller's name: its event source, field manager and metrics label.
 pub const CONTROLLER_NAME: &str = "app-controller";
-
 /// The label that ties pods and Services to their App (its value is the App's name).
 pub const APP_LABEL: &str = "appcontroller.k8s.io/app";
-
 /// Reason of the event recorded after a successful sync.
 pub const SUCCESS_SYNCED: &str = "Synced";
 /// Reason of the event recorded when a child exists but is not controlled by the App.
 pub const ERR_RESOURCE_EXISTS: &str = "ErrResourceExists";
 
-/// How the controller runs.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Worker tasks reconciling Apps.
-    pub workers: usize,
-    /// Retries of a failing key before it is dropped.
-    pub max_retries: usize,
-    /// Namespace to watch (`""`: all).
-    pub namespace: String,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            workers: 5,
-            max_retries: 10,
-            namespace: String::new(),
-        }
-    }
-}
-
-/// The labels of an App's pods, and the selector of its Deployment and Service.
-pub fn selector_labels(app: &App) -> BTreeMap<String, String> {
-    BTreeMap::from([(
-        APP_LABEL.to_string(),
-        app.metadata.name.clone().unwrap_or_default(),
-    )])
-}
-
-/// The controller ownerReference naming `app`.
-pub fn controller_ref(app: &App) -> OwnerReference {
-    OwnerReference {
-        api_version: App::api_version(&()).into_owned(),
-        kind: App::kind(&()).into_owned(),
-        name: app.metadata.name.clone().unwrap_or_default(),
-        uid: app.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
-
-/// Whether `obj` has a controller ownerReference to `app`.
-pub fn is_controlled_by(obj: &ObjectMeta, app: &App) -> bool {
-    obj.owner_references
-        .iter()
-        .flatten()
-        .any(|r| r.controller == Some(true) && Some(&r.uid) == app.metadata.uid.as_ref())
-}
-
-/// The Deployment `app` asks for.
-pub fn new_deployment(app: &App) -> Deployment {
-    let template = &app.spec.deployment_template;
-    let labels = selector_labels(app);
-    Deployment {
-        metadata: ObjectMeta {
-            name: Some(template.name.clone()),
-            namespace: app.metadata.namespace.clone(),
-            labels: Some(labels.clone()),
-            owner_references: Some(vec![controller_ref(app)]),
-            ..Default::default()
-        },
-        spec: Some(DeploymentSpec {
-            replicas: Some(template.replicas),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..Default::default()
-            },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..Default::default()
-                }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "app-deploy-container".into(),
-                        image: Some(template.image.clone()),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
-            },
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-/// The Service `app` asks for: port 8080 to the App's pods.
-pub fn new_service(app: &App) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some(app.spec.service_template.name.clone()),
-            namespace: app.metadata.namespace.clone(),
-            labels: Some(selector_labels(app)),
-            owner_references: Some(vec![controller_ref(app)]),
-            ..Default::default()
-        },
-        spec: Some(ServiceSpec {
-            selector: Some(selector_labels(app)),
-            ports: Some(vec![ServicePort {
-                name: Some("app-service".into()),
-                port: 8080,
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
-
-/// The running Deployment with what `app` specifies applied; `None` when it matches.
-fn deployment_update(app: &App, current: &Deployment) -> Option<Deployment> {
-    let desired = new_deployment(app);
-    let mut next = current.clone();
-    let spec = next.spec.get_or_insert_with(Default::default);
-    let want = desired.spec.expect("new_deployment sets a spec");
-    let mut changed = false;
-    if spec.replicas != want.replicas {
-        spec.replicas = want.replicas;
-        changed = true;
-    }
-    let pod = spec.template.spec.get_or_insert_with(Default::default);
-    let want_image = app.spec.deployment_template.image.clone();
-    match pod.containers.first_mut() {
-        Some(c) if c.image.as_deref() != Some(want_image.as_str()) => {
-            c.image = Some(want_image);
-            changed = true;
-        }
-        Some(_) => {}
-        None => {
-            pod.containers = want.template.spec.expect("pod spec").containers;
-            changed = true;
-        }
-    }
-    changed.then_some(next)
-}
-
-/// The running Service with the App's selector restored; `None` when it matches.
-fn service_update(app: &App, current: &Service) -> Option<Service> {
-    let want = selector_labels(app);
-    let selector = current.spec.as_ref().and_then(|s| s.selector.as_ref());
-    if selector == Some(&want) {
-        return None;
-    }
-    let mut next = current.clone();
-    next.spec.get_or_insert_with(Default::default).selector = Some(want);
-    Some(next)
-}
-
-/// The error of a reconcile that found a child it does not control.
-#[derive(Debug, thiserror::Error)]
-#[error("{kind} {name:?} already exists and is not managed by App")]
-pub struct ResourceExists {
-    kind: String,
-    name: String,
-}
-
-/// The reconciler; see the [module docs](self).
-pub struct AppReconciler {
+/// What the reconciler reads and writes with.
+struct Ctx {
     clientset: Clientset,
-    apps: Lister<App>,
     deployments: Lister<Deployment>,
     services: Lister<Service>,
     recorder: EventRecorder,
 }
 
-impl AppReconciler {
-    fn not_controlled(&self, app: &App, kind: String, name: &str) -> ReconcileError {
-        let err = ResourceExists {
-            kind,
-            name: name.to_string(),
-        };
-        self.recorder.event(
-            app,
-            EventType::Warning,
-            ERR_RESOURCE_EXISTS,
-            &err.to_string(),
-        );
-        err.into()
-    }
-
-    /// Brings the child `name` of kind `K` in line with `app`: creates it from `new` when
-    /// missing, refuses it when `app` does not control it, and applies `update`'s changes
-    /// when there are any. `None` when the spec names no such child.
-    async fn sync_child<K>(
-        &self,
-        app: &App,
-        name: &str,
-        lister: NamespaceLister<K>,
-        client: ResourceClient<K>,
-        new: fn(&App) -> K,
-        update: fn(&App, &K) -> Option<K>,
-    ) -> Result<Option<K>, ReconcileError>
-    where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-    {
-        let kind = K::kind(&());
-        if name.is_empty() {
-            tracing::warn!(app = ?app.metadata.name, "{} name must be specified", kind.to_lowercase());
-            return Ok(None);
-        }
-        let current = match lister.get(name) {
-            Ok(current) => current,
-            Err(e) if e.is_not_found() => {
-                let created = client.create(&new(app), &write_options()).await?;
-                tracing::info!(app = ?app.metadata.name, child = %name, "created {kind}");
-                return Ok(Some(created));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if !is_controlled_by(current.meta(), app) {
-            return Err(self.not_controlled(app, kind.into_owned(), name));
-        }
-        match update(app, &current) {
-            Some(next) => {
-                tracing::info!(app = ?app.metadata.name, child = %name, "updating {kind} to the App's spec");
-                Ok(Some(client.update(&next, &write_options()).await?))
-            }
-            None => Ok(Some(K::clone(&current))),
-        }
-    }
-
-    async fn sync(&self, key: &str) -> Result<(), ReconcileError> {
-        let Ok((ns, name)) = split_meta_namespace_key(key) else {
-            tracing::error!(%key, "invalid resource key");
-            return Ok(());
-        };
-        let app = match self.apps.namespaced(ns).get(name) {
-            Ok(app) => app,
-            Err(e) if e.is_not_found() => {
-                tracing::info!(%key, "App in work queue no longer exists");
-                return Ok(());
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let deployment = self
-            .sync_child(
-                &app,
-                &app.spec.deployment_template.name,
-                self.deployments.namespaced(ns),
-                self.clientset.apps_v1().deployments(ns),
-                new_deployment,
-                deployment_update,
-            )
-            .await?;
-        let service = self
-            .sync_child(
-                &app,
-                &app.spec.service_template.name,
-                self.services.namespaced(ns),
-                self.clientset.core_v1().services(ns),
-                new_service,
-                service_update,
-            )
-            .await?;
-        let status = AppStatus {
-            deployment_status: deployment.and_then(|d| d.status),
-            service_status: service.and_then(|s| s.status),
-        };
-        if app.status.as_ref() != Some(&status) {
-            let mut next = App::clone(&app);
-            next.status = Some(status);
-            ResourceClient::<App>::namespaced(self.clientset.rest_client().clone(), ns)
-                .update_status(&next, &write_options())
-                .await?;
-        }
-        self.recorder.event(
-            app.as_ref(),
-            EventType::Normal,
-            SUCCESS_SYNCED,
-            "App synced successfully",
-        );
-        Ok(())
-    }
+/// A child `K` of `app` named `name` with `spec`, labelled and controlled by the App.
+fn child<K: Object>(app: &App, name: &str, spec: Value) -> serde_json::Result<K> {
+    let (meta, labels) = (&app.metadata, json!({ APP_LABEL: app.metadata.name }));
+    serde_json::from_value(
+        json!({ "apiVersion": K::api_version(&()), "kind": K::kind(&()),
+        "metadata": { "name": name, "namespace": meta.namespace, "labels": labels,
+            "ownerReferences": [controller_ref(app)] },
+        "spec": spec }),
+    )
 }
 
-fn write_options() -> CreateOptions {
+/// The Deployment `app` asks for.
+fn new_deployment(app: &App) -> serde_json::Result<Deployment> {
+    let (t, labels) = (
+        &app.spec.deployment_template,
+        json!({ APP_LABEL: app.metadata.name }),
+    );
+    let pod = json!({ "containers": [{ "name": "app-deploy-container", "image": t.image }] });
+    let spec = json!({ "replicas": t.replicas, "selector": { "matchLabels": labels },
+        "template": { "metadata": { "labels": labels }, "spec": pod } });
+    child(app, &t.name, spec)
+}
+
+/// The Service `app` asks for: port 8080 to its pods.
+fn new_service(app: &App) -> serde_json::Result<Service> {
+    let selector = json!({ APP_LABEL: app.metadata.name });
+    let spec = json!({ "selector": selector, "ports": [{ "name": "app-service", "port": 8080 }] });
+    child(app, &app.spec.service_template.name, spec)
+}
+
+/// What the App decides in a running child: the fields at these JSON pointers.
+const DEPLOYMENT_FIELDS: &[&str] = &["/spec/replicas", "/spec/template/spec/containers/0/image"];
+const SERVICE_FIELDS: &[&str] = &["/spec/selector"];
+
+/// `current` with `desired`'s values at `fields`; `None` when they already match.
+fn drift<K: Object>(current: &K, desired: &K, fields: &[&str]) -> serde_json::Result<Option<K>> {
+    let (mut next, desired) = (
+        serde_json::to_value(current)?,
+        serde_json::to_value(desired)?,
+    );
+    let mut changed = false;
+    for field in fields {
+        let (parent, key) = field.rsplit_once('/').unwrap_or_default();
+        if let (Some(Value::Object(parent)), Some(want)) =
+            (next.pointer_mut(parent), desired.pointer(field))
+        {
+            changed |= parent.insert(key.to_string(), want.clone()).as_ref() != Some(want);
+        }
+    }
+    changed.then(|| serde_json::from_value(next)).transpose()
+}
+
+/// Brings `app`'s child `desired` in line: creates it, refuses it (not controlled by
+/// `app`), or updates the `fields` that drifted; `None` when the spec names no child.
+async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
+    ctx: &Ctx,
+    app: &App,
+    lister: &Lister<K>,
+    (desired, fields): (K, &[&str]),
+) -> Result<Option<K>, ReconcileError> {
+    let (ns, kind) = (
+        app.metadata.namespace.as_deref().unwrap_or_default(),
+        K::kind(&()),
+    );
+    let name = desired.meta().name.clone().unwrap_or_default();
+    if name.is_empty() {
+        tracing::warn!(app = ?app.metadata.name, "{} name must be specified", kind.to_lowercase());
+        return Ok(None);
+    }
+    let client = ctx.clientset.resource::<K>(ns);
+    let current = match lister.namespaced(ns).get(&name) {
+        Err(e) if e.is_not_found() => {
+            tracing::info!(app = ?app.metadata.name, child = %name, "creating {kind}");
+            return Ok(Some(client.create(&desired, &write_options()).await?));
+        }
+        current => current?,
+    };
+    if !is_controlled_by(current.meta(), &app.metadata) {
+        let message = format!("{kind} {name:?} already exists and is not managed by App");
+        ctx.recorder
+            .event(app, EventType::Warning, ERR_RESOURCE_EXISTS, &message);
+        return Err(message.into());
+    }
+    let Some(next) = drift(current.as_ref(), &desired, fields)? else {
+        return Ok(Some(K::clone(&current)));
+    };
+    tracing::info!(app = ?app.metadata.name, child = %name, "updating {kind} to the App's spec");
+    Ok(Some(client.update(&next, &write_options()).await?))
+}
+
+fn write_options() -> UpdateOptions {
     UpdateOptions::default().field_manager(CONTROLLER_NAME)
 }
 
-impl Reconciler for AppReconciler {
-    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReconcileError>> {
-        Box::pin(self.sync(key))
-    }
-}
-
-/// Enqueues the App that controls `obj`, if it is one the cache knows.
-fn enqueue_owner<K: Resource>(queue: &RateLimitingQueue<String>, apps: &Lister<App>, obj: &K) {
-    let meta = obj.meta();
-    let Some(owner) = meta
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-    else {
-        return;
+async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    let deploy = (new_deployment(&app)?, DEPLOYMENT_FIELDS);
+    let deployment = sync_child(&ctx, &app, &ctx.deployments, deploy).await?;
+    let service = (new_service(&app)?, SERVICE_FIELDS);
+    let service = sync_child(&ctx, &app, &ctx.services, service).await?;
+    let status = AppStatus {
+        deployment_status: deployment.and_then(|d| d.status),
+        service_status: service.and_then(|s| s.status),
     };
-    if owner.kind != App::kind(&()) {
-        return;
+    if app.status.as_ref() != Some(&status) {
+        let (mut next, ns) = (App::clone(&app), app.metadata.namespace.as_deref());
+        next.status = Some(status);
+        let apps = ctx.clientset.resource::<App>(ns.unwrap_or_default());
+        apps.update_status(&next, &write_options()).await?;
     }
-    let ns = meta.namespace.as_deref().unwrap_or_default();
-    match apps.namespaced(ns).get(&owner.name) {
-        Ok(app) if app.metadata.uid.as_deref() == Some(owner.uid.as_str()) => {
-            enqueue(queue, app.as_ref())
-        }
-        _ => tracing::debug!(owner = %owner.name, "ignoring an orphaned object"),
-    }
+    let message = "App synced successfully";
+    let recorder = &ctx.recorder;
+    recorder.event(&*app, EventType::Normal, SUCCESS_SYNCED, message);
+    Ok(Action::Done)
 }
 
-/// Handlers for a child type: enqueue the owning App on add, real update and delete.
-fn child_handler<K: Resource + Send + Sync + 'static>(
-    queue: &RateLimitingQueue<String>,
-    apps: &Lister<App>,
-) -> ResourceEventHandlerFuncs<K> {
-    let (q1, q2, q3) = (queue.clone(), queue.clone(), queue.clone());
-    let (a1, a2, a3) = (apps.clone(), apps.clone(), apps.clone());
-    ResourceEventHandlerFuncs::new()
-        .on_add(move |obj: &Arc<K>, _| enqueue_owner(&q1, &a1, obj.as_ref()))
-        .on_update(move |old: &Arc<K>, new: &Arc<K>| {
-            // A resync (same version) changes nothing a child could tell its App.
-            if old.meta().resource_version != new.meta().resource_version {
-                enqueue_owner(&q2, &a2, new.as_ref());
-            }
-        })
-        .on_delete(move |obj: &MaybeTombstone<K>| enqueue_owner(&q3, &a3, obj.object().as_ref()))
-}
-
-/// Runs the App controller until `cancel` fires.
-pub async fn run(
-    clientset: Clientset,
-    opts: Options,
-    cancel: CancellationToken,
-) -> anyhow::Result<()> {
-    let factory = SharedInformerFactory::builder(clientset.clone())
-        .namespace(&opts.namespace)
-        .build();
-    let apps = factory.for_type::<App>();
-    let deployments = factory.apps_v1().deployments();
-    let services = factory.core_v1().services();
-
-    let queue = RateLimitingQueue::with_config(
-        default_controller_rate_limiter(),
-        QueueConfig::new().name("Apps"),
-    );
-    apps.informer()
-        .add_event_handler(enqueue_handler::<App>(&queue));
-    deployments
-        .informer()
-        .add_event_handler(child_handler::<Deployment>(&queue, &apps.lister()));
-    services
-        .informer()
-        .add_event_handler(child_handler::<Service>(&queue, &apps.lister()));
-
-    let broadcaster = EventBroadcaster::new();
-    broadcaster.start_structured_logging();
-    broadcaster.start_recording_to_sink(ClientsetSink::new(clientset.clone()));
-    let recorder = broadcaster.new_recorder(EventSource {
-        component: CONTROLLER_NAME.into(),
-        host: None,
+/// Adds the App controller to `mgr`: `workers` workers, at most `max_retries` retries.
+pub fn add_to(mgr: &mut Manager, workers: usize, max_retries: usize) -> Result<(), ManagerError> {
+    let ctx = Arc::new(Ctx {
+        clientset: mgr.clientset().clone(),
+        deployments: mgr.factory().apps_v1().deployments().lister(),
+        services: mgr.factory().core_v1().services().lister(),
+        recorder: mgr.event_recorder(CONTROLLER_NAME),
     });
-
-    let reconciler = Arc::new(AppReconciler {
-        clientset,
-        apps: apps.lister(),
-        deployments: deployments.lister(),
-        services: services.lister(),
-        recorder,
-    });
-    factory.start();
-    let runner = Runner::new(CONTROLLER_NAME, queue).max_retries(opts.max_retries);
-    let synced = async {
-        let synced = factory.wait_for_cache_sync(&cancel).await;
-        for (informer, ok) in &synced {
-            if !ok {
-                tracing::error!(%informer, "cache did not sync");
-            }
-        }
-        synced.values().all(|ok| *ok)
-    };
-    let result = runner
-        .run(reconciler, opts.workers, synced, cancel.clone())
-        .await;
-    factory.shutdown().await;
-    broadcaster.shutdown().await;
-    result?;
-    Ok(())
+    mgr.controller::<App>(CONTROLLER_NAME)
+        .owns::<Deployment>()
+        .owns::<Service>()
+        .with_event_filter(Predicate::resource_version_changed())
+        .workers(workers)
+        .max_retries(max_retries)
+        .build(reconcile, ctx)
 }

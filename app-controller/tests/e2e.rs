@@ -1,6 +1,7 @@
 //! The App controller end to end: the real binary, run as an identity bound only to
 //! `artifacts/rbac.yaml`'s ClusterRole (through a RoleBinding in the test namespace), on
-//! the real control plane, driven with kubectl like a user would.
+//! the real control plane, driven with kubectl like a user would; and three replicas of it
+//! electing a leader.
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
@@ -9,7 +10,9 @@ use std::time::Duration;
 use app_controller::App;
 use app_controller::controller::APP_LABEL;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, Service};
+use k8s_openapi::jiff::Timestamp;
 use kubekit::clientset::{
     Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, Patch, PatchOptions,
     ResourceClient,
@@ -51,12 +54,18 @@ struct Controller(Child);
 
 impl Controller {
     fn start(kubeconfig: &std::path::Path, ns: &str) -> Self {
+        Self::start_with(kubeconfig, ns, &[], Stdio::null())
+    }
+
+    /// Starts it with `extra` flags, its log (stdout) going to `log`.
+    fn start_with(kubeconfig: &std::path::Path, ns: &str, extra: &[&str], log: Stdio) -> Self {
         let child = Command::new(env!("CARGO_BIN_EXE_app-controller"))
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(["--namespace", ns, "--workers", "5"])
+            .args(extra)
             .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
+            .stdout(log)
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start app-controller");
@@ -86,6 +95,36 @@ impl Drop for Controller {
             let _ = self.0.kill();
         }
     }
+}
+
+/// Installs the CRD and the controller's ClusterRole, binds it to user `user` in `ns` only,
+/// and returns that user's kubeconfig.
+fn install(cp: &ControlPlane, ns: &str, user: &str) -> std::path::PathBuf {
+    // Once per control plane: tests applying the CRD at once would race to create it.
+    static CLUSTER_WIDE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    CLUSTER_WIDE.get_or_init(|| {
+        kubectl_apply(cp, &artifact("crd/appcontroller.k8s.io_apps.yaml"));
+        let out = cp
+            .kubectl()
+            .args(["wait", "--for", "condition=Established", "--timeout", "60s"])
+            .arg("crd/apps.appcontroller.k8s.io")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        kubectl_apply(cp, &artifact("rbac.yaml"));
+    });
+    // The test identity gets the ClusterRole in its namespace only.
+    kubectl_apply(
+        cp,
+        &format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {user}\n  namespace: {ns}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: app-controller\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {user}\n"
+        ),
+    );
+    cp.user_kubeconfig(user, &[])
 }
 
 /// Waits up to 60 s for object `name` to exist and returns it.
@@ -123,28 +162,7 @@ async fn the_app_controller_manages_deployments_and_services_with_least_privileg
     let admin =
         Clientset::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-e2e").await;
-
-    kubectl_apply(cp, &artifact("crd/appcontroller.k8s.io_apps.yaml"));
-    let out = cp
-        .kubectl()
-        .args(["wait", "--for", "condition=Established", "--timeout", "60s"])
-        .arg("crd/apps.appcontroller.k8s.io")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    kubectl_apply(cp, &artifact("rbac.yaml"));
-    // The test identity gets the ClusterRole in its namespace only.
-    kubectl_apply(
-        cp,
-        &format!(
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: app-controller-e2e\n  namespace: {ns}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: app-controller\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: app-controller-e2e\n"
-        ),
-    );
-    let user = cp.user_kubeconfig("app-controller-e2e", &[]);
+    let user = install(cp, &ns, "app-controller-e2e");
     let mut controller = Controller::start(&user, &ns);
 
     // The seed's two example Apps, in the test namespace.
@@ -291,4 +309,211 @@ async fn the_app_controller_manages_deployments_and_services_with_least_privileg
         status.success(),
         "app-controller exited with {status} after SIGTERM"
     );
+}
+
+/// Leader election timings of the replicas in the test below.
+const LEASE: Duration = Duration::from_secs(4);
+const RETRY: Duration = Duration::from_millis(500);
+/// The longest a waiting candidate sleeps between attempts: client-go's jitter adds up to
+/// 1.2 retry periods to each.
+const MAX_ATTEMPT_GAP: Duration = Duration::from_millis(1100);
+
+/// One replica with `--leader-elect`, logging to a file.
+struct Replica {
+    process: Controller,
+    log: std::path::PathBuf,
+    identity: String,
+}
+
+impl Replica {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The timestamps of the log lines containing `what`.
+    fn times(&self, what: &str) -> Vec<Timestamp> {
+        self.log()
+            .lines()
+            .filter(|l| l.contains(what))
+            .map(|l| {
+                let stamp = l.split_whitespace().next().unwrap_or_default();
+                stamp
+                    .parse()
+                    .unwrap_or_else(|e| panic!("timestamp of {l:?}: {e}"))
+            })
+            .collect()
+    }
+
+    /// When it led: (started, stopped) per period; `killed_at` ends an open period.
+    fn active_periods(&self, killed_at: Option<Timestamp>) -> Vec<(Timestamp, Timestamp)> {
+        let starts = self.times("started leading");
+        let mut stops = self.times("stopped leading: controllers stopped");
+        stops.extend(killed_at.filter(|_| stops.len() < starts.len()));
+        assert_eq!(
+            starts.len(),
+            stops.len(),
+            "{}: unended leadership",
+            self.identity
+        );
+        starts.into_iter().zip(stops).collect()
+    }
+}
+
+/// The Lease's holder, or "" when it is free or missing.
+async fn holder(leases: &ResourceClient<Lease>) -> String {
+    let lease = leases.get("app-controller", &GetOptions::default()).await;
+    lease
+        .ok()
+        .and_then(|l| l.spec?.holder_identity)
+        .unwrap_or_default()
+}
+
+/// Applies an App named `name` and waits for the Deployment it asks for.
+async fn app_reconciled(cp: &ControlPlane, admin: &Clientset, ns: &str, name: &str) {
+    let manifest = artifact("example/test_app.yaml")
+        .replace("namespace: tcs", &format!("namespace: {ns}"))
+        .replace("name: test-app", &format!("name: {name}"))
+        .replace("name: app-deploy", &format!("name: {name}-deploy"))
+        .replace("name: app-service", &format!("name: {name}-svc"));
+    kubectl_apply(cp, &manifest);
+    wait_for(&admin.apps_v1().deployments(ns), &format!("{name}-deploy")).await;
+}
+
+/// The replica named `holder` in the Lease.
+fn by_identity<'a>(replicas: &'a mut [Replica], holder: &str) -> &'a mut Replica {
+    replicas
+        .iter_mut()
+        .find(|r| r.identity == holder)
+        .unwrap_or_else(|| panic!("no replica is {holder:?}"))
+}
+
+#[tokio::test]
+async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() {
+    let cp = testenv::control_plane();
+    let admin =
+        Clientset::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
+    let ns = cp.create_namespace(&cp.client().await, "app-leader").await;
+    let user = install(cp, &ns, "app-controller-leader");
+    let leases = admin.coordination_v1().leases(&ns);
+    let logs = cp.dir().join(format!("leader-election-{ns}"));
+    std::fs::create_dir_all(&logs).unwrap();
+    let (lease, retry) = (
+        format!("{}s", LEASE.as_secs()),
+        format!("{}ms", RETRY.as_millis()),
+    );
+    let mut replicas: Vec<Replica> = (0..3)
+        .map(|i| {
+            let log = logs.join(format!("replica-{i}.log"));
+            let file = std::fs::File::create(&log).unwrap();
+            let flags = [
+                "--leader-elect",
+                "--leader-elect-lease-duration",
+                &lease,
+                "--leader-elect-renew-deadline",
+                "3s",
+                "--leader-elect-retry-period",
+                &retry,
+                "--health-probe-bind-address",
+                "0",
+            ];
+            let process = Controller::start_with(&user, &ns, &flags, file.into());
+            Replica {
+                process,
+                log,
+                identity: String::new(),
+            }
+        })
+        .collect();
+    for r in &mut replicas {
+        r.identity = eventually(30, "each replica's identity in its log", || async {
+            let log = r.log();
+            let line = log.lines().find(|l| l.contains("waiting for leadership"))?;
+            Some(
+                line.split("identity=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .to_string(),
+            )
+        })
+        .await;
+    }
+
+    // Exactly one leads, the Lease names it, and it alone reconciles.
+    let first = eventually(30, "a leader in the Lease", || async {
+        Some(holder(&leases).await).filter(|h| !h.is_empty())
+    })
+    .await;
+    app_reconciled(cp, &admin, &ns, "one").await;
+    for r in &replicas {
+        let leads = r.identity == first;
+        assert_eq!(
+            r.log().contains("creating Deployment"),
+            leads,
+            "{}",
+            r.identity
+        );
+        assert_eq!(
+            r.times("started leading").len(),
+            usize::from(leads),
+            "{}",
+            r.identity
+        );
+    }
+
+    // SIGKILL the leader: another takes over once the lease expires, and reconciles.
+    let killed_at = Timestamp::now();
+    by_identity(&mut replicas, &first).process.0.kill().unwrap();
+    let second = eventually(30, "a new leader after SIGKILL", || async {
+        Some(holder(&leases).await).filter(|h| !h.is_empty() && *h != first)
+    })
+    .await;
+    app_reconciled(cp, &admin, &ns, "two").await;
+    let took =
+        by_identity(&mut replicas, &second).times("started leading")[0].duration_since(killed_at);
+    // A candidate sees the last renewal at its first attempt after it (up to one gap after
+    // the kill), waits the lease duration from there, and acquires at its next attempt.
+    let bound = LEASE + 2 * MAX_ATTEMPT_GAP;
+    eprintln!("takeover after SIGKILL: {took:?}");
+    assert!(
+        took.unsigned_abs() <= bound,
+        "takeover after SIGKILL took {took:?} > {bound:?}"
+    );
+
+    // SIGTERM the new leader: it releases the Lease on its way out; the last replica takes
+    // over at its next attempt, and reconciles.
+    let status = by_identity(&mut replicas, &second).process.terminate();
+    assert!(
+        status.success(),
+        "the SIGTERMed leader exited with {status}"
+    );
+    let released = by_identity(&mut replicas, &second).times("released the leader lease");
+    assert_eq!(released.len(), 1, "released on cancel");
+    let third = eventually(30, "a new leader after SIGTERM", || async {
+        Some(holder(&leases).await).filter(|h| !h.is_empty() && *h != second)
+    })
+    .await;
+    assert_ne!(third, first, "the killed replica cannot lead");
+    app_reconciled(cp, &admin, &ns, "three").await;
+    let took =
+        by_identity(&mut replicas, &third).times("started leading")[0].duration_since(released[0]);
+    let bound = RETRY + MAX_ATTEMPT_GAP;
+    eprintln!("takeover after SIGTERM (from the release): {took:?}");
+    assert!(
+        took.unsigned_abs() <= bound,
+        "takeover after SIGTERM took {took:?} > {bound:?}"
+    );
+    let status = by_identity(&mut replicas, &third).process.terminate();
+    assert!(status.success(), "the last leader exited with {status}");
+
+    // Over the whole run, no two replicas' active periods overlap.
+    let mut periods: Vec<(Timestamp, Timestamp)> = replicas
+        .iter()
+        .flat_map(|r| r.active_periods((r.identity == first).then_some(killed_at)))
+        .collect();
+    periods.sort();
+    assert_eq!(periods.len(), 3, "{periods:?}");
+    for pair in periods.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "overlapping leaders: {pair:?}");
+    }
 }

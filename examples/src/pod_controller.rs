@@ -19,7 +19,9 @@ use futures_util::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kubekit::cache::{Indexer, ListWatch, SharedIndexInformer};
 use kubekit::clientset::Clientset;
-use kubekit::controller::{ReconcileError, Reconciler, Runner, enqueue_handler, shutdown_signal};
+use kubekit::controller::{
+    Action, ReconcileError, Reconciler, Runner, enqueue_handler, shutdown_signal,
+};
 use kubekit::workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 
 /// Prints what the cache holds for each key.
@@ -28,7 +30,7 @@ struct SyncToStdout {
 }
 
 impl Reconciler for SyncToStdout {
-    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReconcileError>> {
+    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
         Box::pin(async move {
             match self.indexer.get(key) {
                 None => println!("Pod {key} does not exist anymore"),
@@ -38,7 +40,7 @@ impl Reconciler for SyncToStdout {
                     pod.metadata.name.as_deref().unwrap_or_default()
                 ),
             }
-            Ok(())
+            Ok(Action::Done)
         })
     }
 }

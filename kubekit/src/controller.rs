@@ -10,28 +10,37 @@
 //!   folded to a `bool`); if they never sync before cancellation, it returns
 //!   [`RunError::CachesNotSynced`] and starts no worker.
 //! - Then `workers` tasks each loop: get a key, reconcile it, and
-//!   - on success **forget** the key (its backoff starts over);
+//!   - on success **forget** the key (its backoff starts over) and, for
+//!     [`Action::RequeueAfter`], add it again after that delay;
 //!   - on error re-add it **rate-limited** while it has been retried fewer than
 //!     [`Runner::max_retries`] times, then drop it with an error log;
-//!   - on a **panic** inside the reconcile, report it (log and
+//!   - on a **panic** inside the reconcile (or while the reconciler makes its future),
+//!     report it (log and
 //!     [`RunStats::panics`]) and re-add it rate-limited like an error; the worker goes on;
+//!   - a reconcile that outlasts [`Runner::reconcile_timeout`] is dropped and counts as an
+//!     error;
 //!   - and always mark it **done**, exactly once.
 //! - When the cancellation token fires, the queue is shut down: workers finish the keys
 //!   in flight *and those still queued*, then `run` returns once every worker has ended.
+//!   [`Runner::run_or_abort`] also takes an `abort` token: when it fires, workers take no
+//!   further key and the reconciles in flight are dropped at their next `.await` (what a
+//!   controller that lost its leadership must do).
+//! - A worker task that ends before shutdown (a panic outside the reconcile) is counted in
+//!   [`RunStats::workers_died`], which a liveness check reads.
 //! - [`shutdown_signal`] gives a token cancelled by the first SIGINT or SIGTERM; a second
 //!   signal exits the process at once, as a Go controller's `SetupSignalHandler` does.
 //!
 //! ```no_run
 //! # async fn demo(queue: kubekit::workqueue::RateLimitingQueue<String>) {
 //! use futures_util::future::BoxFuture;
-//! use kubekit::controller::{ReconcileError, Reconciler, Runner, shutdown_signal};
+//! use kubekit::controller::{Action, ReconcileError, Reconciler, Runner, shutdown_signal};
 //!
 //! struct Printer;
 //! impl Reconciler for Printer {
-//!     fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReconcileError>> {
+//!     fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
 //!         Box::pin(async move {
 //!             println!("reconciling {key}");
-//!             Ok(())
+//!             Ok(Action::Done)
 //!         })
 //!     }
 //! }
@@ -68,12 +77,27 @@ use crate::workqueue::RateLimitingQueue;
 /// The error a reconcile returns; it is logged and the key retried.
 pub type ReconcileError = Box<dyn std::error::Error + Send + Sync>;
 
+/// What to do with a key after a successful reconcile (controller-runtime's `Result`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Action {
+    /// Nothing more until the next change of a watched object.
+    #[default]
+    Done,
+    /// Reconcile the key again after this delay (its error backoff starts over).
+    RequeueAfter(Duration),
+}
+
 /// The business logic of a controller: bring the object named by `key` to its desired
 /// state.
 pub trait Reconciler: Send + Sync + 'static {
     /// Reconciles one key; an error retries it with backoff.
-    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReconcileError>>;
+    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>>;
 }
+
+/// The error counted when a reconcile outlasts [`Runner::reconcile_timeout`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("reconcile timed out after {0:?}")]
+pub struct ReconcileTimeout(pub Duration);
 
 /// Why [`Runner::run`] did not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,6 +114,7 @@ pub struct RunStats {
     failed: AtomicU64,
     dropped: AtomicU64,
     panics: AtomicU64,
+    workers_died: AtomicU64,
 }
 
 impl RunStats {
@@ -109,11 +134,16 @@ impl RunStats {
     pub fn panics(&self) -> u64 {
         self.panics.load(Ordering::Relaxed)
     }
+    /// Worker tasks that ended before shutdown; more than zero means the controller runs
+    /// with fewer workers than asked (a liveness check should fail).
+    pub fn workers_died(&self) -> u64 {
+        self.workers_died.load(Ordering::Relaxed)
+    }
 }
 
 /// controller-runtime's reconcile metrics, by controller name:
-/// `controller_runtime_reconcile_total{controller,result}` (`success` or `error`; a panic
-/// is an error), `controller_runtime_reconcile_errors_total{controller}` and
+/// `controller_runtime_reconcile_total{controller,result}` (`success`, `requeue_after` or
+/// `error`; a panic or a timeout is an error), `controller_runtime_reconcile_errors_total{controller}` and
 /// `controller_runtime_reconcile_time_seconds{controller}`. Give it to a runner with
 /// [`Runner::metrics`]; cheap to clone (clones share the families).
 #[derive(Clone)]
@@ -187,8 +217,7 @@ impl ControllerMetrics {
         );
     }
 
-    fn observe(&self, controller: &str, ok: bool, took: Duration) {
-        let result = if ok { "success" } else { "error" };
+    fn observe(&self, controller: &str, result: &'static str, took: Duration) {
         self.total
             .get_or_create(&ResultLabels {
                 controller: controller.to_string(),
@@ -198,7 +227,7 @@ impl ControllerMetrics {
         let label = ControllerLabel {
             controller: controller.to_string(),
         };
-        if !ok {
+        if result == "error" {
             self.errors.get_or_create(&label).inc();
         }
         self.time.get_or_create(&label).observe(took.as_secs_f64());
@@ -211,6 +240,7 @@ pub struct Runner {
     name: String,
     queue: RateLimitingQueue<String>,
     max_retries: usize,
+    reconcile_timeout: Option<Duration>,
     stats: Arc<RunStats>,
     metrics: Option<ControllerMetrics>,
 }
@@ -222,9 +252,17 @@ impl Runner {
             name: name.to_string(),
             queue,
             max_retries: 5,
+            reconcile_timeout: None,
             stats: Arc::new(RunStats::default()),
             metrics: None,
         }
+    }
+
+    /// Drops a reconcile that has not finished after `timeout` and counts it as an error
+    /// (retried like one). Default: no timeout.
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.reconcile_timeout = Some(timeout);
+        self
     }
 
     /// Counts and times every reconcile in `metrics`, under the runner's name.
@@ -253,11 +291,28 @@ impl Runner {
         caches_synced: impl Future<Output = bool>,
         cancel: CancellationToken,
     ) -> Result<(), RunError> {
+        let abort = CancellationToken::new();
+        self.run_or_abort(reconciler, workers, caches_synced, cancel, abort)
+            .await
+    }
+
+    /// [`run`](Self::run), except that when `abort` fires the workers stop at once: no
+    /// further key is taken, queued keys are left, and the reconciles in flight are
+    /// dropped. `run_or_abort` returns once every worker has ended.
+    pub async fn run_or_abort<R: Reconciler>(
+        &self,
+        reconciler: Arc<R>,
+        workers: usize,
+        caches_synced: impl Future<Output = bool>,
+        cancel: CancellationToken,
+        abort: CancellationToken,
+    ) -> Result<(), RunError> {
         tracing::info!(controller = %self.name, "waiting for informer caches to sync");
         let synced = tokio::select! {
             biased;
             synced = caches_synced => synced,
             _ = cancel.cancelled() => false,
+            _ = abort.cancelled() => false,
         };
         if !synced {
             self.queue.shut_down();
@@ -270,16 +325,28 @@ impl Runner {
                     name: self.name.clone(),
                     queue: self.queue.clone(),
                     max_retries: self.max_retries,
+                    reconcile_timeout: self.reconcile_timeout,
                     stats: self.stats.clone(),
                     metrics: self.metrics.clone(),
                     reconciler: reconciler.clone(),
                 };
-                tokio::spawn(async move { worker.run().await })
+                let abort = abort.clone();
+                tokio::spawn(async move { worker.run(abort).await })
             })
             .collect();
-        cancel.cancelled().await;
-        tracing::info!(controller = %self.name, "shutting down: finishing queued work");
-        self.queue.shut_down_with_drain().await;
+        tokio::select! {
+            _ = cancel.cancelled() => {
+                tracing::info!(controller = %self.name, "shutting down: finishing queued work");
+                tokio::select! {
+                    () = self.queue.shut_down_with_drain() => {}
+                    _ = abort.cancelled() => self.queue.shut_down(),
+                }
+            }
+            _ = abort.cancelled() => self.queue.shut_down(),
+        }
+        if abort.is_cancelled() {
+            tracing::warn!(controller = %self.name, "aborted: queued work left undone");
+        }
         for task in tasks {
             if let Err(e) = task.await {
                 tracing::error!(controller = %self.name, "worker task failed: {e}");
@@ -294,32 +361,91 @@ struct Worker<R> {
     name: String,
     queue: RateLimitingQueue<String>,
     max_retries: usize,
+    reconcile_timeout: Option<Duration>,
     stats: Arc<RunStats>,
     metrics: Option<ControllerMetrics>,
     reconciler: Arc<R>,
 }
 
-impl<R: Reconciler> Worker<R> {
-    async fn run(&self) {
-        while let Some(key) = self.queue.get().await {
-            self.process(&key).await;
-            self.queue.done(&key);
+/// Counts its worker in [`RunStats::workers_died`] when dropped before the queue shut down
+/// (the worker's task unwound from a panic).
+struct AliveGuard<'a> {
+    stats: &'a RunStats,
+    queue: &'a RateLimitingQueue<String>,
+    finished: bool,
+}
+
+impl Drop for AliveGuard<'_> {
+    fn drop(&mut self) {
+        if !self.finished && !self.queue.shutting_down() {
+            self.stats.workers_died.fetch_add(1, Ordering::Relaxed);
+            tracing::error!("a worker task ended before shutdown");
         }
+    }
+}
+
+impl<R: Reconciler> Worker<R> {
+    async fn run(&self, abort: CancellationToken) {
+        let mut guard = AliveGuard {
+            stats: &self.stats,
+            queue: &self.queue,
+            finished: false,
+        };
+        loop {
+            let key = tokio::select! {
+                biased;
+                _ = abort.cancelled() => break,
+                key = self.queue.get() => key,
+            };
+            let Some(key) = key else { break };
+            tokio::select! {
+                biased;
+                _ = abort.cancelled() => {
+                    self.queue.done(&key);
+                    break;
+                }
+                () = self.process(&key) => self.queue.done(&key),
+            }
+        }
+        guard.finished = true;
+    }
+
+    /// The reconcile of `key`, bounded by the timeout, with panics caught.
+    async fn outcome(&self, key: &str) -> Result<Result<Action, ReconcileError>, String> {
+        // A reconciler may panic while making its future as well as while running it.
+        let made = std::panic::catch_unwind(AssertUnwindSafe(|| self.reconciler.reconcile(key)));
+        let reconcile = match made {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind(),
+            Err(panic) => return Err(crate::panic::message(panic.as_ref()).to_string()),
+        };
+        let caught = match self.reconcile_timeout {
+            None => reconcile.await,
+            Some(limit) => match tokio::time::timeout(limit, reconcile).await {
+                Ok(caught) => caught,
+                Err(_) => Ok(Err(ReconcileTimeout(limit).into())),
+            },
+        };
+        caught.map_err(|panic| crate::panic::message(panic.as_ref()).to_string())
     }
 
     async fn process(&self, key: &str) {
         let started = Instant::now();
-        let outcome = AssertUnwindSafe(self.reconciler.reconcile(key))
-            .catch_unwind()
-            .await;
+        let outcome = self.outcome(key).await;
         if let Some(metrics) = &self.metrics {
-            let ok = matches!(outcome, Ok(Ok(())));
-            metrics.observe(&self.name, ok, started.elapsed());
+            let result = match outcome {
+                Ok(Ok(Action::Done)) => "success",
+                Ok(Ok(Action::RequeueAfter(_))) => "requeue_after",
+                _ => "error",
+            };
+            metrics.observe(&self.name, result, started.elapsed());
         }
         let error = match outcome {
-            Ok(Ok(())) => {
+            Ok(Ok(action)) => {
                 self.stats.succeeded.fetch_add(1, Ordering::Relaxed);
                 self.queue.forget(&key.to_string());
+                if let Action::RequeueAfter(delay) = action {
+                    self.queue.add_after(key.to_string(), delay);
+                }
                 return;
             }
             Ok(Err(e)) => {
@@ -328,10 +454,7 @@ impl<R: Reconciler> Worker<R> {
             }
             Err(panic) => {
                 self.stats.panics.fetch_add(1, Ordering::Relaxed);
-                format!(
-                    "reconcile panicked: {}",
-                    crate::panic::message(panic.as_ref())
-                )
+                format!("reconcile panicked: {panic}")
             }
         };
         let key = key.to_string();
@@ -433,7 +556,11 @@ mod tests {
     }
 
     impl Reconciler for Script {
-        fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ReconcileError>> {
+        fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+            if key == "key-panic-early" && !self.calls.lock().contains_key(key) {
+                self.calls.lock().insert(key.to_string(), 1);
+                panic!("bug before the future");
+            }
             Box::pin(async move {
                 let n = {
                     let mut calls = self.calls.lock();
@@ -444,7 +571,9 @@ mod tests {
                 match key {
                     "key-fail" => Err("always fails".into()),
                     "key-panic" if n == 1 => panic!("bug in reconcile"),
-                    _ => Ok(()),
+                    "key-slow" => std::future::pending().await,
+                    "key-again" if n < 3 => Ok(Action::RequeueAfter(Duration::from_secs(1))),
+                    _ => Ok(Action::Done),
                 }
             })
         }
@@ -460,7 +589,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn errors_retry_up_to_the_limit_panics_retry_and_success_forgets() {
         let q = queue();
-        for k in ["key-ok", "key-fail", "key-panic"] {
+        for k in ["key-ok", "key-fail", "key-panic", "key-panic-early"] {
             q.add(k.to_string());
         }
         let metrics = ControllerMetrics::new();
@@ -482,6 +611,10 @@ mod tests {
         assert_eq!(calls["key-ok"], 1);
         assert_eq!(calls["key-fail"], 4, "first try + 3 retries");
         assert_eq!(calls["key-panic"], 2, "a panic is retried like an error");
+        assert_eq!(
+            calls["key-panic-early"], 2,
+            "so is one while making the future"
+        );
         let stats = runner.stats();
         assert_eq!(
             (
@@ -490,8 +623,9 @@ mod tests {
                 stats.dropped(),
                 stats.panics()
             ),
-            (2, 4, 1, 1)
+            (3, 4, 1, 2)
         );
+        assert_eq!(stats.workers_died(), 0);
         assert_eq!(
             q.num_requeues(&"key-fail".to_string()),
             0,
@@ -500,13 +634,110 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         for line in [
-            r#"controller_runtime_reconcile_total{controller="test",result="success"} 2"#,
-            r#"controller_runtime_reconcile_total{controller="test",result="error"} 5"#,
-            r#"controller_runtime_reconcile_errors_total{controller="test"} 5"#,
-            r#"controller_runtime_reconcile_time_seconds_count{controller="test"} 7"#,
+            r#"controller_runtime_reconcile_total{controller="test",result="success"} 3"#,
+            r#"controller_runtime_reconcile_total{controller="test",result="error"} 6"#,
+            r#"controller_runtime_reconcile_errors_total{controller="test"} 6"#,
+            r#"controller_runtime_reconcile_time_seconds_count{controller="test"} 9"#,
         ] {
             assert!(text.contains(line), "{line} missing from\n{text}");
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requeue_after_reconciles_again_and_a_timed_out_reconcile_is_retried_as_an_error() {
+        let q = queue();
+        q.add("key-again".to_string());
+        q.add("key-slow".to_string());
+        let metrics = ControllerMetrics::new();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let runner = Runner::new("test", q.clone())
+            .max_retries(2)
+            .reconcile_timeout(Duration::from_secs(1))
+            .metrics(&metrics);
+        let script = Arc::new(Script::default());
+        let cancel = CancellationToken::new();
+        let run = runner.run(script.clone(), 2, async { true }, cancel.clone());
+        let stop = async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+        let calls = script.calls.lock().clone();
+        assert_eq!(calls["key-again"], 3, "requeued twice, then done");
+        assert_eq!(
+            calls["key-slow"], 3,
+            "first try + 2 retries, each timed out"
+        );
+        assert_eq!(runner.stats().dropped(), 1);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for line in [
+            r#"controller_runtime_reconcile_total{controller="test",result="requeue_after"} 2"#,
+            r#"controller_runtime_reconcile_total{controller="test",result="success"} 1"#,
+            r#"controller_runtime_reconcile_errors_total{controller="test"} 3"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn abort_drops_the_reconcile_in_flight_and_leaves_queued_keys() {
+        let q = queue();
+        q.add("key-slow".to_string());
+        for i in 0..10 {
+            q.add(format!("key-{i}"));
+        }
+        let runner = Runner::new("test", q.clone());
+        let script = Arc::new(Script::default());
+        let (cancel, abort) = (CancellationToken::new(), CancellationToken::new());
+        let run = runner.run_or_abort(
+            script.clone(),
+            1,
+            async { true },
+            cancel.clone(),
+            abort.clone(),
+        );
+        let stop = async {
+            // The one worker is stuck in key-slow.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            cancel.cancel();
+            abort.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+        let calls = script.calls.lock().clone();
+        assert_eq!(calls.len(), 1, "only key-slow was started: {calls:?}");
+        assert_eq!(q.len(), 10, "queued keys are left undone");
+        assert_eq!(runner.stats().workers_died(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_ends_before_shutdown_is_counted_dead() {
+        let (stats, q) = (RunStats::default(), queue());
+        let finished = AliveGuard {
+            stats: &stats,
+            queue: &q,
+            finished: true,
+        };
+        drop(finished);
+        assert_eq!(stats.workers_died(), 0);
+        let unwound = AliveGuard {
+            stats: &stats,
+            queue: &q,
+            finished: false,
+        };
+        drop(unwound);
+        assert_eq!(stats.workers_died(), 1);
+        q.shut_down();
+        let at_shutdown = AliveGuard {
+            stats: &stats,
+            queue: &q,
+            finished: false,
+        };
+        drop(at_shutdown);
+        assert_eq!(stats.workers_died(), 1, "ending at shutdown is not dying");
     }
 
     #[tokio::test]

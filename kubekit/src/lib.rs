@@ -18,7 +18,7 @@
 //! | [`controller`] | the seeds' `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
 //! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
 //! | [`leaderelection`] | `tools/leaderelection` | Lease-based leader election |
-//! | [`manager`] | controller-runtime `manager` | the metrics and health endpoints (the manager and controller builder are planned) |
+//! | [`manager`] | controller-runtime `manager`, `builder` | the manager (shared clientset, informers, events, metrics, health, leader election) and the controller builder |
 //!
 //! Modules appear here as they are built; the table names the whole plan.
 

@@ -1,5 +1,6 @@
 //! Names of API types (apimachinery's `schema` package): group/version, group/version/kind,
-//! group/version/resource.
+//! group/version/resource; and controller ownerReferences (`metav1.GetControllerOf`,
+//! `IsControlledBy`, `NewControllerRef`).
 //!
 //! The core group is the empty string: Pods are `("", "v1", "pods")`, Deployments
 //! `("apps", "v1", "deployments")`.
@@ -15,6 +16,35 @@
 //! ```
 
 use std::fmt;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Resource;
+
+/// The ownerReference of `obj` marked `controller: true`, if any (`metav1.GetControllerOf`).
+pub fn controller_of(obj: &ObjectMeta) -> Option<&OwnerReference> {
+    obj.owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+}
+
+/// Whether `obj`'s controller is the object `owner` (same UID; `metav1.IsControlledBy`).
+pub fn is_controlled_by(obj: &ObjectMeta, owner: &ObjectMeta) -> bool {
+    controller_of(obj).is_some_and(|r| Some(&r.uid) == owner.uid.as_ref())
+}
+
+/// A controller ownerReference to `owner`, blocking its deletion until the dependent is
+/// gone (`metav1.NewControllerRef`).
+pub fn controller_ref<K: Resource<DynamicType = ()>>(owner: &K) -> OwnerReference {
+    OwnerReference {
+        api_version: K::api_version(&()).into_owned(),
+        kind: K::kind(&()).into_owned(),
+        name: owner.meta().name.clone().unwrap_or_default(),
+        uid: owner.meta().uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
 
 /// An API group and version, e.g. `apps/v1` or (core) `v1`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -153,6 +183,34 @@ mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::Pod;
+
+    #[test]
+    fn a_controller_ref_names_its_owner_and_controls_the_dependent() {
+        let mut owner = Deployment::default();
+        owner.metadata.name = Some("web".into());
+        owner.metadata.uid = Some("uid-1".into());
+        let reference = controller_ref(&owner);
+        assert_eq!(
+            (
+                reference.api_version.as_str(),
+                reference.kind.as_str(),
+                reference.name.as_str()
+            ),
+            ("apps/v1", "Deployment", "web")
+        );
+        let mut dependent = Pod::default();
+        assert!(controller_of(&dependent.metadata).is_none());
+        let mut other = reference.clone();
+        other.controller = None;
+        other.uid = "uid-2".into();
+        dependent.metadata.owner_references = Some(vec![other, reference]);
+        assert!(is_controlled_by(&dependent.metadata, &owner.metadata));
+        owner.metadata.uid = Some("uid-2".into());
+        assert!(
+            !is_controlled_by(&dependent.metadata, &owner.metadata),
+            "uid-2 is not the controller"
+        );
+    }
 
     #[test]
     fn typed_resources_name_their_kind_and_resource() {

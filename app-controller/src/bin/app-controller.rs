@@ -1,91 +1,191 @@
-//! The App controller: `app-controller [--kubeconfig PATH] [--master URL] [--namespace NS]
-//! [--workers N]`. Without `--kubeconfig` and `--master` it uses the in-cluster
-//! configuration when running in a pod, else `$KUBECONFIG` or `~/.kube/config`. SIGINT or
-//! SIGTERM stops it gracefully (a second signal exits at once). `RUST_LOG` sets the log
-//! level (default `info`).
+//! The App controller on a kubekit manager; `app-controller --help` lists the flags, each
+//! with an environment variable fallback. Without `--kubeconfig` and `--master` it uses the
+//! in-cluster configuration when running in a pod, else `$KUBECONFIG` or `~/.kube/config`.
+//! SIGINT or SIGTERM stops it gracefully (a second signal exits at once); losing the
+//! leader lease makes it exit with status 1. `RUST_LOG` sets the log level (default `info`).
 
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use app_controller::controller::{Options, run};
-use kubekit::clientset::Clientset;
+use app_controller::controller::{CONTROLLER_NAME, add_to};
+use clap::Parser;
 use kubekit::controller::shutdown_signal;
+use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
+use kubekit::manager::Manager;
 use kubekit::rest::Config;
 
-const USAGE: &str =
-    "usage: app-controller [--kubeconfig PATH] [--master URL] [--namespace NS] [--workers N]";
+/// Retries of a failing App before it is dropped (until its next change).
+const MAX_RETRIES: usize = 10;
 
-/// The command line.
-#[derive(Debug, Default)]
+/// The App controller: for every App, a Deployment and a Service kept in line with its spec.
+#[derive(Debug, Parser)]
+#[command(version)]
 struct Flags {
-    kubeconfig: Option<String>,
+    /// Path to a kubeconfig (default: in-cluster, else $KUBECONFIG or ~/.kube/config).
+    #[arg(long, env = "APP_CONTROLLER_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// The API server's address, overriding the kubeconfig's.
+    #[arg(long, env = "APP_CONTROLLER_MASTER")]
     master: Option<String>,
-    options: Options,
+    /// The namespace to watch (default: all).
+    #[arg(short, long, env = "APP_CONTROLLER_NAMESPACE", default_value = "")]
+    namespace: String,
+    /// Worker tasks reconciling Apps.
+    #[arg(long, env = "APP_CONTROLLER_WORKERS", default_value_t = 5,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    workers: u16,
+    /// Run the controller only while holding the leader Lease.
+    #[arg(long, env = "APP_CONTROLLER_LEADER_ELECT")]
+    leader_elect: bool,
+    /// Namespace of the Lease (default: the watched namespace, or `default` when watching all).
+    #[arg(long, env = "APP_CONTROLLER_LEADER_ELECT_NAMESPACE")]
+    leader_elect_namespace: Option<String>,
+    /// Name of the Lease.
+    #[arg(long, env = "APP_CONTROLLER_LEADER_ELECT_ID", default_value = CONTROLLER_NAME)]
+    leader_elect_id: String,
+    /// How long the other replicas wait before taking an unrenewed lease (whole seconds).
+    #[arg(long, env = "APP_CONTROLLER_LEADER_ELECT_LEASE_DURATION", default_value = "15s",
+          value_parser = duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it gives up.
+    #[arg(long, env = "APP_CONTROLLER_LEADER_ELECT_RENEW_DEADLINE", default_value = "10s",
+          value_parser = duration)]
+    leader_elect_renew_deadline: Duration,
+    /// Time between attempts to acquire or renew the lease.
+    #[arg(long, env = "APP_CONTROLLER_LEADER_ELECT_RETRY_PERIOD", default_value = "2s",
+          value_parser = duration)]
+    leader_elect_retry_period: Duration,
+    /// HOST:PORT serving /metrics (and the health endpoints); `0` turns it off.
+    #[arg(long, env = "APP_CONTROLLER_METRICS_BIND_ADDRESS", default_value = "0",
+          value_parser = bind_address)]
+    metrics_bind_address: BindAddress,
+    /// HOST:PORT serving /healthz and /readyz (and /metrics); `0` turns it off.
+    #[arg(long, env = "APP_CONTROLLER_HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081",
+          value_parser = bind_address)]
+    health_probe_bind_address: BindAddress,
 }
 
-fn parse(args: impl IntoIterator<Item = String>) -> Result<Flags, String> {
-    let mut flags = Flags::default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let (name, inline) = match arg.split_once('=') {
-            Some((n, v)) => (n.to_string(), Some(v.to_string())),
-            None => (arg.clone(), None),
-        };
-        if matches!(name.as_str(), "-h" | "--help") {
-            return Err(USAGE.into());
-        }
-        let value = match inline {
-            Some(v) => v,
-            None => args
-                .next()
-                .ok_or(format!("{name} needs a value\n{USAGE}"))?,
-        };
-        match name.as_str() {
-            "--kubeconfig" => flags.kubeconfig = Some(value),
-            "--master" => flags.master = Some(value),
-            "--namespace" | "-n" => flags.options.namespace = value,
-            "--workers" => {
-                flags.options.workers = value
-                    .parse()
-                    .ok()
-                    .filter(|w| *w > 0)
-                    .ok_or(format!("--workers wants a positive number, got {value:?}"))?
-            }
-            other => return Err(format!("unknown flag {other}\n{USAGE}")),
-        }
+/// An address to serve on, or none (`0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BindAddress(Option<SocketAddr>);
+
+/// `0`: off; `:PORT`: every interface; else `HOST:PORT`.
+fn bind_address(value: &str) -> Result<BindAddress, String> {
+    let value = match value {
+        "0" => return Ok(BindAddress(None)),
+        v if v.starts_with(':') => format!("0.0.0.0{v}"),
+        v => v.to_string(),
+    };
+    let mut addresses = value
+        .to_socket_addrs()
+        .map_err(|e| format!("{value}: {e}"))?;
+    let address = addresses.next().ok_or(format!("{value}: no address"))?;
+    Ok(BindAddress(Some(address)))
+}
+
+/// `500ms`, `2s` or `2` (seconds).
+fn duration(value: &str) -> Result<Duration, String> {
+    let (number, unit) = match value.strip_suffix("ms") {
+        Some(ms) => (ms, Duration::from_millis(1)),
+        None => (
+            value.strip_suffix('s').unwrap_or(value),
+            Duration::from_secs(1),
+        ),
+    };
+    let n: u32 = number
+        .parse()
+        .map_err(|_| format!("{value:?} is not a duration like 2s or 500ms"))?;
+    Ok(unit * n)
+}
+
+async fn run(flags: Flags) -> anyhow::Result<()> {
+    let config = Config::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref()).await?;
+    let mut builder = Manager::builder(config).namespace(&flags.namespace);
+    if let BindAddress(Some(address)) = flags.metrics_bind_address {
+        builder = builder.metrics_bind_address(address);
     }
-    Ok(flags)
+    if let BindAddress(Some(address)) = flags.health_probe_bind_address {
+        builder = builder.health_probe_bind_address(address);
+    }
+    if flags.leader_elect {
+        let namespace = flags
+            .leader_elect_namespace
+            .unwrap_or(match flags.namespace.as_str() {
+                "" => "default".to_string(),
+                ns => ns.to_string(),
+            });
+        builder = builder.leader_election(move |clientset| {
+            let lock = LeaseLock::from_clientset(clientset, &namespace, flags.leader_elect_id);
+            LeaderElectionConfig::new(lock)
+                .lease_duration(flags.leader_elect_lease_duration)
+                .renew_deadline(flags.leader_elect_renew_deadline)
+                .retry_period(flags.leader_elect_retry_period)
+                .release_on_cancel(true)
+        });
+    }
+    let mut mgr = builder.build()?;
+    add_to(&mut mgr, flags.workers.into(), MAX_RETRIES)?;
+    mgr.start(shutdown_signal()).await?;
+    Ok(())
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    let flags = Flags::parse();
     tracing_subscriber::fmt()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
-    let flags = match parse(std::env::args().skip(1)) {
-        Ok(f) => f,
-        Err(message) => {
-            eprintln!("{message}");
-            return ExitCode::from(2);
-        }
-    };
-    let result = async {
-        let config = Config::from_flags(
-            flags.master.as_deref(),
-            flags.kubeconfig.as_deref().map(std::path::Path::new),
-        )
-        .await?;
-        let clientset = Clientset::new(&config)?;
-        run(clientset, flags.options, shutdown_signal()).await
-    }
-    .await;
-    match result {
+    match run(flags).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("app-controller: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_default_like_controller_runtime_and_parse_addresses_and_durations() {
+        let flags = Flags::try_parse_from(["app-controller"]).unwrap();
+        assert!(!flags.leader_elect);
+        assert_eq!(flags.leader_elect_id, "app-controller");
+        assert_eq!(flags.metrics_bind_address.0, None, "metrics off by default");
+        assert_eq!(
+            flags.health_probe_bind_address.0,
+            Some("0.0.0.0:8081".parse().unwrap())
+        );
+        assert_eq!(flags.leader_elect_lease_duration, Duration::from_secs(15));
+        let flags = Flags::try_parse_from([
+            "app-controller",
+            "--leader-elect",
+            "--metrics-bind-address",
+            "127.0.0.1:8080",
+            "--health-probe-bind-address",
+            "0",
+            "--leader-elect-retry-period",
+            "500ms",
+        ])
+        .unwrap();
+        assert!(flags.leader_elect);
+        assert_eq!(
+            flags.metrics_bind_address.0,
+            Some("127.0.0.1:8080".parse().unwrap())
+        );
+        assert_eq!(flags.health_probe_bind_address.0, None);
+        assert_eq!(flags.leader_elect_retry_period, Duration::from_millis(500));
+        assert!(Flags::try_parse_from(["app-controller", "--workers", "0"]).is_err());
+        assert!(
+            Flags::try_parse_from(["app-controller", "--leader-elect-lease-duration", "x"])
+                .is_err()
+        );
     }
 }

@@ -1,8 +1,435 @@
-//! The manager layer (controller-runtime's `manager`): what a controller process runs
-//! around its controllers.
+//! The manager layer (controller-runtime's `manager` and `builder`): what a controller
+//! process runs around its controllers.
 //!
+//! - [`Manager`]: one clientset, one shared informer factory, the event broadcaster, one
+//!   metrics registry, the metrics and health endpoints and optional leader election,
+//!   for any number of controllers.
+//! - [`ControllerBuilder`]: a controller from a plain `async fn`, its primary type, owned
+//!   and watched types and [`Predicate`]s.
 //! - [`Endpoints`]: the metrics (`/metrics`) and health (`/healthz`, `/readyz`) endpoints.
+//!
+//! # Contract of [`Manager::start`]
+//!
+//! - The endpoints are served first (a port in use is an error at once). `/readyz` has an
+//!   `informers` check that passes once every informer's cache has synced; a replica
+//!   waiting for leadership is ready. `/healthz` has one check per controller, failing
+//!   once one of its worker tasks has died.
+//! - Informers start at once, leader or not, so a new leader's caches are warm; the
+//!   controllers run while this replica leads (always, without leader election), each
+//!   waiting for the caches to sync before its workers start.
+//! - On `cancel`: the controllers drain (reconciles in flight and queued keys finish),
+//!   then the lease is released (if so configured), then the informers, the event
+//!   broadcaster and the endpoints stop, and `start` returns `Ok`.
+//! - On **lost leadership**, the controllers stop at once (queued keys are left, the
+//!   reconciles in flight dropped), everything stops as above, and `start` returns
+//!   [`ManagerError::LeadershipLost`]: exit non-zero, as client-go controllers do, and let
+//!   the process be restarted as a fresh candidate.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kubekit::controller::{Action, shutdown_signal};
+//! use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
+//! use kubekit::manager::Manager;
+//!
+//! async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kubekit::rest::Error> {
+//!     println!("{:?}", cm.metadata.name);
+//!     Ok(Action::Done)
+//! }
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = kubekit::rest::Config::infer().await?;
+//! let mut mgr = Manager::builder(config)
+//!     .namespace("demo")
+//!     .metrics_bind_address("127.0.0.1:8080".parse()?)
+//!     .health_probe_bind_address("0.0.0.0:8081".parse()?)
+//!     .leader_election(|clientset| {
+//!         LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, "demo", "my-controller"))
+//!             .release_on_cancel(true)
+//!     })
+//!     .build()?;
+//! mgr.controller::<ConfigMap>("configmaps").build(reconcile, Arc::new(()))?;
+//! mgr.start(shutdown_signal()).await?;
+//! # Ok(())
+//! # }
+//! ```
 
+pub mod builder;
 pub mod endpoints;
+pub mod predicate;
 
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures_util::future::{BoxFuture, join_all};
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+pub use builder::{ControllerBuilder, Object, ObjectKey};
 pub use endpoints::{Check, Endpoints, Served};
+pub use predicate::{Change, Predicate};
+
+use crate::cache::ReflectorMetrics;
+use crate::clientset::Clientset;
+use crate::controller::{ControllerMetrics, RunError, RunStats};
+use crate::informers::SharedInformerFactory;
+use crate::leaderelection::{
+    ConfigError, LeaderCallbacks, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector,
+    LeaseLock, RunOutcome,
+};
+use crate::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource};
+use crate::rest::{Config, RestClientMetrics};
+use crate::workqueue::WorkqueueMetrics;
+
+/// Why a manager could not be built or stopped running.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManagerError {
+    /// The client could not be made from the configuration.
+    #[error("building the client: {0}")]
+    Client(#[from] crate::rest::Error),
+    /// The leader election configuration was refused.
+    #[error(transparent)]
+    LeaderElection(#[from] ConfigError),
+    /// Two controllers were given the same name.
+    #[error("a controller named {0:?} is already registered")]
+    DuplicateController(String),
+    /// An endpoint address could not be bound.
+    #[error("serving the metrics and health endpoints on {address}: {source}")]
+    Serve {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// This replica lost its leadership; its controllers were stopped.
+    #[error("leader election lost")]
+    LeadershipLost,
+}
+
+/// Every metric family the manager registers.
+#[derive(Debug, Clone, Default)]
+struct Metrics {
+    workqueue: WorkqueueMetrics,
+    controller: ControllerMetrics,
+    reflector: ReflectorMetrics,
+    rest: RestClientMetrics,
+    leader: LeaderElectionMetrics,
+}
+
+type RunFn = Box<
+    dyn FnOnce(
+            Arc<SharedInformerFactory>,
+            CancellationToken,
+            CancellationToken,
+        ) -> BoxFuture<'static, Result<(), RunError>>
+        + Send,
+>;
+
+/// A controller built into the manager: its run (factory, cancel, abort) and its counters.
+struct RegisteredController {
+    name: String,
+    stats: Arc<RunStats>,
+    run: RunFn,
+}
+
+type LeaderElectionFn = Box<dyn FnOnce(&Clientset) -> LeaderElectionConfig<LeaseLock>>;
+
+/// Builds a [`Manager`]; made by [`Manager::builder`].
+#[must_use = "a manager builder does nothing until `build` is called"]
+pub struct ManagerBuilder {
+    config: Config,
+    namespace: String,
+    metrics_address: Option<SocketAddr>,
+    health_address: Option<SocketAddr>,
+    leader_election: Option<LeaderElectionFn>,
+}
+
+impl fmt::Debug for ManagerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagerBuilder")
+            .field("namespace", &self.namespace)
+            .field("metrics_address", &self.metrics_address)
+            .field("health_address", &self.health_address)
+            .field("leader_election", &self.leader_election.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ManagerBuilder {
+    /// Watches only `namespace` (`""`, the default: all namespaces).
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = namespace.to_string();
+        self
+    }
+
+    /// Serves the endpoints on `address` (default: not served). The endpoints are one
+    /// server: `/healthz` and `/readyz` answer here too.
+    pub fn metrics_bind_address(mut self, address: SocketAddr) -> Self {
+        self.metrics_address = Some(address);
+        self
+    }
+
+    /// Serves the endpoints on `address` as well, for the kubelet's probes (default: not
+    /// served). `/metrics` answers here too.
+    pub fn health_probe_bind_address(mut self, address: SocketAddr) -> Self {
+        self.health_address = Some(address);
+        self
+    }
+
+    /// Runs the controllers only while leading, with the configuration `config` makes from
+    /// the manager's clientset (its metrics are set by the manager).
+    pub fn leader_election(
+        mut self,
+        config: impl FnOnce(&Clientset) -> LeaderElectionConfig<LeaseLock> + 'static,
+    ) -> Self {
+        self.leader_election = Some(Box::new(config));
+        self
+    }
+
+    /// The manager: its clientset, factory and event broadcaster, with every metric
+    /// family registered.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (the event broadcaster starts its tasks).
+    pub fn build(self) -> Result<Manager, ManagerError> {
+        let metrics = Metrics::default();
+        let mut registry = Registry::default();
+        metrics.workqueue.register(&mut registry);
+        metrics.controller.register(&mut registry);
+        metrics.reflector.register(&mut registry);
+        metrics.rest.register(&mut registry);
+        metrics.leader.register(&mut registry);
+        let clientset = Clientset::new(&self.config.with_metrics(&metrics.rest))?;
+        let elector = match self.leader_election {
+            Some(config) => Some(LeaderElector::new(
+                config(&clientset).metrics(&metrics.leader),
+            )?),
+            None => None,
+        };
+        let factory = SharedInformerFactory::builder(clientset.clone())
+            .namespace(&self.namespace)
+            .metrics(&metrics.reflector)
+            .build();
+        let broadcaster = EventBroadcaster::new();
+        broadcaster.start_structured_logging();
+        broadcaster.start_recording_to_sink(ClientsetSink::new(clientset.clone()));
+        Ok(Manager {
+            clientset,
+            factory: Arc::new(factory),
+            broadcaster,
+            registry,
+            metrics,
+            elector,
+            metrics_address: self.metrics_address,
+            health_address: self.health_address,
+            controllers: Vec::new(),
+        })
+    }
+}
+
+/// Runs controllers with what they share; see the [module docs](self).
+pub struct Manager {
+    clientset: Clientset,
+    factory: Arc<SharedInformerFactory>,
+    broadcaster: EventBroadcaster,
+    registry: Registry,
+    metrics: Metrics,
+    elector: Option<LeaderElector>,
+    metrics_address: Option<SocketAddr>,
+    health_address: Option<SocketAddr>,
+    controllers: Vec<RegisteredController>,
+}
+
+impl fmt::Debug for Manager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.controllers.iter().map(|c| c.name.as_str()).collect();
+        f.debug_struct("Manager")
+            .field("factory", &self.factory)
+            .field("elector", &self.elector)
+            .field("metrics_address", &self.metrics_address)
+            .field("health_address", &self.health_address)
+            .field("controllers", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// A builder of a manager whose client is made from `config`.
+    pub fn builder(config: Config) -> ManagerBuilder {
+        ManagerBuilder {
+            config,
+            namespace: String::new(),
+            metrics_address: None,
+            health_address: None,
+            leader_election: None,
+        }
+    }
+
+    /// The clientset every controller shares (its requests are counted in
+    /// `rest_client_*`).
+    pub fn clientset(&self) -> &Clientset {
+        &self.clientset
+    }
+
+    /// The shared informer factory: take listers from it for a reconciler's context.
+    pub fn factory(&self) -> &SharedInformerFactory {
+        &self.factory
+    }
+
+    /// An event recorder reporting as `component`, through the manager's broadcaster
+    /// (to the API and the log).
+    pub fn event_recorder(&self, component: &str) -> EventRecorder {
+        self.broadcaster.new_recorder(EventSource {
+            component: component.to_string(),
+            host: None,
+        })
+    }
+
+    /// The registry `/metrics` serves, to register a program's own metrics in.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// The leader elector, when leader election is on.
+    pub fn elector(&self) -> Option<&LeaderElector> {
+        self.elector.as_ref()
+    }
+
+    /// A builder of a controller of `K` named `name` (its queue, metrics and logs say so).
+    pub fn controller<K: Object>(&mut self, name: &str) -> ControllerBuilder<'_, K> {
+        ControllerBuilder::new(self, name)
+    }
+
+    /// Runs everything until `cancel` fires or leadership is lost; see the
+    /// [module docs](self).
+    pub async fn start(self, cancel: CancellationToken) -> Result<(), ManagerError> {
+        let Manager {
+            factory,
+            broadcaster,
+            registry,
+            elector,
+            metrics_address,
+            health_address,
+            controllers,
+            ..
+        } = self;
+        let synced = Arc::new(AtomicBool::new(false));
+        let mut endpoints = Endpoints::new(registry).readyz("informers", {
+            let synced = synced.clone();
+            move || match synced.load(Ordering::Acquire) {
+                true => Ok(()),
+                false => Err("caches not synced".into()),
+            }
+        });
+        for c in &controllers {
+            let stats = c.stats.clone();
+            endpoints = endpoints.healthz(format!("controller-{}", c.name), move || {
+                match stats.workers_died() {
+                    0 => Ok(()),
+                    died => Err(format!("{died} worker task(s) died")),
+                }
+            });
+        }
+        let stop_endpoints = CancellationToken::new();
+        let mut served = Vec::new();
+        let mut result = Ok(());
+        for address in [metrics_address, health_address].into_iter().flatten() {
+            match endpoints
+                .clone()
+                .serve(address, stop_endpoints.clone())
+                .await
+            {
+                Ok(s) => {
+                    tracing::info!(address = %s.address(), "serving /metrics, /healthz and /readyz");
+                    served.push(s);
+                }
+                Err(source) => {
+                    result = Err(ManagerError::Serve { address, source });
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            factory.start();
+            let running = cancel.child_token();
+            let sync = async {
+                let caches = factory.wait_for_cache_sync(&running).await;
+                if caches.values().all(|ok| *ok) {
+                    tracing::info!("informer caches synced");
+                    synced.store(true, Ordering::Release);
+                }
+            };
+            let run = async {
+                let result = match elector {
+                    None => {
+                        let never = CancellationToken::new();
+                        run_controllers(controllers, &factory, cancel.clone(), never).await;
+                        Ok(())
+                    }
+                    Some(elector) => lead(elector, controllers, &factory, &cancel).await,
+                };
+                running.cancel();
+                result
+            };
+            result = tokio::join!(sync, run).1;
+        }
+        factory.shutdown().await;
+        broadcaster.shutdown().await;
+        stop_endpoints.cancel();
+        for s in served {
+            s.stopped().await;
+        }
+        tracing::info!("manager stopped");
+        result
+    }
+}
+
+/// Runs the controllers while `elector` leads; see the [module docs](self).
+async fn lead(
+    elector: LeaderElector,
+    controllers: Vec<RegisteredController>,
+    factory: &Arc<SharedInformerFactory>,
+    cancel: &CancellationToken,
+) -> Result<(), ManagerError> {
+    let identity = elector.identity().to_string();
+    tracing::info!(%identity, "waiting for leadership");
+    let callbacks = LeaderCallbacks::new(|leading: CancellationToken| async move {
+        tracing::info!(%identity, "started leading: starting controllers");
+        let abort = CancellationToken::new();
+        let lost = async {
+            leading.cancelled().await;
+            if !cancel.is_cancelled() {
+                abort.cancel();
+            }
+        };
+        let run = run_controllers(controllers, factory, leading.clone(), abort.clone());
+        tokio::join!(run, lost);
+        tracing::info!(%identity, "stopped leading: controllers stopped");
+    });
+    match elector.run(cancel.clone(), callbacks).await {
+        RunOutcome::LeadershipLost => Err(ManagerError::LeadershipLost),
+        RunOutcome::Cancelled | RunOutcome::WorkFinished => Ok(()),
+    }
+}
+
+/// Runs every controller until `cancel` (drain) or `abort` fires.
+async fn run_controllers(
+    controllers: Vec<RegisteredController>,
+    factory: &Arc<SharedInformerFactory>,
+    cancel: CancellationToken,
+    abort: CancellationToken,
+) {
+    let runs = controllers.into_iter().map(|c| {
+        let run = (c.run)(factory.clone(), cancel.clone(), abort.clone());
+        async move {
+            if let Err(e) = run.await {
+                tracing::error!(controller = %c.name, "{e}");
+            }
+        }
+    });
+    join_all(runs).await;
+}

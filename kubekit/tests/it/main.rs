@@ -9,6 +9,7 @@ mod dynamic;
 mod endpoints;
 mod informers;
 mod leaderelection;
+mod manager;
 mod pods;
 mod rest;
 mod scale;

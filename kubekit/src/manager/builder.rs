@@ -1,0 +1,448 @@
+//! [`ControllerBuilder`]: a controller in controller-runtime's shape, made from a plain
+//! `async fn` (controller-runtime's `builder`).
+//!
+//! # Contract
+//!
+//! - The primary type's changes enqueue the object's own key; an owned type's changes
+//!   ([`owns`](ControllerBuilder::owns)) enqueue the object named by its *controller*
+//!   ownerReference (`controller: true`) when that reference's kind and apiVersion are the
+//!   primary type's; a watched type's changes ([`watches`](ControllerBuilder::watches))
+//!   enqueue the keys its function returns. An update enqueues from the old and the new
+//!   state (an ownerReference may have moved).
+//! - Every [`Predicate`] given to [`with_event_filter`](ControllerBuilder::with_event_filter)
+//!   must pass for a change to enqueue anything, whichever type it came from.
+//! - Informers come from the manager's factory: controllers watching one type share one
+//!   informer and one cache.
+//! - The reconcile function gets the primary object from the cache (the cache's own `Arc`)
+//!   and the context. A key whose object is no longer in the cache is logged and forgotten:
+//!   clean-up of deleted objects belongs to ownerReferences (garbage collection) or
+//!   finalizers.
+//! - It returns an [`Action`] (done, or requeue after a delay), or an error, retried
+//!   through the rate limiter (per-item exponential backoff 5 ms … 1000 s under an overall
+//!   10 qps bucket) up to [`max_retries`](ControllerBuilder::max_retries) times, then
+//!   dropped; the control loop is [`Runner`]'s.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::predicate::{Change, Predicate};
+use super::{Manager, ManagerError, RegisteredController};
+use crate::cache::{Indexer, ResourceEventHandlerFuncs};
+use crate::clientset::KnownScope;
+use crate::controller::{Action, ReconcileError, Reconciler, Runner};
+use crate::informers::SharedInformerFactory;
+use crate::meta::controller_of;
+use crate::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
+
+/// A type a controller can watch: any typed resource the informer factory can serve
+/// (built-in types and `#[derive(CustomResource)]` types alike).
+pub trait Object:
+    Resource<DynamicType = (), Scope: KnownScope>
+    + Serialize
+    + DeserializeOwned
+    + Clone
+    + fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> Object for T where
+    T: Resource<DynamicType = (), Scope: KnownScope>
+        + Serialize
+        + DeserializeOwned
+        + Clone
+        + fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// The name of an object to reconcile (controller-runtime's `types.NamespacedName`); its
+/// `Display` is the work queue key, `namespace/name` (or `name` when cluster-scoped).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// The namespace; `None` for a cluster-scoped object.
+    pub namespace: Option<String>,
+    /// The name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of `name` in `namespace`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
+    }
+
+    /// The key of `obj`; `None` when it has no name.
+    pub fn of<K: Resource>(obj: &K) -> Option<Self> {
+        let meta = obj.meta();
+        Some(Self {
+            namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
+            name: meta.name.clone().filter(|n| !n.is_empty())?,
+        })
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// The key of the object that controls `obj`, when that controller is of type `K`.
+fn controller_key<K: Resource<DynamicType = ()>>(obj: &ObjectMeta) -> Option<ObjectKey> {
+    let owner = controller_of(obj)?;
+    (owner.kind == K::kind(&()) && owner.api_version == K::api_version(&())).then(|| ObjectKey {
+        namespace: obj.namespace.clone().filter(|ns| !ns.is_empty()),
+        name: owner.name.clone(),
+    })
+}
+
+type MapFn<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
+type Watch = Box<dyn FnOnce(&SharedInformerFactory, &RateLimitingQueue<String>, &Arc<[Predicate]>)>;
+
+/// An event handler that puts on `queue` the keys `map` gives for every change that passes
+/// all `predicates`.
+fn mapped_handler<W: Resource + Send + Sync + 'static>(
+    queue: &RateLimitingQueue<String>,
+    predicates: &Arc<[Predicate]>,
+    map: MapFn<W>,
+) -> ResourceEventHandlerFuncs<W> {
+    let enqueue = {
+        let (queue, predicates) = (queue.clone(), predicates.clone());
+        Arc::new(move |change: Change<'_>, objects: &[&W]| {
+            if predicates.iter().all(|p| p.matches(&change)) {
+                let mut keys: Vec<ObjectKey> = objects.iter().flat_map(|o| map(o)).collect();
+                keys.sort_unstable();
+                keys.dedup();
+                for key in keys {
+                    queue.add(key.to_string());
+                }
+            }
+        })
+    };
+    let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), enqueue);
+    ResourceEventHandlerFuncs::new()
+        .on_add(move |obj: &Arc<W>, _| on_add(Change::Create(obj.meta()), &[obj]))
+        .on_update(move |old: &Arc<W>, new: &Arc<W>| {
+            let change = Change::Update {
+                old: old.meta(),
+                new: new.meta(),
+            };
+            on_update(change, &[old, new]);
+        })
+        .on_delete(move |obj| {
+            let obj = obj.object();
+            on_delete(Change::Delete(obj.meta()), &[obj]);
+        })
+}
+
+/// Builds a controller into a [`Manager`]; see the [module docs](self). Made by
+/// [`Manager::controller`].
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use k8s_openapi::api::apps::v1::Deployment;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubekit::controller::Action;
+/// use kubekit::manager::{Manager, Predicate};
+///
+/// struct Ctx;
+///
+/// async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<Ctx>) -> Result<Action, kubekit::rest::Error> {
+///     println!("reconciling {:?}", cm.metadata.name);
+///     Ok(Action::RequeueAfter(Duration::from_secs(300)))
+/// }
+///
+/// # async fn demo(mut mgr: Manager) -> Result<(), kubekit::manager::ManagerError> {
+/// mgr.controller::<ConfigMap>("configmaps")
+///     .owns::<Deployment>()
+///     .with_event_filter(Predicate::resource_version_changed())
+///     .workers(2)
+///     .build(reconcile, Arc::new(Ctx))?;
+/// # Ok(())
+/// # }
+/// ```
+#[must_use = "a controller builder does nothing until `build` is called"]
+pub struct ControllerBuilder<'m, K> {
+    manager: &'m mut Manager,
+    name: String,
+    watches: Vec<Watch>,
+    predicates: Vec<Predicate>,
+    workers: usize,
+    max_retries: usize,
+    reconcile_timeout: Option<Duration>,
+    primary: PhantomData<fn() -> K>,
+}
+
+impl<K> fmt::Debug for ControllerBuilder<'_, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControllerBuilder")
+            .field("name", &self.name)
+            .field("watches", &self.watches.len())
+            .field("workers", &self.workers)
+            .field("max_retries", &self.max_retries)
+            .field("reconcile_timeout", &self.reconcile_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'m, K: Object> ControllerBuilder<'m, K> {
+    pub(super) fn new(manager: &'m mut Manager, name: &str) -> Self {
+        Self {
+            manager,
+            name: name.to_string(),
+            watches: Vec::new(),
+            predicates: Vec::new(),
+            workers: 1,
+            max_retries: 15,
+            reconcile_timeout: None,
+            primary: PhantomData,
+        }
+    }
+
+    /// Watches `D`: a change of a `D` controlled by a `K` enqueues that `K`.
+    pub fn owns<D: Object>(self) -> Self {
+        self.watches::<D>(|obj| controller_key::<K>(obj.meta()).into_iter().collect())
+    }
+
+    /// Watches `W`: a change of a `W` enqueues the keys `map` returns for it.
+    pub fn watches<W: Object>(
+        mut self,
+        map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        let map: MapFn<W> = Arc::new(map);
+        self.watches
+            .push(Box::new(move |factory, queue, predicates| {
+                let informer = factory.for_type::<W>();
+                informer
+                    .informer()
+                    .add_event_handler(mapped_handler(queue, predicates, map));
+            }));
+        self
+    }
+
+    /// Only changes `predicate` passes enqueue anything (for every watched type; several
+    /// filters must all pass).
+    pub fn with_event_filter(mut self, predicate: Predicate) -> Self {
+        self.predicates.push(predicate);
+        self
+    }
+
+    /// Worker tasks reconciling at once (default 1; at least 1).
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers.max(1);
+        self
+    }
+
+    /// Retries of a failing key before it is dropped (default 15).
+    pub fn max_retries(mut self, retries: usize) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// A reconcile still running after `timeout` is dropped and counts as an error.
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.reconcile_timeout = Some(timeout);
+        self
+    }
+
+    /// Registers the controller, reconciling with `reconcile(object, ctx)`; it runs when
+    /// the manager starts (and leads). Fails if the manager already has a controller of
+    /// this name (its metrics and queue are named after it).
+    pub fn build<F, Fut, E, C>(self, reconcile: F, ctx: Arc<C>) -> Result<(), ManagerError>
+    where
+        F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: Into<ReconcileError>,
+        C: Send + Sync + 'static,
+    {
+        let Self {
+            manager,
+            name,
+            watches,
+            predicates,
+            workers,
+            max_retries,
+            reconcile_timeout,
+            primary: _,
+        } = self;
+        if manager.controllers.iter().any(|c| c.name == name) {
+            return Err(ManagerError::DuplicateController(name));
+        }
+        let queue = RateLimitingQueue::with_config(
+            default_controller_rate_limiter(),
+            QueueConfig::new()
+                .name(name.as_str())
+                .metrics(&manager.metrics.workqueue),
+        );
+        let predicates: Arc<[Predicate]> = predicates.into();
+        let primary = manager.factory.for_type::<K>();
+        primary.informer().add_event_handler(mapped_handler::<K>(
+            &queue,
+            &predicates,
+            Arc::new(|obj| ObjectKey::of(obj).into_iter().collect()),
+        ));
+        for watch in watches {
+            watch(&manager.factory, &queue, &predicates);
+        }
+        let mut runner = Runner::new(&name, queue)
+            .max_retries(max_retries)
+            .metrics(&manager.metrics.controller);
+        if let Some(timeout) = reconcile_timeout {
+            runner = runner.reconcile_timeout(timeout);
+        }
+        let reconciler = Arc::new(FnReconciler {
+            controller: name.clone(),
+            indexer: primary.informer().indexer().clone(),
+            reconcile,
+            ctx,
+        });
+        let stats = runner.stats().clone();
+        manager.controllers.push(RegisteredController {
+            name,
+            stats,
+            run: Box::new(move |factory, cancel, abort| {
+                Box::pin(async move {
+                    let synced = async {
+                        let synced = factory.wait_for_cache_sync(&cancel).await;
+                        synced.values().all(|ok| *ok)
+                    };
+                    runner
+                        .run_or_abort(reconciler, workers, synced, cancel.clone(), abort)
+                        .await
+                })
+            }),
+        });
+        Ok(())
+    }
+}
+
+/// A [`Reconciler`] over a reconcile function: looks the key up in the primary cache.
+struct FnReconciler<K, F, C> {
+    controller: String,
+    indexer: Arc<Indexer<K>>,
+    reconcile: F,
+    ctx: Arc<C>,
+}
+
+impl<K, F, Fut, E, C> Reconciler for FnReconciler<K, F, C>
+where
+    K: Resource + Send + Sync + 'static,
+    F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: Into<ReconcileError>,
+    C: Send + Sync + 'static,
+{
+    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+        let Some(obj) = self.indexer.get(key) else {
+            tracing::info!(controller = %self.controller, %key, "object in work queue no longer exists");
+            return Box::pin(std::future::ready(Ok(Action::Done)));
+        };
+        let reconcile = (self.reconcile)(obj, self.ctx.clone());
+        Box::pin(async move { reconcile.await.map_err(Into::into) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    use super::*;
+
+    fn owned_by(kind: &str, api_version: &str, controller: bool) -> ObjectMeta {
+        ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some("child".into()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: api_version.into(),
+                kind: kind.into(),
+                name: "parent".into(),
+                uid: "uid-1".into(),
+                controller: Some(controller),
+                block_owner_deletion: None,
+            }]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_owned_object_maps_to_its_controller_of_the_primary_kind_only() {
+        assert_eq!(
+            controller_key::<Deployment>(&owned_by("Deployment", "apps/v1", true)),
+            Some(ObjectKey::new("ns", "parent"))
+        );
+        assert_eq!(
+            controller_key::<Deployment>(&owned_by("Deployment", "apps/v1", false)),
+            None
+        );
+        assert_eq!(
+            controller_key::<Deployment>(&owned_by("ReplicaSet", "apps/v1", true)),
+            None
+        );
+        assert_eq!(
+            controller_key::<Deployment>(&owned_by("Deployment", "extensions/v1beta1", true)),
+            None
+        );
+        assert_eq!(controller_key::<ReplicaSet>(&ObjectMeta::default()), None);
+    }
+
+    #[tokio::test]
+    async fn the_handler_enqueues_mapped_keys_of_changes_the_predicates_pass() {
+        use crate::cache::{MaybeTombstone, ResourceEventHandler};
+        use crate::workqueue::ItemExponentialFailureRateLimiter;
+
+        let queue = RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
+            Duration::from_millis(1),
+            Duration::from_millis(10),
+        ));
+        let predicates: Arc<[Predicate]> = vec![Predicate::generation_changed()].into();
+        let handler = mapped_handler::<ReplicaSet>(
+            &queue,
+            &predicates,
+            Arc::new(|rs| {
+                controller_key::<Deployment>(rs.meta())
+                    .into_iter()
+                    .collect()
+            }),
+        );
+        let rs = |generation, owner: &str| {
+            let mut meta = owned_by("Deployment", "apps/v1", true);
+            meta.generation = Some(generation);
+            meta.owner_references.as_mut().unwrap()[0].name = owner.into();
+            Arc::new(ReplicaSet {
+                metadata: meta,
+                ..Default::default()
+            })
+        };
+        let h: &dyn ResourceEventHandler<ReplicaSet> = &handler;
+        h.on_update(&rs(1, "a"), &rs(1, "b"));
+        assert_eq!(queue.len(), 0, "the generation did not change");
+        h.on_update(&rs(1, "a"), &rs(2, "b"));
+        assert_eq!(queue.len(), 2, "old and new owners");
+        h.on_add(&rs(1, "a"), true);
+        h.on_delete(&MaybeTombstone::Object(rs(1, "c")));
+        assert_eq!(queue.len(), 3, "a is queued once; c added");
+        assert_eq!(ObjectKey::new("ns", "c").to_string(), "ns/c");
+    }
+}

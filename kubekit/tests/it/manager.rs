@@ -1,0 +1,411 @@
+//! The manager and the controller builder against the real control plane: controllers
+//! built from plain `async fn`s reconcile, owned objects enqueue their owner, predicates
+//! filter, requeue-after and retries behave, readiness follows the caches, `/metrics` is
+//! scraped with curl, and a lost leadership stops the manager with an error.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kubekit::clientset::{Clientset, CreateOptions, GetOptions, UpdateOptions};
+use kubekit::controller::Action;
+use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
+use kubekit::manager::{Change, Manager, ManagerError, Predicate};
+use kubekit::rest::Config;
+use parking_lot::Mutex;
+use testenv::eventually;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::namespace;
+
+/// Reconciles per controller and object name.
+#[derive(Default, Debug)]
+struct Seen(Mutex<HashMap<(&'static str, String), usize>>);
+
+impl Seen {
+    fn record(&self, controller: &'static str, name: &str) -> usize {
+        let mut seen = self.0.lock();
+        let n = seen.entry((controller, name.to_string())).or_default();
+        *n += 1;
+        *n
+    }
+
+    fn count(&self, controller: &'static str, name: &str) -> usize {
+        let seen = self.0.lock();
+        seen.get(&(controller, name.to_string()))
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0} always fails")]
+struct AlwaysFails(String);
+
+/// The first controller: `requeue-*` asks to come back twice, `fail-*` always fails.
+async fn reconcile_primary(cm: Arc<ConfigMap>, seen: Arc<Seen>) -> Result<Action, AlwaysFails> {
+    let name = cm.metadata.name.clone().unwrap_or_default();
+    let n = seen.record("primary", &name);
+    if name.starts_with("fail") {
+        return Err(AlwaysFails(name));
+    }
+    if name.starts_with("requeue") && n < 3 {
+        return Ok(Action::RequeueAfter(Duration::from_millis(200)));
+    }
+    Ok(Action::Done)
+}
+
+/// The second controller, on the same type: it sees everything.
+async fn reconcile_second(cm: Arc<ConfigMap>, seen: Arc<Seen>) -> Result<Action, AlwaysFails> {
+    seen.record("second", cm.metadata.name.as_deref().unwrap_or_default());
+    Ok(Action::Done)
+}
+
+fn config_map(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.into());
+    cm.metadata.labels = Some(
+        labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    cm
+}
+
+/// A free local port (bound and released).
+fn free_address() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+/// `curl` of `url`: the status code and the body.
+async fn curl(url: String) -> (u16, String) {
+    let out = tokio::process::Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}", &url])
+        .output()
+        .await
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.parse().unwrap_or(0), body.to_string())
+}
+
+/// The value of the series `line_prefix` (its whole name and labels) in `metrics`.
+fn value(metrics: &str, line_prefix: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(line_prefix)?.trim().parse().ok())
+}
+
+async fn admin_config() -> Config {
+    let cp = testenv::control_plane();
+    Config::from_kubeconfig(cp.kubeconfig_path())
+        .await
+        .unwrap()
+        .with_rate_limit(100.0, 200)
+}
+
+#[tokio::test]
+async fn built_controllers_reconcile_share_informers_and_are_observable() {
+    let ns = namespace("manager").await;
+    let config = admin_config().await;
+    let admin = Clientset::new(&config).unwrap();
+    let cms = admin.core_v1().config_maps(&ns);
+    for (name, labels) in [
+        ("plain", &[][..]),
+        ("requeue-me", &[][..]),
+        ("fail-me", &[][..]),
+        ("ignored", &[("skip", "true")][..]),
+    ] {
+        cms.create(&config_map(name, labels), &CreateOptions::default())
+            .await
+            .unwrap();
+    }
+
+    let address = free_address();
+    let lease_ns = ns.clone();
+    let mut mgr = Manager::builder(config)
+        .namespace(&ns)
+        .metrics_bind_address(address)
+        .leader_election(move |clientset| {
+            LeaderElectionConfig::new(LeaseLock::from_clientset(
+                clientset,
+                &lease_ns,
+                "manager-it",
+            ))
+            .lease_duration(Duration::from_secs(3))
+            .renew_deadline(Duration::from_secs(2))
+            .retry_period(Duration::from_millis(500))
+            .release_on_cancel(true)
+        })
+        .build()
+        .unwrap();
+    let configmaps = mgr.factory().core_v1().config_maps().informer().clone();
+    let seen = Arc::new(Seen::default());
+    let unlabelled = Predicate::new(|change| {
+        let meta = match change {
+            Change::Create(m) | Change::Delete(m) => m,
+            Change::Update { new, .. } => new,
+        };
+        !meta.labels.as_ref().is_some_and(|l| l.contains_key("skip"))
+    });
+    mgr.controller::<ConfigMap>("primary")
+        .owns::<Secret>()
+        .with_event_filter(unlabelled)
+        .with_event_filter(Predicate::resource_version_changed())
+        .workers(2)
+        .max_retries(2)
+        .reconcile_timeout(Duration::from_secs(10))
+        .build(reconcile_primary, seen.clone())
+        .unwrap();
+    mgr.controller::<ConfigMap>("second")
+        .build(reconcile_second, seen.clone())
+        .unwrap();
+    assert!(matches!(
+        mgr.controller::<ConfigMap>("second")
+            .build(reconcile_second, seen.clone()),
+        Err(ManagerError::DuplicateController(_))
+    ));
+
+    let cancel = CancellationToken::new();
+    let manager = tokio::spawn(mgr.start(cancel.clone()));
+
+    // /readyz: 500 until the caches synced, then 200.
+    let ready = eventually(30, "/readyz 200", || async {
+        let (status, body) = curl(format!("http://{address}/readyz")).await;
+        if status == 200 {
+            assert!(configmaps.has_synced(), "ready before the cache synced");
+            return Some(());
+        }
+        if status == 500 {
+            assert!(
+                body.contains("[-]informers failed: caches not synced"),
+                "{body}"
+            );
+        }
+        None
+    });
+    ready.await;
+    let (status, _) = curl(format!("http://{address}/healthz")).await;
+    assert_eq!(status, 200);
+
+    // Both controllers reconcile from the one shared cache.
+    eventually(30, "both controllers reconcile `plain`", || async {
+        (seen.count("primary", "plain") == 1 && seen.count("second", "plain") == 1).then_some(())
+    })
+    .await;
+    // Requeue-after: two requeues, then done.
+    eventually(30, "`requeue-me` reconciled three times", || async {
+        (seen.count("primary", "requeue-me") == 3).then_some(())
+    })
+    .await;
+    // Errors: the first try and two retries, then dropped.
+    eventually(30, "`fail-me` tried three times", || async {
+        (seen.count("primary", "fail-me") == 3).then_some(())
+    })
+    .await;
+    // The predicate: `second` saw `ignored`, `primary` never did.
+    eventually(30, "`second` reconciles `ignored`", || async {
+        (seen.count("second", "ignored") == 1).then_some(())
+    })
+    .await;
+
+    // An owned Secret's changes enqueue its controlling ConfigMap (and only the
+    // controller=true reference counts).
+    let plain = cms.get("plain", &GetOptions::default()).await.unwrap();
+    let other = cms.get("requeue-me", &GetOptions::default()).await.unwrap();
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("child".into());
+    secret.metadata.owner_references = Some(vec![
+        OwnerReference {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: "plain".into(),
+            uid: plain.metadata.uid.clone().unwrap(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        },
+        OwnerReference {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: "requeue-me".into(),
+            uid: other.metadata.uid.clone().unwrap(),
+            controller: None,
+            block_owner_deletion: None,
+        },
+    ]);
+    admin
+        .core_v1()
+        .secrets(&ns)
+        .create(&secret, &CreateOptions::default())
+        .await
+        .unwrap();
+    eventually(30, "the Secret enqueues its owner", || async {
+        let n = seen.count("primary", "plain");
+        assert!(n <= 2, "plain reconciled {n} times");
+        (n == 2).then_some(())
+    })
+    .await;
+
+    // A status-like write that changes nothing the filter looks at still passes
+    // resource_version_changed; a relabel to skip=true is filtered.
+    let mut ignored_later = cms.get("plain", &GetOptions::default()).await.unwrap();
+    ignored_later.metadata.labels = Some([("skip".to_string(), "true".to_string())].into());
+    cms.update(&ignored_later, &UpdateOptions::default())
+        .await
+        .unwrap();
+    eventually(30, "`second` sees the relabel", || async {
+        (seen.count("second", "plain") == 2).then_some(())
+    })
+    .await;
+
+    let (status, metrics) = curl(format!("http://{address}/metrics")).await;
+    assert_eq!(status, 200);
+    for (series, at_least) in [
+        (r#"workqueue_adds_total{name="primary"}"#.to_string(), 5.0),
+        (
+            r#"controller_runtime_reconcile_total{controller="primary",result="success"}"#.into(),
+            3.0,
+        ),
+        (
+            r#"controller_runtime_reconcile_total{controller="primary",result="requeue_after"}"#
+                .into(),
+            2.0,
+        ),
+        (
+            r#"controller_runtime_reconcile_errors_total{controller="primary"}"#.into(),
+            3.0,
+        ),
+        (
+            r#"controller_runtime_reconcile_time_seconds_count{controller="second"}"#.into(),
+            5.0,
+        ),
+        (
+            format!(r#"reflector_lists_total{{name="configmaps.v1 in namespace {ns}"}}"#),
+            1.0,
+        ),
+        (
+            format!(r#"informer_objects{{name="configmaps.v1 in namespace {ns}"}}"#),
+            4.0,
+        ),
+        (
+            r#"leader_election_master_status{name="manager-it"}"#.into(),
+            1.0,
+        ),
+    ] {
+        let v = value(&metrics, &series).unwrap_or_else(|| panic!("{series} missing:\n{metrics}"));
+        assert!(
+            v >= at_least,
+            "{series} is {v}, expected at least {at_least}"
+        );
+    }
+    // One informer per type for both controllers: a single list of ConfigMaps.
+    assert_eq!(
+        value(
+            &metrics,
+            &format!(r#"reflector_lists_total{{name="configmaps.v1 in namespace {ns}"}}"#)
+        ),
+        Some(1.0)
+    );
+    for family in [
+        "rest_client_requests_total{",
+        "rest_client_request_duration_seconds_count{",
+        "workqueue_depth{",
+        "reflector_watch_events_total{",
+    ] {
+        assert!(metrics.contains(family), "{family} missing:\n{metrics}");
+    }
+    assert_eq!(
+        seen.count("primary", "ignored"),
+        0,
+        "filtered by the predicate"
+    );
+    assert_eq!(
+        seen.count("primary", "fail-me"),
+        3,
+        "dropped after max retries"
+    );
+    assert_eq!(
+        seen.count("primary", "plain"),
+        2,
+        "the relabel to skip=true is filtered"
+    );
+
+    cancel.cancel();
+    manager.await.unwrap().unwrap();
+    let lease: Lease = admin
+        .coordination_v1()
+        .leases(&ns)
+        .get("manager-it", &GetOptions::default())
+        .await
+        .unwrap();
+    let holder = lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    assert_eq!(holder, "", "released on cancel");
+    assert!(
+        tokio::net::TcpStream::connect(address).await.is_err(),
+        "the endpoints stopped with the manager"
+    );
+}
+
+#[tokio::test]
+async fn a_manager_that_loses_its_lease_stops_its_controllers_and_returns_an_error() {
+    let ns = namespace("manager-lost").await;
+    let config = admin_config().await;
+    let admin = Clientset::new(&config).unwrap();
+    admin
+        .core_v1()
+        .config_maps(&ns)
+        .create(&config_map("one", &[]), &CreateOptions::default())
+        .await
+        .unwrap();
+    let lease_ns = ns.clone();
+    let mut mgr = Manager::builder(config)
+        .namespace(&ns)
+        .leader_election(move |clientset| {
+            LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, &lease_ns, "lost-it"))
+                .lease_duration(Duration::from_secs(3))
+                .renew_deadline(Duration::from_secs(2))
+                .retry_period(Duration::from_millis(500))
+        })
+        .build()
+        .unwrap();
+    let elector = mgr.elector().unwrap().clone();
+    let seen = Arc::new(Seen::default());
+    mgr.controller::<ConfigMap>("lost")
+        .build(reconcile_second, seen.clone())
+        .unwrap();
+    let manager = tokio::spawn(mgr.start(CancellationToken::new()));
+    eventually(30, "the manager leads and reconciles", || async {
+        (elector.is_leader() && seen.count("second", "one") == 1).then_some(())
+    })
+    .await;
+
+    // Someone else takes the Lease (as a candidate that judged it expired would).
+    let leases = admin.coordination_v1().leases(&ns);
+    loop {
+        let mut lease = leases.get("lost-it", &GetOptions::default()).await.unwrap();
+        lease.spec.as_mut().unwrap().holder_identity = Some("usurper".into());
+        match leases.update(&lease, &UpdateOptions::default()).await {
+            Ok(_) => break,
+            Err(e) if e.is_conflict() => continue,
+            Err(e) => panic!("take the lease: {e}"),
+        }
+    }
+    let result = tokio::time::timeout(Duration::from_secs(20), manager)
+        .await
+        .expect("the manager stops after losing its lease")
+        .unwrap();
+    assert!(
+        matches!(result, Err(ManagerError::LeadershipLost)),
+        "{result:?}"
+    );
+    assert!(!elector.is_leader());
+}
