@@ -53,8 +53,11 @@ fn artifact(path: &str) -> String {
 struct Controller(Child);
 
 impl Controller {
+    /// Starts it without its health endpoint (`:8081` by default), so tests that run
+    /// at once, or anything else on the machine, never compete for the port.
     fn start(kubeconfig: &std::path::Path, ns: &str) -> Self {
-        Self::start_with(kubeconfig, ns, &[], Stdio::null())
+        let no_probes = ["--health-probe-bind-address", "0"];
+        Self::start_with(kubeconfig, ns, &no_probes, Stdio::null())
     }
 
     /// Starts it with `extra` flags, its log (stdout) going to `log`.
