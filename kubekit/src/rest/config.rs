@@ -3,7 +3,8 @@
 //! Loading kubeconfig files, in-cluster service accounts, authentication plugins and TLS
 //! are `kube`'s (its [`kube::Config`] sits inside); this type adds what client-go adds on
 //! top: client-side rate limiting (QPS 5, burst 10 unless set; a negative QPS disables it),
-//! a default request timeout, the retry budget and the user agent.
+//! a default request timeout (60 s; watches have their own), a cap on response bodies,
+//! the retry budget and the user agent.
 //!
 //! ```no_run
 //! # async fn demo() -> kubekit::rest::Result<()> {
@@ -33,6 +34,17 @@ pub const DEFAULT_QPS: f32 = 5.0;
 pub const DEFAULT_BURST: u32 = 10;
 /// Default number of retries of a throttled (429) or unavailable (5xx) request.
 pub const DEFAULT_MAX_RETRIES: u32 = 10;
+/// Default timeout of every request but watches: kube-apiserver's own default request
+/// timeout (`--request-timeout`, 60 s), after which it would have given up anyway. A
+/// request accepted and never answered fails with [`Error::Timeout`] instead of hanging.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default largest response body read whole (every request but watches, whose events are
+/// bounded one by one): 1 GiB. client-go has no limit; kubekit needs one so that a server
+/// sending without end costs an error, not the process. It is generous because a whole
+/// list legitimately gets large: kube-apiserver's watch cache answers a list at
+/// resourceVersion "0" in one piece whatever the page size, and 100k ~7 KiB Pods (the
+/// benchmarks' largest case) are ~700 MiB of JSON.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 30;
 
 /// Connection settings for a [`RestClient`](super::RestClient).
 ///
@@ -45,13 +57,18 @@ pub struct Config {
     pub qps: f32,
     /// Requests allowed at once above the average rate.
     pub burst: u32,
-    /// Timeout of each request unless the request sets its own; `None` waits as long as the
-    /// server does.
+    /// Timeout of each request but watches, unless the request sets its own
+    /// ([`DEFAULT_TIMEOUT`], 60 s, unless set); `None` waits as long as the server does.
+    /// Watches are bounded by their `timeoutSeconds` instead.
     pub timeout: Option<Duration>,
     /// How many times a request refused with 429, or a 5xx carrying `Retry-After`, is retried.
     pub max_retries: u32,
     /// The `User-Agent` header sent with every request.
     pub user_agent: String,
+    /// The largest response body read whole ([`DEFAULT_MAX_BODY_BYTES`] unless set); a
+    /// larger one is an [`Error::TooLarge`]. Watch events have their own limit
+    /// ([`MAX_WATCH_EVENT_BYTES`](super::MAX_WATCH_EVENT_BYTES)).
+    pub max_body_bytes: usize,
     /// Where the client's requests are counted and timed, if anywhere.
     pub metrics: Option<RestClientMetrics>,
 }
@@ -81,12 +98,14 @@ impl fmt::Debug for Config {
             .field("timeout", &self.timeout)
             .field("max_retries", &self.max_retries)
             .field("user_agent", &self.user_agent)
+            .field("max_body_bytes", &self.max_body_bytes)
             .finish()
     }
 }
 
 impl Config {
-    /// Wraps a `kube` configuration with client-go's defaults (QPS 5, burst 10, 10 retries).
+    /// Wraps a `kube` configuration with client-go's defaults (QPS 5, burst 10, 10 retries)
+    /// and kubekit's bounds ([`DEFAULT_TIMEOUT`], [`DEFAULT_MAX_BODY_BYTES`]).
     pub fn from_kube(mut kube: kube::Config) -> Self {
         // kubekit retries on its own terms (Retry-After, a budget of `max_retries`);
         // kube's retry layer would retry the same requests a second time.
@@ -95,9 +114,10 @@ impl Config {
             kube,
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
-            timeout: None,
+            timeout: Some(DEFAULT_TIMEOUT),
             max_retries: DEFAULT_MAX_RETRIES,
             user_agent: format!("kubekit/{}", env!("CARGO_PKG_VERSION")),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             metrics: None,
         }
     }
@@ -198,9 +218,15 @@ impl Config {
         self
     }
 
-    /// Sets the default timeout of every request.
+    /// Sets the default timeout of every request but watches.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the largest response body read whole.
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
         self
     }
 

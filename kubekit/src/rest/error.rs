@@ -70,9 +70,20 @@ pub enum Error {
     /// serialize, a name with a `/`).
     #[error("invalid request: {0}")]
     Request(String),
-    /// The server sent more than kubekit accepts in one piece: `what` (a watch event of a
-    /// resource) was larger than `limit` bytes. The stream it came on is given up.
-    #[error("{what}: larger than the limit of {limit} bytes; the stream is given up")]
+    /// Code run on the caller's behalf (an informer's transform, a lister-watcher) panicked
+    /// while doing `what`. That work is given up and reported: the object is skipped, a
+    /// reflector restarted.
+    #[error("{what}: panicked: {message}")]
+    Panic {
+        /// What was being done.
+        what: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// The server sent more than kubekit accepts in one piece: `what` (a response body, a
+    /// watch event of a resource) was larger than `limit` bytes. The response or stream it
+    /// came on is given up, unread past the limit.
+    #[error("{what}: larger than the limit of {limit} bytes; given up")]
     TooLarge {
         /// What was too large.
         what: String,
