@@ -138,6 +138,9 @@ impl RestClient {
         let limiter = config
             .effective_rate_limit()
             .map(|(qps, burst)| Arc::new(TokenBucket::new(f64::from(qps), burst)));
+        if let Some(warning) = config.cleartext_credentials() {
+            tracing::warn!("{warning}");
+        }
         let user_agent = HeaderValue::from_str(&config.user_agent).map_err(|_| {
             Error::Config(format!(
                 "user agent {:?} is not a valid header",
@@ -232,8 +235,8 @@ impl RestClient {
 }
 
 /// One request being built; see the [module docs](self). Send it with [`Request::send`]
-/// or [`Request::watch`].
-#[derive(Debug)]
+/// or [`Request::watch`]. `Debug` shows the method, URL and the body's size, never the
+/// body (it may be a Secret).
 #[must_use = "a request does nothing until it is sent"]
 pub struct Request {
     client: RestClient,
@@ -251,6 +254,18 @@ pub struct Request {
     /// excepted).
     timeout: Option<Duration>,
     error: Option<String>,
+}
+
+impl fmt::Debug for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Request")
+            .field("method", &self.method)
+            .field("url", &self.url())
+            .field("body_bytes", &self.body.as_ref().map(Bytes::len))
+            .field("content_type", &self.content_type)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A path segment must be non-empty and free of `/`, `%` and `..` tricks.
@@ -989,6 +1004,29 @@ fn decode_items<K: DeserializeOwned>(
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::Pod;
+
+    #[tokio::test]
+    async fn request_debug_omits_the_body() {
+        let secret = serde_json::json!({"kind": "Secret", "stringData": {"password": "hunter2"}});
+        let client = RestClient::new(&Config::from_url("http://127.0.0.1:1").unwrap()).unwrap();
+        let request = client
+            .post()
+            .group_version("", "v1")
+            .namespace("demo")
+            .resource("secrets")
+            .body(&secret);
+        let debug = format!("{request:?}");
+        assert!(
+            !debug.contains("hunter2") && !debug.contains("stringData"),
+            "{debug}"
+        );
+        assert!(debug.contains("/api/v1/namespaces/demo/secrets"), "{debug}");
+        let len = serde_json::to_vec(&secret).unwrap().len();
+        assert!(
+            debug.contains(&format!("body_bytes: Some({len})")),
+            "{debug}"
+        );
+    }
 
     #[test]
     fn warning_header_text_is_unquoted() {
