@@ -94,12 +94,25 @@ impl fmt::Display for Requirement {
                 double: true,
             } => write!(f, "{k}=={value}"),
             Op::NotEquals(v) => write!(f, "{k}!={v}"),
-            Op::In(v) => write!(f, "{k} in ({})", v.join(",")),
-            Op::NotIn(v) => write!(f, "{k} notin ({})", v.join(",")),
+            Op::In(v) => write!(f, "{k} in ({})", Values(v)),
+            Op::NotIn(v) => write!(f, "{k} notin ({})", Values(v)),
             Op::Exists => write!(f, "{k}"),
             Op::DoesNotExist => write!(f, "!{k}"),
             Op::Gt(n) => write!(f, "{k}>{n}"),
             Op::Lt(n) => write!(f, "{k}<{n}"),
+        }
+    }
+}
+
+/// The values of a set, comma-separated; a set of only the empty value prints as `,`
+/// (`()` would be an empty set, which does not parse).
+struct Values<'a>(&'a [String]);
+
+impl fmt::Display for Values<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [only] if only.is_empty() => f.write_str(","),
+            values => f.write_str(&values.join(",")),
         }
     }
 }
@@ -494,6 +507,8 @@ mod tests {
         assert_eq!(sel("y in (jkl)").to_string(), "y in (jkl)");
         assert_eq!(sel("y!=jkl").to_string(), "y!=jkl");
         assert_eq!(sel("y in (b,a,b)").to_string(), "y in (a,b)");
+        assert_eq!(sel("y in (,)").to_string(), "y in (,)");
+        assert_eq!(sel("y in (,a)").to_string(), "y in (,a)");
         assert_eq!(
             sel("z,!b,a>1,c notin (q)").to_string(),
             "a>1,!b,c notin (q),z"
