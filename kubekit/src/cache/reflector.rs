@@ -822,8 +822,8 @@ where
         mut pending: Option<(WatchStream<K>, Duration)>,
     ) -> Result<(), Error> {
         loop {
-            let (stream, timeout) = match pending.take() {
-                Some(p) => p,
+            let (stream, timeout, fresh) = match pending.take() {
+                Some((stream, timeout)) => (stream, timeout, false),
                 None => {
                     let timeout = self.random_timeout();
                     let opts = self.watch_options(timeout);
@@ -834,7 +834,7 @@ where
                     match started {
                         Ok(stream) => {
                             self.count_watch();
-                            (stream, timeout)
+                            (stream, timeout, true)
                         }
                         Err(e) if e.is_transient() => {
                             self.report(&e);
@@ -847,7 +847,7 @@ where
                     }
                 }
             };
-            match self.watch_handler(cancel, stream, timeout).await {
+            match self.watch_handler(cancel, stream, timeout, fresh).await {
                 WatchEnd::Cancelled => return Ok(()),
                 WatchEnd::Closed => {}
                 WatchEnd::Connection(e) => {
@@ -861,16 +861,19 @@ where
         }
     }
 
-    /// Applies the events of one watch to the store.
+    /// Applies the events of one watch to the store; a `fresh` one (not the continuation
+    /// of a streaming list, which has delivered its initial events) closed within
+    /// [`VERY_SHORT_WATCH`] without an event is a failure.
     async fn watch_handler(
         &self,
         cancel: &CancellationToken,
         mut stream: WatchStream<K>,
         timeout: Duration,
+        fresh: bool,
     ) -> WatchEnd {
         let silence = timeout + self.opts.silence_grace;
         let started = Instant::now();
-        let mut received = false;
+        let mut received = !fresh;
         loop {
             if self.store.is_full() {
                 tokio::select! {

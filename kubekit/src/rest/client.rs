@@ -623,27 +623,45 @@ enum ReadBody {
 }
 
 /// Reads `body` up to `limit` bytes; a body whose announced length is over the limit is
-/// not read at all.
+/// not read at all. The frames are joined once at the end (no copy for a body of one
+/// frame), as `collect` does.
 async fn read_body<B>(mut body: B, limit: usize) -> Result<ReadBody, B::Error>
 where
     B: hyper::body::Body<Data = Bytes> + Unpin,
 {
-    let announced = body.size_hint().lower();
-    let Some(announced) = usize::try_from(announced).ok().filter(|n| *n <= limit) else {
+    if usize::try_from(body.size_hint().lower()).map_or(true, |n| n > limit) {
         return Ok(ReadBody::Cut(Bytes::new()));
-    };
-    let mut buf = bytes::BytesMut::with_capacity(announced);
+    }
+    let mut frames = Vec::new();
+    let mut total = 0;
+    let mut cut = false;
     while let Some(frame) = body.frame().await {
-        let Ok(data) = frame?.into_data() else {
+        let Ok(mut data) = frame?.into_data() else {
             continue;
         };
-        if buf.len() + data.len() > limit {
-            buf.extend_from_slice(&data[..limit - buf.len()]);
-            return Ok(ReadBody::Cut(buf.freeze()));
+        if total + data.len() > limit {
+            data.truncate(limit - total);
+            cut = true;
         }
-        buf.extend_from_slice(&data);
+        total += data.len();
+        frames.push(data);
+        if cut {
+            break;
+        }
     }
-    Ok(ReadBody::Whole(buf.freeze()))
+    let bytes = match <[Bytes; 1]>::try_from(frames) {
+        Ok([one]) => one,
+        Err(frames) => {
+            let mut joined = bytes::BytesMut::with_capacity(total);
+            frames.iter().for_each(|f| joined.extend_from_slice(f));
+            joined.freeze()
+        }
+    };
+    Ok(if cut {
+        ReadBody::Cut(bytes)
+    } else {
+        ReadBody::Whole(bytes)
+    })
 }
 
 /// The `host` label of a server's requests: `host:port` of its URL.

@@ -422,6 +422,35 @@ async fn streaming_list_replaces_the_store_at_the_initial_events_end_bookmark() 
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_streaming_list_closed_right_after_its_initial_events_is_rewatched_at_once() {
+    let h = harness(|o| o.use_streaming_list = true);
+    let events = h.script.watch();
+    let _next = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    let mut end = Bookmark {
+        resource_version: "8".into(),
+        ..Default::default()
+    };
+    end.annotations.insert(
+        crate::rest::INITIAL_EVENTS_END_ANNOTATION.into(),
+        "true".into(),
+    );
+    events.send(Ok(WatchEvent::Added(cm("a", "5")))).unwrap();
+    events.send(Ok(WatchEvent::Bookmark(end))).unwrap();
+    drop(events);
+    h.settle().await;
+    assert_eq!(
+        h.script.kinds(),
+        ["watch", "watch"],
+        "not a very short watch"
+    );
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_server_refusing_streaming_lists_gets_a_plain_list() {
     let h = harness(|o| o.use_streaming_list = true);
     h.script.watch_error(status(422, "Invalid"));
