@@ -28,6 +28,7 @@
 //!   middle of a watch: re-watch from the last version, without relisting, after a backoff
 //!   of 800 ms doubling to 30 s with up to 100 % jitter, reset after 2 minutes without
 //!   failure. Every return from list-and-watch also waits that backoff, as client-go does.
+//!   A wait of 5 s or more is logged when it begins.
 //! - **A silent watch** — nothing received for longer than the watch's own timeout plus
 //!   [`ReflectorOptions::silence_grace`] — is a dead connection: it is dropped and
 //!   re-established like a connection error.
@@ -240,9 +241,13 @@ impl Backoff {
         base + base.mul_f64(self.policy.jitter.max(0.0) * fastrand::f64())
     }
 
-    /// Waits the next delay, or until `cancel` fires (returns false then).
-    pub(crate) async fn wait(&mut self, cancel: &CancellationToken) -> bool {
+    /// Waits the next delay, or until `cancel` fires (returns false then). A wait of 5 s
+    /// or more is logged when it begins, naming reflector `name`.
+    pub(crate) async fn wait(&mut self, cancel: &CancellationToken, name: &str) -> bool {
         let delay = self.next();
+        if delay >= Duration::from_secs(5) {
+            tracing::info!(reflector = %name, "backing off: next attempt in {delay:.1?}");
+        }
         tokio::select! {
             _ = cancel.cancelled() => false,
             _ = tokio::time::sleep(delay) => true,
@@ -467,7 +472,7 @@ where
                 message: crate::panic::message(panic.as_ref()).to_string(),
             });
             tracing::error!(reflector = %self.opts.name, "reflector panicked; restarting it after the backoff");
-            if !backoff.wait(&cancel).await {
+            if !backoff.wait(&cancel, &self.opts.name).await {
                 return;
             }
         }
@@ -481,7 +486,7 @@ where
             if let Err(e) = self.list_and_watch(&cancel, &mut backoff).await {
                 self.report(&e);
             }
-            if cancel.is_cancelled() || !backoff.wait(&cancel).await {
+            if cancel.is_cancelled() || !backoff.wait(&cancel, &self.opts.name).await {
                 tracing::debug!(reflector = %self.opts.name, "stopped");
                 return;
             }
@@ -838,7 +843,7 @@ where
                         }
                         Err(e) if e.is_transient() => {
                             self.report(&e);
-                            if !backoff.wait(cancel).await {
+                            if !backoff.wait(cancel, &self.opts.name).await {
                                 return Ok(());
                             }
                             continue;
@@ -852,7 +857,7 @@ where
                 WatchEnd::Closed => {}
                 WatchEnd::Connection(e) => {
                     self.report(&e);
-                    if !backoff.wait(cancel).await {
+                    if !backoff.wait(cancel, &self.opts.name).await {
                         return Ok(());
                     }
                 }
