@@ -28,6 +28,8 @@ pub mod controller;
 pub mod discovery;
 pub mod dynamic;
 pub mod flowcontrol;
+#[cfg(test)]
+mod fuzz;
 pub mod informers;
 pub mod labels;
 pub mod leaderelection;

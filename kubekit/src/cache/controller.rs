@@ -6,7 +6,9 @@
 //! - [`Controller::run`] starts a [`Reflector`] that fills the [`DeltaFifo`] and pops the
 //!   FIFO, handing each key's deltas to the process function, one key at a time, until
 //!   the cancellation token fires. It then closes the FIFO and returns once the reflector
-//!   has stopped.
+//!   has stopped. A reflector that panics is reported to its watch-error handler and
+//!   restarted after its backoff ([`Reflector::run_restarting`]): it never stops
+//!   silently while the controller runs.
 //! - A process function that fails has its error logged; with
 //!   [`ControllerConfig::retry_on_error`] the deltas are put back (unless the key was
 //!   queued again meanwhile, whose newer deltas win).
@@ -161,7 +163,7 @@ where
         let reflector_cancel = cancel.child_token();
         let reflector_task = tokio::spawn({
             let cancel = reflector_cancel.clone();
-            async move { reflector.run(cancel).await }
+            async move { reflector.run_restarting(cancel).await }
         });
         loop {
             let popped = tokio::select! {
@@ -234,6 +236,79 @@ mod tests {
         task.await.unwrap();
         assert_eq!(controller.last_sync_resource_version(), "10");
         calls.load(Ordering::SeqCst)
+    }
+
+    /// A lister-watcher whose first list panics.
+    struct PanicsOnce(Fake, std::sync::atomic::AtomicBool);
+
+    impl ListerWatcher<ConfigMap> for PanicsOnce {
+        fn list(
+            &self,
+            opts: crate::clientset::ListOptions,
+        ) -> futures_util::future::BoxFuture<
+            '_,
+            crate::rest::Result<crate::rest::ObjectList<ConfigMap>>,
+        > {
+            assert!(self.1.swap(true, Ordering::SeqCst), "first list panics");
+            self.0.list(opts)
+        }
+        fn watch(
+            &self,
+            opts: crate::clientset::ListOptions,
+        ) -> futures_util::future::BoxFuture<
+            '_,
+            crate::rest::Result<crate::clientset::WatchStream<ConfigMap>>,
+        > {
+            self.0.watch(opts)
+        }
+        fn describe(&self) -> String {
+            self.0.describe()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_reflector_is_reported_and_restarted_after_the_backoff() {
+        let script = Arc::new(Script::default());
+        script.list("10", None, &[("a", "1")]);
+        let _events = script.watch();
+        let errors = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
+        let mut config = ControllerConfig::new(
+            Arc::new(DeltaFifo::new(None)),
+            Arc::new(PanicsOnce(Fake(script.clone()), Default::default())),
+            Arc::new(|_: &Deltas<ConfigMap>| Ok(())),
+        );
+        config.reflector.backoff.jitter = 0.0;
+        config.reflector.watch_error_handler = Some({
+            let errors = errors.clone();
+            Arc::new(move |e: &crate::rest::Error| errors.lock().push(e.to_string()))
+        });
+        let controller = Arc::new(Controller::new(config));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (controller, cancel) = (controller.clone(), cancel.clone());
+            async move { controller.run(cancel).await }
+        });
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!controller.has_synced());
+        assert_eq!(errors.lock().len(), 1);
+        assert!(
+            errors.lock()[0]
+                .contains("the reflector of configmaps.v1 (scripted): panicked: first list panics"),
+            "{:?}",
+            errors.lock()
+        );
+        assert!(script.kinds().is_empty());
+        tokio::time::advance(Duration::from_millis(800)).await;
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(script.kinds(), ["list", "watch"], "restarted");
+        assert!(controller.has_synced());
+        assert_eq!(controller.last_sync_resource_version(), "10");
+        cancel.cancel();
+        task.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]

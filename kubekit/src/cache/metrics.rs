@@ -7,6 +7,7 @@
 //! | `reflector_relists_total{name}` | counter | lists after the first (410 Gone, errors, restarts) |
 //! | `reflector_watches_total{name}` | counter | watches opened |
 //! | `reflector_watch_events_total{name,type}` | counter | watch events received, by type |
+//! | `reflector_errors_total{name,kind}` | counter | errors reported to the watch-error handler, by kind: `api` (a refusal, an `ERROR` event, a 410), `transport` (connection failures, very short watches), `timeout` (a request timed out, a silent watch), `decode` (a malformed object, skipped), `too_large` (a response or watch event over its limit), `panic` (a transform or the reflector panicked), `other` |
 //! | `reflector_last_resource_version_timestamp_seconds{name}` | gauge | Unix time the reflector last advanced its resourceVersion (list, event or bookmark): `time() - x` is how stale the cache may be |
 //! | `informer_objects{name}` | gauge | objects in the informer's cache |
 //!
@@ -24,11 +25,17 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::rest::EVENT_TYPES;
+use crate::rest::{EVENT_TYPES, Error};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct NameLabel {
     name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    name: String,
+    kind: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -45,6 +52,7 @@ pub struct ReflectorMetrics {
     relists: Family<NameLabel, Counter>,
     watches: Family<NameLabel, Counter>,
     events: Family<EventLabels, Counter>,
+    errors: Family<KindLabels, Counter>,
     last_resource_version: Family<NameLabel, Gauge<f64, AtomicU64>>,
     objects: Family<NameLabel, Gauge>,
 }
@@ -86,6 +94,11 @@ impl ReflectorMetrics {
             self.events.clone(),
         );
         registry.register(
+            "reflector_errors",
+            "Errors reported to the reflector's watch-error handler, by kind",
+            self.errors.clone(),
+        );
+        registry.register(
             "reflector_last_resource_version_timestamp_seconds",
             "Unix time at which the reflector last advanced its resourceVersion",
             self.last_resource_version.clone(),
@@ -113,11 +126,30 @@ impl ReflectorMetrics {
             relists: self.relists.get_or_create(&label).clone(),
             watches: self.watches.get_or_create(&label).clone(),
             events: EVENT_TYPES.map(event),
+            errors: ERROR_KINDS.map(|kind| {
+                self.errors
+                    .get_or_create(&KindLabels {
+                        name: name.to_string(),
+                        kind,
+                    })
+                    .clone()
+            }),
             last_resource_version: self.last_resource_version.get_or_create(&label).clone(),
             objects: self.objects.get_or_create(&label).clone(),
         }
     }
 }
+
+/// The kinds of error counted, in the order of [`BoundMetrics::errors`].
+const ERROR_KINDS: [&str; 7] = [
+    "api",
+    "transport",
+    "timeout",
+    "decode",
+    "too_large",
+    "panic",
+    "other",
+];
 
 /// One reflector's series.
 #[derive(Clone, Debug)]
@@ -127,6 +159,7 @@ pub(crate) struct BoundMetrics {
     watches: Counter,
     /// Per event type, in the order of [`EVENT_TYPES`].
     events: [Counter; 5],
+    errors: [Counter; 7],
     last_resource_version: Gauge<f64, AtomicU64>,
     objects: Gauge,
 }
@@ -152,6 +185,20 @@ impl BoundMetrics {
         if let Some(i) = EVENT_TYPES.iter().position(|t| *t == kind) {
             self.events[i].inc();
         }
+    }
+
+    /// An error reported to the watch-error handler.
+    pub(crate) fn error(&self, e: &Error) {
+        let kind = match e {
+            Error::Api { .. } => 0,
+            Error::Transport { .. } => 1,
+            Error::Timeout { .. } => 2,
+            Error::Decode { .. } => 3,
+            Error::TooLarge { .. } => 4,
+            Error::Panic { .. } => 5,
+            _ => 6,
+        };
+        self.errors[kind].inc();
     }
 
     /// The resourceVersion advanced now.

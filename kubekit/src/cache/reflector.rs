@@ -13,13 +13,23 @@
 //! - **Watch.** From the list's resourceVersion, with bookmarks, and a server-side timeout
 //!   drawn at random between [`ReflectorOptions::min_watch_timeout`] and twice that, so
 //!   that many reflectors do not reconnect at once. A watch the server closes is reopened
-//!   at once from the last version seen (an event's or a bookmark's).
+//!   at once from the last version seen (an event's or a bookmark's) — unless it lasted
+//!   under a second without a single event (client-go's "very short watch"): that is
+//!   reported and backed off like a connection error, so a server answering every watch
+//!   with an empty body costs a request per backoff, not a busy loop.
 //! - **410 Gone / Expired** (at watch start or as an `ERROR` event): relist. Any other
 //!   `ERROR` event: relist. A list or watch failure is reported to the watch-error handler.
+//!   A list refused as too old is retried at once from `""` (the latest state), once; any
+//!   further refusal is reported and the list retried after the backoff, so a server
+//!   answering every list with 410 is asked once per backoff period.
+//! - **A list never answered** fails at the client's request timeout
+//!   ([`rest::DEFAULT_TIMEOUT`](crate::rest::DEFAULT_TIMEOUT), 60 s, unless configured),
+//!   is reported and retried after the backoff.
 //! - **Connection errors** (transport errors, timeouts, 429, 5xx) at watch start or in the
 //!   middle of a watch: re-watch from the last version, without relisting, after a backoff
 //!   of 800 ms doubling to 30 s with up to 100 % jitter, reset after 2 minutes without
 //!   failure. Every return from list-and-watch also waits that backoff, as client-go does.
+//!   A wait of 5 s or more is logged when it begins.
 //! - **A silent watch** — nothing received for longer than the watch's own timeout plus
 //!   [`ReflectorOptions::silence_grace`] — is a dead connection: it is dropped and
 //!   re-established like a connection error.
@@ -39,7 +49,14 @@
 //!   the next one arriving) plus the objects that changed, never a second copy of the
 //!   cache.
 //! - A malformed object in a list or watch is reported to the watch-error handler and
-//!   skipped; an object without a name is logged and skipped.
+//!   skipped; an object without a name is logged and skipped. A transform that panics on
+//!   an object is reported ([`Error::Panic`]) and the object skipped the same way (a
+//!   deletion too: the cached object stays until the next relist that lacks it).
+//! - **A reflector that panics** (a lister-watcher's code, say) is reported and restarted
+//!   after the backoff by [`Reflector::run_restarting`], which controllers and informers
+//!   run: its cache is never left silently stale.
+//! - Every error reported to the watch-error handler is also counted in
+//!   `reflector_errors_total` ([`ReflectorMetrics`]).
 //! - [`Reflector::run`] returns when its cancellation token fires; it holds no lock across
 //!   `.await`.
 
@@ -47,8 +64,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
+use futures_util::{FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::Resource;
 use parking_lot::Mutex;
@@ -245,9 +262,13 @@ impl Backoff {
         base + base.mul_f64(self.policy.jitter.max(0.0) * fastrand::f64())
     }
 
-    /// Waits the next delay, or until `cancel` fires (returns false then).
-    pub(crate) async fn wait(&mut self, cancel: &CancellationToken) -> bool {
+    /// Waits the next delay, or until `cancel` fires (returns false then). A wait of 5 s
+    /// or more is logged when it begins, naming reflector `name`.
+    pub(crate) async fn wait(&mut self, cancel: &CancellationToken, name: &str) -> bool {
         let delay = self.next();
+        if delay >= Duration::from_secs(5) {
+            tracing::info!(reflector = %name, "backing off: next attempt in {delay:.1?}");
+        }
         tokio::select! {
             _ = cancel.cancelled() => false,
             _ = tokio::time::sleep(delay) => true,
@@ -315,6 +336,10 @@ impl<K> Default for ReflectorOptions<K> {
         }
     }
 }
+
+/// A watch the server closes sooner than this without sending any event is a failure
+/// (client-go's "very short watch"), backed off like one.
+pub const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 
 /// What reading a watch gave.
 enum Next<K> {
@@ -446,8 +471,32 @@ where
         }
     }
 
+    /// Reports `e` to the watch-error handler and counts it.
     fn report(&self, e: &Error) {
+        if let Some(m) = &self.metrics {
+            m.error(e);
+        }
         (self.error_handler)(e);
+    }
+
+    /// [`run`](Self::run), restarted after the backoff each time it panics (reported as an
+    /// [`Error::Panic`]), until `cancel` fires. Controllers and informers run this.
+    pub async fn run_restarting(&self, cancel: CancellationToken) {
+        let mut backoff = Backoff::new(self.opts.backoff);
+        loop {
+            let run = std::panic::AssertUnwindSafe(self.run(cancel.clone())).catch_unwind();
+            let Err(panic) = run.await else {
+                return;
+            };
+            self.report(&Error::Panic {
+                what: format!("the reflector of {}", self.lw.describe()),
+                message: crate::panic::message(panic.as_ref()).to_string(),
+            });
+            tracing::error!(reflector = %self.opts.name, "reflector panicked; restarting it after the backoff");
+            if !backoff.wait(&cancel, &self.opts.name).await {
+                return;
+            }
+        }
     }
 
     /// Lists and watches until `cancel` fires.
@@ -458,7 +507,7 @@ where
             if let Err(e) = self.list_and_watch(&cancel, &mut backoff).await {
                 self.report(&e);
             }
-            if cancel.is_cancelled() || !backoff.wait(&cancel).await {
+            if cancel.is_cancelled() || !backoff.wait(&cancel, &self.opts.name).await {
                 tracing::debug!(reflector = %self.opts.name, "stopped");
                 return;
             }
@@ -512,16 +561,30 @@ where
         }
     }
 
-    fn transform(&self, obj: K) -> K {
-        match &self.opts.transform {
-            Some(t) => t(obj),
-            None => obj,
+    /// The object transformed; `None` (reported) when the transform panicked on it.
+    fn transform(&self, obj: K) -> Option<K> {
+        let Some(t) = &self.opts.transform else {
+            return Some(obj);
+        };
+        let key = meta_namespace_key(&obj).unwrap_or_default();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t(obj))) {
+            Ok(obj) => Some(obj),
+            Err(panic) => {
+                self.report(&Error::Panic {
+                    what: format!(
+                        "the transform of {} on {key:?} (the object is skipped)",
+                        self.opts.name
+                    ),
+                    message: crate::panic::message(panic.as_ref()).to_string(),
+                });
+                None
+            }
         }
     }
 
     /// Decodes, transforms and de-duplicates one listed object against the store.
     fn intern(&self, obj: K) -> Option<Arc<K>> {
-        let obj = self.transform(obj);
+        let obj = self.transform(obj)?;
         let Ok(key) = meta_namespace_key(&obj) else {
             tracing::warn!(reflector = %self.opts.name, "skipping a listed object without a name");
             return None;
@@ -540,15 +603,17 @@ where
     /// while the current one decodes.
     async fn list(&self) -> Result<(), Error> {
         let mut rv = self.relist_resource_version();
+        let mut restarted = false;
         'restart: loop {
             self.store.replace_begin();
             let mut count = 0;
             let mut list_rv = String::new();
+            let mut continued = false;
             let mut fetched = self.lw.list_page(self.list_options(&rv, None)).await;
             loop {
                 let page = match fetched {
                     Ok(page) => page,
-                    Err(e) => match self.list_failed(e, &mut rv) {
+                    Err(e) => match self.list_failed(e, &mut rv, continued, &mut restarted) {
                         Ok(()) => continue 'restart,
                         Err(e) => return Err(e),
                     },
@@ -577,7 +642,7 @@ where
                 count += part.len();
                 self.store_part(part).await;
                 match next {
-                    Some(next) => fetched = next,
+                    Some(next) => (fetched, continued) = (next, true),
                     None => break,
                 }
             }
@@ -619,19 +684,33 @@ where
         opts
     }
 
-    /// Whether a failed list page restarts the list (`Ok`): when the version or the
-    /// continue token is too old, from the latest state.
-    fn list_failed(&self, e: Error, rv: &mut String) -> Result<(), Error> {
+    /// Whether a failed list page restarts the list at once (`Ok`): when the version or
+    /// the continue token (`continued`) is too old, from the latest state, once per list
+    /// (`restarted`). The latest state refused, or refused again, is an error: retried
+    /// after the backoff.
+    fn list_failed(
+        &self,
+        e: Error,
+        rv: &mut String,
+        continued: bool,
+        restarted: &mut bool,
+    ) -> Result<(), Error> {
         if !(e.is_gone() || e.is_resource_expired()) {
             return Err(e);
         }
-        if rv.is_empty() {
+        if !rv.is_empty() {
+            self.version.lock().unavailable = true;
+        }
+        if *restarted || (rv.is_empty() && !continued) {
+            return Err(e);
+        }
+        *restarted = true;
+        if continued {
             tracing::info!(reflector = %self.opts.name, "list continuation expired ({e}); listing again");
         } else {
             tracing::info!(reflector = %self.opts.name, "list at resourceVersion {rv:?} expired ({e}); listing the latest state");
-            self.version.lock().unavailable = true;
-            rv.clear();
         }
+        rv.clear();
         Ok(())
     }
 
@@ -779,6 +858,17 @@ where
         }
     }
 
+    fn short_watch_error(&self) -> Error {
+        Error::Transport {
+            verb: "WATCH".into(),
+            url: self.lw.describe(),
+            source: format!(
+                "very short watch: closed by the server within {VERY_SHORT_WATCH:?} without an event"
+            )
+            .into(),
+        }
+    }
+
     /// Watches until a relist is needed.
     async fn watch_loop(
         &self,
@@ -787,8 +877,8 @@ where
         mut pending: Option<(WatchStream<K>, Duration)>,
     ) -> Result<(), Error> {
         loop {
-            let (stream, timeout) = match pending.take() {
-                Some(p) => p,
+            let (stream, timeout, fresh) = match pending.take() {
+                Some((stream, timeout)) => (stream, timeout, false),
                 None => {
                     let timeout = self.random_timeout();
                     let opts = self.watch_options(timeout);
@@ -799,11 +889,11 @@ where
                     match started {
                         Ok(stream) => {
                             self.count_watch();
-                            (stream, timeout)
+                            (stream, timeout, true)
                         }
                         Err(e) if e.is_transient() => {
                             self.report(&e);
-                            if !backoff.wait(cancel).await {
+                            if !backoff.wait(cancel, &self.opts.name).await {
                                 return Ok(());
                             }
                             continue;
@@ -812,12 +902,12 @@ where
                     }
                 }
             };
-            match self.watch_handler(cancel, stream, timeout).await {
+            match self.watch_handler(cancel, stream, timeout, fresh).await {
                 WatchEnd::Cancelled => return Ok(()),
                 WatchEnd::Closed => {}
                 WatchEnd::Connection(e) => {
                     self.report(&e);
-                    if !backoff.wait(cancel).await {
+                    if !backoff.wait(cancel, &self.opts.name).await {
                         return Ok(());
                     }
                 }
@@ -826,14 +916,19 @@ where
         }
     }
 
-    /// Applies the events of one watch to the store.
+    /// Applies the events of one watch to the store; a `fresh` one (not the continuation
+    /// of a streaming list, which has delivered its initial events) closed within
+    /// [`VERY_SHORT_WATCH`] without an event is a failure.
     async fn watch_handler(
         &self,
         cancel: &CancellationToken,
         mut stream: WatchStream<K>,
         timeout: Duration,
+        fresh: bool,
     ) -> WatchEnd {
         let silence = timeout + self.opts.silence_grace;
+        let started = Instant::now();
+        let mut received = !fresh;
         loop {
             if self.store.is_full() {
                 tokio::select! {
@@ -843,10 +938,14 @@ where
             }
             let event = match self.next_event(cancel, &mut stream, silence).await {
                 Next::Cancelled => return WatchEnd::Cancelled,
+                Next::Closed if !received && started.elapsed() < VERY_SHORT_WATCH => {
+                    return WatchEnd::Connection(self.short_watch_error());
+                }
                 Next::Closed => return WatchEnd::Closed,
                 Next::Failed(e) => return WatchEnd::Connection(e),
                 Next::Event(event) => event,
             };
+            received = true;
             let (result, rv) = match event {
                 WatchEvent::Added(obj) => self.apply(obj, |s, o| s.add(o)),
                 WatchEvent::Modified(obj) => self.apply(obj, |s, o| s.update(o)),
@@ -868,7 +967,9 @@ where
         obj: K,
         op: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), KeyError>,
     ) -> (Result<(), KeyError>, Option<String>) {
-        let obj = self.transform(obj);
+        let Some(obj) = self.transform(obj) else {
+            return (Ok(()), None);
+        };
         let rv = resource_version(&obj).map(str::to_string);
         (op(self.store.as_ref(), Arc::new(obj)), rv)
     }

@@ -35,7 +35,14 @@
 //! - **Warnings**: each `Warning` header is passed to the warning handler (by default
 //!   logged) and kept on the [`Response`].
 //! - **Timeouts**: [`Request::timeout`] bounds the request on both sides: it is sent as the
-//!   `timeout` query parameter and enforced by the client.
+//!   `timeout` query parameter and enforced by the client. Without one, the configuration's
+//!   ([`DEFAULT_TIMEOUT`](super::config::DEFAULT_TIMEOUT), 60 s, unless set) applies to
+//!   every request but watches, which end at their `timeoutSeconds`.
+//! - **Bounded reads**: a response body is read whole only up to
+//!   [`Config::max_body_bytes`] (1 GiB unless set; a larger one is an [`Error::TooLarge`]),
+//!   the body of a refusal up to [`MAX_ERROR_BODY_BYTES`] (the rest is not read, and the
+//!   cut is logged); a watch is read one event at a time, each of at most
+//!   [`MAX_WATCH_EVENT_BYTES`](super::MAX_WATCH_EVENT_BYTES).
 
 use std::fmt;
 use std::fmt::Write as _;
@@ -79,6 +86,7 @@ struct Inner {
     limiter: Option<Arc<TokenBucket>>,
     max_retries: u32,
     timeout: Option<Duration>,
+    max_body_bytes: usize,
     user_agent: HeaderValue,
     warnings: WarningHandler,
     /// Where exchanges are counted and timed, with the `host` label to give them.
@@ -131,6 +139,9 @@ impl RestClient {
         let limiter = config
             .effective_rate_limit()
             .map(|(qps, burst)| Arc::new(TokenBucket::new(f64::from(qps), burst)));
+        if let Some(warning) = config.cleartext_credentials() {
+            tracing::warn!("{warning}");
+        }
         let user_agent = HeaderValue::from_str(&config.user_agent).map_err(|_| {
             Error::Config(format!(
                 "user agent {:?} is not a valid header",
@@ -143,6 +154,7 @@ impl RestClient {
                 limiter,
                 max_retries: config.max_retries,
                 timeout: config.timeout,
+                max_body_bytes: config.max_body_bytes,
                 user_agent,
                 warnings: Arc::new(|w| tracing::warn!(warning = w, "API server warning")),
                 metrics: config
@@ -163,6 +175,7 @@ impl RestClient {
                 limiter: i.limiter.clone(),
                 max_retries: i.max_retries,
                 timeout: i.timeout,
+                max_body_bytes: i.max_body_bytes,
                 user_agent: i.user_agent.clone(),
                 warnings: handler,
                 metrics: i.metrics.clone(),
@@ -189,7 +202,7 @@ impl RestClient {
             body: None,
             content_type: "application/json",
             accept: "application/json",
-            timeout: self.inner.timeout,
+            timeout: None,
             error: None,
         }
     }
@@ -223,8 +236,8 @@ impl RestClient {
 }
 
 /// One request being built; see the [module docs](self). Send it with [`Request::send`]
-/// or [`Request::watch`].
-#[derive(Debug)]
+/// or [`Request::watch`]. `Debug` shows the method, URL and the body's size, never the
+/// body (it may be a Secret).
 #[must_use = "a request does nothing until it is sent"]
 pub struct Request {
     client: RestClient,
@@ -238,8 +251,22 @@ pub struct Request {
     body: Option<Bytes>,
     content_type: &'static str,
     accept: &'static str,
+    /// The timeout set on this request; without one, the client's applies (watches
+    /// excepted).
     timeout: Option<Duration>,
     error: Option<String>,
+}
+
+impl fmt::Debug for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Request")
+            .field("method", &self.method)
+            .field("url", &self.url())
+            .field("body_bytes", &self.body.as_ref().map(Bytes::len))
+            .field("content_type", &self.content_type)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A path segment must be non-empty and free of `/`, `%` and `..` tricks.
@@ -335,8 +362,18 @@ impl Request {
         self
     }
 
-    /// The path and query this request will be sent to.
+    /// The path and query this request will be sent to by [`send`](Self::send).
     pub fn url(&self) -> String {
+        self.url_with_timeout(self.send_timeout())
+    }
+
+    /// The timeout of [`send`](Self::send): the request's, or the client's default.
+    fn send_timeout(&self) -> Option<Duration> {
+        self.timeout.or(self.client.inner.timeout)
+    }
+
+    /// The path and query, with `timeout` as the `timeout` parameter.
+    fn url_with_timeout(&self, timeout: Option<Duration>) -> String {
         let mut url = self.prefix.clone();
         if let Some(ns) = &self.namespace {
             let _ = write!(url, "/namespaces/{ns}");
@@ -351,7 +388,7 @@ impl Request {
             url.push('/');
         }
         let mut query = self.params.clone();
-        if let Some(t) = self.timeout.filter(|t| !t.is_zero()) {
+        if let Some(t) = timeout.filter(|t| !t.is_zero()) {
             let mut ser = form_urlencoded::Serializer::for_suffix(query, 0);
             ser.append_pair("timeout", &format!("{}s", t.as_secs().max(1)));
             query = ser.finish();
@@ -382,7 +419,7 @@ impl Request {
     /// A non-success status is an [`Error::Api`].
     pub async fn send(self) -> Result<Response> {
         let url = self.url();
-        let timeout = self.timeout;
+        let timeout = self.send_timeout();
         let what = self.describe();
         let exchange = async {
             let res = self.exchange(&url).await?;
@@ -394,15 +431,22 @@ impl Request {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or_default()
                 .to_string();
-            let body = res
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| self.transport_error(&url, e))?
-                .to_bytes();
             if !status.is_success() {
-                return Err(api_error(self.method.as_str(), &url, status, &body));
+                return Err(self.refusal(&url, status, res.into_body()).await);
             }
+            let limit = self.client.inner.max_body_bytes;
+            let body = match read_body(res.into_body(), limit).await {
+                Ok(ReadBody::Whole(body)) => body,
+                Ok(ReadBody::Cut(_)) => {
+                    let e = Error::TooLarge {
+                        what: format!("the response to {} {url}", self.method),
+                        limit,
+                    };
+                    tracing::warn!("{e}");
+                    return Err(e);
+                }
+                Err(e) => return Err(self.transport_error(&url, e)),
+            };
             Ok(Response {
                 status,
                 content_type,
@@ -423,21 +467,17 @@ impl Request {
     /// stream ends when the server closes it (at its `timeoutSeconds`) or the connection
     /// drops; a malformed event is an `Err` item and the stream goes on. Events that
     /// arrive together (a streaming list, a burst) are decoded on every core, in order.
+    /// The client's default timeout does not apply (a timeout set on the request does, on
+    /// the server).
     pub async fn watch<K: DeserializeOwned + Send + 'static>(
         self,
     ) -> Result<impl Stream<Item = Result<WatchEvent<K>>> + Send + use<K>> {
         let this = self.param("watch", "true");
-        let url = this.url();
+        let url = this.url_with_timeout(this.timeout);
         let res = this.exchange(&url).await?;
         let status = res.status();
         if !status.is_success() {
-            let body = res
-                .into_body()
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
-            return Err(api_error(this.method.as_str(), &url, status, &body));
+            return Err(this.refusal(&url, status, res.into_body()).await);
         }
         this.take_warnings(&res);
         let decoder = WatchDecoder::<K>::new(this.describe());
@@ -488,6 +528,24 @@ impl Request {
             .map_err(|e| Error::Request(format!("{} {url}: {e}", self.method)))
     }
 
+    /// The error for a refusal: the API error its body (read up to
+    /// [`MAX_ERROR_BODY_BYTES`]) describes.
+    async fn refusal(&self, url: &str, status: StatusCode, body: kube::client::Body) -> Error {
+        let body = match read_body(body, MAX_ERROR_BODY_BYTES).await {
+            Ok(ReadBody::Whole(body)) => body,
+            Ok(ReadBody::Cut(start)) => {
+                tracing::warn!(
+                    "{} {url}: the body of the {status} response is over {MAX_ERROR_BODY_BYTES} bytes; reading only those",
+                    self.method
+                );
+                start
+            }
+            // The code is the answer; a body cut short only loses the details.
+            Err(_) => Bytes::new(),
+        };
+        api_error(self.method.as_str(), url, status, &body)
+    }
+
     fn take_warnings<B>(&self, res: &http::Response<B>) -> Vec<String> {
         let warnings: Vec<String> = res
             .headers()
@@ -521,6 +579,61 @@ impl Request {
             after,
         }
     }
+}
+
+/// The most of a refusal's body (a 4xx or 5xx response, a failed watch) that is read:
+/// enough for any `metav1.Status`, whose message is then cut at
+/// [`MAX_MESSAGE_LEN`](super::MAX_MESSAGE_LEN) anyway.
+pub const MAX_ERROR_BODY_BYTES: usize = 1 << 20;
+
+/// A body read up to a limit.
+enum ReadBody {
+    /// The whole body.
+    Whole(Bytes),
+    /// The body went past the limit: its first `limit` bytes (the rest is not read).
+    Cut(Bytes),
+}
+
+/// Reads `body` up to `limit` bytes; a body whose announced length is over the limit is
+/// not read at all. The frames are joined once at the end (no copy for a body of one
+/// frame), as `collect` does.
+async fn read_body<B>(mut body: B, limit: usize) -> Result<ReadBody, B::Error>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+{
+    if usize::try_from(body.size_hint().lower()).map_or(true, |n| n > limit) {
+        return Ok(ReadBody::Cut(Bytes::new()));
+    }
+    let mut frames = Vec::new();
+    let mut total = 0;
+    let mut cut = false;
+    while let Some(frame) = body.frame().await {
+        let Ok(mut data) = frame?.into_data() else {
+            continue;
+        };
+        if total + data.len() > limit {
+            data.truncate(limit - total);
+            cut = true;
+        }
+        total += data.len();
+        frames.push(data);
+        if cut {
+            break;
+        }
+    }
+    let bytes = match <[Bytes; 1]>::try_from(frames) {
+        Ok([one]) => one,
+        Err(frames) => {
+            let mut joined = bytes::BytesMut::with_capacity(total);
+            frames.iter().for_each(|f| joined.extend_from_slice(f));
+            joined.freeze()
+        }
+    };
+    Ok(if cut {
+        ReadBody::Cut(bytes)
+    } else {
+        ReadBody::Whole(bytes)
+    })
 }
 
 /// The `host` label of a server's requests: `host:port` of its URL.
@@ -882,6 +995,29 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::Pod;
 
+    #[tokio::test]
+    async fn request_debug_omits_the_body() {
+        let secret = serde_json::json!({"kind": "Secret", "stringData": {"password": "hunter2"}});
+        let client = RestClient::new(&Config::from_url("http://127.0.0.1:1").unwrap()).unwrap();
+        let request = client
+            .post()
+            .group_version("", "v1")
+            .namespace("demo")
+            .resource("secrets")
+            .body(&secret);
+        let debug = format!("{request:?}");
+        assert!(
+            !debug.contains("hunter2") && !debug.contains("stringData"),
+            "{debug}"
+        );
+        assert!(debug.contains("/api/v1/namespaces/demo/secrets"), "{debug}");
+        let len = serde_json::to_vec(&secret).unwrap().len();
+        assert!(
+            debug.contains(&format!("body_bytes: Some({len})")),
+            "{debug}"
+        );
+    }
+
     #[test]
     fn warning_header_text_is_unquoted() {
         assert_eq!(
@@ -1007,6 +1143,55 @@ mod tests {
             (500, 1, Duration::ZERO),
             "5xx without Retry-After is final"
         );
+    }
+
+    #[tokio::test]
+    async fn a_response_body_over_the_limit_is_too_large_whether_announced_or_endless() {
+        use crate::rest::test_server::{Reply, TestServer};
+        let server = TestServer::start(|line| match line {
+            l if l.contains("/announced") => Reply::json(200, vec![b' '; 64 << 10]),
+            l if l.contains("/small") => Reply::json(200, "{}"),
+            _ => Reply::Endless { status: 200 },
+        })
+        .await;
+        let client = RestClient::new(&server.config().with_max_body_bytes(1024)).unwrap();
+        for path in ["/announced", "/endless"] {
+            let err = client.get().abs_path(path).send().await.unwrap_err();
+            assert!(matches!(err, Error::TooLarge { limit: 1024, .. }), "{err}");
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("the response to GET {path}")),
+                "{err}"
+            );
+        }
+        let small = client.get().abs_path("/small").send().await.unwrap();
+        assert_eq!(small.body().as_ref(), b"{}");
+    }
+
+    #[tokio::test]
+    async fn a_refusal_with_an_endless_body_is_read_up_to_the_cap_and_reported_by_code() {
+        use crate::rest::test_server::{Reply, TestServer};
+        let server = TestServer::start(|_| Reply::Endless { status: 500 }).await;
+        let client = server.client();
+        let err = client
+            .get()
+            .abs_path("/api/v1/pods")
+            .watch::<Pod>()
+            .await
+            .err()
+            .expect("a refused watch");
+        assert_eq!(err.code(), Some(500), "{err}");
+        assert!(
+            err.to_string().len() < 1024,
+            "the message is the body's start"
+        );
+        let err = client
+            .get()
+            .abs_path("/api/v1/pods")
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Some(500), "{err}");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! Loading kubeconfig files, in-cluster service accounts, authentication plugins and TLS
 //! are `kube`'s (its [`kube::Config`] sits inside); this type adds what client-go adds on
 //! top: client-side rate limiting (QPS 5, burst 10 unless set; a negative QPS disables it),
-//! a default request timeout, the retry budget and the user agent.
+//! a default request timeout (60 s; watches have their own), a cap on response bodies,
+//! the retry budget and the user agent.
 //!
 //! ```no_run
 //! # async fn demo() -> kubekit::rest::Result<()> {
@@ -33,6 +34,17 @@ pub const DEFAULT_QPS: f32 = 5.0;
 pub const DEFAULT_BURST: u32 = 10;
 /// Default number of retries of a throttled (429) or unavailable (5xx) request.
 pub const DEFAULT_MAX_RETRIES: u32 = 10;
+/// Default timeout of every request but watches: kube-apiserver's own default request
+/// timeout (`--request-timeout`, 60 s), after which it would have given up anyway. A
+/// request accepted and never answered fails with [`Error::Timeout`] instead of hanging.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default largest response body read whole (every request but watches, whose events are
+/// bounded one by one): 1 GiB. client-go has no limit; kubekit needs one so that a server
+/// sending without end costs an error, not the process. It is generous because a whole
+/// list legitimately gets large: kube-apiserver's watch cache answers a list at
+/// resourceVersion "0" in one piece whatever the page size, and 100k ~7 KiB Pods (the
+/// benchmarks' largest case) are ~700 MiB of JSON.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 30;
 
 /// Connection settings for a [`RestClient`](super::RestClient).
 ///
@@ -45,21 +57,43 @@ pub struct Config {
     pub qps: f32,
     /// Requests allowed at once above the average rate.
     pub burst: u32,
-    /// Timeout of each request unless the request sets its own; `None` waits as long as the
-    /// server does.
+    /// Timeout of each request but watches, unless the request sets its own
+    /// ([`DEFAULT_TIMEOUT`], 60 s, unless set); `None` waits as long as the server does.
+    /// Watches are bounded by their `timeoutSeconds` instead.
     pub timeout: Option<Duration>,
     /// How many times a request refused with 429, or a 5xx carrying `Retry-After`, is retried.
     pub max_retries: u32,
     /// The `User-Agent` header sent with every request.
     pub user_agent: String,
+    /// The largest response body read whole ([`DEFAULT_MAX_BODY_BYTES`] unless set); a
+    /// larger one is an [`Error::TooLarge`]. Watch events have their own limit
+    /// ([`MAX_WATCH_EVENT_BYTES`](super::MAX_WATCH_EVENT_BYTES)).
+    pub max_body_bytes: usize,
     /// Where the client's requests are counted and timed, if anywhere.
     pub metrics: Option<RestClientMetrics>,
 }
 
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("host", &self.kube.cluster_url.to_string())
+            .field("auth", &self.auth_method())
+            .field("insecure", &self.kube.accept_invalid_certs)
+            .field("qps", &self.qps)
+            .field("burst", &self.burst)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("user_agent", &self.user_agent)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish()
+    }
+}
+
+impl Config {
+    /// How requests authenticate, for `Debug` and warnings: `"none"` without credentials.
+    fn auth_method(&self) -> &'static str {
         let auth = &self.kube.auth_info;
-        let method = if auth.token.is_some() || auth.token_file.is_some() {
+        if auth.token.is_some() || auth.token_file.is_some() {
             "bearer token"
         } else if auth.client_certificate.is_some() || auth.client_certificate_data.is_some() {
             "client certificate"
@@ -71,33 +105,45 @@ impl fmt::Debug for Config {
             "auth provider"
         } else {
             "none"
-        };
-        f.debug_struct("Config")
-            .field("host", &self.kube.cluster_url.to_string())
-            .field("auth", &method)
-            .field("insecure", &self.kube.accept_invalid_certs)
-            .field("qps", &self.qps)
-            .field("burst", &self.burst)
-            .field("timeout", &self.timeout)
-            .field("max_retries", &self.max_retries)
-            .field("user_agent", &self.user_agent)
-            .finish()
+        }
     }
-}
 
-impl Config {
-    /// Wraps a `kube` configuration with client-go's defaults (QPS 5, burst 10, 10 retries).
+    /// Why requests of this configuration expose credentials, if they do: a credential
+    /// sent over plain `http://` to a host other than loopback. A client made from it
+    /// logs this as a warning.
+    pub(crate) fn cleartext_credentials(&self) -> Option<String> {
+        let url = &self.kube.cluster_url;
+        let method = self.auth_method();
+        let loopback = url.host().is_some_and(|h| {
+            h == "localhost"
+                || h.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        (url.scheme_str() == Some("http") && method != "none" && !loopback).then(|| {
+            format!("credentials ({method}) are sent in clear text to {url}: use https://")
+        })
+    }
+
+    /// Wraps a `kube` configuration with client-go's defaults (QPS 5, burst 10, 10 retries)
+    /// and kubekit's bounds ([`DEFAULT_TIMEOUT`], [`DEFAULT_MAX_BODY_BYTES`]).
+    ///
+    /// User information in the server URL (`https://user:password@host`) is dropped, with
+    /// a warning: kube never sends it, and it would show wherever the URL is printed.
     pub fn from_kube(mut kube: kube::Config) -> Self {
         // kubekit retries on its own terms (Retry-After, a budget of `max_retries`);
         // kube's retry layer would retry the same requests a second time.
         kube.default_retry = false;
+        kube.cluster_url = without_userinfo(kube.cluster_url);
         Self {
             kube,
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
-            timeout: None,
+            timeout: Some(DEFAULT_TIMEOUT),
             max_retries: DEFAULT_MAX_RETRIES,
             user_agent: format!("kubekit/{}", env!("CARGO_PKG_VERSION")),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             metrics: None,
         }
     }
@@ -153,11 +199,34 @@ impl Config {
 
     /// The default loading rules: `$KUBECONFIG` (files merged as kubectl does), then
     /// `~/.kube/config`, then the in-cluster service account.
+    ///
+    /// Unlike `kube::Config::infer`, this never reads kube's debugging variables
+    /// (`KUBE_RS_DEBUG_OVERRIDE_URL`, which would send the credentials to another server,
+    /// and `KUBE_RS_DEBUG_IMPERSONATE_*`): whoever sets a process's environment does not
+    /// get to redirect its token. Opt in with
+    /// [`with_kube_debug_overrides`](Self::with_kube_debug_overrides).
     pub async fn infer() -> Result<Self> {
-        kube::Config::infer()
-            .await
+        let kubeconfig = match kube::Config::from_kubeconfig(&KubeConfigOptions::default()).await {
+            Ok(config) => return Ok(Self::from_kube(config)),
+            Err(e) => e,
+        };
+        kube::Config::incluster()
             .map(Self::from_kube)
-            .map_err(|e| Error::Config(e.to_string()))
+            .map_err(|in_cluster| {
+                Error::Config(format!(
+                    "no kubeconfig ({kubeconfig}) and not in a cluster ({in_cluster})"
+                ))
+            })
+    }
+
+    /// The same configuration with kube's debugging overrides applied, read from the
+    /// environment: `KUBE_RS_DEBUG_OVERRIDE_URL` replaces the server URL (the credentials
+    /// go there), `KUBE_RS_DEBUG_IMPERSONATE_USER` / `_GROUP` impersonate. For debugging
+    /// only (e.g. through `kubectl proxy`); kubekit never applies them on its own.
+    pub fn with_kube_debug_overrides(mut self) -> Self {
+        self.kube.apply_debug_overrides();
+        self.kube.cluster_url = without_userinfo(std::mem::take(&mut self.kube.cluster_url));
+        self
     }
 
     /// client-go's `BuildConfigFromFlags(masterURL, kubeconfigPath)`, as controllers' flags
@@ -186,7 +255,7 @@ impl Config {
             },
         };
         if let Some(master) = master_url {
-            config.kube.cluster_url = parse_url(master)?;
+            config.kube.cluster_url = without_userinfo(parse_url(master)?);
         }
         Ok(config)
     }
@@ -198,9 +267,15 @@ impl Config {
         self
     }
 
-    /// Sets the default timeout of every request.
+    /// Sets the default timeout of every request but watches.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the largest response body read whole.
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
         self
     }
 
@@ -242,6 +317,26 @@ impl Config {
     pub fn kube_config(&self) -> &kube::Config {
         &self.kube
     }
+}
+
+/// `url` without its user information (`user:password@`), which is logged as dropped.
+fn without_userinfo(url: http::Uri) -> http::Uri {
+    let Some(host) = url
+        .authority()
+        .and_then(|a| a.as_str().rsplit_once('@'))
+        .map(|(_, host)| host.to_string())
+    else {
+        return url;
+    };
+    let mut parts = url.into_parts();
+    match host.parse() {
+        Ok(authority) => parts.authority = Some(authority),
+        Err(_) => parts.authority = None,
+    }
+    tracing::warn!(
+        "the server URL's user information is dropped: kube does not send it and kubekit does not print credentials"
+    );
+    http::Uri::from_parts(parts).unwrap_or_default()
 }
 
 fn parse_url(url: &str) -> Result<http::Uri> {
@@ -330,6 +425,87 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, Error::Config(_)));
         assert!(err.to_string().contains("/nonexistent/kubeconfig"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_password_in_the_server_url_is_neither_printed_nor_kept() {
+        let config = Config::from_url("http://admin:hunter2@127.0.0.1:8001").unwrap();
+        assert_eq!(config.host().to_string(), "http://127.0.0.1:8001/");
+        assert!(!format!("{config:?}").contains("hunter2"));
+        let path = kubeconfig_file("userinfo", "https://admin:hunter2@127.0.0.1:1");
+        let config = Config::from_kubeconfig(&path).await.unwrap();
+        assert_eq!(config.host().to_string(), "https://127.0.0.1:1/");
+        let debug = format!("{config:?}");
+        assert!(
+            !debug.contains("hunter2") && !debug.contains(TOKEN),
+            "{debug}"
+        );
+        let config = Config::from_flags(Some("https://u:hunter2@10.1.2.3:6443"), Some(&path))
+            .await
+            .unwrap();
+        assert_eq!(config.host().to_string(), "https://10.1.2.3:6443/");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[tokio::test]
+    async fn credentials_over_plain_http_to_a_remote_host_are_flagged() {
+        for (server, flagged) in [
+            ("http://10.1.2.3:8080", true),
+            ("http://api.example.com", true),
+            ("http://127.0.0.1:8080", false),
+            ("http://localhost:8080", false),
+            ("http://[::1]:8080", false),
+            ("https://10.1.2.3:6443", false),
+        ] {
+            let path = kubeconfig_file("cleartext", server);
+            let config = Config::from_kubeconfig(&path).await.unwrap();
+            let warning = config.cleartext_credentials();
+            assert_eq!(warning.is_some(), flagged, "{server}: {warning:?}");
+            if let Some(w) = warning {
+                assert!(w.contains("bearer token") && !w.contains(TOKEN), "{w}");
+            }
+            std::fs::remove_file(path).unwrap();
+        }
+        let anonymous = Config::from_url("http://10.1.2.3:8080").unwrap();
+        assert_eq!(
+            anonymous.cleartext_credentials(),
+            None,
+            "no credential to expose"
+        );
+    }
+
+    /// Set in the child process of the test below: the environment a process inherits.
+    const CHILD: &str = "KUBEKIT_TEST_DEBUG_OVERRIDE_CHILD";
+
+    #[tokio::test]
+    async fn kube_debug_override_url_is_ignored_unless_opted_in() {
+        if std::env::var_os(CHILD).is_some() {
+            let inferred = Config::infer().await.unwrap();
+            assert_eq!(inferred.host().to_string(), "https://127.0.0.1:1/");
+            let flags = Config::from_flags(None, None).await.unwrap();
+            assert_eq!(flags.host().to_string(), "https://127.0.0.1:1/");
+            let opted = inferred.with_kube_debug_overrides();
+            assert_eq!(opted.host().to_string(), "http://attacker.example:8001/");
+            return;
+        }
+        // The environment is the input: a child process gets it (setting variables in
+        // this multi-threaded process would be unsound).
+        let path = kubeconfig_file("override", "https://127.0.0.1:1");
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "rest::config::tests::kube_debug_override_url_is_ignored_unless_opted_in",
+            ])
+            .env(CHILD, "1")
+            .env("KUBECONFIG", &path)
+            .env("KUBE_RS_DEBUG_OVERRIDE_URL", "http://attacker.example:8001")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .unwrap();
+        std::fs::remove_file(path).unwrap();
+        let out = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{out}");
+        assert!(out.contains("1 passed"), "the child ran the test: {out}");
     }
 
     #[tokio::test]

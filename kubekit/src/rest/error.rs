@@ -31,8 +31,10 @@ pub enum Error {
         /// The API status: code, reason, message and details.
         status: Box<Status>,
     },
-    /// The request could not be sent or its response could not be read.
-    #[error("{verb} {url}: {source}")]
+    /// The request could not be sent or its response could not be read. The message
+    /// names every cause in `source`'s chain (a TLS failure says which: unknown issuer,
+    /// expired certificate, wrong name…), not only the outermost one.
+    #[error("{verb} {url}: {}", Causes(source.as_ref()))]
     Transport {
         /// HTTP method of the request.
         verb: String,
@@ -70,9 +72,20 @@ pub enum Error {
     /// serialize, a name with a `/`).
     #[error("invalid request: {0}")]
     Request(String),
-    /// The server sent more than kubekit accepts in one piece: `what` (a watch event of a
-    /// resource) was larger than `limit` bytes. The stream it came on is given up.
-    #[error("{what}: larger than the limit of {limit} bytes; the stream is given up")]
+    /// Code run on the caller's behalf (an informer's transform, a lister-watcher) panicked
+    /// while doing `what`. That work is given up and reported: the object is skipped, a
+    /// reflector restarted.
+    #[error("{what}: panicked: {message}")]
+    Panic {
+        /// What was being done.
+        what: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// The server sent more than kubekit accepts in one piece: `what` (a response body, a
+    /// watch event of a resource) was larger than `limit` bytes. The response or stream it
+    /// came on is given up, unread past the limit.
+    #[error("{what}: larger than the limit of {limit} bytes; given up")]
     TooLarge {
         /// What was too large.
         what: String,
@@ -92,6 +105,26 @@ impl fmt::Display for ApiMessage<'_> {
             Some(m) if !m.is_empty() => write!(f, "{m} ({code} {reason})"),
             _ => write!(f, "{code} {reason}"),
         }
+    }
+}
+
+/// An error followed by each cause in its source chain that its message does not already
+/// say, separated by `: `.
+struct Causes<'a>(&'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for Causes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut said = self.0.to_string();
+        let mut cause = self.0.source();
+        while let Some(c) = cause {
+            let text = c.to_string();
+            if !said.contains(&text) {
+                said.push_str(": ");
+                said.push_str(&text);
+            }
+            cause = c.source();
+        }
+        f.write_str(&said)
     }
 }
 
@@ -282,6 +315,67 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error with a message and a cause, as the HTTP stack nests them.
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl fmt::Display for Layer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn a_transport_error_names_every_cause_in_its_chain_once() {
+        let tls = Layer("invalid peer certificate: UnknownIssuer", None);
+        let io = Layer(
+            "invalid peer certificate: UnknownIssuer",
+            Some(Box::new(tls)),
+        );
+        let connect = Layer("client error (Connect)", Some(Box::new(io)));
+        let err = Error::Transport {
+            verb: "GET".into(),
+            url: "/version".into(),
+            source: Box::new(connect),
+        };
+        assert_eq!(
+            err.to_string(),
+            "GET /version: client error (Connect): invalid peer certificate: UnknownIssuer"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_tls_handshake_with_a_server_that_does_not_speak_tls_says_why_it_failed() {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            stream
+                .write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                .await
+                .unwrap();
+            stream
+        });
+        let mut config = crate::rest::Config::from_url(&url).unwrap();
+        config.max_retries = 0;
+        let client = crate::rest::RestClient::new(&config).unwrap();
+        let err = client.get().abs_path("/version").send().await.unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::Transport { .. }), "{text}");
+        assert!(
+            text.contains("client error (Connect): ") && text.contains("corrupt message"),
+            "{text}"
+        );
+        drop(server.await);
+    }
 
     #[test]
     fn a_huge_status_message_is_cut_with_its_size_said() {

@@ -19,14 +19,19 @@ pub mod config;
 pub mod error;
 pub mod leading;
 pub mod metrics;
+#[cfg(test)]
+pub(crate) mod test_server;
 pub mod watch;
 mod watch_stream;
 
 pub use client::{
-    ListPage, MAX_RETRY_AFTER, ObjectList, PatchType, Request, Response, RestClient,
-    WarningHandler, decode_list,
+    ListPage, MAX_ERROR_BODY_BYTES, MAX_RETRY_AFTER, ObjectList, PatchType, Request, Response,
+    RestClient, WarningHandler, decode_list,
 };
-pub use config::{Config, DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_QPS};
+pub use config::{
+    Config, DEFAULT_BURST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_QPS,
+    DEFAULT_TIMEOUT,
+};
 pub use error::{Error, MAX_MESSAGE_LEN, Result};
 pub use metrics::RestClientMetrics;
 pub use watch::{

@@ -378,6 +378,20 @@ pub(crate) fn decode_last_event<K: DeserializeOwned>(
 }
 
 #[cfg(test)]
+impl<K> WatchDecoder<K> {
+    /// Bytes held that the next [`next_event`](Self::next_event) will search for a
+    /// newline: 0 whenever it has returned `None`, so each byte is searched once.
+    pub(crate) fn unscanned(&self) -> usize {
+        self.buf.len() - self.scanned
+    }
+
+    /// Bytes held.
+    pub(crate) fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::Pod;

@@ -5,7 +5,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 
 use super::*;
 use crate::cache::test_support::{Fake, Script, cm, status, transport};
-use crate::cache::{DeltaType, Indexer};
+use crate::cache::{DeltaType, Indexer, ListWatch};
+use crate::clientset::ResourceClient;
+use crate::rest::test_server::{Reply, TestServer};
 use crate::rest::{Bookmark, ListPage, ObjectList};
 
 struct Harness {
@@ -19,6 +21,24 @@ struct Harness {
 
 fn harness(configure: impl FnOnce(&mut ReflectorOptions<ConfigMap>)) -> Harness {
     let script = Arc::new(Script::default());
+    harness_on(Arc::new(Fake(script.clone())), script, configure)
+}
+
+/// A reflector of ConfigMaps in namespace `ns` served by `server`, over the real client
+/// (its default request timeout included), with an unjittered backoff.
+fn loopback_harness(server: &TestServer) -> Harness {
+    let lw = ListWatch::new(ResourceClient::<ConfigMap>::namespaced(
+        server.client(),
+        "ns",
+    ));
+    harness_on(Arc::new(lw), Arc::default(), |o| o.backoff.jitter = 0.0)
+}
+
+fn harness_on(
+    lw: Arc<dyn ListerWatcher<ConfigMap>>,
+    script: Arc<Script>,
+    configure: impl FnOnce(&mut ReflectorOptions<ConfigMap>),
+) -> Harness {
     let indexer = Arc::new(Indexer::new());
     let fifo = Arc::new(DeltaFifo::new(Some(indexer.clone())));
     let errors = Arc::new(Mutex::new(Vec::new()));
@@ -31,11 +51,7 @@ fn harness(configure: impl FnOnce(&mut ReflectorOptions<ConfigMap>)) -> Harness 
         ..Default::default()
     };
     configure(&mut opts);
-    let reflector = Arc::new(Reflector::new(
-        Arc::new(Fake(script.clone())),
-        fifo.clone(),
-        opts,
-    ));
+    let reflector = Arc::new(Reflector::new(lw, fifo.clone(), opts));
     Harness {
         script,
         fifo,
@@ -59,6 +75,22 @@ impl Harness {
         for _ in 0..50 {
             tokio::task::yield_now().await;
         }
+    }
+
+    /// Lets the reflector run until `cond` holds (on paused time the clock stays put:
+    /// this task never idles, so the runtime never advances it).
+    async fn settle_until(&self, cond: impl Fn() -> bool) {
+        for _ in 0..100_000 {
+            if cond() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+        panic!("condition not reached");
+    }
+
+    fn errors(&self) -> Vec<String> {
+        self.errors.lock().clone()
     }
 
     /// Pops everything, applying it to the indexer as an informer would.
@@ -422,6 +454,35 @@ async fn streaming_list_hands_objects_over_as_they_stream_and_syncs_at_the_end_b
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_streaming_list_closed_right_after_its_initial_events_is_rewatched_at_once() {
+    let h = harness(|o| o.use_streaming_list = true);
+    let events = h.script.watch();
+    let _next = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    let mut end = Bookmark {
+        resource_version: "8".into(),
+        ..Default::default()
+    };
+    end.annotations.insert(
+        crate::rest::INITIAL_EVENTS_END_ANNOTATION.into(),
+        "true".into(),
+    );
+    events.send(Ok(WatchEvent::Added(cm("a", "5")))).unwrap();
+    events.send(Ok(WatchEvent::Bookmark(end))).unwrap();
+    drop(events);
+    h.settle().await;
+    assert_eq!(
+        h.script.kinds(),
+        ["watch", "watch"],
+        "not a very short watch"
+    );
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_server_refusing_streaming_lists_gets_a_plain_list() {
     let h = harness(|o| o.use_streaming_list = true);
     h.script.watch_error(status(422, "Invalid"));
@@ -686,6 +747,201 @@ async fn metrics_count_lists_relists_watches_and_events_by_type() {
         !text.contains(r#"reflector_last_resource_version_timestamp_seconds{name="cms"} 0"#),
         "the version advanced: {text}"
     );
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+const EMPTY_LIST: &str =
+    r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},"items":[]}"#;
+
+fn is_list(line: &str) -> bool {
+    !line.contains("watch=true")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_refusing_every_list_with_gone_is_asked_again_only_after_the_backoff() {
+    let server = TestServer::start(|_| Reply::status(410, "Gone")).await;
+    let h = loopback_harness(&server);
+    let task = h.start();
+    h.settle_until(|| !h.errors.lock().is_empty()).await;
+    let lists = server.requests();
+    assert_eq!(
+        lists.len(),
+        2,
+        "at version 0, then once from the latest state: {lists:?}"
+    );
+    assert!(lists[0].contains("resourceVersion=0"), "{lists:?}");
+    assert!(!lists[1].contains("resourceVersion="), "{lists:?}");
+    assert!(h.errors()[0].contains("410 Gone"), "{:?}", h.errors());
+
+    tokio::time::advance(Duration::from_millis(799)).await;
+    h.settle().await;
+    assert_eq!(server.requests().len(), 2, "still backing off");
+    tokio::time::advance(Duration::from_millis(1)).await;
+    h.settle_until(|| h.errors.lock().len() == 2).await;
+    assert_eq!(server.requests().len(), 3, "one list per backoff period");
+    tokio::time::advance(Duration::from_millis(1599)).await;
+    h.settle().await;
+    assert_eq!(server.requests().len(), 3, "the second wait is doubled");
+    tokio::time::advance(Duration::from_millis(1)).await;
+    h.settle_until(|| h.errors.lock().len() == 3).await;
+    assert_eq!(server.requests().len(), 4);
+    assert!(!h.fifo.has_synced());
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn watches_closed_at_once_with_an_empty_body_are_reported_and_backed_off() {
+    let server = TestServer::start(|line| match is_list(line) {
+        true => Reply::json(200, EMPTY_LIST),
+        false => Reply::json(200, ""),
+    })
+    .await;
+    let metrics = crate::cache::ReflectorMetrics::new();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let lw = ListWatch::new(ResourceClient::<ConfigMap>::namespaced(
+        server.client(),
+        "ns",
+    ));
+    let h = harness_on(Arc::new(lw), Arc::default(), |o| {
+        o.backoff.jitter = 0.0;
+        o.metrics = Some(metrics.clone());
+    });
+    let task = h.start();
+    h.settle_until(|| !h.errors.lock().is_empty()).await;
+    assert_eq!(server.requests().len(), 2, "{:?}", server.requests());
+    assert!(
+        h.errors()[0].contains("very short watch"),
+        "{:?}",
+        h.errors()
+    );
+    tokio::time::advance(Duration::from_millis(799)).await;
+    h.settle().await;
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "backing off, not re-watching at once"
+    );
+    tokio::time::advance(Duration::from_millis(1)).await;
+    h.settle_until(|| h.errors.lock().len() == 2).await;
+    let requests = server.requests();
+    assert_eq!(
+        requests.iter().filter(|l| is_list(l)).count(),
+        1,
+        "no relist"
+    );
+    assert_eq!(requests.len(), 3);
+
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let line = r#"reflector_errors_total{name="test",kind="transport"} 2"#;
+    assert!(text.contains(line), "{line} missing from\n{text}");
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_never_answered_times_out_is_reported_and_retried_while_watches_get_no_timeout() {
+    let lists = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = TestServer::start({
+        let lists = lists.clone();
+        move |line| match is_list(line) {
+            true if lists.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 => Reply::Hang,
+            true => Reply::json(200, EMPTY_LIST),
+            false => Reply::Hang,
+        }
+    })
+    .await;
+    let h = loopback_harness(&server);
+    let task = h.start();
+    h.settle_until(|| server.requests().len() == 1).await;
+    assert!(
+        server.requests()[0].contains("timeout=60s"),
+        "{:?}",
+        server.requests()
+    );
+    tokio::time::advance(Duration::from_secs(59)).await;
+    h.settle().await;
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    tokio::time::advance(Duration::from_secs(1)).await;
+    h.settle_until(|| !h.errors.lock().is_empty()).await;
+    assert!(
+        h.errors()[0].contains("timed out after 60s"),
+        "{:?}",
+        h.errors()
+    );
+    assert!(!h.fifo.has_synced());
+
+    tokio::time::advance(Duration::from_millis(800)).await;
+    h.settle_until(|| server.requests().len() == 3).await;
+    h.drain().await;
+    assert!(h.fifo.has_synced(), "the retried list synced");
+    let watch = &server.requests()[2];
+    assert!(
+        watch.contains("watch=true") && watch.contains("timeoutSeconds="),
+        "{watch}"
+    );
+    assert!(
+        !watch.contains("&timeout=") && !watch.contains("?timeout="),
+        "{watch}"
+    );
+    tokio::time::advance(Duration::from_secs(120)).await;
+    h.settle().await;
+    assert_eq!(
+        h.errors().len(),
+        1,
+        "the open watch is not timed out: {:?}",
+        h.errors()
+    );
+    assert_eq!(server.requests().len(), 3);
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transform_panicking_on_one_object_reports_it_skips_it_and_the_reflector_goes_on() {
+    let h = harness(|o| {
+        o.transform = Some(Arc::new(|c: ConfigMap| {
+            assert_ne!(
+                c.metadata.name.as_deref(),
+                Some("bad"),
+                "transform refuses bad"
+            );
+            c
+        }));
+    });
+    h.script
+        .list("10", None, &[("a", "5"), ("bad", "6"), ("c", "7")]);
+    let events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    h.drain().await;
+    let mut keys = h.indexer.list_keys();
+    keys.sort();
+    assert_eq!(keys, ["ns/a", "ns/c"]);
+    assert!(h.fifo.has_synced());
+    let errors = h.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains(r#"the transform of test on "ns/bad""#)
+            && errors[0].contains("panicked: assertion")
+            && errors[0].contains("transform refuses bad"),
+        "{errors:?}"
+    );
+
+    events
+        .send(Ok(WatchEvent::Modified(cm("bad", "11"))))
+        .unwrap();
+    events.send(Ok(WatchEvent::Added(cm("d", "12")))).unwrap();
+    h.settle().await;
+    h.drain().await;
+    let mut keys = h.indexer.list_keys();
+    keys.sort();
+    assert_eq!(keys, ["ns/a", "ns/c", "ns/d"], "still watching");
+    assert_eq!(h.errors().len(), 2);
+    assert_eq!(h.reflector.last_sync_resource_version(), "12");
     h.cancel.cancel();
     task.await.unwrap();
 }

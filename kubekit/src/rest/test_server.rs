@@ -1,0 +1,158 @@
+//! Test support: a loopback HTTP/1.1 server that answers as the test scripts it, and
+//! misbehaves as hostile or broken servers do (answers never sent, bodies larger than
+//! promised). Every request line it reads is recorded; dropping it ends its tasks.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+use super::{Config, RestClient};
+
+/// How the server answers one request.
+pub(crate) enum Reply {
+    /// A response with a `Content-Length`, on a connection kept alive.
+    Full {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: Vec<u8>,
+    },
+    /// A response whose body never ends (no length; bytes are sent until the client goes).
+    Endless { status: u16 },
+    /// The request is read and never answered; the connection stays open.
+    Hang,
+}
+
+impl Reply {
+    /// A JSON response.
+    pub(crate) fn json(status: u16, body: impl Into<Vec<u8>>) -> Self {
+        Reply::Full {
+            status,
+            headers: vec![("Content-Type", "application/json".into())],
+            body: body.into(),
+        }
+    }
+
+    /// A `metav1.Status` response with `code` and `reason`.
+    pub(crate) fn status(code: u16, reason: &str) -> Self {
+        Self::json(
+            code,
+            format!(
+                r#"{{"kind":"Status","apiVersion":"v1","status":"Failure","message":"scripted {reason}","reason":"{reason}","code":{code}}}"#
+            ),
+        )
+    }
+}
+
+/// The handler: from the request line (`GET /api/v1/...?...`) to the reply.
+type Handler = Arc<dyn Fn(&str) -> Reply + Send + Sync>;
+
+/// A loopback server; see the [module docs](self).
+pub(crate) struct TestServer {
+    url: String,
+    requests: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl TestServer {
+    /// Starts a server on a free loopback port.
+    pub(crate) async fn start(handler: impl Fn(&str) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let url = format!("http://{}", listener.local_addr().expect("local address"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let handler: Handler = Arc::new(handler);
+        let task = tokio::spawn({
+            let requests = requests.clone();
+            async move {
+                // Dropped with the accept loop when the server is: no connection outlives it.
+                let mut connections = JoinSet::new();
+                while let Ok((stream, _)) = listener.accept().await {
+                    connections.spawn(serve(stream, handler.clone(), requests.clone()));
+                }
+            }
+        });
+        Self {
+            url,
+            requests,
+            task: task.abort_handle(),
+        }
+    }
+
+    /// The request lines read so far.
+    pub(crate) fn requests(&self) -> Vec<String> {
+        self.requests.lock().clone()
+    }
+
+    /// A configuration for this server: no client-side rate limit, no retries.
+    pub(crate) fn config(&self) -> Config {
+        let mut config = Config::from_url(&self.url)
+            .expect("loopback URL")
+            .with_rate_limit(-1.0, 0);
+        config.max_retries = 0;
+        config
+    }
+
+    /// A client of [`config`](Self::config).
+    pub(crate) fn client(&self) -> RestClient {
+        RestClient::new(&self.config()).expect("client")
+    }
+}
+
+/// Answers the requests of one connection (bodies of requests are not read: the tests'
+/// requests have none).
+async fn serve(mut stream: TcpStream, handler: Handler, requests: Arc<Mutex<Vec<String>>>) {
+    let mut buf = Vec::new();
+    loop {
+        let head_end = loop {
+            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break end + 4;
+            }
+            let mut chunk = [0u8; 4096];
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+        buf.drain(..head_end);
+        let line = head.lines().next().unwrap_or_default();
+        let line = line.trim_end_matches(" HTTP/1.1").to_string();
+        requests.lock().push(line.clone());
+        let bytes = match handler(&line) {
+            Reply::Hang => return std::future::pending().await,
+            Reply::Full {
+                status,
+                headers,
+                body,
+            } => {
+                let mut out = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", body.len());
+                for (name, value) in headers {
+                    out.push_str(&format!("{name}: {value}\r\n"));
+                }
+                out.push_str("\r\n");
+                [out.into_bytes(), body].concat()
+            }
+            Reply::Endless { status } => {
+                let head = format!("HTTP/1.1 {status} X\r\nConnection: close\r\n\r\n");
+                if stream.write_all(head.as_bytes()).await.is_ok() {
+                    let chunk = vec![b'x'; 64 << 10];
+                    while stream.write_all(&chunk).await.is_ok() {}
+                }
+                return;
+            }
+        };
+        if stream.write_all(&bytes).await.is_err() {
+            return;
+        }
+    }
+}
