@@ -13,10 +13,11 @@ use k8s_openapi::api::core::v1::Pod;
 use kubekit::cache::{ListWatch, SharedIndexInformer};
 use kubekit::clientset::Clientset;
 use parking_lot::Mutex;
-use tokio_util::sync::CancellationToken;
 
 use common::{admin_client, namespace};
-use pods::{AddCounter, assert_cache_converges, create_pods, delete_pods, update_pods};
+use pods::{
+    AddCounter, assert_cache_converges, create_pods, delete_pods, run, synced, update_pods,
+};
 
 #[tokio::test]
 async fn informer_converges_after_an_apiserver_restart_during_churn_without_duplicate_adds() {
@@ -35,17 +36,8 @@ async fn informer_converges_after_an_apiserver_restart_during_churn_without_dupl
     });
     let adds = AddCounter::default();
     informer.add_event_handler(adds.handler());
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, cancel) = (informer.clone(), cancel.clone());
-        async move { informer.run(cancel).await }
-    });
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        informer.wait_for_sync(&CancellationToken::new()),
-    )
-    .await
-    .expect("synced");
+    let (cancel, task) = run(&informer);
+    synced(&informer).await;
 
     let restart = tokio::task::spawn_blocking(|| testenv::control_plane().restart_apiserver());
     tokio::join!(

@@ -32,7 +32,9 @@ use tokio_util::sync::CancellationToken;
 
 use common::{admin_client, namespace};
 use configmaps::create_configmap;
-use pods::{AddCounter, assert_cache_converges, create_pods, delete_pods, update_pods};
+use pods::{
+    AddCounter, assert_cache_converges, create_pods, delete_pods, run, synced, update_pods,
+};
 
 /// Logs what `RUST_LOG` asks for (nothing by default), for the failures of this suite.
 fn log_to_stderr() {
@@ -230,17 +232,8 @@ async fn a_paged_list_whose_continue_token_expires_restarts_and_the_cache_equals
         o.page_size = 10;
         o.use_streaming_list = false;
     });
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, cancel) = (informer.clone(), cancel.clone());
-        async move { informer.run(cancel).await }
-    });
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        informer.wait_for_sync(&CancellationToken::new()),
-    )
-    .await
-    .expect("synced within a minute");
+    let (cancel, task) = run(&informer);
+    synced(&informer).await;
 
     assert!(
         lw.first_pages.load(Ordering::SeqCst) >= 2,

@@ -20,7 +20,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::clientset::{config_map, ensure_app_crd, setup};
-use crate::pods::{AddCounter, assert_cache_converges, create_pods, delete_pods, update_pods};
+use crate::pods::{
+    AddCounter, assert_cache_converges, create_pods, delete_pods, run, synced, update_pods,
+};
 
 /// Wraps a lister-watcher and counts its list calls (pages).
 struct CountingLists<L> {
@@ -62,33 +64,6 @@ fn test_config_map_informer(
         Arc::new(ListWatch::new(cms.clone()).with_tweak(only_test_objects)),
         Duration::ZERO,
     ))
-}
-
-/// Runs `informer` until the returned token is cancelled.
-fn run<K>(
-    informer: &Arc<SharedIndexInformer<K>>,
-) -> (CancellationToken, tokio::task::JoinHandle<()>)
-where
-    K: kube::Resource + Clone + Send + Sync + 'static,
-{
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (informer, cancel) = (informer.clone(), cancel.clone());
-        async move { informer.run(cancel).await }
-    });
-    (cancel, task)
-}
-
-async fn synced<K>(informer: &SharedIndexInformer<K>)
-where
-    K: kube::Resource + Clone + Send + Sync + 'static,
-{
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        informer.wait_for_sync(&CancellationToken::new()),
-    )
-    .await
-    .expect("informer synced within 60 s");
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! Bulk Pod helpers for the informer tests: create, churn, and compare an informer's cache
-//! with the server. Pods need no node here: they stay Pending.
+//! with the server; run an informer and wait for its sync. Pods need no node here: they
+//! stay Pending.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -7,12 +8,13 @@ use std::time::Duration;
 
 use futures_util::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Pod;
-use kubekit::cache::{Indexer, ResourceEventHandlerFuncs, meta_namespace_key};
+use kubekit::cache::{Indexer, ResourceEventHandlerFuncs, SharedIndexInformer, meta_namespace_key};
 use kubekit::clientset::{
     Clientset, CreateOptions, DeleteOptions, ListOptions, Patch, PatchOptions, ResourceClient,
 };
 use parking_lot::Mutex;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 /// Requests in flight at once during bulk operations.
 const PARALLEL: usize = 16;
@@ -210,4 +212,32 @@ impl AddCounter {
         })
         .await
     }
+}
+
+/// Runs `informer` until the returned token is cancelled.
+pub fn run<K>(
+    informer: &Arc<SharedIndexInformer<K>>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>)
+where
+    K: kube::Resource + Clone + Send + Sync + 'static,
+{
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, cancel) = (informer.clone(), cancel.clone());
+        async move { informer.run(cancel).await }
+    });
+    (cancel, task)
+}
+
+/// Waits (up to a minute) for `informer`'s cache to sync.
+pub async fn synced<K>(informer: &SharedIndexInformer<K>)
+where
+    K: kube::Resource + Clone + Send + Sync + 'static,
+{
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        informer.wait_for_sync(&CancellationToken::new()),
+    )
+    .await
+    .expect("informer synced within 60 s");
 }

@@ -9,22 +9,7 @@ use kubekit::meta::GroupVersionResource;
 use kubekit::scale::{GroupResource, ScaleClient, ScaleError};
 use serde_json::json;
 
-use crate::clientset::setup;
-
-fn deployment(name: &str) -> Deployment {
-    serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-            },
-        },
-    }))
-    .expect("deployment")
-}
+use crate::clientset::{deployment, setup};
 
 #[tokio::test]
 async fn deployment_scale_is_read_updated_and_patched_and_a_stale_update_conflicts() {
