@@ -235,7 +235,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         namespaced,
         status,
         generation: true,
-        returns_deleted_object: true,
+        returns_deleted_object: false,
         builtin: false,
     })
 }

@@ -500,7 +500,7 @@ fn list(shared: &Shared, t: &Target) -> Answer {
     let take = if limit == 0 { usize::MAX } else { limit };
     let items: Vec<Value> = selected.by_ref().take(take).map(|o| item(t, o)).collect();
     let remaining = selected.count();
-    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    let mut metadata = list_metadata(t, rv);
     if remaining > 0
         && let Some(last) = items.last()
     {
@@ -515,6 +515,16 @@ fn list(shared: &Shared, t: &Target) -> Answer {
         }
     }
     Ok((200, list_object(t, metadata, items)))
+}
+
+/// A list's metadata at resourceVersion `rv`.
+fn list_metadata(t: &Target, rv: u64) -> Value {
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if !t.info.builtin {
+        // Unstructured lists always carry `continue`.
+        metadata["continue"] = json!("");
+    }
+    metadata
 }
 
 fn too_large(wanted: u64, current: u64) -> ApiError {
@@ -623,11 +633,14 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
         let mut obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
         match &kind {
             Kind::Json(p) => json_patch::patch(&mut obj, p).map_err(|e| {
-                ApiError::new(
+                tracing::debug!("kubekit-fake: a JSON patch failed: {e}");
+                let mut e = ApiError::new(
                     422,
                     "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
+                    "the server rejected our request due to an error in our request",
+                );
+                e.details = Some(json!({}));
+                e
             })?,
             Kind::Merge(p) => json_patch::merge(&mut obj, p),
         }
@@ -691,8 +704,8 @@ fn delete_collection(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
     let req = delete_request(t, body)?;
     let filter = Filter::parse(t.param("labelSelector"), t.param("fieldSelector"))?;
     let ns = (!t.ns.is_empty()).then_some(t.ns.as_str());
-    let deleted = shared.write(|s| -> ApiResult<Vec<Value>> {
-        let (_, objects) = s.snapshot(&t.info, ns, None)?;
+    let (rv, deleted) = shared.write(|s| -> ApiResult<(u64, Vec<Value>)> {
+        let (rv, objects) = s.snapshot(&t.info, ns, None)?;
         let mut deleted = Vec::new();
         for o in objects.iter().filter(|o| filter.matches(o)) {
             let meta = &o["metadata"];
@@ -706,9 +719,9 @@ fn delete_collection(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
                 Err(e) => return Err(e),
             }
         }
-        Ok(deleted)
+        Ok((rv, deleted))
     })?;
-    Ok((200, list_object(t, json!({}), deleted)))
+    Ok((200, list_object(t, list_metadata(t, rv), deleted)))
 }
 
 #[cfg(test)]

@@ -85,6 +85,35 @@ impl ApiError {
         .with_details(details(info, name))
     }
 
+    /// `409 Conflict` for a delete precondition (`UID` or `ResourceVersion`) that does
+    /// not hold; the real server names the kind here, not the resource.
+    pub fn precondition_failed(
+        info: &ResourceInfo,
+        name: &str,
+        field: &str,
+        want: &str,
+        have: &str,
+    ) -> Self {
+        let consequence = if field == "UID" {
+            "deleted and then recreated"
+        } else {
+            "modified"
+        };
+        let mut d = json!({"name": name, "kind": info.kind});
+        if !info.group.is_empty() {
+            d["group"] = json!(info.group);
+        }
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": the {field} in the precondition ({want}) does not match the {field} in record ({have}). The object might have been {consequence}",
+                info.kind
+            ),
+        )
+        .with_details(d)
+    }
+
     /// `409 Conflict` for a stale `metadata.resourceVersion`.
     pub fn stale(info: &ResourceInfo, name: &str) -> Self {
         Self::conflict(

@@ -29,6 +29,10 @@ use crate::status::{ApiError, ApiResult};
 /// How many changes of each resource are kept for watches and exact lists.
 pub const HISTORY_LIMIT: usize = 1000;
 
+/// The message of a watch from a resourceVersion older than the history (etcd's, after
+/// a compaction).
+pub const WATCH_EXPIRED: &str = "The resourceVersion for the provided watch is too old.";
+
 /// The type of a change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
@@ -78,7 +82,9 @@ pub struct DeleteRequest {
 /// What a delete did.
 #[derive(Debug, Clone)]
 pub enum Deleted {
-    /// The object is gone; this was its last state.
+    /// The object is gone; this was its last stored state (the real server answers a
+    /// delete with it, at its last resourceVersion; the `DELETED` event carries the
+    /// deletion's).
     Gone(Arc<Value>),
     /// The object is marked for deletion and waits for its finalizers.
     Pending(Arc<Value>),
@@ -118,6 +124,16 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     obj["metadata"]
         .as_object_mut()
         .expect("metadata was just made an object")
+}
+
+/// Drops empty maps and lists and nulls from `metadata`, as Go's `ObjectMeta` omits them.
+fn omit_empty_metadata(obj: &mut Value) {
+    meta_mut(obj).retain(|_, v| match v {
+        Value::Object(o) => !o.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Null => false,
+        _ => true,
+    });
 }
 
 fn finalizers(obj: &Value) -> Vec<String> {
@@ -285,10 +301,7 @@ impl Store {
             return Ok(Vec::new());
         };
         if after < table.compacted {
-            return Err(ApiError::expired(format!(
-                "too old resource version: {after} ({})",
-                table.compacted + 1
-            )));
+            return Err(ApiError::expired(WATCH_EXPIRED));
         }
         let start = table.events.partition_point(|e| e.rv <= after);
         Ok(table.events.range(start..).cloned().collect())
@@ -315,6 +328,7 @@ impl Store {
     ) -> Arc<Value> {
         self.rv += 1;
         let rv = self.rv;
+        omit_empty_metadata(&mut object);
         meta_mut(&mut object).insert("resourceVersion".into(), json!(rv.to_string()));
         let object = Arc::new(object);
         let key = key_of(&object);
@@ -492,13 +506,16 @@ impl Store {
             "resourceVersion".into(),
             meta(&old)["resourceVersion"].clone(),
         );
+        omit_empty_metadata(&mut result);
         if result == *old {
             return Ok(old);
         }
         if meta(&result).get("deletionTimestamp").is_some() && finalizers(&result).is_empty() {
-            let gone = self.write(info, EventType::Deleted, result, Some(old));
+            // The update deletes the object; like the real server, it answers with the
+            // object at its last stored resourceVersion.
+            self.write(info, EventType::Deleted, result.clone(), Some(old));
             self.collect_garbage();
-            return Ok(gone);
+            return Ok(Arc::new(result));
         }
         Ok(self.write(info, EventType::Modified, result, Some(old)))
     }
@@ -514,14 +531,15 @@ impl Store {
     ) -> ApiResult<Deleted> {
         let old = self.get(info, ns, name)?;
         let check = |label: &str, want: &Option<String>, field: &str| match want {
-            Some(want) if meta_str(&old, field) != Some(want.as_str()) => Err(ApiError::conflict(
-                info,
-                name,
-                &format!(
-                    "Precondition failed: {label} in precondition: {want}, {label} in object meta: {}",
-                    meta_str(&old, field).unwrap_or("")
-                ),
-            )),
+            Some(want) if meta_str(&old, field) != Some(want.as_str()) => {
+                Err(ApiError::precondition_failed(
+                    info,
+                    name,
+                    label,
+                    want,
+                    meta_str(&old, field).unwrap_or(""),
+                ))
+            }
             _ => Ok(()),
         };
         check("UID", &req.uid, "uid")?;
@@ -541,8 +559,8 @@ impl Store {
         // A namespace always waits for its content to be deleted first.
         let is_namespace = info.builtin && info.plural == "namespaces";
         let result = if fins.is_empty() && !is_namespace {
-            let gone = self.write(info, EventType::Deleted, (*old).clone(), Some(old));
-            Deleted::Gone(gone)
+            self.write(info, EventType::Deleted, (*old).clone(), Some(old.clone()));
+            Deleted::Gone(old)
         } else if meta(&old).get("deletionTimestamp").is_some() {
             Deleted::Pending(old)
         } else {

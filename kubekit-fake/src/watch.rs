@@ -32,7 +32,7 @@ use crate::resources::ResourceInfo;
 use crate::selectors::Filter;
 use crate::server::{Body, Shared};
 use crate::status::{ApiError, ApiResult};
-use crate::store::{Event, EventType};
+use crate::store::{Event, EventType, WATCH_EXPIRED};
 
 /// How many encoded events may wait for a slow client before the watch waits for it.
 const BUFFER: usize = 64;
@@ -162,6 +162,13 @@ impl WatchRequest {
             (EventType::Modified, true, false) => "DELETED",
             _ => return None,
         };
+        if kind == "DELETED" && e.kind == EventType::Modified {
+            // As the real server does: the last state that matched, at the change's
+            // resourceVersion.
+            let mut last = e.previous.as_deref().cloned().unwrap_or_default();
+            last["metadata"]["resourceVersion"] = json!(e.rv.to_string());
+            return Some(self.line(kind, &last));
+        }
         Some(self.line(kind, &e.object))
     }
 }
@@ -195,11 +202,7 @@ async fn run(shared: &Shared, w: WatchRequest, tx: &mpsc::Sender<Bytes>) {
     let mut cuts = shared.faults.cuts();
     let deadline = w.timeout.map(|t| tokio::time::Instant::now() + t);
     if shared.faults.take_expired_watch() {
-        let rv = shared.store.lock().resource_version();
-        let e = ApiError::expired(format!(
-            "too old resource version: {} ({rv})",
-            w.from.unwrap_or(0)
-        ));
+        let e = ApiError::expired(WATCH_EXPIRED);
         let _ = tx.send(WatchRequest::error_line(&e)).await;
         return;
     }
