@@ -96,6 +96,8 @@ impl WatchRequest {
                     ApiError::bad_request(format!("invalid resource version: {rv}"))
                 })?),
             };
+        // Without `sendInitialEvents`, only a watch from no resourceVersion (or "0") starts
+        // with the current state.
         let send_initial = send_initial_events.unwrap_or(from.is_none());
         let timeout = match param("timeoutSeconds") {
             Some(t) => Some(Duration::from_secs(t.parse().map_err(|_| {
@@ -206,12 +208,14 @@ async fn run(shared: &Shared, w: WatchRequest, tx: &mpsc::Sender<Bytes>) {
         let _ = tx.send(WatchRequest::error_line(&e)).await;
         return;
     }
-    let (mut last, initial) = match w.from {
-        Some(rv) => (rv, Vec::new()),
-        None => {
+    // The current state first (at least as new as a resourceVersion asked for), or only
+    // the changes after the resourceVersion asked for.
+    let (mut last, initial) = match (w.send_initial, w.from) {
+        (false, Some(rv)) => (rv, Vec::new()),
+        (send_initial, _) => {
             let snapshot = shared.store.lock().snapshot(&w.info, w.ns.as_deref(), None);
             match snapshot {
-                Ok((rv, objs)) if w.send_initial => (rv, objs),
+                Ok((rv, objs)) if send_initial => (rv, objs),
                 Ok((rv, _)) => (rv, Vec::new()),
                 Err(e) => {
                     let _ = tx.send(WatchRequest::error_line(&e)).await;

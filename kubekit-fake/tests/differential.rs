@@ -687,6 +687,23 @@ async fn watches_with_selectors_and_streaming_lists_answer_alike() {
             )
             .await;
         r.answer("streaming list", streamed.map(Value::from));
+        let streamed_from = ws
+            .watch(
+                &[
+                    ("sendInitialEvents", "true"),
+                    ("allowWatchBookmarks", "true"),
+                    ("resourceVersion", &from),
+                    ("resourceVersionMatch", "NotOlderThan"),
+                    ("labelSelector", "app"),
+                ],
+                3,
+                async {},
+            )
+            .await;
+        r.answer(
+            "streaming list not older than a resourceVersion",
+            streamed_from.map(Value::from),
+        );
         let ended = ws
             .watch(
                 &[
