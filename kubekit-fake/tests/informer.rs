@@ -19,7 +19,7 @@ const NS: &str = "default";
 fn config_map(i: usize) -> ConfigMap {
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(format!("cm-{i}"));
-    let parity = if i % 2 == 0 { "even" } else { "odd" };
+    let parity = if i.is_multiple_of(2) { "even" } else { "odd" };
     cm.metadata.labels = Some(BTreeMap::from([("parity".into(), parity.into())]));
     cm.data = Some(BTreeMap::from([("i".into(), i.to_string())]));
     cm
