@@ -434,7 +434,14 @@ impl Store {
                 .retain(|r| !(r.group == crd.group && r.plural == crd.plural));
             self.resources.push(crd);
         }
-        Ok(self.write(info, EventType::Added, obj, None))
+        let owned = !owner_uids(&obj).is_empty();
+        let created = self.write(info, EventType::Added, obj, None);
+        if owned {
+            // An object created with owners that no longer exist is collected, as the
+            // real garbage collector does a moment later.
+            self.collect_garbage();
+        }
+        Ok(created)
     }
 
     /// Replaces `name` with `new` (the main resource), or only its status (`status_only`).

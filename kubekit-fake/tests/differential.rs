@@ -797,6 +797,17 @@ async fn owner_deletion_collects_dependents_alike_in_background_foreground_and_o
             .await;
             r.push(&format!("{policy}: dependent"), dependent);
         }
+        let mut dangling = cm("dangling", json!({}));
+        dangling["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": format!("{GROUP}/v1"), "kind": "Widget", "name": "never",
+            "uid": "00000000-0000-0000-0000-000000000001",
+        }]);
+        cms.create(dangling).await.expect("dangling dependent");
+        let gone = testenv::eventually(60, "the dangling dependent is collected", || async {
+            cms.get("dangling").await.err().map(|e| e.is_not_found())
+        })
+        .await;
+        r.push("a dependent of a missing owner is collected", json!(gone));
     })
     .await;
 }
