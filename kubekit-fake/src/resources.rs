@@ -26,6 +26,8 @@ pub struct ResourceInfo {
     pub plural: String,
     /// Lowercase singular, e.g. `configmap`.
     pub singular: String,
+    /// Short names kubectl accepts, e.g. `cm`.
+    pub short_names: Vec<String>,
     /// Whether objects live in a namespace.
     pub namespaced: bool,
     /// Whether the type has a `status` subresource (status ignored on the main resource,
@@ -161,6 +163,23 @@ const BUILTIN: &[Row] = &[
     ),
 ];
 
+/// The short names of the built-in resources (as the real server's discovery gives them).
+fn short_names(plural: &str) -> Vec<String> {
+    let names: &[&str] = match plural {
+        "namespaces" => &["ns"],
+        "configmaps" => &["cm"],
+        "pods" => &["po"],
+        "services" => &["svc"],
+        "events" => &["ev"],
+        "serviceaccounts" => &["sa"],
+        "deployments" => &["deploy"],
+        "replicasets" => &["rs"],
+        "customresourcedefinitions" => &["crd", "crds"],
+        _ => &[],
+    };
+    names.iter().map(|n| n.to_string()).collect()
+}
+
 /// The built-in resources.
 pub fn builtin() -> Vec<ResourceInfo> {
     BUILTIN
@@ -173,6 +192,7 @@ pub fn builtin() -> Vec<ResourceInfo> {
                     kind: kind.into(),
                     plural: plural.into(),
                     singular: kind.to_ascii_lowercase(),
+                    short_names: short_names(plural),
                     namespaced,
                     status,
                     generation,
@@ -198,6 +218,15 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
     let plural = text(spec, "names.plural")?;
     let kind = text(spec, "names.kind")?;
     let singular = text(spec, "names.singular").unwrap_or_else(|_| kind.to_ascii_lowercase());
+    let short_names = spec
+        .pointer("/names/shortNames")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
     let namespaced = text(spec, "scope")? == "Namespaced";
     let served: Vec<&Value> = spec
         .get("versions")
@@ -232,6 +261,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         kind,
         plural,
         singular,
+        short_names,
         namespaced,
         status,
         generation: true,

@@ -184,7 +184,7 @@ fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Value> 
     for r in served {
         resources.push(json!({
             "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
-            "kind": r.kind,
+            "kind": r.kind, "shortNames": r.short_names,
             "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
         }));
         if r.status {
@@ -613,12 +613,25 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
             ApiError::bad_request(format!("the request body is not a JSON patch: {e}"))
         })?),
         "application/merge-patch+json" => Kind::Merge(json_body(body)?),
+        "application/strategic-merge-patch+json" if t.info.builtin => {
+            let patch = json_body(body)?;
+            if !is_plain_merge(&patch) {
+                return Err(ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    "kubekit-fake applies a strategic merge patch only when it has no lists and no $-directives \
+                     (it is then a JSON merge patch); send application/merge-patch+json or application/json-patch+json",
+                ));
+            }
+            Kind::Merge(patch)
+        }
         _ if t.info.builtin => {
-            // Strategic merge patch and server-side apply are not implemented: say so in
-            // the real server's words for a type that does not support them.
+            // Server-side apply is not implemented: say so in the real server's words for
+            // a type that does not support it.
             return Err(ApiError::unsupported_patch(&[
                 "application/json-patch+json",
                 "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
             ]));
         }
         _ => {
@@ -652,6 +665,18 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
         s.update(&t.info, &t.ns, name(t), obj, t.status)
     })?;
     Ok((200, t.present(&patched)))
+}
+
+/// Whether a strategic merge patch means the same as a JSON merge patch: no list (whose
+/// elements a strategic merge would merge by key) and no `$` directive anywhere.
+fn is_plain_merge(patch: &Value) -> bool {
+    match patch {
+        Value::Array(_) => false,
+        Value::Object(m) => m
+            .iter()
+            .all(|(k, v)| !k.starts_with('$') && is_plain_merge(v)),
+        _ => true,
+    }
 }
 
 /// DeleteOptions from the body and the query.
@@ -727,6 +752,15 @@ fn delete_collection(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_strategic_merge_patch_without_lists_or_directives_is_a_merge_patch() {
+        assert!(is_plain_merge(&json!({"data": {"a": "1", "b": null}})));
+        assert!(!is_plain_merge(
+            &json!({"spec": {"containers": [{"name": "c"}]}})
+        ));
+        assert!(!is_plain_merge(&json!({"metadata": {"$patch": "replace"}})));
+    }
 
     #[test]
     fn a_continue_token_round_trips_and_garbage_is_a_bad_request() {

@@ -424,6 +424,15 @@ async fn create_get_update_answer_alike_with_conflicts_and_missing_names() {
             json!([name.len(), name.starts_with("gen-")]),
         );
         r.answer("get a", cms.get("a").await);
+        r.answer(
+            "strategic merge patch without lists",
+            cms.patch(
+                "a",
+                PatchType::StrategicMerge,
+                json!({"metadata": {"labels": {"app": null, "new": "1"}}, "data": {"k2": "v2"}}),
+            )
+            .await,
+        );
         r.answer("get missing", cms.get("missing").await);
         let mut changed = a.clone();
         changed["data"]["k"] = json!("v2");

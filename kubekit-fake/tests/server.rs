@@ -262,3 +262,79 @@ async fn shutdown_ends_open_watches_and_every_task() {
     );
     assert!(!kubeconfig.exists());
 }
+
+/// Runs the repository's kubectl (built with the control plane, `scripts/build-control-plane.sh`)
+/// against `kubeconfig` with `args` and `stdin`; returns its standard output.
+fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: &str) -> String {
+    let root = testenv::repo_root();
+    let bin = Command::new("bash")
+        .arg(root.join("scripts/build-control-plane.sh"))
+        .output()
+        .expect("run build-control-plane.sh");
+    assert!(
+        bin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bin.stderr)
+    );
+    let dir = String::from_utf8_lossy(&bin.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    let mut child = Command::new(std::path::Path::new(&dir).join("kubectl"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), stdin.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn kubectl_applies_gets_labels_and_deletes_against_the_fake() {
+    let server = FakeApiServer::start().await.expect("fake starts");
+    let kc = server.kubeconfig_path().to_path_buf();
+    let run = move || {
+        let manifest = |value: &str| {
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: \"{value}\"\n"
+            )
+        };
+        // No OpenAPI is served: kubectl's client-side validation is turned off.
+        let apply = ["apply", "--validate=false", "-f", "-"];
+        assert!(kubectl(&kc, &apply, &manifest("1")).contains("created"));
+        assert!(kubectl(&kc, &apply, &manifest("2")).contains("configured"));
+        kubectl(&kc, &["label", "configmap", "x", "team=a"], "");
+        let got = kubectl(
+            &kc,
+            &[
+                "get",
+                "cm",
+                "-l",
+                "team=a",
+                "-o",
+                "jsonpath={.items[*].data.a}",
+            ],
+            "",
+        );
+        assert_eq!(got, "2");
+        assert!(kubectl(&kc, &["get", "namespaces"], "").contains("kube-system"));
+        kubectl(&kc, &["delete", "configmap", "x"], "");
+        assert_eq!(kubectl(&kc, &["get", "cm", "-o", "name"], ""), "");
+    };
+    tokio::task::spawn_blocking(run)
+        .await
+        .expect("kubectl steps");
+    server.shutdown().await;
+}
