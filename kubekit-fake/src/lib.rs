@@ -30,13 +30,17 @@
 //!   `resourceVersionMatch`), watch (see below), update (409 on a stale
 //!   resourceVersion), the status subresource, JSON patch and JSON merge patch, delete
 //!   (preconditions, finalizers, garbage collection through ownerReferences: background,
-//!   foreground, orphan), deletecollection. Strategic merge patch and server-side apply
-//!   are refused with `415 UnsupportedMediaType`.
+//!   foreground, orphan), deletecollection. A strategic merge patch of a built-in type is
+//!   applied when it has no lists and no `$` directives (it then equals a JSON merge
+//!   patch: what `kubectl apply` sends for a ConfigMap or a label change) and refused with
+//!   `415 UnsupportedMediaType` otherwise; server-side apply is refused with `415`.
 //! - Watch from a resourceVersion with selectors, `sendInitialEvents` streaming lists, and
 //!   `410 Expired` beyond the last [`HISTORY_LIMIT`] changes of a resource (or after
 //!   [`FakeApiServer::compact`]).
 //! - Errors are `metav1.Status` objects with the real server's codes, reasons and messages.
-//! - Legacy discovery, `/version`, `/healthz`, `/livez`, `/readyz`.
+//! - Legacy discovery (with short names), `/version`, `/healthz`, `/livez`, `/readyz`:
+//!   enough for `kubectl get/apply/label/delete` (with `--validate=false`, since no OpenAPI
+//!   is served).
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
 //! against this server and the real kube-apiserver and requires the same answers.
@@ -44,8 +48,9 @@
 //! # What it does not do
 //!
 //! No authentication or authorization (every request is allowed), no admission, no
-//! defaulting or schema validation, no managedFields, no strategic merge patch or
-//! server-side apply, no aggregated discovery, no OpenAPI, no protobuf or YAML bodies, no
+//! defaulting or schema validation, no managedFields, strategic merge patch only in its
+//! simple cases, no server-side apply, no aggregated discovery, no OpenAPI, no protobuf or
+//! YAML bodies, no
 //! dry run, no periodic watch bookmarks, no controllers (a Deployment makes no Pods) other
 //! than garbage collection and namespace deletion, which happen at once.
 
