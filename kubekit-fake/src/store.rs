@@ -596,7 +596,7 @@ impl Store {
         Ok(result)
     }
 
-    /// Every object of every resource: (resource, key, object).
+    /// Every object of every resource, with its resource.
     fn all_objects(&self) -> Vec<(ResourceInfo, Arc<Value>)> {
         self.resources
             .iter()
@@ -627,42 +627,35 @@ impl Store {
                 })
                 .filter_map(|(_, o)| meta_str(o, "name"))
                 .collect();
-            let mut action: Option<(ResourceInfo, Arc<Value>, Action)> = None;
-            for (info, obj) in &all {
+            let action = all.iter().find_map(|(info, obj)| {
                 let owners = owner_uids(obj);
                 let pending = meta(obj).get("deletionTimestamp").is_some();
                 let in_dying_ns = info.namespaced
                     && meta_str(obj, "namespace").is_some_and(|ns| terminating_ns.contains(ns));
                 let gc_owner = !owners.is_empty() && owners.iter().all(|u| !uids.contains(u));
-                let foreground_owner = owners.iter().any(|u| {
-                    terminating
-                        .get(u)
-                        .is_some_and(|f| f.iter().any(|f| f == FOREGROUND))
-                });
-                let orphaned_by = owners.iter().find(|u| {
-                    terminating
-                        .get(*u)
-                        .is_some_and(|f| f.iter().any(|f| f == ORPHAN))
-                });
-                let uid = meta_str(obj, "uid").unwrap_or("");
-                let has_dependents = |finalizer: &str| {
-                    finalizers(obj).iter().any(|f| f == finalizer)
-                        && all.iter().any(|(_, d)| owner_uids(d).contains(&uid))
+                let owner_finalizing = |finalizer: &str| {
+                    owners.iter().copied().find(|u| {
+                        terminating
+                            .get(u)
+                            .is_some_and(|f| f.iter().any(|f| f == finalizer))
+                    })
                 };
-                action = if let Some(owner) = orphaned_by {
-                    Some(Action::Disown(owner.to_string()))
-                } else if !pending && (gc_owner || foreground_owner || in_dying_ns) {
-                    Some(Action::Delete)
-                } else if pending
-                    && finalizers(obj).iter().any(|f| f == FOREGROUND)
-                    && !has_dependents(FOREGROUND)
+                let uid = meta_str(obj, "uid").unwrap_or("");
+                let has_dependents = || all.iter().any(|(_, d)| owner_uids(d).contains(&uid));
+                let own_finalizer = [FOREGROUND, ORPHAN]
+                    .into_iter()
+                    .find(|f| finalizers(obj).iter().any(|x| x == f));
+                let action = if let Some(owner) = owner_finalizing(ORPHAN) {
+                    Action::Disown(owner.to_string())
+                } else if !pending
+                    && (gc_owner || in_dying_ns || owner_finalizing(FOREGROUND).is_some())
                 {
-                    Some(Action::Finish(FOREGROUND))
+                    Action::Delete
                 } else if pending
-                    && finalizers(obj).iter().any(|f| f == ORPHAN)
-                    && !has_dependents(ORPHAN)
+                    && let Some(finalizer) = own_finalizer
+                    && !has_dependents()
                 {
-                    Some(Action::Finish(ORPHAN))
+                    Action::Finish(finalizer)
                 } else if pending
                     && info.builtin
                     && info.plural == "namespaces"
@@ -671,15 +664,12 @@ impl Store {
                         i.namespaced && meta_str(o, "namespace") == meta_str(obj, "name")
                     })
                 {
-                    Some(Action::Remove)
+                    Action::Remove
                 } else {
-                    None
-                }
-                .map(|a| (info.clone(), obj.clone(), a));
-                if action.is_some() {
-                    break;
-                }
-            }
+                    return None;
+                };
+                Some((info.clone(), obj.clone(), action))
+            });
             let Some((info, obj, action)) = action else {
                 return;
             };
