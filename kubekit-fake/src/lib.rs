@@ -1,0 +1,267 @@
+//! kubekit-fake: a small Kubernetes API server, in process, speaking the real HTTP API on
+//! a loopback port — for controller tests that run in milliseconds, in plain `cargo test`,
+//! with any client (kubekit's clients and informers, kube-rs, kubectl).
+//!
+//! It is a dev-dependency: nothing in `kubekit` itself depends on it.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use kubekit::clientset::Clientset;
+//! use kubekit_fake::FakeApiServer;
+//!
+//! let server = FakeApiServer::start().await?;
+//! let clientset = Clientset::new(&server.config())?;
+//! // ... run the controller against `clientset`, assert on what it wrote ...
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What it serves
+//!
+//! - Resources: namespaces, configmaps, secrets, pods, services, events (core and
+//!   `events.k8s.io`), serviceaccounts, deployments, replicasets, leases,
+//!   customresourcedefinitions, and the resources of every CRD created through it (served
+//!   at once). Objects are schema-less JSON: no defaulting, no validation beyond a name,
+//!   no conversion between versions.
+//! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
+//!   (label selectors, `metadata.name`/`metadata.namespace` field selectors, `limit` and
+//!   `continue` over one consistent snapshot, `resourceVersion` and
+//!   `resourceVersionMatch`), watch (see below), update (409 on a stale
+//!   resourceVersion), the status subresource, JSON patch and JSON merge patch, delete
+//!   (preconditions, finalizers, garbage collection through ownerReferences: background,
+//!   foreground, orphan), deletecollection. A strategic merge patch of a built-in type is
+//!   applied when it has no lists and no `$` directives (it then equals a JSON merge
+//!   patch: what `kubectl apply` sends for a ConfigMap or a label change) and refused with
+//!   `415 UnsupportedMediaType` otherwise; server-side apply is refused with `415`.
+//! - Watch from a resourceVersion with selectors, `sendInitialEvents` streaming lists, and
+//!   `410 Expired` beyond the last [`HISTORY_LIMIT`] changes of a resource (or after
+//!   [`FakeApiServer::compact`]).
+//! - Errors are `metav1.Status` objects with the real server's codes, reasons and messages.
+//! - Legacy discovery (with short names), `/version`, `/healthz`, `/livez`, `/readyz`:
+//!   enough for `kubectl get/apply/label/delete` (with `--validate=false`, since no OpenAPI
+//!   is served).
+//!
+//! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
+//! against this server and the real kube-apiserver and requires the same answers.
+//!
+//! # What it does not do
+//!
+//! No authentication or authorization (every request is allowed), no admission, no
+//! defaulting or schema validation, no managedFields, strategic merge patch only in its
+//! simple cases, no server-side apply, no aggregated discovery, no OpenAPI, no protobuf or
+//! YAML bodies, no
+//! dry run, no periodic watch bookmarks, no controllers (a Deployment makes no Pods) other
+//! than garbage collection and namespace deletion, which happen at once.
+
+mod faults;
+mod resources;
+mod selectors;
+mod server;
+mod status;
+mod store;
+mod watch;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::watch as notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use faults::RequestMatch;
+pub use resources::ResourceInfo;
+pub use status::ApiError;
+pub use store::HISTORY_LIMIT;
+
+use server::Shared;
+use store::Store;
+
+/// The namespaces every cluster starts with.
+const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// A running fake API server. Dropping it stops it (and every task it started);
+/// [`shutdown`](Self::shutdown) also waits until they have ended.
+#[derive(Debug)]
+pub struct FakeApiServer {
+    address: SocketAddr,
+    shared: Arc<Shared>,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl FakeApiServer {
+    /// Starts a server on a free port of 127.0.0.1 (plain HTTP), with the namespaces
+    /// `default`, `kube-system`, `kube-public` and `kube-node-lease`, and writes a
+    /// kubeconfig for it into a directory of its own under the system's temporary
+    /// directory (removed when the server is dropped).
+    pub async fn start() -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let address = listener.local_addr()?;
+        let mut store = Store::new();
+        let namespaces = store
+            .lookup("", "v1", "namespaces")
+            .ok_or_else(|| std::io::Error::other("namespaces are not built in"))?;
+        for ns in INITIAL_NAMESPACES {
+            store
+                .create(&namespaces, "", json!({"metadata": {"name": ns}}))
+                .map_err(|e| std::io::Error::other(e.message))?;
+        }
+        let shared = Arc::new(Shared {
+            changed: notify::Sender::new(store.resource_version()),
+            store: Mutex::new(store),
+            faults: faults::Faults::new(),
+            cancel: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            address: address.to_string(),
+        });
+        let dir = std::env::temp_dir().join(format!(
+            "kubekit-fake-{}-{}",
+            std::process::id(),
+            address.port()
+        ));
+        std::fs::create_dir_all(&dir)?;
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(&kubeconfig, kubeconfig_yaml(address))?;
+        shared.tasks.spawn(accept(listener, shared.clone()));
+        Ok(Self {
+            address,
+            shared,
+            dir,
+            kubeconfig,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Its URL, `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// A kubekit configuration for it, with client-side rate limiting off (the server is
+    /// in process; set it back with `with_rate_limit` to test throttling).
+    pub fn config(&self) -> kubekit::rest::Config {
+        kubekit::rest::Config::from_url(&self.url())
+            .expect("a loopback http URL is a valid server URL")
+            .with_rate_limit(-1.0, 0)
+    }
+
+    /// The path of a kubeconfig for it (context `kubekit-fake`, namespace `default`, no
+    /// credentials), for kubectl or any other client.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// Drops the change history of every resource, as etcd's compaction does: watches and
+    /// exact lists from a resourceVersion older than now get `410 Expired`.
+    pub fn compact(&self) {
+        self.shared.store.lock().compact();
+    }
+
+    /// The current resourceVersion (of the last write to any resource).
+    pub fn resource_version(&self) -> u64 {
+        self.shared.store.lock().resource_version()
+    }
+
+    /// Answers the next `times` requests matching `on` with `error` instead of serving
+    /// them.
+    pub fn fail_next(&self, times: usize, on: RequestMatch, error: ApiError) {
+        self.shared.faults.fail(on, times, error);
+    }
+
+    /// Holds every request matching `on` for `by` before serving it, until
+    /// [`clear_faults`](Self::clear_faults).
+    pub fn delay(&self, on: RequestMatch, by: Duration) {
+        self.shared.faults.delay(on, by);
+    }
+
+    /// Ends every open watch (the client sees its stream end, as when a connection drops).
+    pub fn cut_watches(&self) {
+        self.shared.faults.cut_watches();
+    }
+
+    /// Answers the next `times` watches with `410 Expired` (an `ERROR` event), whatever
+    /// resourceVersion they ask for — as when a client has fallen too far behind.
+    pub fn expire_next_watches(&self, times: usize) {
+        self.shared.faults.expire_watches(times);
+    }
+
+    /// Removes every failure and delay rule and pending watch expiry.
+    pub fn clear_faults(&self) {
+        self.shared.faults.clear();
+    }
+
+    /// Stops serving and waits until every connection, watch and task has ended.
+    pub async fn shutdown(self) {
+        self.shared.cancel.cancel();
+        self.shared.tasks.close();
+        self.shared.tasks.wait().await;
+    }
+}
+
+impl Drop for FakeApiServer {
+    fn drop(&mut self) {
+        self.shared.cancel.cancel();
+        self.shared.tasks.close();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn kubeconfig_yaml(address: SocketAddr) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubekit-fake\n  cluster:\n    server: http://{address}\n\
+         contexts:\n- name: kubekit-fake\n  context:\n    cluster: kubekit-fake\n    user: kubekit-fake\n    namespace: default\n\
+         current-context: kubekit-fake\nusers:\n- name: kubekit-fake\n  user: {{}}\n"
+    )
+}
+
+/// Accepts connections until the server is cancelled; each is served on a task of the
+/// server's tracker, closed gracefully on cancellation.
+async fn accept(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let accepted = tokio::select! {
+            () = shared.cancel.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("kubekit-fake: accepting a connection: {e}");
+                continue;
+            }
+        };
+        let conn_shared = shared.clone();
+        shared.tasks.spawn(async move {
+            let service_shared = conn_shared.clone();
+            let service = service_fn(move |req| {
+                let shared = service_shared.clone();
+                async move { Ok::<_, Infallible>(server::handle(shared, req).await) }
+            });
+            let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                () = conn_shared.cancel.cancelled() => connection.as_mut().graceful_shutdown(),
+                result = connection.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!("kubekit-fake: a connection failed: {e}");
+                    }
+                    return;
+                }
+            }
+            let _ = connection.await;
+        });
+    }
+}

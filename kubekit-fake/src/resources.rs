@@ -1,0 +1,299 @@
+//! The resources the fake serves: a small table of built-in types, and the custom
+//! resources of every `CustomResourceDefinition` created through it.
+//!
+//! # Contract
+//!
+//! - A resource is stored under its group and plural name, whatever the version it is
+//!   reached through: the versions of one CRD share their objects, unconverted (the fake
+//!   rewrites `apiVersion` only). `events` (core) and `events.events.k8s.io` are separate
+//!   stores here, where the real server shares one.
+//! - A CRD's resources are served from the moment the CRD is created (the real server
+//!   takes a moment to establish them) and stop being served when it is deleted; its
+//!   objects are deleted with it.
+
+use serde_json::Value;
+
+/// What the fake knows about one served resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Served versions; the first is the storage version.
+    pub versions: Vec<String>,
+    /// Kind, e.g. `ConfigMap`.
+    pub kind: String,
+    /// Lowercase plural, e.g. `configmaps`.
+    pub plural: String,
+    /// Lowercase singular, e.g. `configmap`.
+    pub singular: String,
+    /// Short names kubectl accepts, e.g. `cm`.
+    pub short_names: Vec<String>,
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// Whether the type has a `status` subresource (status ignored on the main resource,
+    /// everything but status ignored on `/status`).
+    pub status: bool,
+    /// Whether `metadata.generation` is kept (1 on create, bumped when anything other than
+    /// metadata and status changes).
+    pub generation: bool,
+    /// Whether a delete answers with the deleted object (else with a `Success` Status).
+    pub returns_deleted_object: bool,
+    /// Whether this is a built-in type (list items carry no `kind`/`apiVersion`, as in the
+    /// real server's typed lists) rather than a custom resource.
+    pub builtin: bool,
+}
+
+impl ResourceInfo {
+    /// `group/version` for the API, or `version` for the core group.
+    pub fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", self.group)
+        }
+    }
+
+    /// `plural.group` (or `plural` for the core group), as in status messages.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+}
+
+/// One row of the built-in table: group, version, kind, plural, namespaced, has status,
+/// keeps generation, returns the deleted object.
+type Row = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    bool,
+    bool,
+    bool,
+);
+
+const BUILTIN: &[Row] = &[
+    (
+        "",
+        "v1",
+        "Namespace",
+        "namespaces",
+        false,
+        true,
+        false,
+        true,
+    ),
+    (
+        "",
+        "v1",
+        "ConfigMap",
+        "configmaps",
+        true,
+        false,
+        false,
+        false,
+    ),
+    ("", "v1", "Secret", "secrets", true, false, false, false),
+    ("", "v1", "Pod", "pods", true, true, true, true),
+    ("", "v1", "Service", "services", true, true, false, true),
+    ("", "v1", "Event", "events", true, false, false, false),
+    (
+        "",
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        true,
+        false,
+        false,
+        false,
+    ),
+    (
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        true,
+        false,
+        false,
+        false,
+    ),
+    (
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        true,
+        true,
+        true,
+        false,
+    ),
+    (
+        "apps",
+        "v1",
+        "ReplicaSet",
+        "replicasets",
+        true,
+        true,
+        true,
+        false,
+    ),
+    (
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+        true,
+        false,
+        false,
+        false,
+    ),
+    (
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        true,
+        true,
+        true,
+    ),
+];
+
+/// The short names of the built-in resources (as the real server's discovery gives them).
+fn short_names(plural: &str) -> Vec<String> {
+    let names: &[&str] = match plural {
+        "namespaces" => &["ns"],
+        "configmaps" => &["cm"],
+        "pods" => &["po"],
+        "services" => &["svc"],
+        "events" => &["ev"],
+        "serviceaccounts" => &["sa"],
+        "deployments" => &["deploy"],
+        "replicasets" => &["rs"],
+        "customresourcedefinitions" => &["crd", "crds"],
+        _ => &[],
+    };
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+/// The built-in resources.
+pub fn builtin() -> Vec<ResourceInfo> {
+    BUILTIN
+        .iter()
+        .map(
+            |&(group, version, kind, plural, namespaced, status, generation, returns)| {
+                ResourceInfo {
+                    group: group.into(),
+                    versions: vec![version.into()],
+                    kind: kind.into(),
+                    plural: plural.into(),
+                    singular: kind.to_ascii_lowercase(),
+                    short_names: short_names(plural),
+                    namespaced,
+                    status,
+                    generation,
+                    returns_deleted_object: returns,
+                    builtin: true,
+                }
+            },
+        )
+        .collect()
+}
+
+/// The resource a `CustomResourceDefinition` object defines, or why it defines none.
+pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
+    let spec = crd.get("spec").ok_or("spec: Required value")?;
+    let text = |v: &Value, path: &str| -> Result<String, String> {
+        path.split('.')
+            .try_fold(v, |v, k| v.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| format!("spec.{path}: Required value"))
+    };
+    let group = text(spec, "group")?;
+    let plural = text(spec, "names.plural")?;
+    let kind = text(spec, "names.kind")?;
+    let singular = text(spec, "names.singular").unwrap_or_else(|_| kind.to_ascii_lowercase());
+    let short_names = spec
+        .pointer("/names/shortNames")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let namespaced = text(spec, "scope")? == "Namespaced";
+    let served: Vec<&Value> = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
+                .collect()
+        })
+        .unwrap_or_default();
+    if served.is_empty() {
+        return Err(
+            "spec.versions: Invalid value: must have exactly one version marked as storage version"
+                .into(),
+        );
+    }
+    let status = served
+        .iter()
+        .any(|v| v.pointer("/subresources/status").is_some());
+    let mut versions: Vec<String> = served
+        .iter()
+        .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let storage = served
+        .iter()
+        .position(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .unwrap_or(0);
+    versions.swap(0, storage);
+    Ok(ResourceInfo {
+        group,
+        versions,
+        kind,
+        plural,
+        singular,
+        short_names,
+        namespaced,
+        status,
+        generation: true,
+        returns_deleted_object: false,
+        builtin: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_crd_defines_its_served_versions_with_the_storage_version_first() {
+        let crd = json!({"spec": {
+        "group": "example.com", "scope": "Namespaced",
+        "names": {"plural": "widgets", "kind": "Widget", "singular": "widget"},
+        "versions": [
+            {"name": "v1alpha1", "served": true, "storage": false},
+            {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}},
+            {"name": "v0", "served": false, "storage": false},
+        ]}});
+        let info = from_crd(&crd).unwrap();
+        assert_eq!(info.versions, ["v1", "v1alpha1"]);
+        assert!(info.namespaced && info.status && info.generation && !info.builtin);
+        assert_eq!(info.qualified(), "widgets.example.com");
+    }
+
+    #[test]
+    fn a_crd_without_names_defines_nothing() {
+        assert!(from_crd(&json!({"spec": {"group": "example.com"}})).is_err());
+    }
+}

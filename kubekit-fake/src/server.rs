@@ -1,0 +1,774 @@
+//! The HTTP side: routes kube-apiserver's paths to the store, discovery and health.
+//!
+//! # Contract
+//!
+//! - Paths: `/api/v1/...` and `/apis/<group>/<version>/...` for resources
+//!   (`[namespaces/<ns>/]<resource>[/<name>[/status]]`), `/api`, `/apis`, `/api/v1` and
+//!   `/apis/<group>/<version>` (legacy discovery: kubekit, kubectl and client-go fall back
+//!   to it when aggregated discovery is not offered), `/version`, `/healthz`, `/livez`,
+//!   `/readyz`. Anything else is `404 NotFound`.
+//! - Bodies are JSON (no protobuf, no YAML), at most [`MAX_BODY_BYTES`]; a body that is
+//!   not a JSON object is `400 BadRequest`. `dryRun` is refused with `400`.
+//! - Every error is a `metav1.Status`. No client input panics the server.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::faults::Faults;
+use crate::resources::ResourceInfo;
+use crate::selectors::Filter;
+use crate::status::{ApiError, ApiResult, details};
+use crate::store::{DeleteRequest, Deleted, Store};
+use crate::watch::{WatchRequest, start_watch};
+
+/// The largest request body accepted (the real server's limit is 3 MiB per object).
+pub const MAX_BODY_BYTES: usize = 3 << 20;
+
+/// The Kubernetes version whose behaviour the fake reproduces (checked by the
+/// differential suite against this version of kube-apiserver).
+pub const EMULATED_VERSION: (&str, &str) = ("1", "35");
+
+/// A response body: whole, or streamed (a watch).
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// State shared by every connection and watch of one server.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) store: Mutex<Store>,
+    /// The store's resourceVersion, sent after every write (watches wait on it).
+    pub(crate) changed: watch::Sender<u64>,
+    pub(crate) faults: Faults,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) tasks: TaskTracker,
+    pub(crate) address: String,
+}
+
+impl Shared {
+    /// Runs `f` on the store under its lock and tells watches if it wrote.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&mut Store) -> T) -> T {
+        let (out, rv) = {
+            let mut store = self.store.lock();
+            let out = f(&mut store);
+            (out, store.resource_version())
+        };
+        self.changed.send_if_modified(|current| {
+            let modified = *current != rv;
+            *current = rv;
+            modified
+        });
+        out
+    }
+}
+
+/// A JSON response.
+pub(crate) fn json_response(code: u16, value: &Value) -> Response<Body> {
+    let mut res = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
+    *res.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+fn error_response(e: &ApiError) -> Response<Body> {
+    json_response(e.code, &e.to_status())
+}
+
+fn text_response(body: &'static str) -> Response<Body> {
+    let mut res = Response::new(Full::new(Bytes::from_static(body.as_bytes())).boxed());
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    res
+}
+
+/// Serves one request.
+pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path().trim_end_matches('/').to_string();
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let result = match segments.as_slice() {
+        ["healthz"] | ["livez"] | ["readyz"] => return text_response("ok"),
+        ["version"] => Ok(version()),
+        ["api"] => Ok(json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": shared.address}],
+        })),
+        ["apis"] => Ok(group_list(&shared.store.lock())),
+        ["api", "v1"] => resource_list(&shared.store.lock(), "", "v1"),
+        ["apis", group, version] => resource_list(&shared.store.lock(), group, version),
+        ["api", "v1", rest @ ..] => return serve_resource(&shared, req, "", "v1", rest).await,
+        ["apis", group, version, rest @ ..] => {
+            let (group, version) = (group.to_string(), version.to_string());
+            let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
+            let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+            return serve_resource(&shared, req, &group, &version, &rest).await;
+        }
+        _ => Err(ApiError::no_route()),
+    };
+    match result {
+        Ok(v) => json_response(200, &v),
+        Err(e) => error_response(&e),
+    }
+}
+
+fn version() -> Value {
+    let (major, minor) = EMULATED_VERSION;
+    json!({
+        "major": major,
+        "minor": minor,
+        "gitVersion": format!("v{major}.{minor}.0+kubekit-fake"),
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    })
+}
+
+fn group_list(store: &Store) -> Value {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for r in store.resources().iter().filter(|r| !r.group.is_empty()) {
+        let entry = match groups.iter_mut().position(|(g, _)| *g == r.group) {
+            Some(i) => &mut groups[i].1,
+            None => {
+                groups.push((r.group.clone(), Vec::new()));
+                &mut groups.last_mut().expect("just pushed").1
+            }
+        };
+        for v in &r.versions {
+            if !entry.contains(v) {
+                entry.push(v.clone());
+            }
+        }
+    }
+    let groups: Vec<Value> = groups
+        .into_iter()
+        .map(|(name, versions)| {
+            let gv = |v: &String| json!({"groupVersion": format!("{name}/{v}"), "version": v});
+            json!({
+                "name": name,
+                "versions": versions.iter().map(gv).collect::<Vec<_>>(),
+                "preferredVersion": gv(&versions[0]),
+            })
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Value> {
+    let served: Vec<&ResourceInfo> = store
+        .resources()
+        .iter()
+        .filter(|r| r.group == group && r.versions.iter().any(|v| v == version))
+        .collect();
+    if served.is_empty() {
+        return Err(ApiError::no_route());
+    }
+    let mut resources = Vec::new();
+    for r in served {
+        resources.push(json!({
+            "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
+            "kind": r.kind, "shortNames": r.short_names,
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        }));
+        if r.status {
+            resources.push(json!({
+                "name": format!("{}/status", r.plural), "singularName": "",
+                "namespaced": r.namespaced, "kind": r.kind, "verbs": ["get", "patch", "update"],
+            }));
+        }
+    }
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Ok(json!({
+        "kind": "APIResourceList", "apiVersion": "v1",
+        "groupVersion": group_version, "resources": resources,
+    }))
+}
+
+/// One request to a resource, parsed.
+struct Target {
+    info: ResourceInfo,
+    version: String,
+    ns: String,
+    name: Option<String>,
+    status: bool,
+    query: HashMap<String, String>,
+}
+
+impl Target {
+    fn param(&self, key: &str) -> Option<&str> {
+        self.query.get(key).map(String::as_str)
+    }
+
+    /// `obj` as served at the requested version.
+    fn present(&self, obj: &Value) -> Value {
+        let mut v = obj.clone();
+        v["apiVersion"] = json!(self.info.api_version(&self.version));
+        v["kind"] = json!(self.info.kind);
+        v
+    }
+}
+
+fn parse_target(
+    store: &Store,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    query: HashMap<String, String>,
+) -> ApiResult<Target> {
+    let lookup = |plural: &str| store.lookup(group, version, plural);
+    let (ns, rest) = match rest {
+        ["namespaces", ns, resource, tail @ ..]
+            if lookup(resource).is_some_and(|i| i.namespaced) =>
+        {
+            (
+                ns.to_string(),
+                std::iter::once(*resource)
+                    .chain(tail.iter().copied())
+                    .collect::<Vec<_>>(),
+            )
+        }
+        _ => (String::new(), rest.to_vec()),
+    };
+    let (info, name, sub) = match rest.as_slice() {
+        [resource] => (lookup(resource), None, None),
+        [resource, name] => (lookup(resource), Some(*name), None),
+        [resource, name, sub] => (lookup(resource), Some(*name), Some(*sub)),
+        _ => (None, None, None),
+    };
+    let info = info.ok_or_else(ApiError::no_route)?;
+    let status = match sub {
+        None => false,
+        Some("status") if info.status => true,
+        Some(_) => return Err(ApiError::no_route()),
+    };
+    if !info.namespaced && !ns.is_empty() {
+        return Err(ApiError::no_route());
+    }
+    Ok(Target {
+        info,
+        version: version.to_string(),
+        ns,
+        name: name.map(str::to_string),
+        status,
+        query,
+    })
+}
+
+/// The Kubernetes verb of a request.
+fn verb_of(method: &Method, named: bool, watch: bool) -> Option<&'static str> {
+    Some(match (method.as_str(), named) {
+        ("GET", true) => "get",
+        ("GET", false) if watch => "watch",
+        ("GET", false) => "list",
+        ("POST", false) => "create",
+        ("PUT", true) => "update",
+        ("PATCH", true) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => return None,
+    })
+}
+
+async fn serve_resource(
+    shared: &Arc<Shared>,
+    req: Request<Incoming>,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+) -> Response<Body> {
+    let query: HashMap<String, String> = req
+        .uri()
+        .query()
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    let target = match parse_target(&shared.store.lock(), group, version, rest, query) {
+        Ok(t) => t,
+        Err(e) => return error_response(&e),
+    };
+    let watch = matches!(target.param("watch"), Some("true" | "1"));
+    let Some(verb) = verb_of(req.method(), target.name.is_some(), watch) else {
+        return error_response(&ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "the server does not allow this method on the requested resource ({} {})",
+                req.method(),
+                target.info.qualified()
+            ),
+        ));
+    };
+    let (delay, failure) = shared.faults.take(verb, &target.info.plural);
+    if !delay.is_zero() {
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = shared.cancel.cancelled() => return error_response(&ApiError::new(503, "ServiceUnavailable", "the server is shutting down")),
+        }
+    }
+    if let Some(e) = failure {
+        return error_response(&e);
+    }
+    if target.param("dryRun").is_some() {
+        return error_response(&ApiError::bad_request(
+            "dryRun is not supported by kubekit-fake",
+        ));
+    }
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return error_response(&ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("reading the request body: {e}"),
+            ));
+        }
+    };
+    if verb == "watch" {
+        return match WatchRequest::new(&target.info, &target.version, &target.ns, &target.query) {
+            Ok(w) => start_watch(shared, w),
+            Err(e) => error_response(&e),
+        };
+    }
+    let result = match verb {
+        "get" => get(shared, &target),
+        "list" => list(shared, &target),
+        "create" => object_body(&body).and_then(|obj| create(shared, &target, obj)),
+        "update" => object_body(&body).and_then(|obj| update(shared, &target, obj)),
+        "patch" => patch(shared, &target, &content_type, &body),
+        "delete" => delete(shared, &target, &body),
+        _ => delete_collection(shared, &target, &body),
+    };
+    match result {
+        Ok((code, v)) => json_response(code, &v),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// The request body as a JSON value; `{}` when empty.
+fn json_body(body: &[u8]) -> ApiResult<Value> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
+}
+
+/// The request body, which must be a JSON object.
+fn object_body(body: &[u8]) -> ApiResult<Value> {
+    let v = json_body(body)?;
+    if v.is_object() {
+        Ok(v)
+    } else {
+        Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ))
+    }
+}
+
+type Answer = ApiResult<(u16, Value)>;
+
+fn name(t: &Target) -> &str {
+    t.name.as_deref().unwrap_or("")
+}
+
+fn get(shared: &Shared, t: &Target) -> Answer {
+    let obj = shared.store.lock().get(&t.info, &t.ns, name(t))?;
+    Ok((200, t.present(&obj)))
+}
+
+/// A continue token: the list's resourceVersion and the key the next page starts after.
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+    use base64::Engine;
+    let token = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": [ns, name]});
+    base64::engine::general_purpose::STANDARD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str) -> ApiResult<(u64, String, String)> {
+    use base64::Engine;
+    let bad = || {
+        ApiError::bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        )
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(token)
+        .map_err(|_| bad())?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    let rv = v["rv"].as_u64().ok_or_else(bad)?;
+    let ns = v["start"][0].as_str().ok_or_else(bad)?;
+    let name = v["start"][1].as_str().ok_or_else(bad)?;
+    Ok((rv, ns.to_string(), name.to_string()))
+}
+
+fn parse_rv(s: &str) -> ApiResult<u64> {
+    s.parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+}
+
+fn list(shared: &Shared, t: &Target) -> Answer {
+    let filter = Filter::parse(t.param("labelSelector"), t.param("fieldSelector"))?;
+    let limit: usize = match t.param("limit") {
+        Some(l) => l
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit: {l}")))?,
+        None => 0,
+    };
+    let (at, after) = match t.param("continue").filter(|c| !c.is_empty()) {
+        Some(token) => {
+            let (rv, ns, name) = decode_continue(token)?;
+            (Some(rv), Some((ns, name)))
+        }
+        None => {
+            let rv = t.param("resourceVersion").filter(|rv| !rv.is_empty());
+            let exact = match (rv, t.param("resourceVersionMatch")) {
+                (Some(rv), Some("Exact")) => Some(parse_rv(rv)?),
+                (Some(rv), None) if rv != "0" && limit > 0 => Some(parse_rv(rv)?),
+                (Some(rv), _) if rv != "0" => {
+                    let current = shared.store.lock().resource_version();
+                    let wanted = parse_rv(rv)?;
+                    if wanted > current {
+                        return Err(too_large(wanted, current));
+                    }
+                    None
+                }
+                (None, Some(how)) => {
+                    return Err(ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided (got {how})"
+                        ),
+                    ));
+                }
+                _ => None,
+            };
+            (exact, None)
+        }
+    };
+    let ns = (!t.ns.is_empty()).then_some(t.ns.as_str());
+    let (rv, objects) = {
+        let store = shared.store.lock();
+        if let Some(at) = at
+            && at > store.resource_version()
+        {
+            return Err(too_large(at, store.resource_version()));
+        }
+        store.snapshot(&t.info, ns, at)?
+    };
+    let mut selected = objects.iter().filter(|o| filter.matches(o)).filter(|o| {
+        after.as_ref().is_none_or(|(ns, name)| {
+            let meta = &o["metadata"];
+            (
+                meta["namespace"].as_str().unwrap_or(""),
+                meta["name"].as_str().unwrap_or(""),
+            ) > (ns.as_str(), name.as_str())
+        })
+    });
+    let take = if limit == 0 { usize::MAX } else { limit };
+    let items: Vec<Value> = selected.by_ref().take(take).map(|o| item(t, o)).collect();
+    let remaining = selected.count();
+    let mut metadata = list_metadata(t, rv);
+    if remaining > 0
+        && let Some(last) = items.last()
+    {
+        let meta = &last["metadata"];
+        metadata["continue"] = json!(encode_continue(
+            rv,
+            meta["namespace"].as_str().unwrap_or(""),
+            meta["name"].as_str().unwrap_or("")
+        ));
+        if filter.is_everything() {
+            metadata["remainingItemCount"] = json!(remaining);
+        }
+    }
+    Ok((200, list_object(t, metadata, items)))
+}
+
+/// A list's metadata at resourceVersion `rv`.
+fn list_metadata(t: &Target, rv: u64) -> Value {
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if !t.info.builtin {
+        // Unstructured lists always carry `continue`.
+        metadata["continue"] = json!("");
+    }
+    metadata
+}
+
+fn too_large(wanted: u64, current: u64) -> ApiError {
+    let mut e = ApiError::new(
+        504,
+        "Timeout",
+        format!("Too large resource version: {wanted}, current: {current}"),
+    );
+    e.details = Some(json!({
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    }));
+    e
+}
+
+/// A list item: built-in lists are typed (items without `kind`/`apiVersion`), custom
+/// resource lists are not.
+fn item(t: &Target, obj: &Value) -> Value {
+    if t.info.builtin {
+        let mut v = obj.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("apiVersion");
+            m.remove("kind");
+        }
+        v
+    } else {
+        t.present(obj)
+    }
+}
+
+fn list_object(t: &Target, metadata: Value, items: Vec<Value>) -> Value {
+    json!({
+        "kind": format!("{}List", t.info.kind),
+        "apiVersion": t.info.api_version(&t.version),
+        "metadata": metadata,
+        "items": items,
+    })
+}
+
+/// Checks that a body's `metadata.namespace`, if any, is the request's.
+fn check_namespace(t: &Target, obj: &Value) -> ApiResult<()> {
+    match obj["metadata"]["namespace"].as_str() {
+        Some(ns) if t.info.namespaced && !ns.is_empty() && ns != t.ns => {
+            Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn check_kind(t: &Target, obj: &Value) -> ApiResult<()> {
+    match obj["kind"].as_str() {
+        Some(kind) if kind != t.info.kind => Err(ApiError::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            t.info.kind
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn create(shared: &Shared, t: &Target, obj: Value) -> Answer {
+    if t.info.namespaced && t.ns.is_empty() {
+        return Err(ApiError::no_route());
+    }
+    check_kind(t, &obj)?;
+    check_namespace(t, &obj)?;
+    let created = shared.write(|s| s.create(&t.info, &t.ns, obj))?;
+    Ok((201, t.present(&created)))
+}
+
+fn update(shared: &Shared, t: &Target, obj: Value) -> Answer {
+    check_kind(t, &obj)?;
+    check_namespace(t, &obj)?;
+    let updated = shared.write(|s| s.update(&t.info, &t.ns, name(t), obj, t.status))?;
+    Ok((200, t.present(&updated)))
+}
+
+fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer {
+    enum Kind {
+        Json(json_patch::Patch),
+        Merge(Value),
+    }
+    let kind = match content_type {
+        "application/json-patch+json" => Kind::Json(serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("the request body is not a JSON patch: {e}"))
+        })?),
+        "application/merge-patch+json" => Kind::Merge(json_body(body)?),
+        "application/strategic-merge-patch+json" if t.info.builtin => {
+            let patch = json_body(body)?;
+            if !is_plain_merge(&patch) {
+                return Err(ApiError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    "kubekit-fake applies a strategic merge patch only when it has no lists and no $-directives \
+                     (it is then a JSON merge patch); send application/merge-patch+json or application/json-patch+json",
+                ));
+            }
+            Kind::Merge(patch)
+        }
+        _ if t.info.builtin => {
+            // Server-side apply is not implemented: say so in the real server's words for
+            // a type that does not support it.
+            return Err(ApiError::unsupported_patch(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+            ]));
+        }
+        _ => {
+            return Err(ApiError::unsupported_patch(&[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/apply-patch+yaml",
+            ]));
+        }
+    };
+    let patched = shared.write(|s| {
+        let mut obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
+        match &kind {
+            Kind::Json(p) => json_patch::patch(&mut obj, p).map_err(|e| {
+                tracing::debug!("kubekit-fake: a JSON patch failed: {e}");
+                let mut e = ApiError::new(
+                    422,
+                    "Invalid",
+                    "the server rejected our request due to an error in our request",
+                );
+                e.details = Some(json!({}));
+                e
+            })?,
+            Kind::Merge(p) => json_patch::merge(&mut obj, p),
+        }
+        if !obj.is_object() {
+            return Err(ApiError::bad_request(
+                "the patched object is not a JSON object",
+            ));
+        }
+        s.update(&t.info, &t.ns, name(t), obj, t.status)
+    })?;
+    Ok((200, t.present(&patched)))
+}
+
+/// Whether a strategic merge patch means the same as a JSON merge patch: no list (whose
+/// elements a strategic merge would merge by key) and no `$` directive anywhere.
+fn is_plain_merge(patch: &Value) -> bool {
+    match patch {
+        Value::Array(_) => false,
+        Value::Object(m) => m
+            .iter()
+            .all(|(k, v)| !k.starts_with('$') && is_plain_merge(v)),
+        _ => true,
+    }
+}
+
+/// DeleteOptions from the body and the query.
+fn delete_request(t: &Target, body: &[u8]) -> ApiResult<DeleteRequest> {
+    let opts = json_body(body)?;
+    if opts
+        .get("dryRun")
+        .is_some_and(|d| d.as_array().is_some_and(|a| !a.is_empty()))
+    {
+        return Err(ApiError::bad_request(
+            "dryRun is not supported by kubekit-fake",
+        ));
+    }
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    let orphan = match (
+        opts.get("orphanDependents").and_then(Value::as_bool),
+        t.param("orphanDependents"),
+    ) {
+        (Some(true), _) | (None, Some("true")) => Some("Orphan".to_string()),
+        _ => None,
+    };
+    Ok(DeleteRequest {
+        uid: text(&opts["preconditions"]["uid"]),
+        resource_version: text(&opts["preconditions"]["resourceVersion"]),
+        propagation: text(&opts["propagationPolicy"])
+            .or_else(|| t.param("propagationPolicy").map(str::to_string))
+            .or(orphan),
+    })
+}
+
+fn delete(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
+    let req = delete_request(t, body)?;
+    let deleted = shared.write(|s| s.delete(&t.info, &t.ns, name(t), &req))?;
+    Ok((200, deleted_response(t, &deleted)))
+}
+
+fn deleted_response(t: &Target, deleted: &Deleted) -> Value {
+    match deleted {
+        Deleted::Gone(obj) if !t.info.returns_deleted_object => {
+            let name = obj["metadata"]["name"].as_str().unwrap_or("");
+            let mut d = details(&t.info, name);
+            d["uid"] = obj["metadata"]["uid"].clone();
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": d})
+        }
+        Deleted::Gone(obj) | Deleted::Pending(obj) => t.present(obj),
+    }
+}
+
+fn delete_collection(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
+    let req = delete_request(t, body)?;
+    let filter = Filter::parse(t.param("labelSelector"), t.param("fieldSelector"))?;
+    let ns = (!t.ns.is_empty()).then_some(t.ns.as_str());
+    let (rv, deleted) = shared.write(|s| -> ApiResult<(u64, Vec<Value>)> {
+        let (rv, objects) = s.snapshot(&t.info, ns, None)?;
+        let mut deleted = Vec::new();
+        for o in objects.iter().filter(|o| filter.matches(o)) {
+            let meta = &o["metadata"];
+            let (ns, name) = (
+                meta["namespace"].as_str().unwrap_or(""),
+                meta["name"].as_str().unwrap_or(""),
+            );
+            match s.delete(&t.info, ns, name, &req) {
+                Ok(Deleted::Gone(obj) | Deleted::Pending(obj)) => deleted.push(item(t, &obj)),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((rv, deleted))
+    })?;
+    Ok((200, list_object(t, list_metadata(t, rv), deleted)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_strategic_merge_patch_without_lists_or_directives_is_a_merge_patch() {
+        assert!(is_plain_merge(&json!({"data": {"a": "1", "b": null}})));
+        assert!(!is_plain_merge(
+            &json!({"spec": {"containers": [{"name": "c"}]}})
+        ));
+        assert!(!is_plain_merge(&json!({"metadata": {"$patch": "replace"}})));
+    }
+
+    #[test]
+    fn a_continue_token_round_trips_and_garbage_is_a_bad_request() {
+        let token = encode_continue(42, "ns", "cm-1");
+        assert_eq!(
+            decode_continue(&token).unwrap(),
+            (42, "ns".into(), "cm-1".into())
+        );
+        assert_eq!(decode_continue("%%%").unwrap_err().code, 400);
+    }
+}

@@ -1,0 +1,801 @@
+//! The fake's storage: schema-less JSON objects keyed by resource, namespace and name, one
+//! global resourceVersion counter, and a bounded history of changes per resource.
+//!
+//! # Contract
+//!
+//! - Every write (create, a changing update, delete, a deletion mark) takes the next
+//!   resourceVersion of one counter shared by all resources, like etcd's revision. An
+//!   update that changes nothing writes nothing and keeps the resourceVersion.
+//! - Each resource keeps its last [`HISTORY_LIMIT`] changes (the object before and after).
+//!   From them the store answers watches from a resourceVersion and lists at an exact
+//!   resourceVersion (so `continue` pages are one consistent snapshot). A resourceVersion
+//!   older than what the history still covers is `410 Expired`, as on the real server
+//!   after etcd's compaction; [`Store::compact`] drops the history on demand.
+//! - Deletion honours finalizers (`deletionTimestamp` set, the object kept until they are
+//!   gone), preconditions, and garbage collection through `ownerReferences` (background,
+//!   foreground and orphan), done at once rather than by a controller. A deleted
+//!   namespace's objects are deleted with it.
+//! - The store is synchronous and is used under one lock that no caller holds across an
+//!   `.await`.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::resources::{self, ResourceInfo};
+use crate::status::{ApiError, ApiResult};
+
+/// How many changes of each resource are kept for watches and exact lists.
+pub const HISTORY_LIMIT: usize = 1000;
+
+/// The message of a watch from a resourceVersion older than the history (etcd's, after
+/// a compaction).
+pub const WATCH_EXPIRED: &str = "The resourceVersion for the provided watch is too old.";
+
+/// The type of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Created.
+    Added,
+    /// Changed.
+    Modified,
+    /// Deleted.
+    Deleted,
+}
+
+/// One change of one object.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The resourceVersion of the change.
+    pub rv: u64,
+    /// What happened.
+    pub kind: EventType,
+    /// The object after the change (for a deletion: its last state, at `rv`).
+    pub object: Arc<Value>,
+    /// The object before the change, if it existed.
+    pub previous: Option<Arc<Value>>,
+}
+
+type Key = (String, String);
+type Objects = BTreeMap<Key, Arc<Value>>;
+
+#[derive(Debug, Default)]
+struct Table {
+    objects: Objects,
+    events: VecDeque<Event>,
+    /// The history covers every change after this resourceVersion.
+    compacted: u64,
+}
+
+/// How a delete should go.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteRequest {
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `propagationPolicy`: `Orphan`, `Background` or `Foreground`.
+    pub propagation: Option<String>,
+}
+
+/// What a delete did.
+#[derive(Debug, Clone)]
+pub enum Deleted {
+    /// The object is gone; this was its last stored state (the real server answers a
+    /// delete with it, at its last resourceVersion; the `DELETED` event carries the
+    /// deletion's).
+    Gone(Arc<Value>),
+    /// The object is marked for deletion and waits for its finalizers.
+    Pending(Arc<Value>),
+}
+
+/// All objects and their history.
+#[derive(Debug)]
+pub struct Store {
+    rv: u64,
+    resources: Vec<ResourceInfo>,
+    tables: HashMap<(String, String), Table>,
+}
+
+const FOREGROUND: &str = "foregroundDeletion";
+const ORPHAN: &str = "orphan";
+
+/// The current time as the API server writes timestamps.
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+fn meta(obj: &Value) -> &Value {
+    &obj["metadata"]
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    meta(obj).get(field).and_then(Value::as_str)
+}
+
+/// `metadata` of `obj` as a mutable map (created if missing).
+fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"]
+        .as_object_mut()
+        .expect("metadata was just made an object")
+}
+
+/// Drops empty maps and lists and nulls from `metadata`, as Go's `ObjectMeta` omits them.
+fn omit_empty_metadata(obj: &mut Value) {
+    meta_mut(obj).retain(|_, v| match v {
+        Value::Object(o) => !o.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Null => false,
+        _ => true,
+    });
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    meta(obj)["finalizers"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn set_finalizers(obj: &mut Value, list: &[String]) {
+    let m = meta_mut(obj);
+    if list.is_empty() {
+        m.remove("finalizers");
+    } else {
+        m.insert("finalizers".into(), json!(list));
+    }
+}
+
+fn owner_uids(obj: &Value) -> Vec<&str> {
+    meta(obj)["ownerReferences"]
+        .as_array()
+        .map(|refs| refs.iter().filter_map(|r| r["uid"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// `obj` without metadata and status: what bumps `generation` when it changes.
+fn spec_of(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(m) = v.as_object_mut() {
+        for k in ["metadata", "status", "apiVersion", "kind"] {
+            m.remove(k);
+        }
+    }
+    v
+}
+
+fn random_suffix() -> String {
+    // The alphabet of apimachinery's `utilrand.String` (no vowels, no confusable digits).
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5)
+        .map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char)
+        .collect()
+}
+
+fn new_uid() -> String {
+    let n = fastrand::u128(..);
+    let hex = format!("{n:032x}");
+    format!(
+        "{}-{}-4{}-{}{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[13..16],
+        ["8", "9", "a", "b"][fastrand::usize(..4)],
+        &hex[17..20],
+        &hex[20..32]
+    )
+}
+
+impl Store {
+    /// A store serving the built-in resources, empty.
+    pub fn new() -> Self {
+        Self {
+            rv: 1,
+            resources: resources::builtin(),
+            tables: HashMap::new(),
+        }
+    }
+
+    /// The current resourceVersion (of the last write).
+    pub fn resource_version(&self) -> u64 {
+        self.rv
+    }
+
+    /// Every served resource.
+    pub fn resources(&self) -> &[ResourceInfo] {
+        &self.resources
+    }
+
+    /// The resource served as `plural` in `group/version`.
+    pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<ResourceInfo> {
+        self.resources
+            .iter()
+            .find(|r| {
+                r.group == group && r.plural == plural && r.versions.iter().any(|v| v == version)
+            })
+            .cloned()
+    }
+
+    fn table(&mut self, info: &ResourceInfo) -> &mut Table {
+        self.tables
+            .entry((info.group.clone(), info.plural.clone()))
+            .or_default()
+    }
+
+    fn table_ref(&self, info: &ResourceInfo) -> Option<&Table> {
+        self.tables.get(&(info.group.clone(), info.plural.clone()))
+    }
+
+    /// The object `name` in `ns` (`""` for cluster-scoped).
+    pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
+        self.table_ref(info)
+            .and_then(|t| t.objects.get(&(ns.to_string(), name.to_string())))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(info, name))
+    }
+
+    /// The objects of `info` (in `ns`, or all when `None`) as they were at resourceVersion
+    /// `at` (now, when `None`), in key order, with that resourceVersion.
+    pub fn snapshot(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        at: Option<u64>,
+    ) -> ApiResult<(u64, Vec<Arc<Value>>)> {
+        let empty = Table::default();
+        let table = self.table_ref(info).unwrap_or(&empty);
+        let in_ns = |k: &Key| ns.is_none_or(|ns| k.0 == ns);
+        let at = match at {
+            Some(at) if at < self.rv => at,
+            _ => {
+                let objs = table
+                    .objects
+                    .iter()
+                    .filter(|(k, _)| in_ns(k))
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                return Ok((self.rv, objs));
+            }
+        };
+        if at < table.compacted {
+            return Err(ApiError::expired(
+                "The resourceVersion for the provided list is too old.",
+            ));
+        }
+        let mut objects: Objects = table.objects.clone();
+        for e in table.events.iter().rev().take_while(|e| e.rv > at) {
+            let key = key_of(&e.object);
+            match &e.previous {
+                Some(prev) if e.kind != EventType::Added => {
+                    objects.insert(key, prev.clone());
+                }
+                _ => {
+                    objects.remove(&key);
+                }
+            }
+        }
+        Ok((
+            at,
+            objects
+                .into_iter()
+                .filter(|(k, _)| in_ns(k))
+                .map(|(_, v)| v)
+                .collect(),
+        ))
+    }
+
+    /// The changes of `info` after resourceVersion `after`, or `410 Expired` when the
+    /// history no longer reaches back that far.
+    pub fn events_after(&self, info: &ResourceInfo, after: u64) -> ApiResult<Vec<Event>> {
+        let Some(table) = self.table_ref(info) else {
+            return Ok(Vec::new());
+        };
+        if after < table.compacted {
+            return Err(ApiError::expired(WATCH_EXPIRED));
+        }
+        let start = table.events.partition_point(|e| e.rv <= after);
+        Ok(table.events.range(start..).cloned().collect())
+    }
+
+    /// Drops the history of every resource up to the current resourceVersion, as etcd's
+    /// compaction does: watches and exact lists from an older resourceVersion get
+    /// `410 Expired`.
+    pub fn compact(&mut self) {
+        let rv = self.rv;
+        for t in self.tables.values_mut() {
+            t.events.clear();
+            t.compacted = rv;
+        }
+    }
+
+    /// Stores a change at a new resourceVersion and returns the stored object.
+    fn write(
+        &mut self,
+        info: &ResourceInfo,
+        kind: EventType,
+        mut object: Value,
+        previous: Option<Arc<Value>>,
+    ) -> Arc<Value> {
+        self.rv += 1;
+        let rv = self.rv;
+        omit_empty_metadata(&mut object);
+        meta_mut(&mut object).insert("resourceVersion".into(), json!(rv.to_string()));
+        let object = Arc::new(object);
+        let key = key_of(&object);
+        let table = self.table(info);
+        if kind == EventType::Deleted {
+            table.objects.remove(&key);
+        } else {
+            table.objects.insert(key, object.clone());
+        }
+        table.events.push_back(Event {
+            rv,
+            kind,
+            object: object.clone(),
+            previous,
+        });
+        if table.events.len() > HISTORY_LIMIT
+            && let Some(old) = table.events.pop_front()
+        {
+            table.compacted = old.rv;
+        }
+        object
+    }
+
+    /// Creates `obj` in `ns` (`""` for cluster-scoped): the server-set metadata, and for a
+    /// `CustomResourceDefinition`, its resource served from now on.
+    pub fn create(
+        &mut self,
+        info: &ResourceInfo,
+        ns: &str,
+        mut obj: Value,
+    ) -> ApiResult<Arc<Value>> {
+        let generate = meta_str(&obj, "generateName").map(str::to_string);
+        let name = match (meta_str(&obj, "name"), generate) {
+            (Some(n), _) if !n.is_empty() => n.to_string(),
+            (_, Some(prefix)) if !prefix.is_empty() => format!("{prefix}{}", random_suffix()),
+            _ => {
+                return Err(ApiError::invalid(
+                    info,
+                    "",
+                    "metadata.name",
+                    "FieldValueRequired",
+                    "Required value: name or generateName is required",
+                ));
+            }
+        };
+        if info.namespaced {
+            let namespaces = self
+                .lookup("", "v1", "namespaces")
+                .expect("namespaces are built in");
+            let namespace = self.get(&namespaces, "", ns)?;
+            if meta(&namespace).get("deletionTimestamp").is_some() {
+                return Err(ApiError::new(
+                    403,
+                    "Forbidden",
+                    format!(
+                        "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                        info.qualified()
+                    ),
+                ));
+            }
+        }
+        if self.get(info, ns, &name).is_ok() {
+            return Err(ApiError::already_exists(info, &name));
+        }
+        let crd = if info.group == "apiextensions.k8s.io" {
+            let crd = resources::from_crd(&obj)
+                .map_err(|e| ApiError::invalid(info, &name, "spec", "FieldValueInvalid", &e))?;
+            Some(crd)
+        } else {
+            None
+        };
+        if info.status
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
+        }
+        obj["apiVersion"] = json!(info.api_version(&info.versions[0]));
+        obj["kind"] = json!(info.kind);
+        let m = meta_mut(&mut obj);
+        m.insert("name".into(), json!(name));
+        if info.namespaced {
+            m.insert("namespace".into(), json!(ns));
+        } else {
+            m.remove("namespace");
+        }
+        m.insert("uid".into(), json!(new_uid()));
+        m.insert("creationTimestamp".into(), json!(now()));
+        for server_set in [
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "managedFields",
+            "selfLink",
+        ] {
+            m.remove(server_set);
+        }
+        if info.generation {
+            m.insert("generation".into(), json!(1));
+        } else {
+            m.remove("generation");
+        }
+        if let Some(crd) = crd {
+            self.resources
+                .retain(|r| !(r.group == crd.group && r.plural == crd.plural));
+            self.resources.push(crd);
+        }
+        let owned = !owner_uids(&obj).is_empty();
+        let created = self.write(info, EventType::Added, obj, None);
+        if owned {
+            // An object created with owners that no longer exist is collected, as the
+            // real garbage collector does a moment later.
+            self.collect_garbage();
+        }
+        Ok(created)
+    }
+
+    /// Replaces `name` with `new` (the main resource), or only its status (`status_only`).
+    /// A stale `metadata.resourceVersion` is a conflict; a missing one updates
+    /// unconditionally.
+    pub fn update(
+        &mut self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        mut new: Value,
+        status_only: bool,
+    ) -> ApiResult<Arc<Value>> {
+        let old = self.get(info, ns, name)?;
+        if let Some(n) = meta_str(&new, "name")
+            && n != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        if let Some(rv) = meta_str(&new, "resourceVersion")
+            && meta_str(&old, "resourceVersion") != Some(rv)
+        {
+            return Err(ApiError::stale(info, name));
+        }
+        let take_status = |into: &mut Value, from: &Value| {
+            if let Some(m) = into.as_object_mut() {
+                match from.get("status") {
+                    Some(s) => m.insert("status".into(), s.clone()),
+                    None => m.remove("status"),
+                };
+            }
+        };
+        let mut result = if status_only {
+            let mut r = (*old).clone();
+            take_status(&mut r, &new);
+            r
+        } else {
+            if info.status {
+                take_status(&mut new, &old);
+            }
+            let m = meta_mut(&mut new);
+            for kept in [
+                "name",
+                "namespace",
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
+                match meta(&old).get(kept) {
+                    Some(v) => m.insert(kept.into(), v.clone()),
+                    None => m.remove(kept),
+                };
+            }
+            m.remove("managedFields");
+            if info.generation && spec_of(&old) != spec_of(&new) {
+                let g = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
+                meta_mut(&mut new).insert("generation".into(), json!(g));
+            }
+            new
+        };
+        for k in ["apiVersion", "kind"] {
+            result[k] = old[k].clone();
+        }
+        meta_mut(&mut result).insert(
+            "resourceVersion".into(),
+            meta(&old)["resourceVersion"].clone(),
+        );
+        omit_empty_metadata(&mut result);
+        if result == *old {
+            return Ok(old);
+        }
+        if meta(&result).get("deletionTimestamp").is_some() && finalizers(&result).is_empty() {
+            // The update deletes the object; like the real server, it answers with the
+            // object at its last stored resourceVersion.
+            self.write(info, EventType::Deleted, result.clone(), Some(old));
+            self.collect_garbage();
+            return Ok(Arc::new(result));
+        }
+        Ok(self.write(info, EventType::Modified, result, Some(old)))
+    }
+
+    /// Deletes `name`, or marks it for deletion when finalizers (its own, or those the
+    /// propagation policy adds) must run first.
+    pub fn delete(
+        &mut self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        req: &DeleteRequest,
+    ) -> ApiResult<Deleted> {
+        let old = self.get(info, ns, name)?;
+        let check = |label: &str, want: &Option<String>, field: &str| match want {
+            Some(want) if meta_str(&old, field) != Some(want.as_str()) => {
+                Err(ApiError::precondition_failed(
+                    info,
+                    name,
+                    label,
+                    want,
+                    meta_str(&old, field).unwrap_or(""),
+                ))
+            }
+            _ => Ok(()),
+        };
+        check("UID", &req.uid, "uid")?;
+        check("ResourceVersion", &req.resource_version, "resourceVersion")?;
+        let mut fins = finalizers(&old);
+        let added = match req.propagation.as_deref() {
+            Some("Foreground") => Some(FOREGROUND),
+            Some("Orphan") => Some(ORPHAN),
+            _ => None,
+        };
+        if let Some(f) = added
+            && !fins.iter().any(|x| x == f)
+            && meta(&old).get("deletionTimestamp").is_none()
+        {
+            fins.push(f.to_string());
+        }
+        // A namespace always waits for its content to be deleted first.
+        let is_namespace = info.builtin && info.plural == "namespaces";
+        let result = if fins.is_empty() && !is_namespace {
+            self.write(info, EventType::Deleted, (*old).clone(), Some(old.clone()));
+            Deleted::Gone(old)
+        } else if meta(&old).get("deletionTimestamp").is_some() {
+            Deleted::Pending(old)
+        } else {
+            let mut marked = (*old).clone();
+            set_finalizers(&mut marked, &fins);
+            let m = meta_mut(&mut marked);
+            m.insert("deletionTimestamp".into(), json!(now()));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            if let Some(g) = m.get("generation").and_then(Value::as_i64) {
+                m.insert("generation".into(), json!(g + 1));
+            }
+            if is_namespace {
+                marked["status"] = json!({"phase": "Terminating"});
+            }
+            Deleted::Pending(self.write(info, EventType::Modified, marked, Some(old)))
+        };
+        if info.group == "apiextensions.k8s.io"
+            && let Deleted::Gone(crd) = &result
+            && let Ok(defined) = resources::from_crd(crd)
+        {
+            self.resources
+                .retain(|r| !(r.group == defined.group && r.plural == defined.plural));
+            self.tables.remove(&(defined.group, defined.plural));
+        }
+        self.collect_garbage();
+        Ok(result)
+    }
+
+    /// Every object of every resource, with its resource.
+    fn all_objects(&self) -> Vec<(ResourceInfo, Arc<Value>)> {
+        self.resources
+            .iter()
+            .filter_map(|info| self.table_ref(info).map(|t| (info, t)))
+            .flat_map(|(info, t)| t.objects.values().map(move |o| (info.clone(), o.clone())))
+            .collect()
+    }
+
+    /// What kube-controller-manager's garbage collector and namespace controller do, at
+    /// once: deletes objects whose owners are all gone, empties namespaces and objects
+    /// being deleted in the foreground, orphans the dependents of objects deleted with
+    /// `Orphan`, and removes their finalizers when done. Runs until nothing changes.
+    fn collect_garbage(&mut self) {
+        loop {
+            let all = self.all_objects();
+            let uids: HashSet<&str> = all.iter().filter_map(|(_, o)| meta_str(o, "uid")).collect();
+            let terminating: HashMap<&str, Vec<String>> = all
+                .iter()
+                .filter(|(_, o)| meta(o).get("deletionTimestamp").is_some())
+                .filter_map(|(_, o)| Some((meta_str(o, "uid")?, finalizers(o))))
+                .collect();
+            let terminating_ns: HashSet<&str> = all
+                .iter()
+                .filter(|(i, o)| {
+                    i.builtin
+                        && i.plural == "namespaces"
+                        && meta(o).get("deletionTimestamp").is_some()
+                })
+                .filter_map(|(_, o)| meta_str(o, "name"))
+                .collect();
+            let action = all.iter().find_map(|(info, obj)| {
+                let owners = owner_uids(obj);
+                let pending = meta(obj).get("deletionTimestamp").is_some();
+                let in_dying_ns = info.namespaced
+                    && meta_str(obj, "namespace").is_some_and(|ns| terminating_ns.contains(ns));
+                let gc_owner = !owners.is_empty() && owners.iter().all(|u| !uids.contains(u));
+                let owner_finalizing = |finalizer: &str| {
+                    owners.iter().copied().find(|u| {
+                        terminating
+                            .get(u)
+                            .is_some_and(|f| f.iter().any(|f| f == finalizer))
+                    })
+                };
+                let uid = meta_str(obj, "uid").unwrap_or("");
+                let has_dependents = || all.iter().any(|(_, d)| owner_uids(d).contains(&uid));
+                let own_finalizer = [FOREGROUND, ORPHAN]
+                    .into_iter()
+                    .find(|f| finalizers(obj).iter().any(|x| x == f));
+                let action = if let Some(owner) = owner_finalizing(ORPHAN) {
+                    Action::Disown(owner.to_string())
+                } else if !pending
+                    && (gc_owner || in_dying_ns || owner_finalizing(FOREGROUND).is_some())
+                {
+                    Action::Delete
+                } else if pending
+                    && let Some(finalizer) = own_finalizer
+                    && !has_dependents()
+                {
+                    Action::Finish(finalizer)
+                } else if pending
+                    && info.builtin
+                    && info.plural == "namespaces"
+                    && finalizers(obj).is_empty()
+                    && !all.iter().any(|(i, o)| {
+                        i.namespaced && meta_str(o, "namespace") == meta_str(obj, "name")
+                    })
+                {
+                    Action::Remove
+                } else {
+                    return None;
+                };
+                Some((info.clone(), obj.clone(), action))
+            });
+            let Some((info, obj, action)) = action else {
+                return;
+            };
+            let ns = meta_str(&obj, "namespace").unwrap_or("").to_string();
+            let name = meta_str(&obj, "name").unwrap_or("").to_string();
+            match action {
+                Action::Delete => {
+                    let _ = self.delete(&info, &ns, &name, &DeleteRequest::default());
+                }
+                Action::Remove => {
+                    self.write(&info, EventType::Deleted, (*obj).clone(), Some(obj));
+                }
+                Action::Finish(finalizer) => {
+                    let mut done = (*obj).clone();
+                    let rest: Vec<String> = finalizers(&obj)
+                        .into_iter()
+                        .filter(|f| f != finalizer)
+                        .collect();
+                    set_finalizers(&mut done, &rest);
+                    let _ = self.update(&info, &ns, &name, done, false);
+                }
+                Action::Disown(owner) => {
+                    let mut disowned = (*obj).clone();
+                    if let Some(refs) = disowned["metadata"]["ownerReferences"].as_array_mut() {
+                        refs.retain(|r| r["uid"].as_str() != Some(owner.as_str()));
+                        if refs.is_empty() {
+                            meta_mut(&mut disowned).remove("ownerReferences");
+                        }
+                    }
+                    let _ = self.update(&info, &ns, &name, disowned, false);
+                }
+            }
+        }
+    }
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One step of garbage collection.
+enum Action {
+    /// Delete the object (its owners are gone, or being deleted in the foreground, or its
+    /// namespace is being deleted).
+    Delete,
+    /// Remove an emptied namespace.
+    Remove,
+    /// Remove this finalizer: the dependents it waited for are gone or orphaned.
+    Finish(&'static str),
+    /// Remove the owner reference to this uid (its owner is deleted with `Orphan`).
+    Disown(String),
+}
+
+fn key_of(obj: &Value) -> Key {
+    (
+        meta_str(obj, "namespace").unwrap_or("").to_string(),
+        meta_str(obj, "name").unwrap_or("").to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cm_info(store: &Store) -> ResourceInfo {
+        store.lookup("", "v1", "configmaps").unwrap()
+    }
+
+    fn setup() -> (Store, ResourceInfo) {
+        let mut s = Store::new();
+        let ns = s.lookup("", "v1", "namespaces").unwrap();
+        s.create(&ns, "", json!({"metadata": {"name": "ns"}}))
+            .unwrap();
+        let cm = cm_info(&s);
+        (s, cm)
+    }
+
+    #[test]
+    fn an_exact_snapshot_undoes_later_changes() {
+        let (mut s, cm) = setup();
+        s.create(
+            &cm,
+            "ns",
+            json!({"metadata": {"name": "a"}, "data": {"k": "1"}}),
+        )
+        .unwrap();
+        let at = s.resource_version();
+        s.update(
+            &cm,
+            "ns",
+            "a",
+            json!({"metadata": {"name": "a"}, "data": {"k": "2"}}),
+            false,
+        )
+        .unwrap();
+        s.create(&cm, "ns", json!({"metadata": {"name": "b"}}))
+            .unwrap();
+        let (rv, objs) = s.snapshot(&cm, Some("ns"), Some(at)).unwrap();
+        assert_eq!(rv, at);
+        assert_eq!(objs.len(), 1);
+        assert_eq!(objs[0]["data"]["k"], "1");
+        s.compact();
+        assert_eq!(s.snapshot(&cm, Some("ns"), Some(at)).unwrap_err().code, 410);
+    }
+
+    #[test]
+    fn history_beyond_the_limit_expires_old_resource_versions() {
+        let (mut s, cm) = setup();
+        let start = s.resource_version();
+        for i in 0..=HISTORY_LIMIT {
+            s.create(&cm, "ns", json!({"metadata": {"name": format!("cm-{i}")}}))
+                .unwrap();
+        }
+        assert_eq!(s.events_after(&cm, start).unwrap_err().code, 410);
+        assert_eq!(s.events_after(&cm, start + 1).unwrap().len(), HISTORY_LIMIT);
+    }
+
+    #[test]
+    fn an_update_that_changes_nothing_keeps_the_resource_version() {
+        let (mut s, cm) = setup();
+        let a = s
+            .create(&cm, "ns", json!({"metadata": {"name": "a"}}))
+            .unwrap();
+        let same = s.update(&cm, "ns", "a", (*a).clone(), false).unwrap();
+        assert_eq!(a, same);
+    }
+}

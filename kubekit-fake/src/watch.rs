@@ -1,0 +1,270 @@
+//! Watches: a stream of JSON lines (`{"type": ..., "object": ...}`) per request.
+//!
+//! # Contract
+//!
+//! - From `resourceVersion` N: every change after N, in order; N older than the history
+//!   the store keeps is one `ERROR` event with `410 Expired` (HTTP status 200), as the real
+//!   server answers. With no resourceVersion, or `"0"`: an `ADDED` event for every
+//!   current object first (unless `sendInitialEvents=false`), then the changes after.
+//! - `sendInitialEvents=true` (which, as on the real server, needs
+//!   `allowWatchBookmarks=true` and `resourceVersionMatch=NotOlderThan`): the current
+//!   objects as `ADDED` events, then a `BOOKMARK` annotated `k8s.io/initial-events-end`
+//!   at the resourceVersion they were read at. The fake sends no other bookmark.
+//! - Label and field selectors apply to each change as on the real server: an object
+//!   that starts matching arrives as `ADDED`, one that stops matching as `DELETED`.
+//! - The stream ends at `timeoutSeconds`, when the client goes away, when watches are cut
+//!   (fault injection) and when the server shuts down; its task ends with it.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::stream;
+use http::{HeaderValue, Response, header};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::resources::ResourceInfo;
+use crate::selectors::Filter;
+use crate::server::{Body, Shared};
+use crate::status::{ApiError, ApiResult};
+use crate::store::{Event, EventType, WATCH_EXPIRED};
+
+/// How many encoded events may wait for a slow client before the watch waits for it.
+const BUFFER: usize = 64;
+
+/// A parsed watch request.
+#[derive(Debug)]
+pub(crate) struct WatchRequest {
+    info: ResourceInfo,
+    api_version: String,
+    ns: Option<String>,
+    filter: Filter,
+    /// Watch the changes after this resourceVersion; `None`: send the current state first.
+    from: Option<u64>,
+    initial_events_end: bool,
+    send_initial: bool,
+    timeout: Option<Duration>,
+}
+
+impl WatchRequest {
+    pub(crate) fn new(
+        info: &ResourceInfo,
+        version: &str,
+        ns: &str,
+        query: &HashMap<String, String>,
+    ) -> ApiResult<Self> {
+        let param = |k: &str| query.get(k).map(String::as_str);
+        let filter = Filter::parse(param("labelSelector"), param("fieldSelector"))?;
+        let rv = param("resourceVersion").filter(|rv| !rv.is_empty());
+        let send_initial_events = match param("sendInitialEvents") {
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            _ => None,
+        };
+        if send_initial_events.is_some() {
+            let invalid = |field: &str, why: &str| {
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: Forbidden: {why}"),
+                )
+            };
+            if param("resourceVersionMatch") != Some("NotOlderThan") {
+                return Err(invalid(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                ));
+            }
+            if send_initial_events == Some(true)
+                && !matches!(param("allowWatchBookmarks"), Some("true" | "1"))
+            {
+                return Err(invalid(
+                    "allowWatchBookmarks",
+                    "sendInitialEvents requires setting allowWatchBookmarks to true",
+                ));
+            }
+        }
+        let from =
+            match rv {
+                None | Some("0") => None,
+                Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {rv}"))
+                })?),
+            };
+        // Without `sendInitialEvents`, only a watch from no resourceVersion (or "0") starts
+        // with the current state.
+        let send_initial = send_initial_events.unwrap_or(from.is_none());
+        let timeout = match param("timeoutSeconds") {
+            Some(t) => Some(Duration::from_secs(t.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid timeoutSeconds: {t}"))
+            })?)),
+            None => None,
+        };
+        Ok(Self {
+            info: info.clone(),
+            api_version: info.api_version(version),
+            ns: (!ns.is_empty()).then(|| ns.to_string()),
+            filter,
+            from,
+            initial_events_end: send_initial_events == Some(true),
+            send_initial,
+            timeout,
+        })
+    }
+
+    fn in_scope(&self, obj: &Value) -> bool {
+        self.ns
+            .as_deref()
+            .is_none_or(|ns| obj["metadata"]["namespace"].as_str() == Some(ns))
+    }
+
+    fn selects(&self, obj: &Value) -> bool {
+        self.in_scope(obj) && self.filter.matches(obj)
+    }
+
+    fn line(&self, kind: &str, obj: &Value) -> Bytes {
+        let mut obj = obj.clone();
+        obj["apiVersion"] = json!(self.api_version);
+        obj["kind"] = json!(self.info.kind);
+        let mut line = json!({"type": kind, "object": obj}).to_string();
+        line.push('\n');
+        Bytes::from(line)
+    }
+
+    fn error_line(e: &ApiError) -> Bytes {
+        let mut line = json!({"type": "ERROR", "object": e.to_status()}).to_string();
+        line.push('\n');
+        Bytes::from(line)
+    }
+
+    fn bookmark(&self, rv: u64) -> Bytes {
+        self.line(
+            "BOOKMARK",
+            &json!({"metadata": {
+                "resourceVersion": rv.to_string(),
+                "annotations": {"k8s.io/initial-events-end": "true"},
+            }}),
+        )
+    }
+
+    /// The line a change shows as to this watch, if any.
+    fn event_line(&self, e: &Event) -> Option<Bytes> {
+        let now = self.selects(&e.object);
+        let before = e.previous.as_deref().is_some_and(|p| self.selects(p));
+        let kind = match (e.kind, before, now) {
+            (EventType::Added, _, true) => "ADDED",
+            (EventType::Deleted, _, true) => "DELETED",
+            (EventType::Modified, true, true) => "MODIFIED",
+            (EventType::Modified, false, true) => "ADDED",
+            (EventType::Modified, true, false) => "DELETED",
+            _ => return None,
+        };
+        if kind == "DELETED" && e.kind == EventType::Modified {
+            // As the real server does: the last state that matched, at the change's
+            // resourceVersion.
+            let mut last = e.previous.as_deref().cloned().unwrap_or_default();
+            last["metadata"]["resourceVersion"] = json!(e.rv.to_string());
+            return Some(self.line(kind, &last));
+        }
+        Some(self.line(kind, &e.object))
+    }
+}
+
+/// Answers a watch: a streaming body fed by a task of the server's.
+pub(crate) fn start_watch(shared: &Arc<Shared>, w: WatchRequest) -> Response<Body> {
+    let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
+    let shared2 = shared.clone();
+    shared.tasks.spawn(async move {
+        tokio::select! {
+            () = run(&shared2, w, &tx) => {}
+            () = shared2.cancel.cancelled() => {}
+        }
+    });
+    let body = StreamBody::new(stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+    }));
+    let mut res = Response::new(body.boxed());
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    res
+}
+
+/// Feeds one watch until it ends; returns when it should close.
+async fn run(shared: &Shared, w: WatchRequest, tx: &mpsc::Sender<Bytes>) {
+    let mut changed = shared.changed.subscribe();
+    let mut cuts = shared.faults.cuts();
+    let deadline = w.timeout.map(|t| tokio::time::Instant::now() + t);
+    if shared.faults.take_expired_watch() {
+        let e = ApiError::expired(WATCH_EXPIRED);
+        let _ = tx.send(WatchRequest::error_line(&e)).await;
+        return;
+    }
+    // The current state first (at least as new as a resourceVersion asked for), or only
+    // the changes after the resourceVersion asked for.
+    let (mut last, initial) = match (w.send_initial, w.from) {
+        (false, Some(rv)) => (rv, Vec::new()),
+        (send_initial, _) => {
+            let snapshot = shared.store.lock().snapshot(&w.info, w.ns.as_deref(), None);
+            match snapshot {
+                Ok((rv, objs)) if send_initial => (rv, objs),
+                Ok((rv, _)) => (rv, Vec::new()),
+                Err(e) => {
+                    let _ = tx.send(WatchRequest::error_line(&e)).await;
+                    return;
+                }
+            }
+        }
+    };
+    let mut lines: Vec<Bytes> = initial
+        .iter()
+        .filter(|o| w.filter.matches(o))
+        .map(|o| w.line("ADDED", o))
+        .collect();
+    if w.initial_events_end {
+        lines.push(w.bookmark(last));
+    }
+    loop {
+        for line in lines.drain(..) {
+            if tx.send(line).await.is_err() {
+                return;
+            }
+        }
+        let events = shared.store.lock().events_after(&w.info, last);
+        match events {
+            Ok(events) => {
+                if let Some(e) = events.last() {
+                    last = e.rv;
+                }
+                lines.extend(events.iter().filter_map(|e| w.event_line(e)));
+                if !lines.is_empty() {
+                    continue;
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(WatchRequest::error_line(&e)).await;
+                return;
+            }
+        }
+        let timeout = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = timeout => return,
+            _ = cuts.changed() => return,
+            () = tx.closed() => return,
+            r = changed.changed() => if r.is_err() { return },
+        }
+    }
+}

@@ -1,0 +1,822 @@
+//! The differential suite: each scenario is written once, against a kubekit `RestClient`,
+//! and run against the real control plane (testenv: kube-apiserver, etcd,
+//! kube-controller-manager) and against the fake. Each run records what the server
+//! answered — objects, lists, watch events, error `Status`es — and the two records must be
+//! equal once values that legitimately differ are normalised:
+//!
+//! - the test namespace's name → `<ns>`; uids → `uid-1`, `uid-2`, … by first appearance;
+//! - timestamps → `<time>`; continue tokens → `<continue>`; `managedFields` dropped (the
+//!   fake keeps none).
+//! - object resourceVersions → their rank among the object resourceVersions of the record
+//!   (so order and equality must match, values need not); list and bookmark
+//!   resourceVersions → `<list-rv>`, after checking that each is at least every object
+//!   resourceVersion recorded so far (the real server's counter also moves with other
+//!   tests' writes, so equality with an object's cannot be asked of it);
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use kubekit::rest::{Config, PatchType, Request, RestClient, WatchEvent};
+use kubekit_fake::FakeApiServer;
+use serde_json::{Value, json};
+
+/// A server under test.
+struct Target {
+    rest: RestClient,
+    ns: String,
+    /// Compacts the history up to resourceVersion `rv` (etcd's compaction on the real
+    /// server; `FakeApiServer::compact` on the fake, where nothing else writes).
+    compact: Box<dyn Fn(i64) + Send + Sync>,
+    /// Keeps the fake running for the scenario.
+    _fake: Option<std::sync::Arc<FakeApiServer>>,
+}
+
+const GROUP: &str = "fake.kubekit.dev";
+
+async fn real(prefix: &str) -> Target {
+    let cp = testenv::control_plane();
+    let config = Config::from_kubeconfig(cp.kubeconfig_path())
+        .await
+        .expect("admin kubeconfig")
+        .with_rate_limit(-1.0, 0);
+    let ns = cp.create_namespace(&cp.client().await, prefix).await;
+    Target {
+        rest: RestClient::new(&config).expect("rest client"),
+        ns,
+        compact: Box::new(|rv| testenv::control_plane().compact_etcd(rv)),
+        _fake: None,
+    }
+}
+
+async fn fake(prefix: &str) -> Target {
+    let server = FakeApiServer::start().await.expect("fake starts");
+    let rest = RestClient::new(&server.config()).expect("rest client");
+    let ns = format!("{prefix}-fake");
+    rest.post()
+        .group_version("", "v1")
+        .resource("namespaces")
+        .body(&json!({"metadata": {"name": ns}}))
+        .send()
+        .await
+        .expect("namespace created");
+    let server = std::sync::Arc::new(server);
+    let compact = {
+        let server = server.clone();
+        Box::new(move |_rv: i64| server.compact()) as Box<dyn Fn(i64) + Send + Sync>
+    };
+    Target {
+        rest,
+        ns,
+        compact,
+        _fake: Some(server),
+    }
+}
+
+/// What a scenario saw, in order.
+#[derive(Default)]
+struct Record(Vec<(String, Value)>);
+
+impl Record {
+    fn push(&mut self, label: &str, v: Value) {
+        self.0.push((label.to_string(), v));
+    }
+
+    /// Records the answer: the object, or the error's `Status`.
+    fn answer(&mut self, label: &str, r: kubekit::rest::Result<Value>) -> Option<Value> {
+        match r {
+            Ok(v) => {
+                self.push(label, v.clone());
+                Some(v)
+            }
+            Err(e) => {
+                let status = e
+                    .status()
+                    .map(|s| serde_json::to_value(s).expect("status serializes"))
+                    .unwrap_or_else(|| json!({"transport error": e.to_string()}));
+                self.push(label, json!({"error": status}));
+                None
+            }
+        }
+    }
+}
+
+impl Target {
+    fn on(&self, resource: &str) -> Res<'_> {
+        let (group, version) = match resource {
+            "widgets" => (GROUP, "v1"),
+            _ => ("", "v1"),
+        };
+        Res {
+            t: self,
+            group,
+            version,
+            resource: resource.to_string(),
+        }
+    }
+}
+
+/// Requests to one resource in the target's namespace.
+struct Res<'a> {
+    t: &'a Target,
+    group: &'a str,
+    version: &'a str,
+    resource: String,
+}
+
+impl Res<'_> {
+    fn req(&self, r: Request) -> Request {
+        r.group_version(self.group, self.version)
+            .namespace(&self.t.ns)
+            .resource(&self.resource)
+    }
+
+    async fn send(r: Request) -> kubekit::rest::Result<Value> {
+        r.send().await?.decode()
+    }
+
+    async fn create(&self, body: Value) -> kubekit::rest::Result<Value> {
+        Self::send(self.req(self.t.rest.post()).body(&body)).await
+    }
+
+    async fn get(&self, name: &str) -> kubekit::rest::Result<Value> {
+        Self::send(self.req(self.t.rest.get()).name(name)).await
+    }
+
+    async fn list(&self, params: &[(&str, &str)]) -> kubekit::rest::Result<Value> {
+        let mut r = self.req(self.t.rest.get());
+        for (k, v) in params {
+            r = r.param(k, v);
+        }
+        Self::send(r).await
+    }
+
+    async fn update(&self, name: &str, body: &Value, status: bool) -> kubekit::rest::Result<Value> {
+        let mut r = self.req(self.t.rest.put()).name(name).body(body);
+        if status {
+            r = r.subresource("status");
+        }
+        Self::send(r).await
+    }
+
+    async fn patch(&self, name: &str, how: PatchType, body: Value) -> kubekit::rest::Result<Value> {
+        Self::send(self.req(self.t.rest.patch(how)).name(name).body(&body)).await
+    }
+
+    async fn delete(&self, name: &str, opts: Value) -> kubekit::rest::Result<Value> {
+        Self::send(self.req(self.t.rest.delete()).name(name).body(&opts)).await
+    }
+
+    async fn delete_collection(&self, selector: &str) -> kubekit::rest::Result<Value> {
+        Self::send(
+            self.req(self.t.rest.delete())
+                .param("labelSelector", selector),
+        )
+        .await
+    }
+
+    /// Watches with `params` and returns its first `n` events (or fewer, when it ends or
+    /// 10 s pass), each as `{"type", "object"}`, bookmarks as `{"type", "rv", "annotations"}`.
+    async fn watch(
+        &self,
+        params: &[(&str, &str)],
+        n: usize,
+        during: impl Future<Output = ()>,
+    ) -> kubekit::rest::Result<Vec<Value>> {
+        let mut r = self.req(self.t.rest.get());
+        for (k, v) in params {
+            r = r.param(k, v);
+        }
+        let stream = r.watch::<Value>().await?;
+        let collect = stream
+            .take(n)
+            .map(|e| match e {
+                Ok(WatchEvent::Added(o)) => json!({"type": "ADDED", "object": o}),
+                Ok(WatchEvent::Modified(o)) => json!({"type": "MODIFIED", "object": o}),
+                Ok(WatchEvent::Deleted(o)) => json!({"type": "DELETED", "object": o}),
+                Ok(WatchEvent::Bookmark(b)) => json!({
+                    "type": "BOOKMARK",
+                    "metadata": {"resourceVersion": b.resource_version},
+                    "annotations": b.annotations,
+                }),
+                Ok(WatchEvent::Error(s)) => json!({"type": "ERROR", "object": *s}),
+                Err(e) => json!({"type": "stream error", "error": e.to_string()}),
+            })
+            .collect::<Vec<_>>();
+        let collect = tokio::time::timeout(Duration::from_secs(10), collect);
+        let (events, ()) = tokio::join!(collect, during);
+        Ok(events.unwrap_or_else(|_| vec![json!("timed out waiting for events")]))
+    }
+}
+
+fn cm(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": {"k": "v"}})
+}
+
+fn widget(name: &str, labels: Value) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"size": 1}, "status": {"ready": false},
+    })
+}
+
+/// Installs the Widget CRD (namespaced, `v1`, status subresource, any fields kept) and
+/// waits until its resource is served.
+async fn ensure_widgets(t: &Target) {
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{GROUP}")},
+        "spec": {
+            "group": GROUP, "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+            }],
+        },
+    });
+    let created = t
+        .rest
+        .post()
+        .group_version("apiextensions.k8s.io", "v1")
+        .resource("customresourcedefinitions")
+        .body(&crd)
+        .send()
+        .await;
+    if let Err(e) = created {
+        assert!(e.is_already_exists(), "create the Widget CRD: {e}");
+    }
+    testenv::eventually(60, "the Widget CRD is served", || async {
+        t.on("widgets").list(&[]).await.ok()
+    })
+    .await;
+}
+
+/// Normalises a record (see the module docs).
+fn normalise(record: &Record, ns: &str) -> Vec<(String, Value)> {
+    let mut object_rvs = BTreeSet::new();
+    for (_, v) in &record.0 {
+        collect_object_rvs(v, &mut object_rvs);
+    }
+    let ranks: BTreeMap<u64, usize> = object_rvs
+        .iter()
+        .enumerate()
+        .map(|(i, rv)| (*rv, i + 1))
+        .collect();
+    let mut uids = BTreeMap::new();
+    let mut highest_seen = 0;
+    record
+        .0
+        .iter()
+        .map(|(label, v)| {
+            let mut v = v.clone();
+            let mut local = BTreeSet::new();
+            collect_object_rvs(&v, &mut local);
+            let newest_here = local.last().copied().unwrap_or(0);
+            highest_seen = highest_seen.max(newest_here);
+            // A list is at least as new as its items (an exact list can be older than
+            // objects seen before it); a bookmark as new as everything seen before it.
+            let floor = if v.get("items").is_some() {
+                newest_here
+            } else {
+                highest_seen
+            };
+            rewrite(&mut v, ns, &ranks, &mut uids, floor, label);
+            (label.clone(), v)
+        })
+        .collect()
+}
+
+/// Whether `v` is a list or a bookmark (whose resourceVersion is the server's, not an
+/// object's).
+fn is_list_or_bookmark(v: &Value) -> bool {
+    v.get("items").is_some() || v.get("type").and_then(Value::as_str) == Some("BOOKMARK")
+}
+
+fn collect_object_rvs(v: &Value, out: &mut BTreeSet<u64>) {
+    match v {
+        Value::Object(m) => {
+            if !is_list_or_bookmark(v)
+                && let Some(rv) = m
+                    .get("metadata")
+                    .and_then(|md| md.get("resourceVersion"))
+                    .and_then(Value::as_str)
+                && let Ok(rv) = rv.parse()
+            {
+                out.insert(rv);
+            }
+            m.values().for_each(|c| collect_object_rvs(c, out));
+        }
+        Value::Array(a) => a.iter().for_each(|c| collect_object_rvs(c, out)),
+        _ => {}
+    }
+}
+
+fn rewrite(
+    v: &mut Value,
+    ns: &str,
+    ranks: &BTreeMap<u64, usize>,
+    uids: &mut BTreeMap<String, String>,
+    floor: u64,
+    label: &str,
+) {
+    let list_like = is_list_or_bookmark(v);
+    match v {
+        Value::Object(m) => {
+            m.remove("managedFields");
+            if let Some(md) = m.get_mut("metadata").and_then(Value::as_object_mut)
+                && let Some(rv) = md
+                    .get("resourceVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            {
+                let n: u64 = rv.parse().unwrap_or(0);
+                let new = if list_like {
+                    assert!(
+                        n >= floor,
+                        "{label}: list/bookmark resourceVersion {n} is older than an object's ({floor})"
+                    );
+                    json!("<list-rv>")
+                } else {
+                    json!(format!("rv-{}", ranks.get(&n).copied().unwrap_or(0)))
+                };
+                md.insert("resourceVersion".into(), new);
+            }
+            for (k, c) in m.iter_mut() {
+                match (k.as_str(), c.as_str()) {
+                    ("uid", Some(u)) => {
+                        let next = format!("uid-{}", uids.len() + 1);
+                        *c = json!(uids.entry(u.to_string()).or_insert(next).clone());
+                    }
+                    ("creationTimestamp" | "deletionTimestamp", Some(_)) => *c = json!("<time>"),
+                    ("continue", Some(s)) if !s.is_empty() => *c = json!("<continue>"),
+                    _ => rewrite(c, ns, ranks, uids, floor, label),
+                }
+            }
+        }
+        Value::Array(a) => a
+            .iter_mut()
+            .for_each(|c| rewrite(c, ns, ranks, uids, floor, label)),
+        Value::String(s) => {
+            *s = s.replace(ns, "<ns>");
+            for (uid, placeholder) in uids.iter() {
+                *s = s.replace(uid, placeholder);
+            }
+            // resourceVersions quoted in messages, e.g. `in record (234)`.
+            for (rv, rank) in ranks {
+                *s = s.replace(&format!("({rv})"), &format!("(rv-{rank})"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Runs `scenario` on the real server, then on the fake, and requires equal records.
+async fn differential<F>(name: &str, scenario: F)
+where
+    F: AsyncFn(&Target, &mut Record),
+{
+    let real_target = real(name).await;
+    let mut real_record = Record::default();
+    scenario(&real_target, &mut real_record).await;
+    let fake_target = fake(name).await;
+    let mut fake_record = Record::default();
+    scenario(&fake_target, &mut fake_record).await;
+    let real_n = normalise(&real_record, &real_target.ns);
+    let fake_n = normalise(&fake_record, &fake_target.ns);
+    for (i, ((rl, rv), (fl, fv))) in real_n.iter().zip(&fake_n).enumerate() {
+        assert_eq!(rl, fl, "step {i}: different steps");
+        assert!(
+            rv == fv,
+            "{name}, step {i} ({rl}): the fake answered differently.\nreal:\n{}\nfake:\n{}",
+            serde_json::to_string_pretty(rv).unwrap_or_default(),
+            serde_json::to_string_pretty(fv).unwrap_or_default()
+        );
+    }
+    assert_eq!(
+        real_n.len(),
+        fake_n.len(),
+        "{name}: different numbers of steps"
+    );
+}
+
+#[tokio::test]
+async fn create_get_update_answer_alike_with_conflicts_and_missing_names() {
+    differential("create-update", async |t: &Target, r: &mut Record| {
+        let cms = t.on("configmaps");
+        let a = r
+            .answer("create a", cms.create(cm("a", json!({"app": "x"}))).await)
+            .expect("created");
+        r.answer("create a again", cms.create(cm("a", json!({}))).await);
+        r.answer(
+            "create without a name",
+            cms.create(json!({"metadata": {}})).await,
+        );
+        let generated = cms
+            .create(json!({"metadata": {"generateName": "gen-"}}))
+            .await
+            .expect("generated");
+        let name = generated["metadata"]["name"].as_str().unwrap_or_default();
+        r.push(
+            "generated name",
+            json!([name.len(), name.starts_with("gen-")]),
+        );
+        r.answer("get a", cms.get("a").await);
+        r.answer(
+            "strategic merge patch without lists",
+            cms.patch(
+                "a",
+                PatchType::StrategicMerge,
+                json!({"metadata": {"labels": {"app": null, "new": "1"}}, "data": {"k2": "v2"}}),
+            )
+            .await,
+        );
+        r.answer("get missing", cms.get("missing").await);
+        let mut changed = a.clone();
+        changed["data"]["k"] = json!("v2");
+        r.answer("update a", cms.update("a", &changed, false).await);
+        r.answer(
+            "update a with a stale resourceVersion",
+            cms.update("a", &changed, false).await,
+        );
+        let current = cms.get("a").await.expect("a");
+        r.answer(
+            "update a without a change",
+            cms.update("a", &current, false).await,
+        );
+        r.answer(
+            "update missing",
+            cms.update("missing", &cm("missing", json!({})), false)
+                .await,
+        );
+        r.answer(
+            "create in a missing namespace",
+            t.rest
+                .post()
+                .group_version("", "v1")
+                .namespace("no-such-namespace-kubekit")
+                .resource("configmaps")
+                .body(&cm("b", json!({})))
+                .send()
+                .await
+                .and_then(|r| r.decode()),
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn lists_with_selectors_paging_and_exact_resource_versions_answer_alike() {
+    differential("list", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        let ws = t.on("widgets");
+        let mut rvs = Vec::new();
+        for (i, tier) in ["a", "b", "a", "b", "c"].iter().enumerate() {
+            let labels = if i == 0 {
+                json!({"tier": tier, "env": "prod"})
+            } else {
+                json!({"tier": tier})
+            };
+            let w = ws
+                .create(widget(&format!("w-{i}"), labels))
+                .await
+                .expect("created");
+            rvs.push(
+                w["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+        r.answer(
+            "equality selector",
+            ws.list(&[("labelSelector", "tier=a")]).await,
+        );
+        r.answer(
+            "set-based selector",
+            ws.list(&[("labelSelector", "tier in (a,b),!env")]).await,
+        );
+        r.answer(
+            "name field selector",
+            ws.list(&[("fieldSelector", "metadata.name=w-2")]).await,
+        );
+        r.answer(
+            "fields and labels",
+            ws.list(&[
+                ("fieldSelector", "metadata.name!=w-2"),
+                ("labelSelector", "tier notin (c)"),
+            ])
+            .await,
+        );
+        r.answer(
+            "unsupported field selector",
+            ws.list(&[("fieldSelector", "spec.size=1")]).await,
+        );
+        let mut token = String::new();
+        for page in 0..3 {
+            let mut params = vec![("limit", "2")];
+            if !token.is_empty() {
+                params.push(("continue", token.as_str()));
+            }
+            let list = r
+                .answer(&format!("page {page}"), ws.list(&params).await)
+                .expect("page");
+            token = list["metadata"]["continue"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+        }
+        r.answer(
+            "exact list at the second create",
+            ws.list(&[
+                ("resourceVersion", &rvs[1]),
+                ("resourceVersionMatch", "Exact"),
+            ])
+            .await,
+        );
+        r.answer("delete tier=b", ws.delete_collection("tier=b").await);
+        r.answer("after deletecollection", ws.list(&[]).await);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn status_subresource_generation_and_patches_answer_alike() {
+    differential("status", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        let ws = t.on("widgets");
+        let w = r.answer("create drops status", ws.create(widget("w", json!({}))).await).expect("created");
+        r.answer("merge patch of spec bumps generation", ws.patch("w", PatchType::Merge, json!({"spec": {"size": 2}})).await);
+        r.answer("merge patch of labels keeps generation", ws.patch("w", PatchType::Merge, json!({"metadata": {"labels": {"l": "1"}}})).await);
+        let mut current = ws.get("w").await.expect("w");
+        current["status"] = json!({"ready": true});
+        r.answer("status on the main resource is ignored", ws.update("w", &current, false).await);
+        let mut status = ws.get("w").await.expect("w");
+        status["status"] = json!({"ready": true});
+        status["spec"] = json!({"size": 99});
+        status["metadata"]["labels"] = json!({"l": "2"});
+        r.answer("only status changes through /status", ws.update("w", &status, true).await);
+        r.answer("json patch", ws.patch("w", PatchType::Json, json!([{"op": "replace", "path": "/spec/size", "value": 3}])).await);
+        r.answer("json patch with a failing test", ws.patch("w", PatchType::Json, json!([{"op": "test", "path": "/spec/size", "value": 7}])).await);
+        r.answer("strategic merge patch of a custom resource", ws.patch("w", PatchType::StrategicMerge, json!({"spec": {"size": 4}})).await);
+        r.answer("patch with a stale resourceVersion", ws.patch("w", PatchType::Merge, json!({"metadata": {"resourceVersion": w["metadata"]["resourceVersion"]}, "spec": {"size": 5}})).await);
+        r.answer("patch missing", ws.patch("missing", PatchType::Merge, json!({})).await);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn deletion_with_preconditions_and_finalizers_answers_alike() {
+    differential("finalizers", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        let cms = t.on("configmaps");
+        r.answer("create plain", cms.create(cm("plain", json!({}))).await);
+        r.answer("delete plain", cms.delete("plain", json!({})).await);
+        r.answer("delete plain again", cms.delete("plain", json!({})).await);
+        let mut held = cm("held", json!({}));
+        held["metadata"]["finalizers"] = json!(["kubekit.dev/hold"]);
+        let created = r
+            .answer("create held", cms.create(held).await)
+            .expect("held");
+        r.answer(
+            "delete with a wrong uid",
+            cms.delete(
+                "held",
+                json!({"preconditions": {"uid": "00000000-0000-0000-0000-000000000000"}}),
+            )
+            .await,
+        );
+        r.answer(
+            "delete with a wrong resourceVersion",
+            cms.delete("held", json!({"preconditions": {"resourceVersion": "1"}}))
+                .await,
+        );
+        r.answer(
+            "delete held",
+            cms.delete(
+                "held",
+                json!({"preconditions": {"uid": created["metadata"]["uid"]}}),
+            )
+            .await,
+        );
+        let pending = r
+            .answer("get held while pending", cms.get("held").await)
+            .expect("pending");
+        let mut released = pending.clone();
+        released["metadata"]["finalizers"] = json!([]);
+        r.answer(
+            "remove the finalizer",
+            cms.update("held", &released, false).await,
+        );
+        r.answer("get held after", cms.get("held").await);
+        let ws = t.on("widgets");
+        let mut w = widget("held", json!({}));
+        w["metadata"]["finalizers"] = json!(["kubekit.dev/hold"]);
+        ws.create(w).await.expect("widget");
+        r.answer(
+            "delete a widget with a finalizer bumps its generation",
+            ws.delete("held", json!({})).await,
+        );
+        r.answer(
+            "remove the widget's finalizer",
+            ws.patch(
+                "held",
+                PatchType::Merge,
+                json!({"metadata": {"finalizers": null}}),
+            )
+            .await,
+        );
+        r.answer("get the widget after", ws.get("held").await);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn watches_with_selectors_and_streaming_lists_answer_alike() {
+    differential("watch", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        let ws = t.on("widgets");
+        ws.create(widget("before", json!({"app": "x"})))
+            .await
+            .expect("created");
+        let list = ws.list(&[]).await.expect("list");
+        let from = list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let changes = async {
+            ws.create(widget("a", json!({"app": "x"})))
+                .await
+                .expect("a");
+            ws.create(widget("b", json!({"app": "y"})))
+                .await
+                .expect("b");
+            ws.patch("a", PatchType::Merge, json!({"spec": {"size": 2}}))
+                .await
+                .expect("a changed");
+            ws.patch(
+                "b",
+                PatchType::Merge,
+                json!({"metadata": {"labels": {"app": "x"}}}),
+            )
+            .await
+            .expect("b selected");
+            ws.patch(
+                "a",
+                PatchType::Merge,
+                json!({"metadata": {"labels": {"app": "y"}}}),
+            )
+            .await
+            .expect("a unselected");
+            ws.delete("b", json!({})).await.expect("b deleted");
+        };
+        let events = ws
+            .watch(
+                &[("resourceVersion", &from), ("labelSelector", "app=x")],
+                5,
+                changes,
+            )
+            .await;
+        r.answer(
+            "watch from a resourceVersion with a selector",
+            events.map(Value::from),
+        );
+        let streamed = ws
+            .watch(
+                &[
+                    ("sendInitialEvents", "true"),
+                    ("allowWatchBookmarks", "true"),
+                    ("resourceVersionMatch", "NotOlderThan"),
+                    ("labelSelector", "app"),
+                ],
+                3,
+                async {},
+            )
+            .await;
+        r.answer("streaming list", streamed.map(Value::from));
+        let streamed_from = ws
+            .watch(
+                &[
+                    ("sendInitialEvents", "true"),
+                    ("allowWatchBookmarks", "true"),
+                    ("resourceVersion", &from),
+                    ("resourceVersionMatch", "NotOlderThan"),
+                    ("labelSelector", "app"),
+                ],
+                3,
+                async {},
+            )
+            .await;
+        r.answer(
+            "streaming list not older than a resourceVersion",
+            streamed_from.map(Value::from),
+        );
+        let ended = ws
+            .watch(
+                &[
+                    ("resourceVersion", &from),
+                    ("timeoutSeconds", "1"),
+                    ("labelSelector", "app=none"),
+                ],
+                1,
+                async {},
+            )
+            .await;
+        r.answer("a watch ends at timeoutSeconds", ended.map(Value::from));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn watches_and_exact_lists_from_a_compacted_resource_version_are_expired() {
+    differential("expired", async |t: &Target, r: &mut Record| {
+        let cms = t.on("configmaps");
+        let a = cms
+            .create(cm("a", json!({"test": "yes"})))
+            .await
+            .expect("a");
+        let old = a["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        for i in 0..3 {
+            cms.patch(
+                "a",
+                PatchType::Merge,
+                json!({"data": {"k": format!("v{i}")}}),
+            )
+            .await
+            .expect("changed");
+        }
+        let now = cms.list(&[]).await.expect("list");
+        let now: i64 = now["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .parse()
+            .unwrap_or(0);
+        (t.compact)(now);
+        let events = cms.watch(&[("resourceVersion", &old)], 2, async {}).await;
+        r.answer("watch from before the compaction", events.map(Value::from));
+        r.answer(
+            "exact list from before the compaction",
+            cms.list(&[("resourceVersion", &old), ("resourceVersionMatch", "Exact")])
+                .await,
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn owner_deletion_collects_dependents_alike_in_background_foreground_and_orphan() {
+    differential("gc", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        let (ws, cms) = (t.on("widgets"), t.on("configmaps"));
+        for (owner, policy) in [("bg", "Background"), ("fg", "Foreground"), ("or", "Orphan")] {
+            let w = ws.create(widget(owner, json!({}))).await.expect("owner");
+            let mut dep = cm(&format!("{owner}-dep"), json!({}));
+            dep["metadata"]["ownerReferences"] = json!([{
+                "apiVersion": format!("{GROUP}/v1"), "kind": "Widget", "name": owner,
+                "uid": w["metadata"]["uid"], "blockOwnerDeletion": true,
+            }]);
+            cms.create(dep).await.expect("dependent");
+            let deleted = ws.delete(owner, json!({"propagationPolicy": policy})).await;
+            // The real collector may act before the response is written; keep what does not race.
+            r.answer(
+                &format!("{policy} delete"),
+                deleted.map(|d| json!({"kind": d["kind"], "name": d["metadata"]["name"]})),
+            );
+            let owner_gone = testenv::eventually(60, "the owner is gone", || async {
+                ws.get(owner).await.err().map(|e| e.is_not_found())
+            })
+            .await;
+            r.push(&format!("{policy}: owner gone"), json!(owner_gone));
+            let dependent = testenv::eventually(60, "the dependent is settled", || async {
+                match cms.get(&format!("{owner}-dep")).await {
+                    Err(e) if e.is_not_found() => Some(json!("gone")),
+                    Ok(d)
+                        if policy == "Orphan" && d["metadata"].get("ownerReferences").is_none() =>
+                    {
+                        Some(d["metadata"]["name"].clone())
+                    }
+                    _ => None,
+                }
+            })
+            .await;
+            r.push(&format!("{policy}: dependent"), dependent);
+        }
+        let mut dangling = cm("dangling", json!({}));
+        dangling["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": format!("{GROUP}/v1"), "kind": "Widget", "name": "never",
+            "uid": "00000000-0000-0000-0000-000000000001",
+        }]);
+        cms.create(dangling).await.expect("dangling dependent");
+        let gone = testenv::eventually(60, "the dangling dependent is collected", || async {
+            cms.get("dangling").await.err().map(|e| e.is_not_found())
+        })
+        .await;
+        r.push("a dependent of a missing owner is collected", json!(gone));
+    })
+    .await;
+}

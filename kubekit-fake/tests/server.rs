@@ -1,0 +1,340 @@
+//! The fake's own contract: its binary, fault injection, bad input, CRDs, shutdown.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use kubekit::rest::{Config, RestClient};
+use kubekit_fake::{ApiError, FakeApiServer, RequestMatch};
+use serde_json::{Value, json};
+
+async fn start() -> (FakeApiServer, RestClient) {
+    let server = FakeApiServer::start().await.expect("fake starts");
+    let rest = RestClient::new(&server.config()).expect("rest client");
+    (server, rest)
+}
+
+async fn create_cm(rest: &RestClient, name: &str) -> kubekit::rest::Result<Value> {
+    rest.post()
+        .group_version("", "v1")
+        .namespace("default")
+        .resource("configmaps")
+        .body(&json!({"metadata": {"name": name}}))
+        .send()
+        .await?
+        .decode()
+}
+
+#[tokio::test]
+async fn the_binary_prints_a_working_kubeconfig_and_stops_on_sigterm() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubekit-fake-apiserver"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the binary");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("a line");
+    let path = std::path::PathBuf::from(line.trim());
+    let config = Config::from_kubeconfig(&path)
+        .await
+        .expect("its kubeconfig loads");
+    let version: Value = RestClient::new(&config)
+        .expect("client")
+        .get()
+        .abs_path("/version")
+        .send()
+        .await
+        .expect("it serves")
+        .decode()
+        .expect("json");
+    assert_eq!(version["major"], "1");
+    let pid = child.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    let status = child.wait().expect("it exits");
+    assert!(status.success(), "{status}");
+    assert!(!path.exists(), "the kubeconfig is removed when it stops");
+}
+
+#[tokio::test]
+async fn an_injected_failure_answers_only_the_next_matching_requests() {
+    let (server, rest) = start().await;
+    server.fail_next(
+        2,
+        RequestMatch::any().verb("create").resource("configmaps"),
+        ApiError::new(403, "Forbidden", "injected"),
+    );
+    for name in ["a", "b"] {
+        let e = create_cm(&rest, name).await.unwrap_err();
+        assert!(e.is_forbidden(), "{e}");
+    }
+    create_cm(&rest, "c")
+        .await
+        .expect("the third create is served");
+    let names: Vec<String> = list_names(&rest).await;
+    assert_eq!(names, ["c"]);
+}
+
+async fn list_names(rest: &RestClient) -> Vec<String> {
+    let list: Value = rest
+        .get()
+        .group_version("", "v1")
+        .namespace("default")
+        .resource("configmaps")
+        .send()
+        .await
+        .expect("list")
+        .decode()
+        .expect("json");
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_delay_holds_matching_requests_until_cleared() {
+    let (server, rest) = start().await;
+    server.delay(RequestMatch::any().verb("list"), Duration::from_millis(300));
+    let started = Instant::now();
+    list_names(&rest).await;
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    server.clear_faults();
+    let started = Instant::now();
+    list_names(&rest).await;
+    assert!(started.elapsed() < Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn malformed_bodies_and_unknown_paths_are_answered_with_a_status() {
+    let (_server, rest) = start().await;
+    for body in [&b"{not json"[..], b"[1, 2]"] {
+        let e = rest
+            .post()
+            .group_version("", "v1")
+            .namespace("default")
+            .resource("configmaps")
+            .body_bytes(body.to_vec(), "application/json")
+            .send()
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (e.code(), e.reason()),
+            (Some(400), Some("BadRequest")),
+            "{e}"
+        );
+    }
+    let e = rest
+        .get()
+        .abs_path("/apis/nothing.example/v1/things")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+    let e = rest
+        .get()
+        .group_version("", "v1")
+        .namespace("default")
+        .resource("configmaps")
+        .param("labelSelector", "a in (b")
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some(400), "{e}");
+}
+
+#[tokio::test]
+async fn a_crd_is_served_at_once_and_no_longer_once_deleted() {
+    let (_server, rest) = start().await;
+    let crds = || {
+        rest.post()
+            .group_version("apiextensions.k8s.io", "v1")
+            .resource("customresourcedefinitions")
+    };
+    crds()
+        .body(&json!({
+            "metadata": {"name": "gadgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Cluster",
+                     "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                     "versions": [{"name": "v1", "served": true, "storage": true}]},
+        }))
+        .send()
+        .await
+        .expect("crd created");
+    let gadgets = || {
+        rest.get()
+            .group_version("example.com", "v1")
+            .resource("gadgets")
+    };
+    rest.post()
+        .group_version("example.com", "v1")
+        .resource("gadgets")
+        .body(&json!({"metadata": {"name": "g"}}))
+        .send()
+        .await
+        .expect("gadget created");
+    let discovery: Value = rest
+        .get()
+        .abs_path("/apis/example.com/v1")
+        .send()
+        .await
+        .expect("discovery")
+        .decode()
+        .expect("json");
+    assert_eq!(discovery["resources"][0]["name"], "gadgets");
+    assert_eq!(discovery["resources"][0]["namespaced"], false);
+    rest.delete()
+        .group_version("apiextensions.k8s.io", "v1")
+        .resource("customresourcedefinitions")
+        .name("gadgets.example.com")
+        .send()
+        .await
+        .expect("crd deleted");
+    assert!(gadgets().send().await.unwrap_err().is_not_found());
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_deletes_its_objects_then_the_namespace() {
+    let (_server, rest) = start().await;
+    let ns = || rest.delete().group_version("", "v1").resource("namespaces");
+    rest.post()
+        .group_version("", "v1")
+        .resource("namespaces")
+        .body(&json!({"metadata": {"name": "doomed"}}))
+        .send()
+        .await
+        .expect("namespace");
+    let cms = || {
+        rest.get()
+            .group_version("", "v1")
+            .namespace("doomed")
+            .resource("configmaps")
+    };
+    rest.post()
+        .group_version("", "v1")
+        .namespace("doomed")
+        .resource("configmaps")
+        .body(&json!({"metadata": {"name": "a"}}))
+        .send()
+        .await
+        .expect("configmap");
+    ns().name("doomed").send().await.expect("namespace deleted");
+    let left: Value = cms().send().await.expect("list").decode().expect("json");
+    assert_eq!(left["items"], json!([]));
+    let e = rest
+        .get()
+        .group_version("", "v1")
+        .resource("namespaces")
+        .name("doomed")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_watches_and_every_task() {
+    let (server, rest) = start().await;
+    let watch = rest
+        .get()
+        .group_version("", "v1")
+        .namespace("default")
+        .resource("configmaps")
+        .watch::<Value>()
+        .await
+        .expect("watch");
+    let mut watch = std::pin::pin!(watch);
+    let kubeconfig = server.kubeconfig_path().to_path_buf();
+    tokio::time::timeout(Duration::from_secs(5), server.shutdown())
+        .await
+        .expect("shutdown returns once every task has ended");
+    let end = tokio::time::timeout(Duration::from_secs(5), watch.next()).await;
+    assert!(
+        matches!(end, Ok(None) | Ok(Some(Err(_)))),
+        "the watch ended"
+    );
+    assert!(!kubeconfig.exists());
+}
+
+/// Runs the repository's kubectl (built with the control plane, `scripts/build-control-plane.sh`)
+/// against `kubeconfig` with `args` and `stdin`; returns its standard output.
+fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: &str) -> String {
+    let root = testenv::repo_root();
+    let bin = Command::new("bash")
+        .arg(root.join("scripts/build-control-plane.sh"))
+        .output()
+        .expect("run build-control-plane.sh");
+    assert!(
+        bin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bin.stderr)
+    );
+    let dir = String::from_utf8_lossy(&bin.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    let mut child = Command::new(std::path::Path::new(&dir).join("kubectl"))
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), stdin.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn kubectl_applies_gets_labels_and_deletes_against_the_fake() {
+    let server = FakeApiServer::start().await.expect("fake starts");
+    let kc = server.kubeconfig_path().to_path_buf();
+    let run = move || {
+        let manifest = |value: &str| {
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: \"{value}\"\n"
+            )
+        };
+        // No OpenAPI is served: kubectl's client-side validation is turned off.
+        let apply = ["apply", "--validate=false", "-f", "-"];
+        assert!(kubectl(&kc, &apply, &manifest("1")).contains("created"));
+        assert!(kubectl(&kc, &apply, &manifest("2")).contains("configured"));
+        kubectl(&kc, &["label", "configmap", "x", "team=a"], "");
+        let got = kubectl(
+            &kc,
+            &[
+                "get",
+                "cm",
+                "-l",
+                "team=a",
+                "-o",
+                "jsonpath={.items[*].data.a}",
+            ],
+            "",
+        );
+        assert_eq!(got, "2");
+        assert!(kubectl(&kc, &["get", "namespaces"], "").contains("kube-system"));
+        kubectl(&kc, &["delete", "configmap", "x"], "");
+        assert_eq!(kubectl(&kc, &["get", "cm", "-o", "name"], ""), "");
+    };
+    tokio::task::spawn_blocking(run)
+        .await
+        .expect("kubectl steps");
+    server.shutdown().await;
+}
