@@ -5,12 +5,13 @@
 use std::time::{Duration, Instant};
 
 use app_controller::App;
-use app_controller::controller::{Options, run};
+use app_controller::controller::add_to;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::CustomResourceExt;
 use kubekit::clientset::{Clientset, CreateOptions, DeleteOptions, GetOptions, UpdateOptions};
+use kubekit::manager::Manager;
 use kubekit_fake::FakeApiServer;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -42,11 +43,12 @@ async fn app_controller_creates_owned_children_copies_their_status_and_recreates
         .expect("App CRD installed");
 
     let cancel = CancellationToken::new();
-    let opts = Options {
-        namespace: "default".into(),
-        ..Options::default()
-    };
-    let controller = tokio::spawn(run(cs.clone(), opts, cancel.clone()));
+    let mut mgr = Manager::builder(server.config())
+        .namespace("default")
+        .build()
+        .expect("manager");
+    add_to(&mut mgr, 2, 10).expect("App controller added");
+    let controller = tokio::spawn(mgr.start(cancel.clone()));
 
     let app: App = serde_json::from_value(json!({
         "apiVersion": "appcontroller.k8s.io/v1", "kind": "App",
