@@ -9,6 +9,9 @@
 //!   primary type's; a watched type's changes ([`watches`](ControllerBuilder::watches))
 //!   enqueue the keys its function returns. An update enqueues from the old and the new
 //!   state (an ownerReference may have moved).
+//! - With the priority queue (on unless [`priority_queue(false)`](ControllerBuilder::priority_queue)),
+//!   keys from the initial list and from resyncs are queued at low priority: live changes
+//!   are reconciled first.
 //! - Every [`Predicate`] given to [`with_event_filter`](ControllerBuilder::with_event_filter)
 //!   must pass for a change to enqueue anything, whichever type it came from.
 //! - Informers come from the manager's factory: controllers watching one type share one
@@ -117,41 +120,57 @@ fn controller_key<K: Resource<DynamicType = ()>>(obj: &ObjectMeta) -> Option<Obj
 }
 
 type MapFn<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
-type Watch = Box<dyn FnOnce(&SharedInformerFactory, &RateLimitingQueue<String>, &Arc<[Predicate]>)>;
+type Watch = Box<dyn FnOnce(&SharedInformerFactory, &Enqueue)>;
 
-/// An event handler that puts on `queue` the keys `map` gives for every change that passes
-/// all `predicates`.
+/// Where a controller's event handlers put keys, and how.
+#[derive(Clone)]
+struct Enqueue {
+    queue: RateLimitingQueue<String>,
+    /// Every one must pass for a change to enqueue anything.
+    predicates: Arc<[Predicate]>,
+    /// Changes from the initial list and resyncs go in at low priority.
+    priority: bool,
+}
+
+/// An event handler that puts on the queue the keys `map` gives for every change that
+/// passes all predicates: at low priority (with the priority queue on) for objects of the
+/// initial list and for resyncs (an update that does not change the resourceVersion).
 fn mapped_handler<W: Resource + Send + Sync + 'static>(
-    queue: &RateLimitingQueue<String>,
-    predicates: &Arc<[Predicate]>,
+    target: &Enqueue,
     map: MapFn<W>,
 ) -> ResourceEventHandlerFuncs<W> {
     let enqueue = {
-        let (queue, predicates) = (queue.clone(), predicates.clone());
-        Arc::new(move |change: Change<'_>, objects: &[&W]| {
-            if predicates.iter().all(|p| p.matches(&change)) {
+        let target = target.clone();
+        Arc::new(move |change: Change<'_>, low: bool, objects: &[&W]| {
+            if target.predicates.iter().all(|p| p.matches(&change)) {
                 let mut keys: Vec<ObjectKey> = objects.iter().flat_map(|o| map(o)).collect();
                 keys.sort_unstable();
                 keys.dedup();
                 for key in keys {
-                    queue.add(key.to_string());
+                    if low && target.priority {
+                        target.queue.add_low_priority(key.to_string());
+                    } else {
+                        target.queue.add(key.to_string());
+                    }
                 }
             }
         })
     };
     let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), enqueue);
     ResourceEventHandlerFuncs::new()
-        .on_add(move |obj: &Arc<W>, _| on_add(Change::Create(obj.meta()), &[obj]))
+        .on_add(move |obj: &Arc<W>, initial| on_add(Change::Create(obj.meta()), initial, &[obj]))
         .on_update(move |old: &Arc<W>, new: &Arc<W>| {
+            let (old, new) = (old.as_ref(), new.as_ref());
+            let resync = old.meta().resource_version == new.meta().resource_version;
             let change = Change::Update {
                 old: old.meta(),
                 new: new.meta(),
             };
-            on_update(change, &[old, new]);
+            on_update(change, resync, &[old, new]);
         })
         .on_delete(move |obj| {
             let obj = obj.object();
-            on_delete(Change::Delete(obj.meta()), &[obj]);
+            on_delete(Change::Delete(obj.meta()), false, &[obj]);
         })
 }
 
@@ -191,6 +210,7 @@ pub struct ControllerBuilder<'m, K> {
     workers: usize,
     max_retries: usize,
     reconcile_timeout: Option<Duration>,
+    priority_queue: bool,
     primary: PhantomData<fn() -> K>,
 }
 
@@ -202,6 +222,7 @@ impl<K> fmt::Debug for ControllerBuilder<'_, K> {
             .field("workers", &self.workers)
             .field("max_retries", &self.max_retries)
             .field("reconcile_timeout", &self.reconcile_timeout)
+            .field("priority_queue", &self.priority_queue)
             .finish_non_exhaustive()
     }
 }
@@ -216,6 +237,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             workers: 1,
             max_retries: 15,
             reconcile_timeout: None,
+            priority_queue: true,
             primary: PhantomData,
         }
     }
@@ -231,13 +253,20 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
         let map: MapFn<W> = Arc::new(map);
-        self.watches
-            .push(Box::new(move |factory, queue, predicates| {
-                let informer = factory.for_type::<W>();
-                informer
-                    .informer()
-                    .add_event_handler(mapped_handler(queue, predicates, map));
-            }));
+        self.watches.push(Box::new(move |factory, enqueue| {
+            let informer = factory.for_type::<W>();
+            informer
+                .informer()
+                .add_event_handler(mapped_handler(enqueue, map));
+        }));
+        self
+    }
+
+    /// Whether events from the initial list and resyncs wait behind live changes in the
+    /// work queue (controller-runtime's priority queue; default on): after a restart or a
+    /// relist, what just changed is reconciled first.
+    pub fn priority_queue(mut self, on: bool) -> Self {
+        self.priority_queue = on;
         self
     }
 
@@ -284,6 +313,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             workers,
             max_retries,
             reconcile_timeout,
+            priority_queue,
             primary: _,
         } = self;
         if manager.controllers.iter().any(|c| c.name == name) {
@@ -295,15 +325,18 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
                 .name(name.as_str())
                 .metrics(&manager.metrics.workqueue),
         );
-        let predicates: Arc<[Predicate]> = predicates.into();
+        let enqueue = Enqueue {
+            queue: queue.clone(),
+            predicates: predicates.into(),
+            priority: priority_queue,
+        };
         let primary = manager.factory.for_type::<K>();
         primary.informer().add_event_handler(mapped_handler::<K>(
-            &queue,
-            &predicates,
+            &enqueue,
             Arc::new(|obj| ObjectKey::of(obj).into_iter().collect()),
         ));
         for watch in watches {
-            watch(&manager.factory, &queue, &predicates);
+            watch(&manager.factory, &enqueue);
         }
         let mut runner = Runner::new(&name, queue)
             .max_retries(max_retries)
@@ -407,19 +440,67 @@ mod tests {
         assert_eq!(controller_key::<ReplicaSet>(&ObjectMeta::default()), None);
     }
 
+    fn test_queue() -> RateLimitingQueue<String> {
+        RateLimitingQueue::new(crate::workqueue::ItemExponentialFailureRateLimiter::new(
+            Duration::from_millis(1),
+            Duration::from_millis(10),
+        ))
+    }
+
+    #[tokio::test]
+    async fn initial_list_and_resync_events_wait_behind_live_changes_unless_turned_off() {
+        use crate::cache::ResourceEventHandler;
+
+        let cm = |name: &str, rv: &str| {
+            let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+            cm.metadata.namespace = Some("ns".into());
+            cm.metadata.name = Some(name.into());
+            cm.metadata.resource_version = Some(rv.into());
+            Arc::new(cm)
+        };
+        for priority in [true, false] {
+            let queue = test_queue();
+            let enqueue = Enqueue {
+                queue: queue.clone(),
+                predicates: Vec::new().into(),
+                priority,
+            };
+            let handler = mapped_handler(
+                &enqueue,
+                Arc::new(|cm| ObjectKey::of(cm).into_iter().collect()),
+            );
+            let h: &dyn ResourceEventHandler<_> = &handler;
+            h.on_add(&cm("listed", "1"), true);
+            h.on_update(&cm("resynced", "2"), &cm("resynced", "2"));
+            h.on_update(&cm("changed", "3"), &cm("changed", "4"));
+            h.on_add(&cm("created", "5"), false);
+            let mut order = Vec::new();
+            while !queue.is_empty() {
+                let key = queue.get().await.unwrap();
+                queue.done(&key);
+                order.push(key);
+            }
+            let expected = if priority {
+                ["ns/changed", "ns/created", "ns/listed", "ns/resynced"]
+            } else {
+                ["ns/listed", "ns/resynced", "ns/changed", "ns/created"]
+            };
+            assert_eq!(order, expected, "priority queue {priority}");
+        }
+    }
+
     #[tokio::test]
     async fn the_handler_enqueues_mapped_keys_of_changes_the_predicates_pass() {
         use crate::cache::{MaybeTombstone, ResourceEventHandler};
-        use crate::workqueue::ItemExponentialFailureRateLimiter;
 
-        let queue = RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
-            Duration::from_millis(1),
-            Duration::from_millis(10),
-        ));
-        let predicates: Arc<[Predicate]> = vec![Predicate::generation_changed()].into();
+        let queue = test_queue();
+        let enqueue = Enqueue {
+            queue: queue.clone(),
+            predicates: vec![Predicate::generation_changed()].into(),
+            priority: true,
+        };
         let handler = mapped_handler::<ReplicaSet>(
-            &queue,
-            &predicates,
+            &enqueue,
             Arc::new(|rs| {
                 controller_key::<Deployment>(rs.meta())
                     .into_iter()

@@ -272,6 +272,11 @@ where
         self.inner.queue.add(item);
     }
 
+    /// See [`Queue::add_low_priority`].
+    pub fn add_low_priority(&self, item: T) {
+        self.inner.queue.add_low_priority(item);
+    }
+
     /// See [`Queue::get`].
     pub async fn get(&self) -> Option<T> {
         self.inner.queue.get().await

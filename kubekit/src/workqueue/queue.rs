@@ -11,7 +11,12 @@
 //!   Adding it again marks it dirty without queueing it; `done` then puts it at the back
 //!   of the queue.
 //!
-//! Ready items are handed out in the order they entered the queue (FIFO).
+//! Ready items are handed out in the order they entered the queue (FIFO), items added
+//! with [`add_low_priority`](Queue::add_low_priority) after every other ready item
+//! (controller-runtime's priority queue: a controller's initial list and resyncs wait
+//! behind live changes). Adding with normal priority an item that waits at low priority
+//! moves it to the back of the normal queue; adding at low priority an item that waits at
+//! normal priority changes nothing.
 //!
 //! After [`shut_down`](Queue::shut_down), `add` is ignored, but `get` keeps handing out the
 //! items still queued (including the ones re-queued by `done`) and returns `None` only once
@@ -155,7 +160,7 @@ impl<T> fmt::Debug for Queue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.inner.state.lock();
         f.debug_struct("Queue")
-            .field("len", &state.fifo.len())
+            .field("len", &state.len())
             .field("processing", &state.processing)
             .field("shutting_down", &state.shutting_down)
             .finish_non_exhaustive()
@@ -171,6 +176,8 @@ struct Slot<T> {
     dirty: bool,
     /// In the processing set: handed out and not yet done.
     processing: bool,
+    /// Needs processing at low priority: waits in `State::low` (or goes there at `done`).
+    low: bool,
     /// When the item became dirty (named queues only).
     added: Option<Instant>,
     /// Index of its processing start time in `State::started` (named queues only).
@@ -181,8 +188,14 @@ struct Slot<T> {
 struct State<T> {
     /// Dirty and processing items; an item in neither set has no slot.
     slots: HashTable<Slot<T>>,
-    /// Items that are dirty and not processing, in hand-out order, with their hashes.
+    /// Items that are dirty and not processing at normal priority, in hand-out order, with
+    /// their hashes.
     fifo: VecDeque<(u64, T)>,
+    /// The same at low priority, handed out when `fifo` is empty. An entry whose slot has
+    /// since been promoted to `fifo` (or handed out) is stale and skipped.
+    low: VecDeque<(u64, T)>,
+    /// Entries of `low` that are not stale.
+    low_len: usize,
     /// Number of items in the processing set.
     processing: usize,
     /// Number of `get` calls asleep on `Inner::getters`: a new item wakes one only when
@@ -198,9 +211,45 @@ struct State<T> {
 }
 
 impl<T> State<T> {
+    /// Items waiting to be handed out.
+    fn len(&self) -> usize {
+        self.fifo.len() + self.low_len
+    }
+
+    /// Queues `item` at its priority.
+    fn push(&mut self, hash: u64, item: T, low: bool) {
+        if low {
+            self.low.push_back((hash, item));
+            self.low_len += 1;
+        } else {
+            self.fifo.push_back((hash, item));
+        }
+    }
+
     /// Whether an item just queued should wake a sleeping `get`.
     fn wake_for_new_item(&self) -> bool {
         self.waiting > 0
+    }
+}
+
+impl<T: Eq> State<T> {
+    /// The next item to hand out: the normal queue's first, else the first entry of the
+    /// low queue that is not stale (its slot still waits there).
+    fn next_ready(&mut self) -> Option<(u64, T)> {
+        if let Some(next) = self.fifo.pop_front() {
+            return Some(next);
+        }
+        while let Some((hash, item)) = self.low.pop_front() {
+            let waiting = self
+                .slots
+                .find(hash, |slot| slot.item == item)
+                .is_some_and(|slot| slot.dirty && slot.low && !slot.processing);
+            if waiting {
+                self.low_len -= 1;
+                return Some((hash, item));
+            }
+        }
+        None
     }
 }
 
@@ -262,6 +311,8 @@ where
             state: StateLock::new(State {
                 slots: HashTable::new(),
                 fifo: VecDeque::new(),
+                low: VecDeque::new(),
+                low_len: 0,
                 processing: 0,
                 waiting: 0,
                 shutting_down: false,
@@ -287,7 +338,13 @@ where
     /// dirty and goes to the back of the queue when its worker calls [`done`](Self::done).
     /// Ignored once the queue is shutting down.
     pub fn add(&self, item: T) {
-        self.inner.add(item);
+        self.inner.add(item, false);
+    }
+
+    /// Like [`add`](Self::add), at low priority: the item is handed out after every item
+    /// added with normal priority (see the [module docs](self)).
+    pub fn add_low_priority(&self, item: T) {
+        self.inner.add(item, true);
     }
 
     /// Waits for the next item and hands it out, or returns `None` once the queue is shut
@@ -319,7 +376,7 @@ where
     /// The number of items waiting to be handed out (not counting the ones being
     /// processed). For information only: it may change as soon as it is read.
     pub fn len(&self) -> usize {
-        self.inner.state.lock().fifo.len()
+        self.inner.state.lock().len()
     }
 
     /// Whether no item is waiting to be handed out. For information only.
@@ -357,7 +414,7 @@ impl<T> Inner<T>
 where
     T: Hash + Eq + Clone,
 {
-    fn add(&self, item: T) {
+    fn add(&self, item: T, low: bool) {
         // Hashing happens before the lock is taken; dropping a duplicate after it is
         // released.
         let hash = self.hasher.hash_one(&item);
@@ -374,31 +431,40 @@ where
                 hash_table::Entry::Occupied(mut occupied) => {
                     let slot = occupied.get_mut();
                     if slot.dirty {
-                        false
+                        if slot.low && !low {
+                            slot.low = false;
+                            if !slot.processing {
+                                // Promoted: its entry in `low` is now stale.
+                                state.low_len -= 1;
+                                state.fifo.push_back((hash, item));
+                            }
+                        }
                     } else {
                         // Being processed: `done` will queue it.
                         slot.dirty = true;
+                        slot.low = low;
                         if let Some(metrics) = &self.metrics {
                             metrics.added();
                             slot.added = Some(Instant::now());
                         }
-                        false
                     }
+                    false
                 }
                 hash_table::Entry::Vacant(vacant) => {
                     let added = self.metrics.as_ref().map(|metrics| {
                         metrics.added();
                         Instant::now()
                     });
-                    state.fifo.push_back((hash, item.clone()));
                     vacant.insert(Slot {
-                        item,
+                        item: item.clone(),
                         hash,
                         dirty: true,
                         processing: false,
+                        low,
                         added,
                         started: NO_SLOT,
                     });
+                    state.push(hash, item, low);
                     state.wake_for_new_item()
                 }
             }
@@ -410,7 +476,7 @@ where
 
     /// Takes the next item, if any, moving it to the processing set.
     fn take(&self, state: &mut State<T>) -> Take<T> {
-        let Some((hash, item)) = state.fifo.pop_front() else {
+        let Some((hash, item)) = state.next_ready() else {
             return if state.shutting_down {
                 Take::ShutDown
             } else {
@@ -418,7 +484,7 @@ where
             };
         };
         let Some(slot) = state.slots.find_mut(hash, |slot| slot.item == item) else {
-            unreachable!("every queued item has a slot");
+            unreachable!("next_ready only gives items with a slot");
         };
         slot.dirty = false;
         slot.processing = true;
@@ -496,7 +562,8 @@ where
                 slot.started = NO_SLOT;
             }
             let (finished, wake_getter) = if slot.dirty {
-                state.fifo.push_back((hash, slot.item.clone()));
+                let (item, low) = (slot.item.clone(), slot.low);
+                state.push(hash, item, low);
                 (None, state.wake_for_new_item())
             } else {
                 (Some(occupied.remove().0), false)
@@ -643,6 +710,71 @@ mod tests {
             assert_eq!(item, expected);
             queue.done(&item);
         }
+    }
+
+    /// Takes every ready item (marking each done), then checks the queue is empty.
+    async fn drain(queue: &Queue<&'static str>) -> Vec<&'static str> {
+        let mut got = Vec::new();
+        while !queue.is_empty() {
+            let item = queue.get().await.unwrap();
+            queue.done(&item);
+            got.push(item);
+        }
+        queue.shut_down();
+        assert_eq!(queue.get().await, None, "nothing is handed out twice");
+        got
+    }
+
+    #[tokio::test]
+    async fn low_priority_items_are_handed_out_after_every_normal_one() {
+        let queue = q();
+        queue.add_low_priority("a");
+        queue.add_low_priority("b");
+        queue.add("c");
+        queue.add("d");
+        assert_eq!(queue.len(), 4);
+        assert_eq!(drain(&queue).await, ["c", "d", "a", "b"]);
+    }
+
+    #[tokio::test]
+    async fn a_normal_add_promotes_a_waiting_low_item_and_a_low_add_never_demotes() {
+        let queue = q();
+        queue.add_low_priority("a");
+        queue.add_low_priority("b");
+        queue.add("c");
+        queue.add("b"); // promoted behind c
+        queue.add_low_priority("c"); // stays normal
+        assert_eq!(queue.len(), 3);
+        assert_eq!(drain(&queue).await, ["c", "b", "a"]);
+    }
+
+    #[tokio::test]
+    async fn an_item_added_while_processing_returns_at_the_priority_of_its_adds() {
+        let queue = q();
+        queue.add("a");
+        queue.add("b");
+        let a = queue.get().await.unwrap();
+        let b = queue.get().await.unwrap();
+        queue.add_low_priority(a);
+        queue.add_low_priority(b);
+        queue.add(b); // one normal add makes it normal
+        queue.add("c");
+        queue.done(&a);
+        queue.done(&b);
+        assert_eq!(drain(&queue).await, ["c", "b", "a"]);
+    }
+
+    #[tokio::test]
+    async fn a_promoted_item_added_again_at_low_priority_is_handed_out_once() {
+        let queue = q();
+        queue.add_low_priority("a");
+        queue.add("a"); // its low entry is now stale
+        assert_eq!(queue.len(), 1);
+        let a = queue.get().await.unwrap();
+        queue.done(&a);
+        queue.add_low_priority("a");
+        assert_eq!(queue.len(), 1);
+        assert_eq!(drain(&queue).await, ["a"]);
     }
 
     #[tokio::test]

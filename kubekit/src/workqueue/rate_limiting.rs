@@ -131,6 +131,11 @@ where
         self.queue.add(item);
     }
 
+    /// See [`Queue::add_low_priority`](super::Queue::add_low_priority).
+    pub fn add_low_priority(&self, item: T) {
+        self.queue.add_low_priority(item);
+    }
+
     /// See [`Queue::get`](super::Queue::get).
     pub async fn get(&self) -> Option<T> {
         self.queue.get().await
