@@ -249,6 +249,10 @@ user() {
   local name=${args[0]} safe
   safe=$(printf '%s' "$name" | tr -c 'A-Za-z0-9_.-' '_')
   mkdir -p "$dir/users"
+  # Signing updates the CA's serial file (ca.srl): one user at a time, or a concurrent
+  # signing fails (tests create users in parallel).
+  exec 9>"$dir/users/.lock"
+  flock 9
   client_cert "$dir/users/$safe" "$name" "${args[@]:1}"
   write_kubeconfig "$dir/users/$safe.kubeconfig" "$name" "$dir/users/$safe"
   echo "$dir/users/$safe.kubeconfig"
