@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::listwatch::ListerWatcher;
 use crate::clientset::{ListOptions, WatchStream};
-use crate::rest::{Error, ObjectList, WatchEvent};
+use crate::rest::{Bookmark, Error, ObjectList, WatchEvent};
 
 pub(crate) type Events = mpsc::UnboundedSender<Result<WatchEvent<ConfigMap>, Error>>;
 
@@ -104,17 +104,35 @@ pub(crate) fn cm(name: &str, rv: &str) -> ConfigMap {
     c
 }
 
+fn status_object(code: u16, reason: &str) -> Status {
+    Status {
+        code: Some(code.into()),
+        reason: Some(reason.into()),
+        message: Some(format!("scripted {reason}")),
+        ..Default::default()
+    }
+}
+
 pub(crate) fn status(code: u16, reason: &str) -> Error {
-    Error::from_status(
-        "GET",
-        "/api/v1/configmaps",
-        Status {
-            code: Some(code.into()),
-            reason: Some(reason.into()),
-            message: Some(format!("scripted {reason}")),
-            ..Default::default()
-        },
-    )
+    Error::from_status("GET", "/api/v1/configmaps", status_object(code, reason))
+}
+
+/// An `ERROR` watch event carrying a `Status` of `code` and `reason`.
+pub(crate) fn error_event(code: u16, reason: &str) -> WatchEvent<ConfigMap> {
+    WatchEvent::Error(Box::new(status_object(code, reason)))
+}
+
+/// The bookmark that ends a streaming list's initial events, at `rv`.
+pub(crate) fn initial_events_end(rv: &str) -> WatchEvent<ConfigMap> {
+    let mut end = Bookmark {
+        resource_version: rv.into(),
+        ..Default::default()
+    };
+    end.annotations.insert(
+        crate::rest::INITIAL_EVENTS_END_ANNOTATION.into(),
+        "true".into(),
+    );
+    WatchEvent::Bookmark(end)
 }
 
 pub(crate) fn transport() -> Error {

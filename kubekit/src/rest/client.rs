@@ -65,7 +65,7 @@ use super::error::{Error, Result};
 use super::leading::read_metadata;
 use super::metrics::RestClientMetrics;
 use super::watch::{WatchDecoder, WatchEvent};
-use super::watch_stream::DecodedWatch;
+use super::watch_stream::{DecodedWatch, decoders};
 use crate::flowcontrol::TokenBucket;
 
 /// Called with the text of every `Warning` header the server sends.
@@ -962,9 +962,7 @@ pub fn decode_list<K: DeserializeOwned + Send>(body: &[u8], what: &str) -> Resul
 const ITEMS_PER_DECODE_THREAD: usize = 64;
 
 fn decode_threads(items: usize) -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
-    cores.min(items / ITEMS_PER_DECODE_THREAD).max(1)
+    decoders().min(items / ITEMS_PER_DECODE_THREAD).max(1)
 }
 
 /// Decodes `items` (the list's items from index `start` on) into `list`.

@@ -51,7 +51,7 @@ const INLINE_LINES: usize = 8;
 static BUSY: AtomicUsize = AtomicUsize::new(0);
 
 /// How many batches may be decoded at once across the process: one per core.
-fn decoders() -> usize {
+pub(crate) fn decoders() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }

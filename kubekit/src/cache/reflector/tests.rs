@@ -4,7 +4,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 
 use super::*;
-use crate::cache::test_support::{Fake, Script, cm, status, transport};
+use crate::cache::test_support::{
+    Fake, Script, cm, error_event, initial_events_end, status, transport,
+};
 use crate::cache::{DeltaType, Indexer, ListWatch};
 use crate::clientset::ResourceClient;
 use crate::rest::test_server::{Reply, TestServer};
@@ -358,13 +360,7 @@ async fn a_relist_shares_the_cached_object_when_its_version_is_unchanged() {
     h.drain().await;
     let cached_a = h.indexer.get("ns/a").unwrap();
     let cached_b = h.indexer.get("ns/b").unwrap();
-    events
-        .send(Ok(WatchEvent::Error(Box::new(Status {
-            code: Some(410),
-            reason: Some("Gone".into()),
-            ..Default::default()
-        }))))
-        .unwrap();
+    events.send(Ok(error_event(410, "Gone"))).unwrap();
     h.settle().await;
     tokio::time::advance(Duration::from_secs(2)).await;
     h.settle().await;
@@ -407,15 +403,7 @@ async fn streaming_list_hands_objects_over_as_they_stream_and_syncs_at_the_end_b
         !h.fifo.has_synced(),
         "but the queue is not synced before it"
     );
-    let mut end = Bookmark {
-        resource_version: "8".into(),
-        ..Default::default()
-    };
-    end.annotations.insert(
-        crate::rest::INITIAL_EVENTS_END_ANNOTATION.into(),
-        "true".into(),
-    );
-    events.send(Ok(WatchEvent::Bookmark(end))).unwrap();
+    events.send(Ok(initial_events_end("8"))).unwrap();
     events.send(Ok(WatchEvent::Added(cm("zz", "9")))).unwrap();
     h.settle().await;
     let seen = h.drain().await;
@@ -460,16 +448,8 @@ async fn a_streaming_list_closed_right_after_its_initial_events_is_rewatched_at_
     let _next = h.script.watch();
     let task = h.start();
     h.settle().await;
-    let mut end = Bookmark {
-        resource_version: "8".into(),
-        ..Default::default()
-    };
-    end.annotations.insert(
-        crate::rest::INITIAL_EVENTS_END_ANNOTATION.into(),
-        "true".into(),
-    );
     events.send(Ok(WatchEvent::Added(cm("a", "5")))).unwrap();
-    events.send(Ok(WatchEvent::Bookmark(end))).unwrap();
+    events.send(Ok(initial_events_end("8"))).unwrap();
     drop(events);
     h.settle().await;
     assert_eq!(
@@ -718,13 +698,7 @@ async fn metrics_count_lists_relists_watches_and_events_by_type() {
     events
         .send(Ok(WatchEvent::Modified(cm("b", "12"))))
         .unwrap();
-    events
-        .send(Ok(WatchEvent::Error(Box::new(Status {
-            code: Some(410),
-            reason: Some("Expired".into()),
-            ..Default::default()
-        }))))
-        .unwrap();
+    events.send(Ok(error_event(410, "Expired"))).unwrap();
     h.settle().await;
     tokio::time::advance(Duration::from_secs(2)).await;
     h.settle().await;
