@@ -2,9 +2,10 @@
 //! and saves against a typed `Pod`, on the informer benchmark's realistic Pods.
 //!
 //! In one process, on one thread, over N pods replicated from the fixture: the time to
-//! build each kind of object from its JSON (a typed Pod, a typed Pod passed through
-//! `strip_managed_fields`, a `Compact<Pod>`) and the memory it then holds (resident memory
-//! grown, per pod), the compressed size, then the price of typed access: `get` on an
+//! build each kind of object from its JSON (a typed Pod decoded by `serde_json::from_slice`,
+//! a typed Pod decoded as kubekit's informers do (`kubekit::rest::decode`), the same passed
+//! through `strip_managed_fields`, a `Compact<Pod>`) and the memory it then holds (resident
+//! memory grown, per pod), the compressed size, then the price of typed access: `get` on an
 //! object nobody holds (cold: decompress and decode), `get` on one that is held (warm:
 //! the same `Arc`), and a lister's `list` of all N objects, without and with `get` on each.
 
@@ -99,8 +100,12 @@ pub fn run(options: Options) -> Result<(), String> {
         Compact::<Pod>::from_json(json).map_err(|e| format!("a fixture pod as Compact: {e}"))
     };
     let (compact, compact_seconds, compact_rss) = build(&jsons, parse_compact)?;
-    let parse_typed = |json: &[u8]| {
+    let parse_serde = |json: &[u8]| {
         serde_json::from_slice::<Pod>(json).map_err(|e| format!("a fixture pod as Pod: {e}"))
+    };
+    let (serde, serde_seconds, serde_rss) = build(&jsons, parse_serde)?;
+    let parse_typed = |json: &[u8]| {
+        kubekit::rest::decode::<Pod>(json, "a fixture pod").map_err(|e| e.to_string())
     };
     let (typed, typed_seconds, typed_rss) = build(&jsons, parse_typed)?;
     let parse_stripped = |json: &[u8]| parse_typed(json).map(strip_managed_fields);
@@ -143,27 +148,30 @@ pub fn run(options: Options) -> Result<(), String> {
         return Err(format!("listed {} of {n} pods", listed.len()));
     }
     let name_of_first = listed[0].meta().name.clone();
-    black_box((name_of_first, &typed, &stripped));
+    black_box((name_of_first, &serde, &typed, &stripped));
 
     let kib = |bytes: u64| bytes as f64 / 1024.0 / n as f64;
-    let row = |label: &str, typed: String, stripped: String, compact: String| {
-        println!("{label:<40}{typed:>12}{stripped:>18}{compact:>12}");
+    let row = |label: &str, serde: String, typed: String, stripped: String, compact: String| {
+        println!("{label:<40}{serde:>18}{typed:>14}{stripped:>18}{compact:>12}");
     };
     let none = || "-".to_string();
     row(
         "",
-        "typed Pod".into(),
+        "Pod, serde_json".into(),
+        "Pod, kubekit".into(),
         "typed, stripped".into(),
         "Compact".into(),
     );
     row(
         "build from JSON (µs per pod)",
+        format!("{:.1}", micros(serde_seconds, n)),
         format!("{:.1}", micros(typed_seconds, n)),
         format!("{:.1}", micros(stripped_seconds, n)),
         format!("{:.1}", micros(compact_seconds, n)),
     );
     row(
         "resident memory grown (KiB per pod)",
+        format!("{:.2}", kib(serde_rss)),
         format!("{:.2}", kib(typed_rss)),
         format!("{:.2}", kib(stripped_rss)),
         format!("{:.2}", kib(compact_rss)),
@@ -172,10 +180,12 @@ pub fn run(options: Options) -> Result<(), String> {
         "compressed JSON (bytes per pod)",
         none(),
         none(),
+        none(),
         (compressed / n).to_string(),
     );
     row(
         "get, nobody holds it (µs)",
+        none(),
         none(),
         none(),
         format!("{:.1}", micros(cold, n)),
@@ -184,16 +194,19 @@ pub fn run(options: Options) -> Result<(), String> {
         "get, held elsewhere (µs)",
         none(),
         none(),
+        none(),
         format!("{:.3}", micros(warm, n)),
     );
     row(
         &format!("lister list of {n} (ms)"),
         none(),
         none(),
+        none(),
         format!("{:.2}", list * 1e3),
     );
     row(
         &format!("lister list of {n} + get each (ms)"),
+        none(),
         none(),
         none(),
         format!("{:.1}", list_and_get * 1e3),

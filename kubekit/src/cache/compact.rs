@@ -109,7 +109,7 @@ impl<K: DeserializeOwned> Compact<K> {
         }
         let json = self.json()?;
         let obj: Arc<K> =
-            Arc::new(serde_json::from_slice(&json).map_err(|e| {
+            Arc::new(crate::rest::json::from_slice(&json).map_err(|e| {
                 Error::decode(format!("cached object {}", self.describe()), e, &json)
             })?);
         // Someone may have decoded it meanwhile: then theirs, so there is one copy.

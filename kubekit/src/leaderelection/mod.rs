@@ -32,13 +32,20 @@
 //!   retry instead of waiting for the lease to expire.
 //! - `leaderTransitions` counts the times the lease changed hands.
 //!
-//! What is **not** guaranteed: this is **not fencing**. Like client-go's, this elector
-//! cannot stop a leader that does not look at its token, nor a write already on the wire
-//! when leadership ends, nor a process paused (GC, swapped out, SIGSTOP) past its renew
-//! deadline and resumed: the API server does not check that writes come from the leader.
-//! Use it to avoid duplicate work, not as the only protection of an invariant; where a
-//! write must never come from two replicas, make that write itself conditional (a
-//! resourceVersion precondition on the object it changes).
+//! - **A paused leader does not write again.** A client guarded by
+//!   [`fence`](LeaderElector::fence) (the [`manager`](crate::manager) guards the one its
+//!   controllers use) checks the renew deadline by the local monotonic clock right before
+//!   each write is sent. A leader paused (SIGSTOP, swapped out, a long stall) past its
+//!   renew deadline and resumed has its writes refused even before its own timers run,
+//!   which is before anyone else may acquire the lease.
+//!
+//! What is **not** guaranteed: this is not server-side fencing. The API server does not
+//! check that writes come from the leader, so nothing stops a write made through a client
+//! without the fence, a leader that ignores its token and writes through one, or a write
+//! that passed the check and was then paused on its way. Use leader election to avoid
+//! duplicate work, not as the only protection of an invariant; where a write must never
+//! come from two replicas, make that write itself conditional (a resourceVersion
+//! precondition on the object it changes).
 //!
 //! # Timing
 //!
@@ -435,8 +442,34 @@ struct Inner<L> {
     release_on_cancel: bool,
     observed: Mutex<Observed>,
     leading: AtomicBool,
+    /// Until when writes are allowed: see [`LeaderElector::fence`].
+    fence: Arc<Fence>,
     running: AtomicBool,
     master_status: Option<Gauge>,
+}
+
+/// The local instant until which this candidate's leadership holds, while it leads: the
+/// renew deadline counted from when its last successful renewal (or its acquisition) was
+/// sent.
+struct Fence {
+    lock: String,
+    until: Mutex<Option<Instant>>,
+}
+
+impl Fence {
+    fn check(&self) -> Result<(), String> {
+        match *self.until.lock() {
+            Some(until) if Instant::now() < until => Ok(()),
+            Some(_) => Err(format!(
+                "the renew deadline of leader lease {} has passed by this replica's clock",
+                self.lock
+            )),
+            None => Err(format!(
+                "this replica does not hold leader lease {}",
+                self.lock
+            )),
+        }
+    }
 }
 
 /// A candidate in a leader election (client-go's `LeaderElector`); see the
@@ -484,6 +517,9 @@ impl<L> Drop for RunGuard<'_, L> {
 
 impl<L> Inner<L> {
     fn set_leading(&self, leading: bool) {
+        if !leading {
+            *self.fence.until.lock() = None;
+        }
         self.leading.store(leading, Ordering::Release);
         if let Some(gauge) = &self.master_status {
             gauge.set(i64::from(leading));
@@ -522,6 +558,10 @@ impl<L: Lock> LeaderElector<L> {
             gauge.set(0);
             gauge
         });
+        let fence = Arc::new(Fence {
+            lock: config.lock.describe(),
+            until: Mutex::new(None),
+        });
         Ok(Self {
             inner: Arc::new(Inner {
                 lock: config.lock,
@@ -536,6 +576,7 @@ impl<L: Lock> LeaderElector<L> {
                     at: Instant::now(),
                 }),
                 leading: AtomicBool::new(false),
+                fence,
                 running: AtomicBool::new(false),
                 master_status,
             }),
@@ -556,6 +597,21 @@ impl<L: Lock> LeaderElector<L> {
     /// moment its leadership ended (lost, or released after its work returned).
     pub fn is_leader(&self) -> bool {
         self.inner.leading.load(Ordering::Acquire)
+    }
+
+    /// A guard for [`RestClient::with_write_guard`](crate::rest::RestClient::with_write_guard)
+    /// that allows a write only while this candidate leads *by its own clock, at the
+    /// moment the write is sent*: from the acquisition until the renew deadline counted
+    /// from when the last successful renewal was sent. This is the check the elector's
+    /// own timers make, made again right before each write, so it holds even when those
+    /// timers have not run: a leader paused (SIGSTOP, swapped out, a long stall) past its
+    /// renew deadline and resumed has its writes refused ([`Error::Fenced`](crate::rest::Error::Fenced))
+    /// before another candidate may have acquired the lease, and before the elector has
+    /// noticed. A write that passed the check and was then paused on its way is not
+    /// covered (the API server does not check who writes).
+    pub fn fence(&self) -> crate::rest::WriteGuard {
+        let fence = Arc::clone(&self.inner.fence);
+        Arc::new(move || fence.check())
     }
 
     /// The holder of the lease as last observed by this candidate (client-go's
@@ -657,9 +713,10 @@ impl<L: Lock> LeaderElector<L> {
         tracing::info!(lock = %describe, identity = %inner.identity, "acquired leader lease");
         let leading = cancel.child_token();
         guard.leading = Some(leading.clone());
+        let mut deadline = acquired_sent + inner.renew_deadline;
+        *inner.fence.until.lock() = Some(deadline);
         inner.set_leading(true);
         let mut work = std::pin::pin!(on_started_leading(leading.clone()));
-        let mut deadline = acquired_sent + inner.renew_deadline;
         let mut next_renew = Instant::now() + inner.retry_period;
         let mut attempt: Option<(Instant, BoxFuture<'_, crate::rest::Result<Attempt>>)> = None;
         let mut cancelled = false;
@@ -696,7 +753,10 @@ impl<L: Lock> LeaderElector<L> {
                     let (sent, _) = attempt.take().expect("an attempt was in flight");
                     self.report_new_leader(&mut reported, &mut on_new_leader);
                     match r {
-                        Ok(Attempt::Held) => deadline = sent + inner.renew_deadline,
+                        Ok(Attempt::Held) => {
+                            deadline = sent + inner.renew_deadline;
+                            *inner.fence.until.lock() = Some(deadline);
+                        }
                         Ok(Attempt::HeldBy(holder)) => break Some(holder),
                         Err(e) => tracing::warn!(lock = %describe, error = %e,
                             "failed to renew the leader lease; retrying"),

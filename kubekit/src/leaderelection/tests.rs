@@ -719,6 +719,41 @@ async fn renew_deadline_passed_cancels_the_work_before_another_candidate_may_acq
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_fence_allows_writes_only_from_acquisition_to_the_renew_deadline_of_the_last_renewal() {
+    let t0 = Instant::now();
+    let lock = ScriptedLock::empty();
+    let la = lock.for_candidate("a");
+    let a = Candidate::start(t0, config(&la));
+    until(t0, 0.5).await;
+    let lb = lock.for_candidate("b");
+    let b = Candidate::start(t0, config(&lb));
+    until(t0, 1.0).await;
+    fence_allows(&a, true);
+    fence_allows(&b, false);
+    // a renews at 2 and 4, then cannot reach the API any more: its last renewal was sent
+    // at 4 s, so it may write until 14 s, by its own clock, whatever its timers do.
+    until(t0, 5.0).await;
+    la.set_mode(Mode::Hang);
+    until(t0, 13.9).await;
+    fence_allows(&a, true);
+    until(t0, 14.1).await;
+    fence_allows(&a, false);
+    fence_allows(&b, false);
+    b.elector
+        .is_leader()
+        .then(|| panic!("b waits for the lease to expire"));
+}
+
+/// Whether `candidate`'s fence allows a write now.
+fn fence_allows(candidate: &Candidate, expected: bool) {
+    let verdict = candidate.elector.fence()();
+    assert_eq!(verdict.is_ok(), expected, "{verdict:?}");
+    if let Err(reason) = verdict {
+        assert!(reason.contains("does not hold leader lease"), "{reason}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn renew_deadline_passes_while_a_renewal_hangs() {
     let t0 = Instant::now();
     let lock = ScriptedLock::empty();

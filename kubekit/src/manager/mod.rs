@@ -24,6 +24,11 @@
 //!   reconciles in flight dropped), everything stops as above, and `start` returns
 //!   [`ManagerError::LeadershipLost`]: exit non-zero, as client-go controllers do, and let
 //!   the process be restarted as a fresh candidate.
+//! - With leader election, the manager's [`clientset`](Manager::clientset) (which its
+//!   controllers, informers and event recorder use) is guarded by the elector's
+//!   [`fence`](LeaderElector::fence): a write is sent only while this replica leads by
+//!   its own clock, so a leader paused past its renew deadline and resumed cannot write
+//!   again before it notices it has lost the lease ([`Error::Fenced`](crate::rest::Error::Fenced)).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -210,6 +215,13 @@ impl ManagerBuilder {
             )?),
             None => None,
         };
+        // Everything but the elector's own lock writes only while this replica leads.
+        let clientset = match &elector {
+            Some(elector) => Clientset::from_rest_client(
+                clientset.rest_client().with_write_guard(elector.fence()),
+            ),
+            None => clientset,
+        };
         let factory = SharedInformerFactory::builder(clientset.clone())
             .namespace(&self.namespace)
             .metrics(&metrics.reflector)
@@ -270,7 +282,7 @@ impl Manager {
     }
 
     /// The clientset every controller shares (its requests are counted in
-    /// `rest_client_*`).
+    /// `rest_client_*`; with leader election, it writes only while this replica leads).
     pub fn clientset(&self) -> &Clientset {
         &self.clientset
     }

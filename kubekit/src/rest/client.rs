@@ -71,6 +71,11 @@ use crate::flowcontrol::TokenBucket;
 /// Called with the text of every `Warning` header the server sends.
 pub type WarningHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
+/// Asked right before each write (any request but `GET` and `HEAD`) goes on the wire,
+/// after rate limiting: `Err(reason)` refuses it with [`Error::Fenced`], unsent. See
+/// [`RestClient::with_write_guard`].
+pub type WriteGuard = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
+
 /// Rate-limit waits longer than this are logged, as client-go does.
 const LONG_THROTTLE: Duration = Duration::from_secs(1);
 
@@ -81,6 +86,7 @@ pub struct RestClient {
     inner: Arc<Inner>,
 }
 
+#[derive(Clone)]
 struct Inner {
     http: kube::Client,
     limiter: Option<Arc<TokenBucket>>,
@@ -89,6 +95,7 @@ struct Inner {
     max_body_bytes: usize,
     user_agent: HeaderValue,
     warnings: WarningHandler,
+    write_guard: Option<WriteGuard>,
     /// Where exchanges are counted and timed, with the `host` label to give them.
     metrics: Option<(RestClientMetrics, String)>,
 }
@@ -157,6 +164,7 @@ impl RestClient {
                 max_body_bytes: config.max_body_bytes,
                 user_agent,
                 warnings: Arc::new(|w| tracing::warn!(warning = w, "API server warning")),
+                write_guard: None,
                 metrics: config
                     .metrics
                     .clone()
@@ -168,18 +176,26 @@ impl RestClient {
     /// The same client (sharing its rate limiter), with `handler` receiving the server's
     /// warnings instead of the log.
     pub fn with_warning_handler(&self, handler: WarningHandler) -> Self {
-        let i = &self.inner;
+        let mut inner = (*self.inner).clone();
+        inner.warnings = handler;
         Self {
-            inner: Arc::new(Inner {
-                http: i.http.clone(),
-                limiter: i.limiter.clone(),
-                max_retries: i.max_retries,
-                timeout: i.timeout,
-                max_body_bytes: i.max_body_bytes,
-                user_agent: i.user_agent.clone(),
-                warnings: handler,
-                metrics: i.metrics.clone(),
-            }),
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The same client (sharing its rate limiter and connections), asking `guard` before
+    /// every write it sends; a refused write is [`Error::Fenced`] and never reaches the
+    /// server. Reads and watches are not asked.
+    ///
+    /// The manager gives its controllers a client guarded by the leader elector's
+    /// [`fence`](crate::leaderelection::LeaderElector::fence): a leader that was paused
+    /// past its renew deadline (stopped, swapped out) and resumes finds its writes refused
+    /// before its timers have even fired.
+    pub fn with_write_guard(&self, guard: WriteGuard) -> Self {
+        let mut inner = (*self.inner).clone();
+        inner.write_guard = Some(guard);
+        Self {
+            inner: Arc::new(inner),
         }
     }
 
@@ -503,6 +519,7 @@ impl Request {
                     );
                 }
             }
+            self.check_write_guard(url)?;
             let started = std::time::Instant::now();
             let res = inner.http.send(self.build(url)?).await;
             if let Some((metrics, host)) = &inner.metrics {
@@ -512,6 +529,24 @@ impl Request {
             res.map_err(|e| self.transport_error(url, e))
         };
         with_retries(inner.max_retries, retry_transport, send).await
+    }
+
+    /// Refuses a write the client's guard does not allow, now.
+    fn check_write_guard(&self, url: &str) -> Result<()> {
+        let Some(guard) = &self.client.inner.write_guard else {
+            return Ok(());
+        };
+        if self.method == Method::GET || self.method == Method::HEAD {
+            return Ok(());
+        }
+        guard().map_err(|reason| {
+            tracing::warn!(method = %self.method, url, %reason, "write refused before it was sent");
+            Error::Fenced {
+                verb: self.method.to_string(),
+                url: url.to_string(),
+                reason,
+            }
+        })
     }
 
     fn build(&self, url: &str) -> Result<http::Request<kube::client::Body>> {
@@ -863,7 +898,7 @@ impl Response {
 
     /// Decodes the body as one `T`.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
-        serde_json::from_slice(&self.body).map_err(|e| Error::decode(&self.what, e, &self.body))
+        decode(&self.body, &self.what)
     }
 
     /// Decodes the body as a list of `K`. Items are decoded one by one: an item that does
@@ -898,6 +933,14 @@ impl Response {
             .await
             .unwrap_or_else(|e| Err(Error::Request(format!("decoding {what}: {e}"))))
     }
+}
+
+/// Decodes one object of `K` as kubekit's clients, watches and informers do: in one pass,
+/// every array allocated at its exact length (about a tenth less heap for a Pod than
+/// `serde_json::from_slice`, and faster), with serde_json's error naming `what` when it
+/// does not decode.
+pub fn decode<K: DeserializeOwned>(json: &[u8], what: &str) -> Result<K> {
+    super::json::from_slice(json).map_err(|e| Error::decode(what, e, json))
 }
 
 /// Decodes a `*List` body item by item; see [`Response::decode_list`].
@@ -973,7 +1016,7 @@ fn decode_items<K: DeserializeOwned>(
     list: &mut ObjectList<K>,
 ) {
     for (i, item) in items.iter().enumerate() {
-        match serde_json::from_str(item.get()) {
+        match super::json::from_slice(item.get().as_bytes()) {
             Ok(obj) => list.items.push(obj),
             Err(e) => {
                 let err = Error::decode(
@@ -1164,6 +1207,58 @@ mod tests {
         }
         let small = client.get().abs_path("/small").send().await.unwrap();
         assert_eq!(small.body().as_ref(), b"{}");
+    }
+
+    #[tokio::test]
+    async fn a_write_guard_refuses_writes_unsent_and_lets_reads_through() {
+        use crate::rest::test_server::{Reply, TestServer};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let server = TestServer::start(|_| Reply::json(200, "{}")).await;
+        let allowed = Arc::new(AtomicBool::new(false));
+        let guard: WriteGuard = {
+            let allowed = Arc::clone(&allowed);
+            Arc::new(move || {
+                if allowed.load(Ordering::SeqCst) {
+                    Ok(())
+                } else {
+                    Err("not leading".into())
+                }
+            })
+        };
+        let client = server.client().with_write_guard(guard);
+        let writes = [Method::POST, Method::PUT, Method::PATCH, Method::DELETE];
+        for method in writes.clone() {
+            let err = client
+                .request(method.clone())
+                .abs_path("/api/v1/namespaces/demo/configmaps")
+                .send()
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::Fenced { verb, reason, .. } if *verb == method.as_str() && reason == "not leading"),
+                "{err}"
+            );
+        }
+        client
+            .get()
+            .abs_path("/api/v1/configmaps")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            server.requests().len(),
+            1,
+            "only the read reached the server: {:?}",
+            server.requests()
+        );
+        allowed.store(true, Ordering::SeqCst);
+        client
+            .post()
+            .abs_path("/api/v1/namespaces/demo/configmaps")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(server.requests().len(), 2, "an allowed write is sent");
     }
 
     #[tokio::test]

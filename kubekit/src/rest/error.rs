@@ -82,6 +82,17 @@ pub enum Error {
         /// The panic's message.
         message: String,
     },
+    /// A write the client's [`WriteGuard`](super::WriteGuard) refused: it was never sent.
+    /// With leader election, `reason` says this replica's leadership has ended.
+    #[error("{verb} {url}: not sent: {reason}")]
+    Fenced {
+        /// HTTP method of the request.
+        verb: String,
+        /// Path and query of the request.
+        url: String,
+        /// Why the guard refused it.
+        reason: String,
+    },
     /// The server sent more than kubekit accepts in one piece: `what` (a response body, a
     /// watch event of a resource) was larger than `limit` bytes. The response or stream it
     /// came on is given up, unread past the limit.

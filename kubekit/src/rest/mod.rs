@@ -17,6 +17,7 @@
 pub mod client;
 pub mod config;
 pub mod error;
+pub(crate) mod json;
 pub mod leading;
 pub mod metrics;
 #[cfg(test)]
@@ -26,7 +27,7 @@ mod watch_stream;
 
 pub use client::{
     ListPage, MAX_ERROR_BODY_BYTES, MAX_RETRY_AFTER, ObjectList, PatchType, Request, Response,
-    RestClient, WarningHandler, decode_list,
+    RestClient, WarningHandler, WriteGuard, decode, decode_list,
 };
 pub use config::{
     Config, DEFAULT_BURST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_QPS,

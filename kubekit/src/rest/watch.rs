@@ -231,6 +231,16 @@ impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ObjectSeed<K> {
 pub fn decode_event<K: DeserializeOwned>(line: &[u8], what: &str) -> Result<WatchEvent<K>> {
     let mut kind = None;
     let mut in_object = false;
+    let seed = EventSeed::<K> {
+        kind: &mut kind,
+        in_object: &mut in_object,
+        _kind: PhantomData,
+    };
+    if let Some(event) = super::json::decode_seed(line, seed) {
+        return Ok(event);
+    }
+    // Refused: serde_json decodes it again, and its error is the one reported.
+    (kind, in_object) = (None, false);
     let mut de = serde_json::Deserializer::from_slice(line);
     let seed = EventSeed::<K> {
         kind: &mut kind,
