@@ -520,3 +520,178 @@ async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() 
         assert!(pair[0].1 <= pair[1].0, "overlapping leaders: {pair:?}");
     }
 }
+
+/// Starts a replica with `--leader-elect` on the Lease in `lease_ns`, watching `ns`, its
+/// log in `dir`, and waits for its identity.
+async fn start_replica(
+    kubeconfig: &std::path::Path,
+    ns: &str,
+    lease_ns: &str,
+    dir: &std::path::Path,
+    name: &str,
+) -> Replica {
+    let log = dir.join(format!("{name}.log"));
+    let file = std::fs::File::create(&log).unwrap();
+    let (lease, retry) = (
+        format!("{}s", LEASE.as_secs()),
+        format!("{}ms", RETRY.as_millis()),
+    );
+    let flags = [
+        "--leader-elect",
+        "--leader-elect-namespace",
+        lease_ns,
+        "--leader-elect-lease-duration",
+        &lease,
+        "--leader-elect-renew-deadline",
+        "3s",
+        "--leader-elect-retry-period",
+        &retry,
+        "--health-probe-bind-address",
+        "0",
+    ];
+    let mut replica = Replica {
+        process: Controller::start_with(kubeconfig, ns, &flags, file.into()),
+        log,
+        identity: String::new(),
+    };
+    replica.identity = eventually(30, "the replica's identity in its log", || async {
+        let log = replica.log();
+        let line = log.lines().find(|l| l.contains("waiting for leadership"))?;
+        Some(
+            line.split("identity=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .to_string(),
+        )
+    })
+    .await;
+    replica
+}
+
+fn signal(replica: &Replica, sig: &str) {
+    let pid = replica.process.0.id().to_string();
+    let status = Command::new("kill").args([sig, &pid]).status().unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+/// What the controller writes in `ns`: each App, Deployment and Service with its
+/// resourceVersion.
+async fn written(admin: &Clientset, ns: &str) -> Vec<(String, String)> {
+    let everything = ListOptions::default();
+    let apps = admin.resource::<App>(ns).list(&everything).await.unwrap();
+    let deployments = admin
+        .apps_v1()
+        .deployments(ns)
+        .list(&everything)
+        .await
+        .unwrap();
+    let services = admin
+        .core_v1()
+        .services(ns)
+        .list(&everything)
+        .await
+        .unwrap();
+    let mut objects: Vec<(String, String)> = apps
+        .items
+        .iter()
+        .map(|a| ("App", &a.metadata))
+        .chain(
+            deployments
+                .items
+                .iter()
+                .map(|d| ("Deployment", &d.metadata)),
+        )
+        .chain(services.items.iter().map(|s| ("Service", &s.metadata)))
+        .map(|(kind, m)| {
+            let name = m.name.clone().unwrap_or_default();
+            (
+                format!("{kind} {name}"),
+                m.resource_version.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    objects.sort();
+    objects
+}
+
+/// The leader is paused (SIGSTOP) while it reconciles a burst of Apps, until another
+/// replica holds the Lease (one that watches another namespace, so nobody else writes
+/// these Apps' objects); then it resumes (SIGCONT) with reconciles in flight and events
+/// waiting in its watches. It must write nothing more, as its leadership ended by its own
+/// clock while it was stopped, and exit non-zero for having lost the Lease.
+#[tokio::test]
+async fn a_leader_paused_past_its_lease_writes_nothing_when_it_resumes() {
+    let cp = testenv::control_plane();
+    let admin =
+        Clientset::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
+    let ns = cp.create_namespace(&cp.client().await, "app-paused").await;
+    let other = cp.create_namespace(&cp.client().await, "app-other").await;
+    let user = install(cp, &ns, "app-controller-paused");
+    install(cp, &other, "app-controller-paused");
+    let leases = admin.coordination_v1().leases(&ns);
+    let logs = cp.dir().join(format!("paused-leader-{ns}"));
+    std::fs::create_dir_all(&logs).unwrap();
+
+    let paused = start_replica(&user, &ns, &ns, &logs, "paused").await;
+    eventually(30, "the first replica leads", || async {
+        (holder(&leases).await == paused.identity).then_some(())
+    })
+    .await;
+    let successor = start_replica(&user, &other, &ns, &logs, "successor").await;
+
+    // A burst of Apps; the leader is stopped as soon as it has begun writing their objects.
+    let burst: Vec<String> = (0..40)
+        .map(|i| {
+            artifact("example/test_app.yaml")
+                .replace("namespace: tcs", &format!("namespace: {ns}"))
+                .replace("name: test-app", &format!("name: app-{i}"))
+                .replace("name: app-deploy", &format!("name: app-{i}-deploy"))
+                .replace("name: app-service", &format!("name: app-{i}-svc"))
+        })
+        .collect();
+    kubectl_apply(cp, &burst.join("\n---\n"));
+    let deployments = admin.apps_v1().deployments(&ns);
+    eventually(30, "the leader's first Deployment", || async {
+        let list = deployments.list(&ListOptions::default()).await.ok()?;
+        (!list.items.is_empty()).then_some(())
+    })
+    .await;
+    signal(&paused, "-STOP");
+    eventually(30, "the successor takes the Lease", || async {
+        (holder(&leases).await == successor.identity).then_some(())
+    })
+    .await;
+    let before = written(&admin, &ns).await;
+
+    signal(&paused, "-CONT");
+    let mut paused = paused;
+    let status = (0..300)
+        .find_map(|_| {
+            let status = paused.process.0.try_wait().unwrap();
+            if status.is_none() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            status
+        })
+        .expect("the resumed leader exits within 30 s");
+    assert_eq!(status.code(), Some(1), "lost leadership exits with 1");
+    let log = paused.log();
+    assert!(log.contains("leadership lost"), "{log}");
+    let children = before
+        .iter()
+        .filter(|(k, _)| !k.starts_with("App "))
+        .count();
+    eprintln!(
+        "paused with {children} of 80 children written; writes refused after SIGCONT: {}",
+        log.matches("write refused before it was sent").count()
+    );
+    // Nothing changed since the successor took the Lease: the resumed replica no longer
+    // led, and the successor does not watch this namespace.
+    assert_eq!(
+        written(&admin, &ns).await,
+        before,
+        "the paused leader wrote after its lease expired"
+    );
+    assert_eq!(holder(&leases).await, successor.identity);
+}
