@@ -239,7 +239,9 @@ async fn accept(listener: TcpListener, shared: Arc<Shared>) {
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
+                // Out of file descriptors, say: wait a moment rather than spin.
                 tracing::warn!("kubekit-fake: accepting a connection: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             }
         };

@@ -215,6 +215,11 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
             .ok_or_else(|| format!("spec.{path}: Required value"))
     };
     let group = text(spec, "group")?;
+    if !group.contains('.') {
+        return Err(format!(
+            "spec.group: Invalid value: \"{group}\": should be a domain with at least one dot"
+        ));
+    }
     let plural = text(spec, "names.plural")?;
     let kind = text(spec, "names.kind")?;
     let singular = text(spec, "names.singular").unwrap_or_else(|_| kind.to_ascii_lowercase());
@@ -228,32 +233,35 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         })
         .unwrap_or_default();
     let namespaced = text(spec, "scope")? == "Namespaced";
-    let served: Vec<&Value> = spec
-        .get("versions")
-        .and_then(Value::as_array)
-        .map(|vs| {
-            vs.iter()
-                .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
-                .collect()
-        })
-        .unwrap_or_default();
+    // (name, storage, has a status subresource) of each served version.
+    let mut served = Vec::new();
+    let all = spec.get("versions").and_then(Value::as_array);
+    for (i, v) in all.into_iter().flatten().enumerate() {
+        let name = v
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("spec.versions[{i}].name: Required value"))?;
+        if v.get("served").and_then(Value::as_bool) != Some(false) {
+            let storage = v.get("storage").and_then(Value::as_bool) == Some(true);
+            served.push((
+                name.to_string(),
+                storage,
+                v.pointer("/subresources/status").is_some(),
+            ));
+        }
+    }
     if served.is_empty() {
         return Err(
             "spec.versions: Invalid value: must have exactly one version marked as storage version"
                 .into(),
         );
     }
-    let status = served
-        .iter()
-        .any(|v| v.pointer("/subresources/status").is_some());
-    let mut versions: Vec<String> = served
-        .iter()
-        .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_string))
-        .collect();
+    let status = served.iter().any(|(_, _, status)| *status);
     let storage = served
         .iter()
-        .position(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .position(|(_, storage, _)| *storage)
         .unwrap_or(0);
+    let mut versions: Vec<String> = served.into_iter().map(|(name, ..)| name).collect();
     versions.swap(0, storage);
     Ok(ResourceInfo {
         group,

@@ -96,6 +96,9 @@ pub struct Store {
     rv: u64,
     resources: Vec<ResourceInfo>,
     tables: HashMap<(String, String), Table>,
+    /// Garbage collection is running: the deletes and updates it makes do not start it
+    /// again (its loop goes on until nothing changes), so it never recurses.
+    collecting: bool,
 }
 
 const FOREGROUND: &str = "foregroundDeletion";
@@ -203,6 +206,7 @@ impl Store {
             rv: 1,
             resources: resources::builtin(),
             tables: HashMap::new(),
+            collecting: false,
         }
     }
 
@@ -394,8 +398,19 @@ impl Store {
             return Err(ApiError::already_exists(info, &name));
         }
         let crd = if info.group == "apiextensions.k8s.io" {
-            let crd = resources::from_crd(&obj)
-                .map_err(|e| ApiError::invalid(info, &name, "spec", "FieldValueInvalid", &e))?;
+            let invalid =
+                |e: String| ApiError::invalid(info, &name, "spec", "FieldValueInvalid", &e);
+            let crd = resources::from_crd(&obj).map_err(invalid)?;
+            if self
+                .resources
+                .iter()
+                .any(|r| r.builtin && r.group == crd.group && r.plural == crd.plural)
+            {
+                return Err(invalid(format!(
+                    "spec.names.plural: Invalid value: \"{}\": {}.{} is a built-in resource",
+                    crd.plural, crd.plural, crd.group
+                )));
+            }
             Some(crd)
         } else {
             None
@@ -463,10 +478,22 @@ impl Store {
                 "the name of the object ({n}) does not match the name on the URL ({name})"
             )));
         }
-        if let Some(rv) = meta_str(&new, "resourceVersion")
-            && meta_str(&old, "resourceVersion") != Some(rv)
-        {
-            return Err(ApiError::stale(info, name));
+        // An empty resourceVersion is none: an unconditional update, which the real server
+        // allows for built-in resources only.
+        match meta_str(&new, "resourceVersion").filter(|rv| !rv.is_empty()) {
+            Some(rv) if meta_str(&old, "resourceVersion") != Some(rv) => {
+                return Err(ApiError::stale(info, name));
+            }
+            None if !info.builtin => {
+                return Err(ApiError::invalid(
+                    info,
+                    name,
+                    "metadata.resourceVersion",
+                    "FieldValueInvalid",
+                    "Invalid value: \"\": must be specified for an update",
+                ));
+            }
+            _ => {}
         }
         let take_status = |into: &mut Value, from: &Value| {
             if let Some(m) = into.as_object_mut() {
@@ -610,6 +637,15 @@ impl Store {
     /// being deleted in the foreground, orphans the dependents of objects deleted with
     /// `Orphan`, and removes their finalizers when done. Runs until nothing changes.
     fn collect_garbage(&mut self) {
+        if std::mem::replace(&mut self.collecting, true) {
+            return;
+        }
+        self.collect_garbage_steps();
+        self.collecting = false;
+    }
+
+    /// The loop of [`collect_garbage`](Self::collect_garbage).
+    fn collect_garbage_steps(&mut self) {
         loop {
             let all = self.all_objects();
             let uids: HashSet<&str> = all.iter().filter_map(|(_, o)| meta_str(o, "uid")).collect();
@@ -787,6 +823,55 @@ mod tests {
         }
         assert_eq!(s.events_after(&cm, start).unwrap_err().code, 410);
         assert_eq!(s.events_after(&cm, start + 1).unwrap().len(), HISTORY_LIMIT);
+    }
+
+    #[test]
+    fn deleting_a_namespace_of_many_objects_collects_every_one() {
+        let (mut s, cm) = setup();
+        for i in 0..1_000 {
+            s.create(&cm, "ns", json!({"metadata": {"name": format!("cm-{i}")}}))
+                .unwrap();
+        }
+        let ns = s.lookup("", "v1", "namespaces").unwrap();
+        s.delete(&ns, "", "ns", &DeleteRequest::default()).unwrap();
+        assert!(s.snapshot(&cm, Some("ns"), None).unwrap().1.is_empty());
+        assert_eq!(s.get(&ns, "", "ns").unwrap_err().code, 404);
+    }
+
+    #[test]
+    fn crds_that_would_break_the_server_are_refused_as_invalid() {
+        let mut s = Store::new();
+        let crds = s
+            .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .unwrap();
+        let crd = |group: &str, plural: &str, versions: Value| {
+            json!({
+                "metadata": {"name": format!("{plural}.{group}")},
+                "spec": {"group": group, "scope": "Namespaced", "versions": versions,
+                         "names": {"plural": plural, "kind": "Thing"}},
+            })
+        };
+        let unnamed = json!([{"served": true}, {"name": "v1", "served": true, "storage": true}]);
+        let one = json!([{"name": "v1", "served": true, "storage": true}]);
+        for (obj, why) in [
+            (
+                crd("example.com", "things", unnamed),
+                "spec.versions[0].name",
+            ),
+            (crd("", "namespaces", one.clone()), "spec.group"),
+            (crd("apps", "deployments", one.clone()), "spec.group"),
+            (
+                crd("coordination.k8s.io", "leases", one),
+                "built-in resource",
+            ),
+        ] {
+            let refused = s.create(&crds, "", obj).unwrap_err();
+            assert_eq!(refused.code, 422);
+            assert!(refused.message.contains(why), "{}", refused.message);
+        }
+        let ns = s.lookup("", "v1", "namespaces").unwrap();
+        s.create(&ns, "", json!({"metadata": {"name": "still-served"}}))
+            .unwrap();
     }
 
     #[test]

@@ -202,7 +202,10 @@ pub(crate) fn start_watch(shared: &Arc<Shared>, w: WatchRequest) -> Response<Bod
 async fn run(shared: &Shared, w: WatchRequest, tx: &mpsc::Sender<Bytes>) {
     let mut changed = shared.changed.subscribe();
     let mut cuts = shared.faults.cuts();
-    let deadline = w.timeout.map(|t| tokio::time::Instant::now() + t);
+    // A timeout too far away to be an instant is no timeout.
+    let deadline = w
+        .timeout
+        .and_then(|t| tokio::time::Instant::now().checked_add(t));
     if shared.faults.take_expired_watch() {
         let e = ApiError::expired(WATCH_EXPIRED);
         let _ = tx.send(WatchRequest::error_line(&e)).await;

@@ -151,6 +151,31 @@ async fn malformed_bodies_and_unknown_paths_are_answered_with_a_status() {
 }
 
 #[tokio::test]
+async fn a_watch_with_a_timeout_beyond_any_instant_is_served_without_one() {
+    let (_server, rest) = start().await;
+    let watch = rest
+        .get()
+        .group_version("", "v1")
+        .namespace("default")
+        .resource("configmaps")
+        .param("timeoutSeconds", &u64::MAX.to_string())
+        .watch::<Value>()
+        .await
+        .expect("watch");
+    let mut watch = std::pin::pin!(watch);
+    create_cm(&rest, "after").await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .expect("an event")
+        .expect("the watch is open")
+        .expect("a decoded event");
+    let kubekit::rest::WatchEvent::Added(cm) = event else {
+        panic!("not an ADDED event: {event:?}");
+    };
+    assert_eq!(cm["metadata"]["name"], "after");
+}
+
+#[tokio::test]
 async fn a_crd_is_served_at_once_and_no_longer_once_deleted() {
     let (_server, rest) = start().await;
     let crds = || {

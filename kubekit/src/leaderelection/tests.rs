@@ -731,7 +731,9 @@ async fn the_fence_allows_writes_only_from_acquisition_to_the_renew_deadline_of_
     fence_allows(&a, true);
     fence_allows(&b, false);
     // a renews at 2 and 4, then cannot reach the API any more: its last renewal was sent
-    // at 4 s, so it may write until 14 s, by its own clock, whatever its timers do.
+    // at 4 s, so it may write until 14 s (here its deadline timer runs first and clears
+    // the fence; the clock rule alone is checked by
+    // `the_fence_refuses_writes_past_the_deadline_by_the_clock_alone`).
     until(t0, 5.0).await;
     la.set_mode(Mode::Hang);
     until(t0, 13.9).await;
@@ -742,6 +744,24 @@ async fn the_fence_allows_writes_only_from_acquisition_to_the_renew_deadline_of_
     b.elector
         .is_leader()
         .then(|| panic!("b waits for the lease to expire"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_fence_refuses_writes_past_the_deadline_by_the_clock_alone() {
+    // No elector task runs here: only the clock moves, as for a process paused and
+    // resumed before its timers fire.
+    let fence = Fence {
+        lock: "ns/lease".into(),
+        until: Mutex::new(Some(Instant::now() + Duration::from_secs(10))),
+    };
+    tokio::time::advance(Duration::from_millis(9_900)).await;
+    assert_eq!(fence.check(), Ok(()));
+    tokio::time::advance(Duration::from_millis(200)).await;
+    let refusal = fence.check().expect_err("past the deadline");
+    assert!(
+        refusal.contains("renew deadline of leader lease ns/lease has passed"),
+        "{refusal}"
+    );
 }
 
 /// Whether `candidate`'s fence allows a write now.

@@ -110,11 +110,21 @@ impl fmt::Display for ObjectKey {
     }
 }
 
-/// The key of the object that controls `obj`, when that controller is of type `K`.
-fn controller_key<K: Resource<DynamicType = ()>>(obj: &ObjectMeta) -> Option<ObjectKey> {
+/// The key of the object that controls `obj`, when that controller is of type `K`: its
+/// group and kind match (as controller-runtime's `EnqueueRequestForOwner` compares them,
+/// so a reference written at another version of `K`'s group still counts), and it is in
+/// `obj`'s namespace unless `K` is cluster-scoped.
+fn controller_key<K: Object>(obj: &ObjectMeta) -> Option<ObjectKey> {
     let owner = controller_of(obj)?;
-    (owner.kind == K::kind(&()) && owner.api_version == K::api_version(&())).then(|| ObjectKey {
-        namespace: obj.namespace.clone().filter(|ns| !ns.is_empty()),
+    let group = owner
+        .api_version
+        .rsplit_once('/')
+        .map_or("", |(group, _)| group);
+    (owner.kind == K::kind(&()) && group == K::group(&())).then(|| ObjectKey {
+        namespace: obj
+            .namespace
+            .clone()
+            .filter(|ns| K::Scope::NAMESPACED && !ns.is_empty()),
         name: owner.name.clone(),
     })
 }
@@ -399,6 +409,7 @@ where
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use k8s_openapi::api::core::v1::Namespace;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     use super::*;
@@ -438,6 +449,20 @@ mod tests {
             None
         );
         assert_eq!(controller_key::<ReplicaSet>(&ObjectMeta::default()), None);
+    }
+
+    #[test]
+    fn an_owner_reference_at_another_version_of_the_group_still_maps_to_the_controller() {
+        assert_eq!(
+            controller_key::<Deployment>(&owned_by("Deployment", "apps/v1beta2", true)),
+            Some(ObjectKey::new("ns", "parent"))
+        );
+    }
+
+    #[test]
+    fn a_cluster_scoped_controller_is_keyed_without_the_dependents_namespace() {
+        let key = controller_key::<Namespace>(&owned_by("Namespace", "v1", true));
+        assert_eq!(key.map(|k| k.to_string()), Some("parent".to_string()));
     }
 
     fn test_queue() -> RateLimitingQueue<String> {

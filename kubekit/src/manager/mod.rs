@@ -20,8 +20,9 @@
 //! - On `cancel`: the controllers drain (reconciles in flight and queued keys finish),
 //!   then the lease is released (if so configured), then the informers, the event
 //!   broadcaster and the endpoints stop, and `start` returns `Ok`.
-//! - On **lost leadership**, the controllers stop at once (queued keys are left, the
-//!   reconciles in flight dropped), everything stops as above, and `start` returns
+//! - On **lost leadership** (also while draining after `cancel`), the controllers stop at
+//!   once (queued keys are left, the reconciles in flight dropped), everything stops as
+//!   above, and `start` returns
 //!   [`ManagerError::LeadershipLost`]: exit non-zero, as client-go controllers do, and let
 //!   the process be restarted as a fresh candidate.
 //! - With leader election, the manager's [`clientset`](Manager::clientset) (which its
@@ -409,19 +410,25 @@ async fn lead(
 ) -> Result<(), ManagerError> {
     let identity = elector.identity().to_string();
     tracing::info!(%identity, "waiting for leadership");
+    // Fired when this replica stops leading: at once when the lease is lost (even while
+    // draining after `cancel`), only after the work returned otherwise.
+    let stopped = CancellationToken::new();
+    let on_stopped = stopped.clone();
     let callbacks = LeaderCallbacks::new(|leading: CancellationToken| async move {
         tracing::info!(%identity, "started leading: starting controllers");
         let abort = CancellationToken::new();
-        let lost = async {
-            leading.cancelled().await;
-            if !cancel.is_cancelled() {
+        let run = run_controllers(controllers, factory, leading, abort.clone());
+        tokio::pin!(run);
+        tokio::select! {
+            () = &mut run => {}
+            () = stopped.cancelled() => {
                 abort.cancel();
+                run.await;
             }
-        };
-        let run = run_controllers(controllers, factory, leading.clone(), abort.clone());
-        tokio::join!(run, lost);
+        }
         tracing::info!(%identity, "stopped leading: controllers stopped");
-    });
+    })
+    .on_stopped_leading(move || on_stopped.cancel());
     match elector.run(cancel.clone(), callbacks).await {
         RunOutcome::LeadershipLost => Err(ManagerError::LeadershipLost),
         RunOutcome::Cancelled | RunOutcome::WorkFinished => Ok(()),

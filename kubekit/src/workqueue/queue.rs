@@ -178,6 +178,8 @@ struct Slot<T> {
     processing: bool,
     /// Needs processing at low priority: waits in `State::low` (or goes there at `done`).
     low: bool,
+    /// The ticket of its entry in `State::low`: an entry with another ticket is stale.
+    ticket: u64,
     /// When the item became dirty (named queues only).
     added: Option<Instant>,
     /// Index of its processing start time in `State::started` (named queues only).
@@ -191,11 +193,15 @@ struct State<T> {
     /// Items that are dirty and not processing at normal priority, in hand-out order, with
     /// their hashes.
     fifo: VecDeque<(u64, T)>,
-    /// The same at low priority, handed out when `fifo` is empty. An entry whose slot has
-    /// since been promoted to `fifo` (or handed out) is stale and skipped.
-    low: VecDeque<(u64, T)>,
+    /// The same at low priority, handed out when `fifo` is empty, each with its ticket. An
+    /// entry whose slot has since been promoted to `fifo`, handed out or queued again
+    /// (under a new ticket) is stale: skipped, and dropped when stale entries outnumber
+    /// the others.
+    low: VecDeque<(u64, T, u64)>,
     /// Entries of `low` that are not stale.
     low_len: usize,
+    /// The ticket the next entry of `low` gets.
+    tickets: u64,
     /// Number of items in the processing set.
     processing: usize,
     /// Number of `get` calls asleep on `Inner::getters`: a new item wakes one only when
@@ -216,16 +222,6 @@ impl<T> State<T> {
         self.fifo.len() + self.low_len
     }
 
-    /// Queues `item` at its priority.
-    fn push(&mut self, hash: u64, item: T, low: bool) {
-        if low {
-            self.low.push_back((hash, item));
-            self.low_len += 1;
-        } else {
-            self.fifo.push_back((hash, item));
-        }
-    }
-
     /// Whether an item just queued should wake a sleeping `get`.
     fn wake_for_new_item(&self) -> bool {
         self.waiting > 0
@@ -233,24 +229,45 @@ impl<T> State<T> {
 }
 
 impl<T: Eq> State<T> {
+    /// Queues `item` at its priority; a low-priority entry gets the ticket `tickets` had
+    /// (which the caller gave its slot).
+    fn push(&mut self, hash: u64, item: T, low: bool) {
+        if !low {
+            self.fifo.push_back((hash, item));
+            return;
+        }
+        self.low.push_back((hash, item, self.tickets));
+        self.tickets += 1;
+        self.low_len += 1;
+        if self.low.len() > 2 * self.low_len + 64 {
+            let slots = &self.slots;
+            self.low.retain(|entry| waits_low(slots, entry));
+        }
+    }
+
     /// The next item to hand out: the normal queue's first, else the first entry of the
-    /// low queue that is not stale (its slot still waits there).
+    /// low queue that is not stale.
     fn next_ready(&mut self) -> Option<(u64, T)> {
         if let Some(next) = self.fifo.pop_front() {
             return Some(next);
         }
-        while let Some((hash, item)) = self.low.pop_front() {
-            let waiting = self
-                .slots
-                .find(hash, |slot| slot.item == item)
-                .is_some_and(|slot| slot.dirty && slot.low && !slot.processing);
-            if waiting {
+        while let Some(entry) = self.low.pop_front() {
+            if waits_low(&self.slots, &entry) {
                 self.low_len -= 1;
+                let (hash, item, _) = entry;
                 return Some((hash, item));
             }
         }
         None
     }
+}
+
+/// Whether `entry` of `State::low` is not stale: its slot still waits there, under the
+/// entry's ticket.
+fn waits_low<T: Eq>(slots: &HashTable<Slot<T>>, (hash, item, ticket): &(u64, T, u64)) -> bool {
+    slots
+        .find(*hash, |slot| slot.item == *item)
+        .is_some_and(|slot| slot.dirty && slot.low && !slot.processing && slot.ticket == *ticket)
 }
 
 /// The outcome of trying to take an item without waiting.
@@ -313,6 +330,7 @@ where
                 fifo: VecDeque::new(),
                 low: VecDeque::new(),
                 low_len: 0,
+                tickets: 0,
                 processing: 0,
                 waiting: 0,
                 shutting_down: false,
@@ -440,7 +458,7 @@ where
                             }
                         }
                     } else {
-                        // Being processed: `done` will queue it.
+                        // Being processed: `done` will queue it (and ticket it).
                         slot.dirty = true;
                         slot.low = low;
                         if let Some(metrics) = &self.metrics {
@@ -461,6 +479,7 @@ where
                         dirty: true,
                         processing: false,
                         low,
+                        ticket: state.tickets,
                         added,
                         started: NO_SLOT,
                     });
@@ -563,6 +582,7 @@ where
             }
             let (finished, wake_getter) = if slot.dirty {
                 let (item, low) = (slot.item.clone(), slot.low);
+                slot.ticket = state.tickets;
                 state.push(hash, item, low);
                 (None, state.wake_for_new_item())
             } else {
@@ -775,6 +795,37 @@ mod tests {
         queue.add_low_priority("a");
         assert_eq!(queue.len(), 1);
         assert_eq!(drain(&queue).await, ["a"]);
+    }
+
+    #[tokio::test]
+    async fn a_stale_low_entry_never_puts_an_item_ahead_of_earlier_low_items() {
+        let queue = q();
+        queue.add_low_priority("a");
+        queue.add("a"); // its low entry is now stale
+        let a = queue.get().await.unwrap();
+        queue.done(&a);
+        queue.add_low_priority("x");
+        queue.add_low_priority("a"); // queued behind x, whatever its stale entry says
+        assert_eq!(drain(&queue).await, ["x", "a"]);
+    }
+
+    #[tokio::test]
+    async fn stale_low_entries_are_dropped_while_normal_items_keep_the_queue_busy() {
+        let queue = Queue::new();
+        for round in 0..1_000 {
+            let item = format!("item-{round}");
+            queue.add_low_priority(item.clone());
+            queue.add(item); // promoted: its low entry is stale
+            let got = queue.get().await.unwrap();
+            queue.done(&got);
+        }
+        let state = queue.inner.state.lock();
+        assert!(
+            state.low.len() < 100,
+            "{} stale entries kept",
+            state.low.len()
+        );
+        assert_eq!(state.low_len, 0);
     }
 
     #[tokio::test]

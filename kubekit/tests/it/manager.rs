@@ -263,6 +263,15 @@ async fn built_controllers_reconcile_share_informers_and_are_observable() {
         (seen.count("second", "plain") == 2).then_some(())
     })
     .await;
+    // A change `primary` does take, made after the relabel: once `primary` has reconciled
+    // it, the relabel went through its event filter before.
+    cms.create(&config_map("marker", &[]), &CreateOptions::default())
+        .await
+        .unwrap();
+    eventually(30, "`primary` reconciles the marker", || async {
+        (seen.count("primary", "marker") == 1).then_some(())
+    })
+    .await;
 
     let (status, metrics) = curl(format!("http://{address}/metrics")).await;
     assert_eq!(status, 200);
