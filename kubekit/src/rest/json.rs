@@ -14,6 +14,7 @@
 //! decodes.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 
 use serde::de::{DeserializeOwned, DeserializeSeed};
 
@@ -25,44 +26,62 @@ const KEPT_SCRATCH_BYTES: usize = 1 << 20;
 struct Scratch {
     input: Vec<u8>,
     buffers: Option<simd_json::Buffers>,
+    /// Types of which simd-json refused a document that serde_json decoded (they hold a
+    /// `RawValue`, as [`Compact`](crate::cache::Compact) does): decoded by serde_json
+    /// alone from then on, on this thread.
+    serde_only: HashSet<&'static str>,
 }
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::default();
 }
 
-/// `seed` run over `json` by simd-json; `None` if simd-json refuses the document (or
-/// `seed` fails on it).
-pub(crate) fn decode_seed<S, V>(json: &[u8], seed: S) -> Option<V>
-where
-    S: for<'de> DeserializeSeed<'de, Value = V>,
-{
-    SCRATCH.with(|scratch| {
-        let mut fresh = Scratch::default();
-        let mut kept = scratch.try_borrow_mut().ok();
-        let scratch = kept.as_deref_mut().unwrap_or(&mut fresh);
-        scratch.input.clear();
-        scratch.input.extend_from_slice(json);
-        let buffers = scratch
-            .buffers
-            .get_or_insert_with(|| simd_json::Buffers::new(json.len()));
-        let value = simd_json::Deserializer::from_slice_with_buffers(&mut scratch.input, buffers)
+/// Decodes `json` into the value of `seed` (a `K`, or something holding one) by
+/// simd-json, else by `fallback` (serde_json), whose answer then counts; see the
+/// [module docs](self).
+pub(crate) fn decode_with<K, V>(
+    json: &[u8],
+    seed: impl for<'de> DeserializeSeed<'de, Value = V>,
+    fallback: impl FnOnce() -> serde_json::Result<V>,
+) -> serde_json::Result<V> {
+    // Named, not `TypeId`d, so the types decoded need not be `'static`.
+    let kind = std::any::type_name::<K>();
+    let simd = SCRATCH.with(|scratch| {
+        let mut scratch = scratch.try_borrow_mut().ok()?;
+        if scratch.serde_only.contains(&kind) {
+            return None;
+        }
+        let Scratch { input, buffers, .. } = &mut *scratch;
+        input.clear();
+        input.extend_from_slice(json);
+        let buffers = buffers.get_or_insert_with(|| simd_json::Buffers::new(json.len()));
+        let value = simd_json::Deserializer::from_slice_with_buffers(input, buffers)
             .ok()
             .and_then(|mut de| seed.deserialize(&mut de).ok());
-        if scratch.input.capacity() > KEPT_SCRATCH_BYTES {
-            *scratch = Scratch::default();
+        if input.capacity() > KEPT_SCRATCH_BYTES {
+            *input = Vec::new();
+            scratch.buffers = None;
         }
-        value
-    })
+        Some(value)
+    });
+    match simd {
+        Some(Some(value)) => Ok(value),
+        tried => {
+            let answer = fallback();
+            if answer.is_ok() && tried.is_some() {
+                SCRATCH.with(|s| s.borrow_mut().serde_only.insert(kind));
+            }
+            answer
+        }
+    }
 }
 
 /// `json` decoded as a `T`: by simd-json, or by serde_json when simd-json refuses it (see
 /// the [module docs](self)).
 pub(crate) fn from_slice<T: DeserializeOwned>(json: &[u8]) -> serde_json::Result<T> {
-    match decode_seed(json, std::marker::PhantomData::<T>) {
-        Some(value) => Ok(value),
-        None => serde_json::from_slice(json),
-    }
+    decode_with::<T, T>(json, std::marker::PhantomData::<T>, || {
+        serde_json::from_slice(json)
+    })
 }
 
 #[cfg(test)]
@@ -118,6 +137,22 @@ mod tests {
         }
         let decoded: WithRaw = from_slice(br#"{"raw": {"a": [1, 2]}}"#).unwrap();
         assert_eq!(decoded.raw.get(), r#"{"a": [1, 2]}"#);
+        let learnt = |s: &RefCell<Scratch>| {
+            s.borrow()
+                .serde_only
+                .contains(&std::any::type_name::<WithRaw>())
+        };
+        assert!(
+            SCRATCH.with(learnt),
+            "serde_json alone decodes WithRaw from now on"
+        );
+        let again: WithRaw = from_slice(br#"{"raw": 1}"#).unwrap();
+        assert_eq!(again.raw.get(), "1");
+        assert!(!SCRATCH.with(|s| {
+            s.borrow()
+                .serde_only
+                .contains(&std::any::type_name::<Pod>())
+        }));
     }
 
     #[test]

@@ -229,25 +229,21 @@ impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ObjectSeed<K> {
 /// Decodes one watch line (without its newline) into an event, in one pass. `what` names
 /// the resource in errors.
 pub fn decode_event<K: DeserializeOwned>(line: &[u8], what: &str) -> Result<WatchEvent<K>> {
-    let mut kind = None;
-    let mut in_object = false;
-    let seed = EventSeed::<K> {
-        kind: &mut kind,
-        in_object: &mut in_object,
+    let (mut kind, mut in_object) = (None, false);
+    let (mut first_kind, mut first_in_object) = (None, false);
+    let first = EventSeed::<K> {
+        kind: &mut first_kind,
+        in_object: &mut first_in_object,
         _kind: PhantomData,
     };
-    if let Some(event) = super::json::decode_seed(line, seed) {
-        return Ok(event);
-    }
-    // Refused: serde_json decodes it again, and its error is the one reported.
-    (kind, in_object) = (None, false);
-    let mut de = serde_json::Deserializer::from_slice(line);
-    let seed = EventSeed::<K> {
-        kind: &mut kind,
-        in_object: &mut in_object,
-        _kind: PhantomData,
-    };
-    let decoded = seed.deserialize(&mut de).and_then(|event| {
+    let decoded = super::json::decode_with::<K, _>(line, first, || {
+        let mut de = serde_json::Deserializer::from_slice(line);
+        let seed = EventSeed::<K> {
+            kind: &mut kind,
+            in_object: &mut in_object,
+            _kind: PhantomData,
+        };
+        let event = seed.deserialize(&mut de)?;
         de.end()?;
         Ok(event)
     });
