@@ -3,9 +3,11 @@
 //! status subresource, and a Normal `Synced` event. A missing child is created with a
 //! controller ownerReference and the selector label [`APP_LABEL`]`=<app name>`; a
 //! same-named child the App does not control is never adopted (a Warning
-//! `ErrResourceExists` event, and retries); an empty child name skips that child. Changes
-//! of Apps and of their children reconcile the App, resyncs do not; a deleted App's
-//! children go with it (garbage collection).
+//! `ErrResourceExists` event, and retries); an empty child name skips that child. When the
+//! spec renames a child, the new one is made, then the old one (which the App still
+//! controls) deleted: an App never keeps two children of a kind. Changes of Apps and of
+//! their children reconcile the App, resyncs do not; a deleted App's children go with it
+//! (garbage collection).
 
 use std::sync::Arc;
 
@@ -13,8 +15,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use kube::core::NamespaceResourceScope;
-use kubekit::clientset::{Clientset, UpdateOptions};
+use kubekit::clientset::{Clientset, DeleteOptions, PropagationPolicy, UpdateOptions};
 use kubekit::controller::{Action, ReconcileError};
+use kubekit::labels::Selector;
 use kubekit::listers::Lister;
 use kubekit::manager::{Manager, ManagerError, Object, Predicate};
 use kubekit::meta::{controller_ref, is_controlled_by};
@@ -93,7 +96,9 @@ fn drift<K: Object>(current: &K, desired: &K, fields: &[&str]) -> serde_json::Re
 }
 
 /// Brings `app`'s child `desired` in line: creates it, refuses it (not controlled by
-/// `app`), or updates the `fields` that drifted; `None` when the spec names no child.
+/// `app`), or updates the `fields` that drifted; then deletes the other children of its
+/// kind that `app` controls (the spec renamed the child). `None` when the spec names no
+/// child (nothing is touched).
 async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
     ctx: &Ctx,
     app: &App,
@@ -110,24 +115,47 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
         return Ok(None);
     }
     let client = ctx.clientset.resource::<K>(ns);
-    let current = match lister.namespaced(ns).get(&name) {
+    let child = match lister.namespaced(ns).get(&name) {
         Err(e) if e.is_not_found() => {
             tracing::info!(app = ?app.metadata.name, child = %name, "creating {kind}");
-            return Ok(Some(client.create(&desired, &write_options()).await?));
+            client.create(&desired, &write_options()).await?
         }
-        current => current?,
+        current => {
+            let current = current?;
+            if !is_controlled_by(current.meta(), &app.metadata) {
+                let message = format!("{kind} {name:?} already exists and is not managed by App");
+                ctx.recorder
+                    .event(app, EventType::Warning, ERR_RESOURCE_EXISTS, &message);
+                return Err(message.into());
+            }
+            match drift(current.as_ref(), &desired, fields)? {
+                None => K::clone(&current),
+                Some(next) => {
+                    tracing::info!(app = ?app.metadata.name, child = %name, "updating {kind} to the App's spec");
+                    client.update(&next, &write_options()).await?
+                }
+            }
+        }
     };
-    if !is_controlled_by(current.meta(), &app.metadata) {
-        let message = format!("{kind} {name:?} already exists and is not managed by App");
-        ctx.recorder
-            .event(app, EventType::Warning, ERR_RESOURCE_EXISTS, &message);
-        return Err(message.into());
+    let renamed = lister.namespaced(ns).list(&Selector::everything());
+    let renamed = renamed.iter().map(|c| c.meta()).filter(|c| {
+        is_controlled_by(c, &app.metadata)
+            && c.name.as_deref() != Some(name.as_str())
+            && c.deletion_timestamp.is_none()
+    });
+    for old in renamed {
+        let old_name = old.name.as_deref().unwrap_or_default();
+        tracing::info!(app = ?app.metadata.name, child = %old_name, "deleting {kind} the App no longer names");
+        let options = DeleteOptions::default()
+            .precondition_uid(old.uid.as_deref().unwrap_or_default())
+            .propagation_policy(PropagationPolicy::Background);
+        if let Err(e) = client.delete(old_name, &options).await
+            && !e.is_not_found()
+        {
+            return Err(e.into());
+        }
     }
-    let Some(next) = drift(current.as_ref(), &desired, fields)? else {
-        return Ok(Some(K::clone(&current)));
-    };
-    tracing::info!(app = ?app.metadata.name, child = %name, "updating {kind} to the App's spec");
-    Ok(Some(client.update(&next, &write_options()).await?))
+    Ok(Some(child))
 }
 
 fn write_options() -> UpdateOptions {

@@ -5,12 +5,14 @@
 use std::time::{Duration, Instant};
 
 use app_controller::App;
-use app_controller::controller::add_to;
+use app_controller::controller::{APP_LABEL, add_to};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::CustomResourceExt;
-use kubekit::clientset::{Clientset, CreateOptions, DeleteOptions, GetOptions, UpdateOptions};
+use kubekit::clientset::{
+    Clientset, CreateOptions, DeleteOptions, GetOptions, Patch, PatchOptions, UpdateOptions,
+};
 use kubekit::manager::Manager;
 use kubekit_fake::FakeApiServer;
 use serde_json::json;
@@ -31,35 +33,60 @@ where
     }
 }
 
-#[tokio::test]
-async fn app_controller_creates_owned_children_copies_their_status_and_recreates_a_deleted_deployment()
- {
-    let started = Instant::now();
+/// The App controller (two workers) on a manager watching `default`, as a task.
+struct Running {
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), kubekit::manager::ManagerError>>,
+}
+
+impl Running {
+    async fn stop(self) {
+        self.cancel.cancel();
+        self.task
+            .await
+            .expect("controller task")
+            .expect("controller ran");
+    }
+}
+
+/// A fake API server with the App CRD installed, a clientset for it, and the App
+/// controller running against it.
+async fn app_controller() -> (FakeApiServer, Clientset, Running) {
     let server = FakeApiServer::start().await.expect("fake starts");
     let cs = Clientset::new(&server.config()).expect("clientset");
     cs.cluster_resource::<CustomResourceDefinition>()
         .create(&App::crd(), &CreateOptions::default())
         .await
         .expect("App CRD installed");
-
     let cancel = CancellationToken::new();
     let mut mgr = Manager::builder(server.config())
         .namespace("default")
         .build()
         .expect("manager");
     add_to(&mut mgr, 2, 10).expect("App controller added");
-    let controller = tokio::spawn(mgr.start(cancel.clone()));
+    let task = tokio::spawn(mgr.start(cancel.clone()));
+    (server, cs, Running { cancel, task })
+}
 
-    let app: App = serde_json::from_value(json!({
+/// App `web` in `default`: Deployment `web-deploy` (2 nginx) and Service `web-svc`.
+fn web() -> App {
+    serde_json::from_value(json!({
         "apiVersion": "appcontroller.k8s.io/v1", "kind": "App",
         "metadata": {"name": "web", "namespace": "default"},
         "spec": {"deploymentTemplate": {"name": "web-deploy", "image": "nginx", "replicas": 2},
                  "serviceTemplate": {"name": "web-svc"}},
     }))
-    .expect("an App");
+    .expect("an App")
+}
+
+#[tokio::test]
+async fn app_controller_creates_owned_children_copies_their_status_and_recreates_a_deleted_deployment()
+ {
+    let started = Instant::now();
+    let (server, cs, controller) = app_controller().await;
     let app = cs
         .resource::<App>("default")
-        .create(&app, &CreateOptions::default())
+        .create(&web(), &CreateOptions::default())
         .await
         .expect("App created");
     let uid = app.metadata.uid.clone();
@@ -139,14 +166,68 @@ async fn app_controller_creates_owned_children_copies_their_status_and_recreates
     })
     .await;
 
-    cancel.cancel();
-    controller
-        .await
-        .expect("controller task")
-        .expect("controller ran");
+    controller.stop().await;
     server.shutdown().await;
     println!(
         "App controller scenario against kubekit-fake: {:?}",
         started.elapsed()
     );
+}
+
+#[tokio::test]
+async fn renaming_an_apps_children_deletes_the_old_ones_it_controls_and_nothing_else() {
+    let (server, cs, controller) = app_controller().await;
+    let apps = cs.resource::<App>("default");
+    apps.create(&web(), &CreateOptions::default())
+        .await
+        .expect("App created");
+    let deployments = cs.apps_v1().deployments("default");
+    let services = cs.core_v1().services("default");
+    let get = GetOptions::default();
+    eventually("the children", || async {
+        deployments.get("web-deploy", &get).await.ok()?;
+        services.get("web-svc", &get).await.ok()
+    })
+    .await;
+    // A Deployment with the App's label that the App does not control.
+    let lookalike: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "lookalike", "labels": {APP_LABEL: "web"}},
+        "spec": {"selector": {"matchLabels": {APP_LABEL: "web"}},
+                 "template": {"metadata": {"labels": {APP_LABEL: "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+    }))
+    .expect("a Deployment");
+    deployments
+        .create(&lookalike, &CreateOptions::default())
+        .await
+        .expect("lookalike created");
+
+    let rename = Patch::Merge(
+        json!({"spec": {"deploymentTemplate": {"name": "web-deploy-2"},
+                                              "serviceTemplate": {"name": "web-svc-2"}}}),
+    );
+    apps.patch("web", &rename, &PatchOptions::default())
+        .await
+        .expect("App renamed its children");
+    eventually("the new children, and the old ones gone", || async {
+        let new = deployments.get("web-deploy-2", &get).await.is_ok()
+            && services.get("web-svc-2", &get).await.is_ok();
+        let gone = deployments
+            .get("web-deploy", &get)
+            .await
+            .is_err_and(|e| e.is_not_found())
+            && services
+                .get("web-svc", &get)
+                .await
+                .is_err_and(|e| e.is_not_found());
+        (new && gone).then_some(())
+    })
+    .await;
+    assert!(
+        deployments.get("lookalike", &get).await.is_ok(),
+        "a Deployment the App does not control is left alone"
+    );
+
+    controller.stop().await;
+    server.shutdown().await;
 }

@@ -243,14 +243,35 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
+    let check = || {
+        let done = check();
+        async move { done.await.ok_or("") }
+    };
+    eventually_ok(secs, what, check).await
+}
+
+/// [`eventually`] for a check that says why it is not done yet: polls `check` every 100 ms
+/// until it returns `Ok`, for at most `secs` seconds, and returns that value.
+///
+/// # Panics
+///
+/// Panics naming `what` and the last reason `check` gave when `secs` pass first.
+pub async fn eventually_ok<T, E, F, Fut>(secs: u64, what: &str, mut check: F) -> T
+where
+    E: std::fmt::Display,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {
-        if let Some(v) = check().await {
-            return v;
-        }
+        let why = match check().await {
+            Ok(v) => return v,
+            Err(why) => why.to_string(),
+        };
+        let colon = if why.is_empty() { "" } else { ": " };
         assert!(
             tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
+            "timed out waiting for {what}{colon}{why}"
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }

@@ -1,0 +1,128 @@
+//! Helpers of the App controller's tests against the real control plane: installing the
+//! CRD and RBAC for a least-privileged user, `kubectl apply`, the controller process, and
+//! the events recorded about an App.
+
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Event;
+use kubekit::clientset::{Clientset, ListOptions};
+use testenv::ControlPlane;
+
+/// `kubectl apply -f -` of `yaml`, as admin.
+pub fn kubectl_apply(cp: &ControlPlane, yaml: &str) {
+    let mut child = cp
+        .kubectl()
+        .args(["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(yaml.as_bytes())
+        .expect("write manifest");
+    let out = child.wait_with_output().expect("kubectl apply");
+    assert!(
+        out.status.success(),
+        "kubectl apply failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The text of `app-controller/artifacts/<path>`.
+pub fn artifact(path: &str) -> String {
+    std::fs::read_to_string(format!("{}/artifacts/{path}", env!("CARGO_MANIFEST_DIR")))
+        .expect("artifact")
+}
+
+/// The controller process; stopped with SIGTERM when dropped (if still running).
+pub struct Controller(pub Child);
+
+impl Controller {
+    /// Starts it with `extra` flags, its log (stdout) going to `log`.
+    pub fn start_with(kubeconfig: &std::path::Path, ns: &str, extra: &[&str], log: Stdio) -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_app-controller"))
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--namespace", ns, "--workers", "5"])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(log)
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start app-controller");
+        Self(child)
+    }
+
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.0.id().to_string();
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill -TERM");
+        for _ in 0..300 {
+            if let Some(status) = self.0.try_wait().expect("try_wait") {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.0.kill();
+        panic!("app-controller did not exit within 30 s of SIGTERM");
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+        }
+    }
+}
+
+/// Installs the CRD and the controller's ClusterRole, binds it to user `user` in `ns` only,
+/// and returns that user's kubeconfig.
+pub fn install(cp: &ControlPlane, ns: &str, user: &str) -> std::path::PathBuf {
+    // Once per control plane: tests applying the CRD at once would race to create it.
+    static CLUSTER_WIDE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    CLUSTER_WIDE.get_or_init(|| {
+        kubectl_apply(cp, &artifact("crd/appcontroller.k8s.io_apps.yaml"));
+        let out = cp
+            .kubectl()
+            .args(["wait", "--for", "condition=Established", "--timeout", "60s"])
+            .arg("crd/apps.appcontroller.k8s.io")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        kubectl_apply(cp, &artifact("rbac.yaml"));
+    });
+    // The test identity gets the ClusterRole in its namespace only.
+    kubectl_apply(
+        cp,
+        &format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {user}\n  namespace: {ns}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: app-controller\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {user}\n"
+        ),
+    );
+    cp.user_kubeconfig(user, &[])
+}
+
+/// The events with `reason` about the object named `app` in `ns`.
+pub async fn events_for(cs: &Clientset, ns: &str, app: &str, reason: &str) -> Vec<Event> {
+    cs.core_v1()
+        .events(ns)
+        .list(&ListOptions::default().fields(&format!("involvedObject.name={app}")))
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .collect()
+}
