@@ -432,89 +432,78 @@ impl SharedInformerFactory {
     }
 }
 
-/// Generates the typed accessors: `factory.core_v1().pods()`, ….
+use crate::clientset::table::{built_in_groups, gated, unless_client_only};
+
+/// Generates, from the clientset's table of built-in resources, the typed accessors:
+/// `factory.core_v1().pods()`, `factory.networking_v1().ingresses()`, …, one per resource
+/// the server can watch (`[client only]` ones have none).
 macro_rules! informer_groups {
     ($(
         $(#[doc = $doc:literal])*
-        $accessor:ident => $Group:ident ($($module:ident)::+) {
-            $($fn_name:ident: $Kind:ident,)*
+        $accessor:ident => $Client:ident, $Group:ident (
+            $api_version:literal, $($module:ident)::+
+        )
+        $(if $gate:ident)?
+        {
+            namespaced {
+                $($ns_fn:ident: $NsKind:ident $([client $ns_only:ident])? $(if $ns_gate:ident)?,)*
+            }
+            cluster {
+                $($cl_fn:ident: $ClKind:ident $([client $cl_only:ident])? $(if $cl_gate:ident)?,)*
+            }
         }
     )*) => {
         $(
-            /// The types of the group version, under a short path.
-            mod $accessor {
-                pub(super) use $($module)::+::{$($Kind,)*};
-            }
+            gated! { $($gate)?;
+                /// The types of the group version, under a short path.
+                mod $accessor {
+                    pub(super) use $($module)::+::*;
+                }
 
-            $(#[doc = $doc])*
-            #[derive(Debug)]
-            pub struct $Group<'a> {
-                factory: &'a SharedInformerFactory,
-            }
+                #[doc = concat!("Informers of `", $api_version, "`.")]
+                #[derive(Debug)]
+                pub struct $Group<'a> {
+                    factory: &'a SharedInformerFactory,
+                }
 
-            impl $Group<'_> {
-                $(
-                    #[doc = concat!("The shared informer of `", stringify!($Kind), "`.")]
-                    pub fn $fn_name(&self) -> InformerFor<$accessor::$Kind> {
-                        self.factory.for_type()
+                impl $Group<'_> {
+                    $(
+                        gated! { $($ns_gate)?;
+                            unless_client_only! { $($ns_only)?;
+                                #[doc = concat!(
+                                    "The shared informer of `", $api_version, "` `",
+                                    stringify!($NsKind), "`."
+                                )]
+                                pub fn $ns_fn(&self) -> InformerFor<$accessor::$NsKind> {
+                                    self.factory.for_type()
+                                }
+                            }
+                        }
+                    )*
+                    $(
+                        gated! { $($cl_gate)?;
+                            unless_client_only! { $($cl_only)?;
+                                #[doc = concat!(
+                                    "The shared informer of `", $api_version, "` `",
+                                    stringify!($ClKind), "`."
+                                )]
+                                pub fn $cl_fn(&self) -> InformerFor<$accessor::$ClKind> {
+                                    self.factory.for_type()
+                                }
+                            }
+                        }
+                    )*
+                }
+
+                impl SharedInformerFactory {
+                    #[doc = concat!("Informers of `", $api_version, "`.")]
+                    pub fn $accessor(&self) -> $Group<'_> {
+                        $Group { factory: self }
                     }
-                )*
-            }
-
-            impl SharedInformerFactory {
-                #[doc = concat!("Informers of `", stringify!($accessor), "`.")]
-                pub fn $accessor(&self) -> $Group<'_> {
-                    $Group { factory: self }
                 }
             }
         )*
     };
 }
 
-informer_groups! {
-    /// Informers of the core group.
-    core_v1 => CoreV1Informers (k8s_openapi::api::core::v1) {
-        config_maps: ConfigMap,
-        endpoints: Endpoints,
-        events: Event,
-        limit_ranges: LimitRange,
-        namespaces: Namespace,
-        nodes: Node,
-        persistent_volumes: PersistentVolume,
-        persistent_volume_claims: PersistentVolumeClaim,
-        pods: Pod,
-        replication_controllers: ReplicationController,
-        resource_quotas: ResourceQuota,
-        secrets: Secret,
-        services: Service,
-        service_accounts: ServiceAccount,
-    }
-
-    /// Informers of `apps/v1`.
-    apps_v1 => AppsV1Informers (k8s_openapi::api::apps::v1) {
-        controller_revisions: ControllerRevision,
-        daemon_sets: DaemonSet,
-        deployments: Deployment,
-        replica_sets: ReplicaSet,
-        stateful_sets: StatefulSet,
-    }
-
-    /// Informers of `batch/v1`.
-    batch_v1 => BatchV1Informers (k8s_openapi::api::batch::v1) {
-        cron_jobs: CronJob,
-        jobs: Job,
-    }
-
-    /// Informers of `coordination.k8s.io/v1`.
-    coordination_v1 => CoordinationV1Informers (k8s_openapi::api::coordination::v1) {
-        leases: Lease,
-    }
-
-    /// Informers of `rbac.authorization.k8s.io/v1`.
-    rbac_v1 => RbacV1Informers (k8s_openapi::api::rbac::v1) {
-        cluster_roles: ClusterRole,
-        cluster_role_bindings: ClusterRoleBinding,
-        roles: Role,
-        role_bindings: RoleBinding,
-    }
-}
+built_in_groups!(informer_groups);

@@ -2,7 +2,8 @@
 //!
 //! - [`Clientset`]: the entry point; `clientset.core_v1().pods(ns)`,
 //!   `clientset.apps_v1().deployments(ns)`, … for the built-in groups (generated from one
-//!   table, see [`groups`]), and [`Clientset::resource`] / [`Clientset::cluster_resource`]
+//!   table of every group version `k8s-openapi` has types for, see [`groups`] and
+//!   [`built_in_resources`]), and [`Clientset::resource`] / [`Clientset::cluster_resource`]
 //!   for any other type, custom resources included.
 //! - [`ResourceClient<K>`]: the verbs on one resource: create, get, list, watch, update,
 //!   update_status, patch, patch_status, delete, delete_collection, get_status.
@@ -43,16 +44,14 @@ pub mod groups;
 pub mod options;
 pub mod patch;
 pub mod resource_client;
+pub(crate) mod table;
 
 pub use clientset::Clientset;
 pub use delete_response::DeleteResponse;
 pub(crate) use delete_response::{TypeHead, decode_delete};
 pub(crate) use endpoint::Endpoint;
 pub use endpoint::WatchStream;
-pub use groups::{
-    ApiextensionsV1Client, AppsV1Client, BatchV1Client, CoordinationV1Client, CoreV1Client,
-    EventsV1Client, RbacV1Client,
-};
+pub use groups::*;
 pub use options::{
     CreateOptions, DeleteOptions, FieldValidation, GetOptions, ListOptions, PatchOptions,
     Preconditions, PropagationPolicy, QueryParams, ResourceVersionMatch, UpdateOptions,

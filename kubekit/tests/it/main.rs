@@ -1,6 +1,7 @@
 //! kubekit's integration tests, against the real local control plane started by
 //! `testenv` (one per run of this binary; each test in its own namespace).
 
+mod api_groups;
 mod clientset;
 mod common;
 mod configmaps;
