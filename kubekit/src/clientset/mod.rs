@@ -47,8 +47,8 @@ pub mod resource_client;
 pub use clientset::Clientset;
 pub use delete_response::DeleteResponse;
 pub(crate) use delete_response::{TypeHead, decode_delete};
-pub(crate) use endpoint::Endpoint;
 pub use endpoint::WatchStream;
+pub(crate) use endpoint::{Accept, Endpoint};
 pub use groups::{
     ApiextensionsV1Client, AppsV1Client, BatchV1Client, CoordinationV1Client, CoreV1Client,
     EventsV1Client, RbacV1Client,
