@@ -30,7 +30,8 @@ benchmarks:
               of M watch updates: kubekit vs kube-rs vs client-go, all served the same bytes
               by a replay server (bench/fixtures/pods.json replicated)
               options: --pods N (default 10000), --updates M (default 10000), --runs R
-                       (default 3), --clients kubekit,kubekit-compact,kube-rs,client-go,
+                       (default 3), --clients kubekit,kubekit-compact,kube-rs,client-go
+                       (add kubekit-metadata, kubekit-metadata-strip: metadata informers),
                        --verbose,
                        --timeout SECS, --fixture PATH,
                        --real             create the pods in the local control plane

@@ -16,21 +16,8 @@ use std::sync::Arc;
 use kubekit::cache::{
     MaybeTombstone, ResourceEventHandlerFuncs, deletion_handling_meta_namespace_key,
 };
-use kubekit::clientset::Clientset;
 use kubekit::controller::shutdown_signal;
 use kubekit::dynamic::Unstructured;
-use kubekit::informers::SharedInformerFactory;
-use kubekit::meta::GroupVersionResource;
-
-/// Parses `group/version/resource`, or `version/resource` for the core group.
-fn parse_gvr(s: &str) -> anyhow::Result<GroupVersionResource> {
-    let parts: Vec<&str> = s.split('/').collect();
-    match parts.as_slice() {
-        [version, resource] => Ok(GroupVersionResource::new("", version, resource)),
-        [group, version, resource] => Ok(GroupVersionResource::new(group, version, resource)),
-        _ => anyhow::bail!("expected GROUP/VERSION/RESOURCE or VERSION/RESOURCE, got {s:?}"),
-    }
-}
 
 fn describe(obj: &Unstructured) -> String {
     format!(
@@ -49,12 +36,8 @@ async fn main() -> anyhow::Result<()> {
             "usage: dynamic-informer [--kubeconfig PATH] [--namespace NS] GROUP/VERSION/RESOURCE"
         );
     };
-    let gvr = parse_gvr(resource)?;
-    let config = flags.config().await?;
-    let clientset = Clientset::new(&config)?;
-    let factory = SharedInformerFactory::builder(clientset)
-        .namespace(flags.namespace.as_deref().unwrap_or_default())
-        .build();
+    let gvr = kubekit_examples::parse_gvr(resource)?;
+    let factory = flags.informer_factory().await?;
     let informer = factory.for_resource(&gvr);
     informer.informer().add_event_handler(
         ResourceEventHandlerFuncs::new()

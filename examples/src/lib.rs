@@ -2,6 +2,20 @@
 
 use std::path::PathBuf;
 
+use kubekit::clientset::Clientset;
+use kubekit::informers::SharedInformerFactory;
+use kubekit::meta::GroupVersionResource;
+
+/// Parses `group/version/resource`, or `version/resource` for the core group.
+pub fn parse_gvr(s: &str) -> anyhow::Result<GroupVersionResource> {
+    let parts: Vec<&str> = s.split('/').collect();
+    match parts.as_slice() {
+        [version, resource] => Ok(GroupVersionResource::new("", version, resource)),
+        [group, version, resource] => Ok(GroupVersionResource::new(group, version, resource)),
+        _ => anyhow::bail!("expected GROUP/VERSION/RESOURCE or VERSION/RESOURCE, got {s:?}"),
+    }
+}
+
 /// `--kubeconfig PATH`, `--master URL`, `--namespace NS` (each also as `--flag=value`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Flags {
@@ -28,6 +42,15 @@ impl Flags {
             kubekit::rest::Config::from_flags(self.master.as_deref(), self.kubeconfig.as_deref())
                 .await?,
         )
+    }
+
+    /// A shared informer factory for the cluster these flags select, watching
+    /// `--namespace` (every namespace without it).
+    pub async fn informer_factory(&self) -> anyhow::Result<SharedInformerFactory> {
+        let clientset = Clientset::new(&self.config().await?)?;
+        Ok(SharedInformerFactory::builder(clientset)
+            .namespace(self.namespace.as_deref().unwrap_or_default())
+            .build())
     }
 
     /// `--namespace`, or else the namespace of the kubeconfig's context.
@@ -97,6 +120,17 @@ mod tests {
         assert_eq!(f.master.as_deref(), Some("https://m"));
         assert_eq!(f.namespace.as_deref(), Some("tcs"));
         assert_eq!(f.args, ["apps/v1/deployments"]);
+    }
+
+    #[test]
+    fn resources_are_group_version_resource_or_version_resource_for_the_core_group() {
+        let gvr = parse_gvr("apps/v1/deployments").unwrap();
+        assert_eq!(gvr, GroupVersionResource::new("apps", "v1", "deployments"));
+        assert_eq!(
+            parse_gvr("v1/pods").unwrap(),
+            GroupVersionResource::new("", "v1", "pods")
+        );
+        assert!(parse_gvr("pods").is_err());
     }
 
     #[test]

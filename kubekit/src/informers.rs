@@ -1,11 +1,15 @@
 //! [`SharedInformerFactory`]: one shared informer per resource for a whole program
-//! (client-go's `informers.SharedInformerFactory` and `dynamicinformer`).
+//! (client-go's `informers.SharedInformerFactory`, `dynamicinformer` and
+//! `metadatainformer`).
 //!
 //! # Contract
 //!
-//! - Asking the factory twice for the same type (or the same GVR, for dynamic informers)
-//!   returns the same informer: every controller of a program shares one list-watch and
-//!   one cache per resource.
+//! - Asking the factory twice for the same type (or the same GVR, for dynamic and
+//!   metadata informers) returns the same informer: every controller of a program shares
+//!   one list-watch and one cache per resource. The metadata informer of a resource
+//!   ([`for_metadata`](SharedInformerFactory::for_metadata)) is a second informer beside
+//!   its typed or dynamic one, with its own list-watch and a cache of
+//!   [`PartialObjectMetadata`]; both share the resource's resync period.
 //! - Every informer of a factory watches the factory's namespace (all namespaces by
 //!   default; cluster-scoped types ignore it) with the factory's list-option tweak, and
 //!   resyncs at the factory's default period unless a per-type period was set.
@@ -69,6 +73,7 @@ use crate::clientset::{Clientset, KnownScope, ListOptions, ResourceClient};
 use crate::dynamic::{DynamicClient, Unstructured};
 use crate::listers::Lister;
 use crate::meta::GroupVersionResource;
+use crate::metadata::{MetadataClient, PartialObjectMetadata};
 
 /// The factory's view of an informer of any type.
 trait AnyInformer: Send + Sync {
@@ -135,9 +140,26 @@ struct Entry {
     started: bool,
 }
 
+/// What an informer of the factory caches of its resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum View {
+    /// Whole objects, typed or dynamic.
+    Objects,
+    /// [`PartialObjectMetadata`].
+    Metadata,
+}
+
+/// An informer's name in [`SharedInformerFactory::wait_for_cache_sync`]'s answer.
+fn informer_name((gvr, view): &(GroupVersionResource, View)) -> String {
+    match view {
+        View::Objects => gvr.to_string(),
+        View::Metadata => format!("{gvr} (metadata)"),
+    }
+}
+
 #[derive(Default)]
 struct State {
-    informers: BTreeMap<GroupVersionResource, Entry>,
+    informers: BTreeMap<(GroupVersionResource, View), Entry>,
     tasks: Vec<JoinHandle<()>>,
     shut_down: bool,
 }
@@ -212,7 +234,7 @@ impl SharedInformerFactoryBuilder {
         self
     }
 
-    /// The resync period of the dynamic informer of `gvr`.
+    /// The resync period of the dynamic and metadata informers of `gvr`.
     pub fn resync_for_resource(mut self, gvr: GroupVersionResource, period: Duration) -> Self {
         self.custom_resync.insert(gvr, period);
         self
@@ -220,10 +242,13 @@ impl SharedInformerFactoryBuilder {
 
     /// The factory.
     pub fn build(self) -> SharedInformerFactory {
-        let dynamic = DynamicClient::from_rest_client(self.clientset.rest_client().clone());
+        let rest = self.clientset.rest_client();
+        let dynamic = DynamicClient::from_rest_client(rest.clone());
+        let metadata = MetadataClient::from_rest_client(rest.clone());
         SharedInformerFactory {
             clientset: self.clientset,
             dynamic,
+            metadata,
             namespace: self.namespace,
             tweak: self.tweak,
             default_resync: self.default_resync,
@@ -241,6 +266,7 @@ impl SharedInformerFactoryBuilder {
 pub struct SharedInformerFactory {
     clientset: Clientset,
     dynamic: DynamicClient,
+    metadata: MetadataClient,
     namespace: String,
     tweak: Option<TweakListOptions>,
     default_resync: Duration,
@@ -263,7 +289,7 @@ impl fmt::Debug for SharedInformerFactory {
                 &state
                     .informers
                     .keys()
-                    .map(|g| g.to_string())
+                    .map(informer_name)
                     .collect::<Vec<_>>(),
             )
             .field("shut_down", &state.shut_down)
@@ -320,13 +346,15 @@ impl SharedInformerFactory {
     fn get_or_insert<K>(
         &self,
         gvr: GroupVersionResource,
+        view: View,
         make: impl FnOnce() -> SharedIndexInformer<K>,
     ) -> InformerFor<K>
     where
         K: Resource + Clone + Send + Sync + 'static,
     {
         let mut state = self.state.lock();
-        let entry = state.informers.entry(gvr.clone()).or_insert_with(|| Entry {
+        let key = (gvr.clone(), view);
+        let entry = state.informers.entry(key).or_insert_with(|| Entry {
             informer: Arc::new(make()),
             started: false,
         });
@@ -360,7 +388,7 @@ impl SharedInformerFactory {
         K::Scope: KnownScope,
     {
         let gvr = GroupVersionResource::of::<K>();
-        self.get_or_insert(gvr.clone(), || {
+        self.get_or_insert(gvr.clone(), View::Objects, || {
             let client =
                 ResourceClient::<K>::new(self.clientset.rest_client().clone(), &self.namespace);
             let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
@@ -371,8 +399,20 @@ impl SharedInformerFactory {
     /// The shared dynamic informer of `gvr` (objects as [`Unstructured`]). It watches the
     /// factory's namespace; for a cluster-scoped resource build the factory without one.
     pub fn for_resource(&self, gvr: &GroupVersionResource) -> InformerFor<Unstructured> {
-        self.get_or_insert(gvr.clone(), || {
+        self.get_or_insert(gvr.clone(), View::Objects, || {
             let client = self.dynamic.resource(gvr).namespace(&self.namespace);
+            let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
+            self.new_informer(gvr, Arc::new(lw))
+        })
+    }
+
+    /// The shared informer of the metadata of `gvr`'s objects (client-go's
+    /// `metadatainformer` `ForResource`): the [metadata client](crate::metadata) lists and
+    /// watches them, so only their metadata crosses the wire and is cached. It watches the
+    /// factory's namespace; for a cluster-scoped resource build the factory without one.
+    pub fn for_metadata(&self, gvr: &GroupVersionResource) -> InformerFor<PartialObjectMetadata> {
+        self.get_or_insert(gvr.clone(), View::Metadata, || {
+            let client = self.metadata.resource(gvr).namespace(&self.namespace);
             let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
             self.new_informer(gvr, Arc::new(lw))
         })
@@ -398,7 +438,8 @@ impl SharedInformerFactory {
     }
 
     /// Waits for every started informer to sync, or for `cancel`; the result names each
-    /// informer's resource (`pods.v1`, `deployments.v1.apps`, …) with whether it synced.
+    /// informer's resource (`pods.v1`, `deployments.v1.apps`, …; a metadata informer as
+    /// `pods.v1 (metadata)`) with whether it synced.
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
         let started: Vec<(String, Arc<dyn AnyInformer>)> = self
             .state
@@ -406,7 +447,7 @@ impl SharedInformerFactory {
             .informers
             .iter()
             .filter(|(_, e)| e.started)
-            .map(|(gvr, e)| (gvr.to_string(), e.informer.clone()))
+            .map(|(key, e)| (informer_name(key), e.informer.clone()))
             .collect();
         let results = join_all(started.iter().map(|(_, i)| i.wait_for_sync(cancel))).await;
         started

@@ -10,9 +10,10 @@
 //! | [`discovery`] | `discovery`, `restmapper` | server version, groups and resources, cached discovery, GVK ↔ GVR |
 //! | [`clientset`] | `kubernetes` | typed clients for built-in and custom resources |
 //! | [`dynamic`] | `dynamic` | unstructured objects by group/version/resource |
+//! | [`metadata`] | `metadata`, `metadatainformer`, `metadatalister` | the metadata of objects of any resource, negotiated as `PartialObjectMetadata` |
 //! | [`scale`] | `scale` | the `scale` subresource of any scalable resource |
 //! | [`cache`] | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
-//! | [`informers`], [`listers`] | `informers`, `listers` | the shared informer factory and typed listers |
+//! | [`informers`], [`listers`] | `informers`, `listers` | the shared informer factory (typed, dynamic and metadata informers) and listers |
 //! | [`labels`] | `apimachinery/pkg/labels` | label selectors |
 //! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
 //! | [`controller`] | the seeds' `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
@@ -36,6 +37,7 @@ pub mod leaderelection;
 pub mod listers;
 pub mod manager;
 pub mod meta;
+pub mod metadata;
 mod panic;
 pub mod record;
 pub mod rest;

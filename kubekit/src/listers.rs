@@ -30,7 +30,12 @@ use kube::Resource;
 use crate::cache::{Indexer, NAMESPACE_INDEX};
 use crate::labels::Selector;
 use crate::meta::GroupVersionResource;
+use crate::metadata::PartialObjectMetadata;
 use crate::rest::Error;
+
+/// A lister over the metadata of objects (client-go's `metadatalister`), from
+/// [`SharedInformerFactory::for_metadata`](crate::informers::SharedInformerFactory::for_metadata).
+pub type MetadataLister = Lister<PartialObjectMetadata>;
 
 /// A lister over every object of an informer; see the [module docs](self).
 pub struct Lister<K> {

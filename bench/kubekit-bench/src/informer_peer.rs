@@ -6,7 +6,10 @@
 //! client-side rate limit. One handler counts the adds and the updates that change a
 //! pod's resourceVersion, timing the first and the M-th update. With `--compact` the
 //! informer caches [`Compact<Pod>`] (`factory.for_type::<Compact<Pod>>()`) instead of
-//! typed Pods, and reports itself as `kubekit-compact`.
+//! typed Pods, and reports itself as `kubekit-compact`; with `--metadata`, the Pods'
+//! [`PartialObjectMetadata`] (`factory.for_metadata(&pods)`), as `kubekit-metadata`, and
+//! with `--metadata-strip` the same without `managedFields` (`set_transform(
+//! strip_managed_fields)`), as `kubekit-metadata-strip`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,9 +18,13 @@ use std::time::Instant;
 use informer_protocol::{PeerOptions, Target, UpdateTimer, report_synced, report_updated};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
-use kubekit::cache::{Compact, ResourceEventHandlerFuncs, SharedIndexInformer};
+use kubekit::cache::{
+    Compact, ResourceEventHandlerFuncs, SharedIndexInformer, strip_managed_fields,
+};
 use kubekit::clientset::Clientset;
 use kubekit::informers::SharedInformerFactory;
+use kubekit::meta::GroupVersionResource;
+use kubekit::metadata::PartialObjectMetadata;
 use kubekit::rest::Config;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -29,6 +36,10 @@ pub enum Cache {
     Typed,
     /// `Compact<Pod>`: `factory.for_type::<Compact<Pod>>()`.
     Compact,
+    /// The Pods' metadata: `factory.for_metadata(&pods)`.
+    Metadata,
+    /// The same without `managedFields`.
+    MetadataStrip,
 }
 
 impl Cache {
@@ -37,16 +48,35 @@ impl Cache {
         match self {
             Cache::Typed => "kubekit",
             Cache::Compact => "kubekit-compact",
+            Cache::Metadata => "kubekit-metadata",
+            Cache::MetadataStrip => "kubekit-metadata-strip",
+        }
+    }
+
+    /// The flag of the peer's command line that selects this cache.
+    pub fn flag(self) -> Option<&'static str> {
+        match self {
+            Cache::Typed => None,
+            Cache::Compact => Some("--compact"),
+            Cache::Metadata => Some("--metadata"),
+            Cache::MetadataStrip => Some("--metadata-strip"),
         }
     }
 }
 
-/// Parses the peer's arguments: `[--compact]` followed by the common peer options.
+/// Parses the peer's arguments: at most one of `--compact`, `--metadata` and
+/// `--metadata-strip`, and the common peer options.
 pub fn parse(args: impl Iterator<Item = String>) -> Result<(Cache, PeerOptions), String> {
-    let (compact, rest): (Vec<String>, Vec<String>) = args.partition(|arg| arg == "--compact");
-    let cache = match compact.is_empty() {
-        true => Cache::Typed,
-        false => Cache::Compact,
+    let caches = [Cache::Compact, Cache::Metadata, Cache::MetadataStrip];
+    let is_cache = |arg: &String| caches.iter().any(|c| c.flag() == Some(arg.as_str()));
+    let (flags, rest): (Vec<String>, Vec<String>) = args.partition(is_cache);
+    let cache = match flags.as_slice() {
+        [] => Cache::Typed,
+        [flag] => caches
+            .into_iter()
+            .find(|c| c.flag() == Some(flag.as_str()))
+            .unwrap_or(Cache::Typed),
+        _ => return Err(format!("one cache at most, got {flags:?}")),
     };
     Ok((cache, PeerOptions::parse(rest.into_iter())?))
 }
@@ -73,6 +103,14 @@ pub fn run((cache, options): (Cache, PeerOptions)) -> Result<(), String> {
             }
             Cache::Compact => {
                 let pods = factory.for_type::<Compact<Pod>>();
+                peer(cache, &options, &factory, pods.informer()).await
+            }
+            Cache::Metadata | Cache::MetadataStrip => {
+                let pods = factory.for_metadata(&GroupVersionResource::of::<Pod>());
+                if cache == Cache::MetadataStrip {
+                    pods.informer()
+                        .set_transform(strip_managed_fields::<PartialObjectMetadata>);
+                }
                 peer(cache, &options, &factory, pods.informer()).await
             }
         }

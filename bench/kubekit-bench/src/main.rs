@@ -41,8 +41,9 @@ benchmarks:
               options: --pods N            pods to sync (default 10000)
                        --updates M         MODIFIED events after the sync (default 10000)
                        --runs R            runs per client; the table shows medians (default 3)
-                       --clients LIST      some of kubekit,kubekit-compact,kube-rs,client-go
-                                           (default: all)
+                       --clients LIST      some of kubekit,kubekit-compact,kubekit-metadata,
+                                           kubekit-metadata-strip,kube-rs,client-go
+                                           (default: kubekit,kubekit-compact,kube-rs,client-go)
                        --go-bin PATH       the client-go peer (bench/go/informer)
                        --kube-rs-bin PATH  the kube-rs peer (default: kube-rs-informer next
                                            to this program)
@@ -57,7 +58,9 @@ benchmarks:
               options: --objects N (default 10000), --fixture PATH
   informer-peer  kubekit's peer of `informer` (run by it)
               options: --server URL | --kubeconfig PATH, --updates M,
-                       --compact   cache Compact<Pod> instead of typed Pods";
+                       --compact   cache Compact<Pod> instead of typed Pods
+                       --metadata  cache the Pods' PartialObjectMetadata (factory.for_metadata)
+                       --metadata-strip  the same without managedFields";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

@@ -6,7 +6,8 @@
 //! - `list` returns one page of objects for the options given (the reflector sets the
 //!   resourceVersion, page size and continue token); `watch` opens a watch from the
 //!   options' resourceVersion.
-//! - A [`ListWatch`] wraps a typed [`ResourceClient`] or a [`DynamicResourceClient`] and
+//! - A [`ListWatch`] wraps a typed [`ResourceClient`], a [`DynamicResourceClient`] or a
+//!   [`MetadataResourceClient`] and
 //!   applies its tweak (label and field selectors, …) to the options of *every* list and
 //!   watch, after the reflector has set its own fields, so the two always agree on what is
 //!   selected.
@@ -36,6 +37,7 @@ use serde::de::DeserializeOwned;
 
 use crate::clientset::{ListOptions, ResourceClient, WatchStream};
 use crate::dynamic::{DynamicResourceClient, Unstructured};
+use crate::metadata::{MetadataResourceClient, PartialObjectMetadata};
 use crate::rest::{ListPage, ObjectList, Result};
 
 /// Lists and watches objects of type `K`; see the [module docs](self).
@@ -150,5 +152,33 @@ impl ListerWatcher<Unstructured> for ListWatch<DynamicResourceClient> {
 
     fn describe(&self) -> String {
         describe(self.client.gvr().to_string(), self.client.namespace_name())
+    }
+}
+
+impl ListerWatcher<PartialObjectMetadata> for ListWatch<MetadataResourceClient> {
+    fn list(&self, opts: ListOptions) -> BoxFuture<'_, Result<ObjectList<PartialObjectMetadata>>> {
+        let opts = self.tweaked(opts);
+        Box::pin(async move { self.client.list(&opts).await })
+    }
+
+    fn list_page(
+        &self,
+        opts: ListOptions,
+    ) -> BoxFuture<'_, Result<ListPage<PartialObjectMetadata>>> {
+        let opts = self.tweaked(opts);
+        Box::pin(async move { self.client.list_page(&opts).await })
+    }
+
+    fn watch(
+        &self,
+        opts: ListOptions,
+    ) -> BoxFuture<'_, Result<WatchStream<PartialObjectMetadata>>> {
+        let opts = self.tweaked(opts);
+        Box::pin(async move { self.client.watch(&opts).await })
+    }
+
+    fn describe(&self) -> String {
+        let resource = format!("{} (metadata)", self.client.gvr());
+        describe(resource, self.client.namespace_name())
     }
 }

@@ -10,7 +10,12 @@
 //! - Names and namespaces are checked by the request builder: an empty name or one with
 //!   `/` fails before anything is sent.
 //! - Each verb returns the raw [`Response`]; callers decode it once into what they expect.
+//! - Every request asks for JSON, unless the endpoint was given other media types
+//!   ([`Endpoint::with_accept`]): one for answers that are an object (get, create,
+//!   update, patch, delete, watch events), one for answers that are a list (list,
+//!   delete_collection). The metadata client asks for `PartialObjectMetadata` that way.
 
+use std::fmt;
 use std::pin::Pin;
 
 use futures_util::{Stream, StreamExt};
@@ -32,12 +37,30 @@ use crate::rest::{Error, Request, Response, RestClient, Result, WatchEvent};
 /// on. An `ERROR` event (e.g. 410 Gone) is an item like any other.
 pub type WatchStream<K> = Pin<Box<dyn Stream<Item = Result<WatchEvent<K>>> + Send>>;
 
+/// The `Accept` headers of an endpoint's requests; see the [module docs](self).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Accept {
+    /// For answers that are one object, and watches.
+    pub(crate) object: &'static str,
+    /// For answers that are a list.
+    pub(crate) list: &'static str,
+}
+
+impl Accept {
+    /// Plain JSON, the objects as stored.
+    pub(crate) const JSON: Accept = Accept {
+        object: "application/json",
+        list: "application/json",
+    };
+}
+
 /// One resource in one namespace (or none); see the [module docs](self).
 #[derive(Clone, Debug)]
 pub(crate) struct Endpoint {
     rest: RestClient,
     gvr: GroupVersionResource,
     namespace: Option<String>,
+    accept: Accept,
 }
 
 impl Endpoint {
@@ -47,7 +70,14 @@ impl Endpoint {
             rest,
             gvr,
             namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+            accept: Accept::JSON,
         }
+    }
+
+    /// The same endpoint asking for `accept` instead of JSON.
+    pub(crate) fn with_accept(mut self, accept: Accept) -> Self {
+        self.accept = accept;
+        self
     }
 
     pub(crate) fn rest(&self) -> &RestClient {
@@ -62,13 +92,29 @@ impl Endpoint {
         self.namespace.as_deref()
     }
 
-    /// The same resource in `namespace`.
-    pub(crate) fn in_namespace(&self, namespace: &str) -> Self {
-        Self::new(self.rest.clone(), self.gvr.clone(), namespace)
+    /// `Debug` of a client named `client` over this endpoint: its resource and namespace.
+    pub(crate) fn debug(&self, client: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(client)
+            .field("resource", &self.gvr.to_string())
+            .field("namespace", &self.namespace())
+            .finish_non_exhaustive()
     }
 
+    /// The same resource in `namespace`, asking for the same media types.
+    pub(crate) fn in_namespace(&self, namespace: &str) -> Self {
+        Self::new(self.rest.clone(), self.gvr.clone(), namespace).with_accept(self.accept)
+    }
+
+    /// A request about the list of objects (list, delete_collection).
+    fn list_target(&self, req: Request) -> Request {
+        self.target(req, None, None).accept(self.accept.list)
+    }
+
+    /// A request about one object, or a watch.
     fn target(&self, req: Request, name: Option<&str>, subresource: Option<&str>) -> Request {
-        let mut req = req.group_version(&self.gvr.group, &self.gvr.version);
+        let mut req = req
+            .group_version(&self.gvr.group, &self.gvr.version)
+            .accept(self.accept.object);
         if let Some(ns) = &self.namespace {
             req = req.namespace(ns);
         }
@@ -102,7 +148,7 @@ impl Endpoint {
     }
 
     pub(crate) async fn list(&self, opts: &ListOptions) -> Result<Response> {
-        let req = self.target(self.rest.get(), None, None);
+        let req = self.list_target(self.rest.get());
         with_params(req, &opts.list_params()).send().await
     }
 
@@ -167,7 +213,7 @@ impl Endpoint {
         opts: &DeleteOptions,
         list: &ListOptions,
     ) -> Result<Response> {
-        let req = self.target(self.rest.delete(), None, None).body(opts);
+        let req = self.list_target(self.rest.delete()).body(opts);
         with_params(req, &list.list_params()).send().await
     }
 

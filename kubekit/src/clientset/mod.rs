@@ -49,8 +49,8 @@ pub(crate) mod table;
 pub use clientset::Clientset;
 pub use delete_response::DeleteResponse;
 pub(crate) use delete_response::{TypeHead, decode_delete};
-pub(crate) use endpoint::Endpoint;
 pub use endpoint::WatchStream;
+pub(crate) use endpoint::{Accept, Endpoint};
 pub use groups::*;
 pub use options::{
     CreateOptions, DeleteOptions, FieldValidation, GetOptions, ListOptions, PatchOptions,

@@ -30,89 +30,111 @@
 //! # }
 //! ```
 
-use std::fmt;
-
 use serde::Serialize;
 
 use super::unstructured::Unstructured;
 use crate::clientset::{
-    CreateOptions, DeleteOptions, DeleteResponse, Endpoint, GetOptions, ListOptions, Patch,
-    PatchOptions, TypeHead, UpdateOptions, WatchStream, decode_delete,
+    CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, Patch, PatchOptions,
+    TypeHead, UpdateOptions, WatchStream, decode_delete,
 };
-use crate::meta::GroupVersionResource;
-use crate::rest::{Config, ObjectList, Response, RestClient, Result};
+use crate::rest::{ObjectList, Response, Result};
 
-/// The entry point of the dynamic client; see the [module docs](self).
-#[derive(Clone, Debug)]
-pub struct DynamicClient {
-    rest: RestClient,
-}
-
-impl DynamicClient {
-    /// A dynamic client with a new [`RestClient`] for `config`.
-    pub fn new(config: &Config) -> Result<Self> {
-        RestClient::new(config).map(Self::from_rest_client)
-    }
-
-    /// A dynamic client on top of `rest` (sharing its rate limiter).
-    pub fn from_rest_client(rest: RestClient) -> Self {
-        Self { rest }
-    }
-
-    /// The REST client underneath.
-    pub fn rest_client(&self) -> &RestClient {
-        &self.rest
-    }
-
-    /// The resource `gvr`, cluster-wide; call [`DynamicResourceClient::namespace`] for one
-    /// namespace.
-    pub fn resource(&self, gvr: &GroupVersionResource) -> DynamicResourceClient {
-        DynamicResourceClient {
-            endpoint: Endpoint::new(self.rest.clone(), gvr.clone(), ""),
+/// Defines the two clients of a client by group/version/resource (the dynamic client, the
+/// metadata client): `$Client`, the entry point over a `RestClient`, and
+/// `$ResourceClient`, one resource cluster-wide or in one namespace, over an `Endpoint`
+/// asking for `$accept`, with its namespace and resource accessors. The verbs are the
+/// caller's, in an `impl $ResourceClient` of its own.
+macro_rules! resource_clients {
+    (
+        $(#[$client_doc:meta])*
+        client: $Client:ident,
+        $(#[$resource_doc:meta])*
+        resource_client: $ResourceClient:ident,
+        accept: $accept:expr,
+        name: $name:literal $(,)?
+    ) => {
+        $(#[$client_doc])*
+        #[derive(Clone, Debug)]
+        pub struct $Client {
+            rest: $crate::rest::RestClient,
         }
-    }
-}
 
-impl From<RestClient> for DynamicClient {
-    fn from(rest: RestClient) -> Self {
-        Self::from_rest_client(rest)
-    }
-}
+        impl $Client {
+            #[doc = concat!("A ", $name, " client with a new [`RestClient`](crate::rest::RestClient) for `config`.")]
+            pub fn new(config: &$crate::rest::Config) -> $crate::rest::Result<Self> {
+                $crate::rest::RestClient::new(config).map(Self::from_rest_client)
+            }
 
-/// The verbs on one resource, cluster-wide or in one namespace; see the
-/// [module docs](self).
-#[derive(Clone)]
-pub struct DynamicResourceClient {
-    endpoint: Endpoint,
-}
+            #[doc = concat!("A ", $name, " client on top of `rest` (sharing its rate limiter).")]
+            pub fn from_rest_client(rest: $crate::rest::RestClient) -> Self {
+                Self { rest }
+            }
 
-impl fmt::Debug for DynamicResourceClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DynamicResourceClient")
-            .field("resource", &self.endpoint.gvr().to_string())
-            .field("namespace", &self.endpoint.namespace())
-            .finish_non_exhaustive()
-    }
+            /// The REST client underneath.
+            pub fn rest_client(&self) -> &$crate::rest::RestClient {
+                &self.rest
+            }
+
+            #[doc = concat!("The resource `gvr`, cluster-wide; call [`", stringify!($ResourceClient), "::namespace`] for one namespace.")]
+            pub fn resource(&self, gvr: &$crate::meta::GroupVersionResource) -> $ResourceClient {
+                let endpoint = $crate::clientset::Endpoint::new(self.rest.clone(), gvr.clone(), "");
+                $ResourceClient {
+                    endpoint: endpoint.with_accept($accept),
+                }
+            }
+        }
+
+        impl From<$crate::rest::RestClient> for $Client {
+            fn from(rest: $crate::rest::RestClient) -> Self {
+                Self::from_rest_client(rest)
+            }
+        }
+
+        $(#[$resource_doc])*
+        #[derive(Clone)]
+        pub struct $ResourceClient {
+            endpoint: $crate::clientset::Endpoint,
+        }
+
+        impl std::fmt::Debug for $ResourceClient {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.endpoint.debug(stringify!($ResourceClient), f)
+            }
+        }
+
+        impl $ResourceClient {
+            /// The same resource in `namespace` (`""`: cluster-wide again).
+            pub fn namespace(&self, namespace: &str) -> Self {
+                Self {
+                    endpoint: self.endpoint.in_namespace(namespace),
+                }
+            }
+
+            /// The group, version and resource.
+            pub fn gvr(&self) -> &$crate::meta::GroupVersionResource {
+                self.endpoint.gvr()
+            }
+
+            /// The namespace this client works in; `None` for cluster-wide.
+            pub fn namespace_name(&self) -> Option<&str> {
+                self.endpoint.namespace()
+            }
+        }
+    };
+}
+pub(crate) use resource_clients;
+
+resource_clients! {
+    /// The entry point of the dynamic client; see the [module docs](self).
+    client: DynamicClient,
+    /// The verbs on one resource, cluster-wide or in one namespace; see the
+    /// [module docs](self).
+    resource_client: DynamicResourceClient,
+    accept: crate::clientset::Accept::JSON,
+    name: "dynamic",
 }
 
 impl DynamicResourceClient {
-    /// The same resource in `namespace` (`""`: cluster-wide again).
-    pub fn namespace(&self, namespace: &str) -> Self {
-        Self {
-            endpoint: self.endpoint.in_namespace(namespace),
-        }
-    }
-
-    /// The group, version and resource.
-    pub fn gvr(&self) -> &GroupVersionResource {
-        self.endpoint.gvr()
-    }
-
-    /// The namespace this client works in; `None` for cluster-wide.
-    pub fn namespace_name(&self) -> Option<&str> {
-        self.endpoint.namespace()
-    }
-
     /// Creates `obj` in this client's namespace and returns it as stored.
     pub async fn create(&self, obj: &Unstructured, opts: &CreateOptions) -> Result<Unstructured> {
         self.endpoint.create(obj, opts).await?.decode()
@@ -241,6 +263,8 @@ fn fill_type(items: &mut [Unstructured], api_version: &str, kind: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta::GroupVersionResource;
+    use crate::rest::Config;
 
     #[test]
     fn list_items_without_type_take_the_lists() {

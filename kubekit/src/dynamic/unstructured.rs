@@ -46,12 +46,10 @@
 //! assert_eq!(obj.nested(&["spec", "replicas"]), Some(&json!(3)));
 //! ```
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::core::{ApiResource, DynamicResourceScope};
 use serde::de::{self, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -208,40 +206,51 @@ impl<'de> Visitor<'de> for UnstructuredVisitor {
     }
 }
 
-/// The type information of an `Unstructured` is known at run time: an [`ApiResource`]
-/// (group, version, kind, plural), as for `kube`'s `DynamicObject`.
-impl kube::Resource for Unstructured {
-    type DynamicType = ApiResource;
-    type Scope = DynamicResourceScope;
+/// Implements [`kube::Resource`] for an object type whose type information is known at
+/// run time, as an [`ApiResource`] (group, version, kind, plural; as for `kube`'s
+/// `DynamicObject`), and whose metadata is its `metadata` field.
+macro_rules! impl_runtime_resource {
+    ($Type:ty) => {
+        impl kube::Resource for $Type {
+            type DynamicType = kube::core::ApiResource;
+            type Scope = kube::core::DynamicResourceScope;
 
-    fn kind(dt: &ApiResource) -> Cow<'_, str> {
-        Cow::Borrowed(&dt.kind)
-    }
+            fn kind(dt: &kube::core::ApiResource) -> std::borrow::Cow<'_, str> {
+                std::borrow::Cow::Borrowed(&dt.kind)
+            }
 
-    fn group(dt: &ApiResource) -> Cow<'_, str> {
-        Cow::Borrowed(&dt.group)
-    }
+            fn group(dt: &kube::core::ApiResource) -> std::borrow::Cow<'_, str> {
+                std::borrow::Cow::Borrowed(&dt.group)
+            }
 
-    fn version(dt: &ApiResource) -> Cow<'_, str> {
-        Cow::Borrowed(&dt.version)
-    }
+            fn version(dt: &kube::core::ApiResource) -> std::borrow::Cow<'_, str> {
+                std::borrow::Cow::Borrowed(&dt.version)
+            }
 
-    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
-        Cow::Borrowed(&dt.api_version)
-    }
+            fn api_version(dt: &kube::core::ApiResource) -> std::borrow::Cow<'_, str> {
+                std::borrow::Cow::Borrowed(&dt.api_version)
+            }
 
-    fn plural(dt: &ApiResource) -> Cow<'_, str> {
-        Cow::Borrowed(&dt.plural)
-    }
+            fn plural(dt: &kube::core::ApiResource) -> std::borrow::Cow<'_, str> {
+                std::borrow::Cow::Borrowed(&dt.plural)
+            }
 
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
+            fn meta(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &self.metadata
+            }
 
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
+            fn meta_mut(
+                &mut self,
+            ) -> &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
 }
+pub(crate) use impl_runtime_resource;
+
+// The type information of an `Unstructured` is known at run time.
+impl_runtime_resource!(Unstructured);
 
 #[cfg(test)]
 mod tests {

@@ -896,6 +896,12 @@ impl Response {
         &self.warnings
     }
 
+    /// What the response answers, for messages: `pods "web" in namespace "demo" from GET
+    /// /api/v1/...`.
+    pub(crate) fn what(&self) -> &str {
+        &self.what
+    }
+
     /// Decodes the body as one `T`.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
         decode(&self.body, &self.what)

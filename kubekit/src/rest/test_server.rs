@@ -1,6 +1,7 @@
 //! Test support: a loopback HTTP/1.1 server that answers as the test scripts it, and
 //! misbehaves as hostile or broken servers do (answers never sent, bodies larger than
-//! promised). Every request line it reads is recorded; dropping it ends its tasks.
+//! promised). Every request line it reads is recorded, with its `Accept` header; dropping
+//! it ends its tasks.
 
 use std::sync::Arc;
 
@@ -46,6 +47,9 @@ impl Reply {
     }
 }
 
+/// What the server records of each request: its line, and its `Accept` header.
+type Seen = (Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>);
+
 /// The handler: from the request line (`GET /api/v1/...?...`) to the reply.
 type Handler = Arc<dyn Fn(&str) -> Reply + Send + Sync>;
 
@@ -53,6 +57,7 @@ type Handler = Arc<dyn Fn(&str) -> Reply + Send + Sync>;
 pub(crate) struct TestServer {
     url: String,
     requests: Arc<Mutex<Vec<String>>>,
+    accepts: Arc<Mutex<Vec<String>>>,
     task: tokio::task::AbortHandle,
 }
 
@@ -70,20 +75,22 @@ impl TestServer {
             .expect("bind loopback");
         let url = format!("http://{}", listener.local_addr().expect("local address"));
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let accepts = Arc::new(Mutex::new(Vec::new()));
         let handler: Handler = Arc::new(handler);
         let task = tokio::spawn({
-            let requests = requests.clone();
+            let seen = (requests.clone(), accepts.clone());
             async move {
                 // Dropped with the accept loop when the server is: no connection outlives it.
                 let mut connections = JoinSet::new();
                 while let Ok((stream, _)) = listener.accept().await {
-                    connections.spawn(serve(stream, handler.clone(), requests.clone()));
+                    connections.spawn(serve(stream, handler.clone(), seen.clone()));
                 }
             }
         });
         Self {
             url,
             requests,
+            accepts,
             task: task.abort_handle(),
         }
     }
@@ -91,6 +98,11 @@ impl TestServer {
     /// The request lines read so far.
     pub(crate) fn requests(&self) -> Vec<String> {
         self.requests.lock().clone()
+    }
+
+    /// The `Accept` header of each request read so far (empty when it had none).
+    pub(crate) fn accepts(&self) -> Vec<String> {
+        self.accepts.lock().clone()
     }
 
     /// A configuration for this server: no client-side rate limit, no retries.
@@ -110,7 +122,7 @@ impl TestServer {
 
 /// Answers the requests of one connection (bodies of requests are not read: the tests'
 /// requests have none).
-async fn serve(mut stream: TcpStream, handler: Handler, requests: Arc<Mutex<Vec<String>>>) {
+async fn serve(mut stream: TcpStream, handler: Handler, (requests, accepts): Seen) {
     let mut buf = Vec::new();
     loop {
         let head_end = loop {
@@ -128,6 +140,12 @@ async fn serve(mut stream: TcpStream, handler: Handler, requests: Arc<Mutex<Vec<
         let line = head.lines().next().unwrap_or_default();
         let line = line.trim_end_matches(" HTTP/1.1").to_string();
         requests.lock().push(line.clone());
+        let accept = head.lines().find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("accept")
+                .then(|| value.trim().to_string())
+        });
+        accepts.lock().push(accept.unwrap_or_default());
         let bytes = match handler(&line) {
             Reply::Hang => return std::future::pending().await,
             Reply::Full {

@@ -11,6 +11,7 @@ mod endpoints;
 mod informers;
 mod leaderelection;
 mod manager;
+mod metadata;
 mod pods;
 mod rest;
 mod scale;

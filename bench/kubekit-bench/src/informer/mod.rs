@@ -25,6 +25,7 @@ use informer_protocol::{Line, Synced, Updated};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
+use crate::informer_peer::Cache;
 pub(crate) use fixture::Fixture;
 use real::Cluster;
 use server::ReplayServer;
@@ -36,29 +37,53 @@ enum Client {
     Kubekit,
     /// kubekit's informer of `Compact<Pod>`.
     KubekitCompact,
+    /// kubekit's metadata informer of Pods (only with `--clients`).
+    KubekitMetadata,
+    /// The same, without `managedFields` (only with `--clients`).
+    KubekitMetadataStrip,
     KubeRs,
     Go,
 }
 
 impl Client {
-    const ALL: [Client; 4] = [
+    /// The clients of a run without `--clients`.
+    const DEFAULT: [Client; 4] = [
         Client::Kubekit,
         Client::KubekitCompact,
         Client::KubeRs,
         Client::Go,
     ];
 
+    const ALL: [Client; 6] = [
+        Client::Kubekit,
+        Client::KubekitCompact,
+        Client::KubekitMetadata,
+        Client::KubekitMetadataStrip,
+        Client::KubeRs,
+        Client::Go,
+    ];
+
     fn name(self) -> &'static str {
+        match self.cache() {
+            Some(cache) => cache.client_name(),
+            None if self == Client::KubeRs => "kube-rs",
+            None => "client-go",
+        }
+    }
+
+    /// The cache of a kubekit client; `None` for the peers.
+    fn cache(self) -> Option<Cache> {
         match self {
-            Client::Kubekit => "kubekit",
-            Client::KubekitCompact => "kubekit-compact",
-            Client::KubeRs => "kube-rs",
-            Client::Go => "client-go",
+            Client::Kubekit => Some(Cache::Typed),
+            Client::KubekitCompact => Some(Cache::Compact),
+            Client::KubekitMetadata => Some(Cache::Metadata),
+            Client::KubekitMetadataStrip => Some(Cache::MetadataStrip),
+            Client::KubeRs | Client::Go => None,
         }
     }
 
     fn is_kubekit(self) -> bool {
-        matches!(self, Client::Kubekit | Client::KubekitCompact)
+        self.cache().is_some()
     }
 }
 
@@ -85,7 +110,7 @@ impl Options {
             pods: 10_000,
             updates: 10_000,
             runs: 3,
-            clients: Client::ALL.to_vec(),
+            clients: Client::DEFAULT.to_vec(),
             go_bin: None,
             kube_rs_bin: None,
             fixture: default_fixture(),
@@ -147,7 +172,7 @@ fn parse_clients(list: &str) -> Result<Vec<Client>, String> {
             .into_iter()
             .find(|c| c.name() == name)
             .ok_or(format!(
-                "--clients: unknown client {name:?} (kubekit, kubekit-compact, kube-rs, client-go)"
+                "--clients: unknown client {name:?} (kubekit, kubekit-compact, kubekit-metadata, kubekit-metadata-strip, kube-rs, client-go)"
             ))?;
         if !clients.contains(&client) {
             clients.push(client);
@@ -174,11 +199,11 @@ fn programs(options: &Options) -> Result<Vec<Program>, String> {
         .iter()
         .map(|&client| {
             let (path, args) = match client {
-                Client::Kubekit => (this.clone(), vec!["informer-peer".to_string()]),
-                Client::KubekitCompact => (
-                    this.clone(),
-                    vec!["informer-peer".to_string(), "--compact".to_string()],
-                ),
+                _ if client.is_kubekit() => {
+                    let flag = client.cache().and_then(Cache::flag);
+                    let args = ["informer-peer"].into_iter().chain(flag);
+                    (this.clone(), args.map(str::to_string).collect())
+                }
                 Client::KubeRs => (
                     options
                         .kube_rs_bin
@@ -186,7 +211,7 @@ fn programs(options: &Options) -> Result<Vec<Program>, String> {
                         .unwrap_or_else(|| this.with_file_name("kube-rs-informer")),
                     Vec::new(),
                 ),
-                Client::Go => (
+                _ => (
                     options
                         .go_bin
                         .clone()
@@ -446,15 +471,17 @@ fn print_table(results: &[ClientRuns], pods: usize, updates: usize, runs: usize)
         .iter()
         .flat_map(|&kubekit| peers.iter().map(move |&peer| (kubekit, peer)))
         .collect();
+    let width = |r: &ClientRuns| r.client.name().len().max(14) + 2;
     let mut header = format!("{:<28}", format!("median of {runs} runs"));
     for r in results {
-        header += &format!("{:>16}", r.client.name());
+        header += &format!("{:>w$}", r.client.name(), w = width(r));
     }
-    for (kubekit, peer) in &pairs {
-        header += &format!(
-            "{:>28}",
-            format!("{}/{}", kubekit.client.name(), peer.client.name())
-        );
+    let ratio = |(kubekit, peer): &(&ClientRuns, &ClientRuns)| {
+        format!("{}/{}", kubekit.client.name(), peer.client.name())
+    };
+    let ratio_width = |pair: &(&ClientRuns, &ClientRuns)| ratio(pair).len().max(26) + 2;
+    for pair in &pairs {
+        header += &format!("{:>w$}", ratio(pair), w = ratio_width(pair));
     }
     println!("{header}");
     for figure in FIGURES.iter().filter(|f| updates > 0 || !f.of_updates) {
@@ -466,14 +493,14 @@ fn print_table(results: &[ClientRuns], pods: usize, updates: usize, runs: usize)
                 None if r.samples.is_empty() => "failed".into(),
                 None => "-".into(),
             };
-            row += &format!("{cell:>16}");
+            row += &format!("{cell:>w$}", w = width(r));
         }
-        for (kubekit, peer) in &pairs {
+        for pair @ (kubekit, peer) in &pairs {
             let cell = match (value(kubekit), value(peer)) {
                 (Some(ours), Some(theirs)) if theirs > 0.0 => format!("{:.2}", ours / theirs),
                 _ => "-".into(),
             };
-            row += &format!("{cell:>28}");
+            row += &format!("{cell:>w$}", w = ratio_width(pair));
         }
         println!("{row}");
     }
@@ -620,6 +647,10 @@ mod tests {
             [Client::KubeRs, Client::Kubekit]
         );
         assert!(parse_clients("kubekit,go").is_err());
+        assert_eq!(
+            parse_clients("kubekit-metadata,kubekit-metadata-strip").unwrap(),
+            [Client::KubekitMetadata, Client::KubekitMetadataStrip]
+        );
         assert!(parse_clients(",").is_err());
     }
 
@@ -628,7 +659,7 @@ mod tests {
         let args = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
         let o = Options::parse(args("--pods 5 --updates 7 --runs 1").into_iter()).unwrap();
         assert_eq!((o.pods, o.updates, o.runs), (5, 7, 1));
-        assert_eq!(o.clients, Client::ALL);
+        assert_eq!(o.clients, Client::DEFAULT);
         let o = Options::parse(args("--kubeconfig k --updates 7").into_iter()).unwrap();
         assert_eq!(o.updates, 0);
         for bad in ["--pods 0", "--pods", "--runs x", "--what"] {
