@@ -163,6 +163,11 @@ fn write_options() -> UpdateOptions {
 }
 
 async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    if app.metadata.deletion_timestamp.is_some() {
+        // Being deleted: the garbage collector removes its children; making them again
+        // would fight it (Kubernetes' own controllers leave such objects alone too).
+        return Ok(Action::Done);
+    }
     let deploy = (new_deployment(&app)?, DEPLOYMENT_FIELDS);
     let deployment = sync_child(&ctx, &app, &ctx.deployments, deploy).await?;
     let service = (new_service(&app)?, SERVICE_FIELDS);

@@ -231,3 +231,52 @@ async fn renaming_an_apps_children_deletes_the_old_ones_it_controls_and_nothing_
     controller.stop().await;
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_app_being_deleted_gets_no_new_children() {
+    let (server, cs, controller) = app_controller().await;
+    let apps = cs.resource::<App>("default");
+    let mut held = web();
+    // A finalizer of someone else's keeps the App in deletion until it is removed.
+    held.metadata.finalizers = Some(vec!["test.kubekit.dev/hold".into()]);
+    apps.create(&held, &CreateOptions::default())
+        .await
+        .expect("App created");
+    let deployments = cs.apps_v1().deployments("default");
+    let get = GetOptions::default();
+    eventually("the Deployment", || async {
+        deployments.get("web-deploy", &get).await.ok()
+    })
+    .await;
+
+    apps.delete("web", &DeleteOptions::default())
+        .await
+        .expect("deletion started");
+    eventually("the App marked for deletion", || async {
+        apps.get("web", &get)
+            .await
+            .ok()?
+            .metadata
+            .deletion_timestamp
+    })
+    .await;
+    deployments
+        .delete("web-deploy", &DeleteOptions::default())
+        .await
+        .expect("Deployment deleted");
+    // A live App gets its Deployment back within milliseconds here (the test above); one
+    // being deleted must not, or the controller would fight the garbage collector.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let gone = deployments.get("web-deploy", &get).await;
+    assert!(gone.is_err_and(|e| e.is_not_found()), "made again");
+
+    apps.patch(
+        "web",
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        &PatchOptions::default(),
+    )
+    .await
+    .expect("finalizer removed");
+    controller.stop().await;
+    server.shutdown().await;
+}
