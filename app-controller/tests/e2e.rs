@@ -224,6 +224,17 @@ impl Replica {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The identity the replica logs once it waits for leadership.
+    async fn logged_identity(&self) -> String {
+        eventually(30, "the replica's identity in its log", || async {
+            let log = self.log();
+            let line = log.lines().find(|l| l.contains("waiting for leadership"))?;
+            let identity = line.split("identity=").nth(1)?.split_whitespace().next()?;
+            Some(identity.to_string())
+        })
+        .await
+    }
+
     /// The timestamps of the log lines containing `what`.
     fn times(&self, what: &str) -> Vec<Timestamp> {
         self.log()
@@ -319,18 +330,7 @@ async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() 
         })
         .collect();
     for r in &mut replicas {
-        r.identity = eventually(30, "each replica's identity in its log", || async {
-            let log = r.log();
-            let line = log.lines().find(|l| l.contains("waiting for leadership"))?;
-            Some(
-                line.split("identity=")
-                    .nth(1)?
-                    .split_whitespace()
-                    .next()?
-                    .to_string(),
-            )
-        })
-        .await;
+        r.identity = r.logged_identity().await;
     }
 
     // Exactly one leads, the Lease names it, and it alone reconciles.
@@ -445,18 +445,7 @@ async fn start_replica(
         log,
         identity: String::new(),
     };
-    replica.identity = eventually(30, "the replica's identity in its log", || async {
-        let log = replica.log();
-        let line = log.lines().find(|l| l.contains("waiting for leadership"))?;
-        Some(
-            line.split("identity=")
-                .nth(1)?
-                .split_whitespace()
-                .next()?
-                .to_string(),
-        )
-    })
-    .await;
+    replica.identity = replica.logged_identity().await;
     replica
 }
 

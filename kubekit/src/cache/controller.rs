@@ -202,6 +202,31 @@ mod tests {
     use super::*;
     use crate::cache::test_support::{Fake, Script};
 
+    /// Lets the runtime's other tasks run until they wait.
+    async fn settle() {
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// A controller of `config` running on a task, once its first steps have run.
+    async fn started(
+        config: ControllerConfig<ConfigMap>,
+    ) -> (
+        Arc<Controller<ConfigMap>>,
+        CancellationToken,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let controller = Arc::new(Controller::new(config));
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (controller, cancel) = (controller.clone(), cancel.clone());
+            async move { controller.run(cancel).await }
+        });
+        settle().await;
+        (controller, cancel, task)
+    }
+
     /// Runs a controller whose process function fails the first time; returns how many
     /// times it was called.
     async fn calls_with_one_failure(retry_on_error: bool) -> usize {
@@ -223,15 +248,7 @@ mod tests {
             }),
         );
         config.retry_on_error = retry_on_error;
-        let controller = Arc::new(Controller::new(config));
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn({
-            let (controller, cancel) = (controller.clone(), cancel.clone());
-            async move { controller.run(cancel).await }
-        });
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
+        let (controller, cancel, task) = started(config).await;
         cancel.cancel();
         task.await.unwrap();
         assert_eq!(controller.last_sync_resource_version(), "10");
@@ -282,15 +299,7 @@ mod tests {
             let errors = errors.clone();
             Arc::new(move |e: &crate::rest::Error| errors.lock().push(e.to_string()))
         });
-        let controller = Arc::new(Controller::new(config));
-        let cancel = CancellationToken::new();
-        let task = tokio::spawn({
-            let (controller, cancel) = (controller.clone(), cancel.clone());
-            async move { controller.run(cancel).await }
-        });
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
+        let (controller, cancel, task) = started(config).await;
         assert!(!controller.has_synced());
         assert_eq!(errors.lock().len(), 1);
         assert!(
@@ -301,9 +310,7 @@ mod tests {
         );
         assert!(script.kinds().is_empty());
         tokio::time::advance(Duration::from_millis(800)).await;
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
+        settle().await;
         assert_eq!(script.kinds(), ["list", "watch"], "restarted");
         assert!(controller.has_synced());
         assert_eq!(controller.last_sync_resource_version(), "10");

@@ -331,6 +331,20 @@ fn secs(s: f64) -> Duration {
 }
 
 /// Lets the spawned candidates run up to `t0 + at`.
+/// Candidate `a` started at 0 s, then `b` at 0.5 s (so `a` leads), each with its handle
+/// on `lock`.
+async fn a_then_b(
+    t0: Instant,
+    lock: &ScriptedLock,
+) -> (ScriptedLock, Candidate, ScriptedLock, Candidate) {
+    let la = lock.for_candidate("a");
+    let a = Candidate::start(t0, config(&la));
+    until(t0, 0.5).await;
+    let lb = lock.for_candidate("b");
+    let b = Candidate::start(t0, config(&lb));
+    (la, a, lb, b)
+}
+
 async fn until(t0: Instant, at: f64) {
     sleep_until(t0 + secs(at)).await;
 }
@@ -681,13 +695,8 @@ async fn a_conflict_from_an_unrelated_change_reads_again_and_renews_on_the_new_v
 
 #[tokio::test(start_paused = true)]
 async fn renew_deadline_passed_cancels_the_work_before_another_candidate_may_acquire() {
-    let t0 = Instant::now();
-    let lock = ScriptedLock::empty();
-    let la = lock.for_candidate("a");
-    let a = Candidate::start(t0, config(&la));
-    until(t0, 0.5).await;
-    let lb = lock.for_candidate("b");
-    let b = Candidate::start(t0, config(&lb));
+    let (t0, lock) = (Instant::now(), ScriptedLock::empty());
+    let (la, a, _, b) = a_then_b(t0, &lock).await;
     // a renews at 2 and 4, then cannot reach the API any more; b still can.
     until(t0, 5.0).await;
     la.set_mode(Mode::Fail);
@@ -720,13 +729,8 @@ async fn renew_deadline_passed_cancels_the_work_before_another_candidate_may_acq
 
 #[tokio::test(start_paused = true)]
 async fn the_fence_allows_writes_only_from_acquisition_to_the_renew_deadline_of_the_last_renewal() {
-    let t0 = Instant::now();
-    let lock = ScriptedLock::empty();
-    let la = lock.for_candidate("a");
-    let a = Candidate::start(t0, config(&la));
-    until(t0, 0.5).await;
-    let lb = lock.for_candidate("b");
-    let b = Candidate::start(t0, config(&lb));
+    let (t0, lock) = (Instant::now(), ScriptedLock::empty());
+    let (la, a, _, b) = a_then_b(t0, &lock).await;
     until(t0, 1.0).await;
     fence_allows(&a, true);
     fence_allows(&b, false);
@@ -895,13 +899,8 @@ async fn release_on_cancel_waits_for_the_work_then_clears_the_holder_for_an_imme
 
 #[tokio::test(start_paused = true)]
 async fn without_release_on_cancel_the_successor_waits_for_the_lease_to_expire() {
-    let t0 = Instant::now();
-    let lock = ScriptedLock::empty();
-    let la = lock.for_candidate("a");
-    let a = Candidate::start(t0, config(&la));
-    until(t0, 0.5).await;
-    let lb = lock.for_candidate("b");
-    let b = Candidate::start(t0, config(&lb));
+    let (t0, lock) = (Instant::now(), ScriptedLock::empty());
+    let (_, a, _, b) = a_then_b(t0, &lock).await;
     until(t0, 5.0).await;
     a.cancel.cancel();
     assert_eq!(a.outcome().await, RunOutcome::Cancelled);
