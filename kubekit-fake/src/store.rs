@@ -485,13 +485,18 @@ impl Store {
                 return Err(ApiError::stale(info, name));
             }
             None if !info.builtin => {
-                return Err(ApiError::invalid(
-                    info,
-                    name,
-                    "metadata.resourceVersion",
-                    "FieldValueInvalid",
-                    "Invalid value: \"\": must be specified for an update",
-                ));
+                let detail = "Invalid value: 0: must be specified for an update";
+                let field = "metadata.resourceVersion";
+                let mut e = ApiError::invalid(info, name, field, "FieldValueInvalid", detail);
+                // Here the real server names a custom resource by its resource, not its kind.
+                e.message = format!(
+                    "{} \"{name}\" is invalid: {field}: {detail}",
+                    info.qualified()
+                );
+                if let Some(details) = e.details.as_mut() {
+                    details["kind"] = json!(info.plural);
+                }
+                return Err(e);
             }
             _ => {}
         }

@@ -446,6 +446,13 @@ async fn create_get_update_answer_alike_with_conflicts_and_missing_names() {
             "update a without a change",
             cms.update("a", &current, false).await,
         );
+        let mut unconditional = current.clone();
+        unconditional["metadata"]["resourceVersion"] = json!("");
+        unconditional["data"]["k"] = json!("v3");
+        r.answer(
+            "update a with an empty resourceVersion",
+            cms.update("a", &unconditional, false).await,
+        );
         r.answer(
             "update missing",
             cms.update("missing", &cm("missing", json!({})), false)
@@ -563,6 +570,10 @@ async fn status_subresource_generation_and_patches_answer_alike() {
         r.answer("strategic merge patch of a custom resource", ws.patch("w", PatchType::StrategicMerge, json!({"spec": {"size": 4}})).await);
         r.answer("patch with a stale resourceVersion", ws.patch("w", PatchType::Merge, json!({"metadata": {"resourceVersion": w["metadata"]["resourceVersion"]}, "spec": {"size": 5}})).await);
         r.answer("patch missing", ws.patch("missing", PatchType::Merge, json!({})).await);
+        let mut unconditional = ws.get("w").await.expect("w");
+        unconditional["metadata"]["resourceVersion"] = json!("");
+        unconditional["spec"] = json!({"size": 6});
+        r.answer("update without a resourceVersion", ws.update("w", &unconditional, false).await);
     })
     .await;
 }
