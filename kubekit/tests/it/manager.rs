@@ -397,17 +397,7 @@ async fn a_manager_that_loses_its_lease_stops_its_controllers_and_returns_an_err
     })
     .await;
 
-    // Someone else takes the Lease (as a candidate that judged it expired would).
-    let leases = admin.coordination_v1().leases(&ns);
-    loop {
-        let mut lease = leases.get("lost-it", &GetOptions::default()).await.unwrap();
-        lease.spec.as_mut().unwrap().holder_identity = Some("usurper".into());
-        match leases.update(&lease, &UpdateOptions::default()).await {
-            Ok(_) => break,
-            Err(e) if e.is_conflict() => continue,
-            Err(e) => panic!("take the lease: {e}"),
-        }
-    }
+    usurp(&admin, &ns, "lost-it").await;
     let result = tokio::time::timeout(Duration::from_secs(20), manager)
         .await
         .expect("the manager stops after losing its lease")
@@ -417,4 +407,74 @@ async fn a_manager_that_loses_its_lease_stops_its_controllers_and_returns_an_err
         "{result:?}"
     );
     assert!(!elector.is_leader());
+}
+
+/// Someone else takes Lease `name` (as a candidate that judged it expired would).
+async fn usurp(admin: &Clientset, ns: &str, name: &str) {
+    let leases = admin.coordination_v1().leases(ns);
+    loop {
+        let mut lease = leases.get(name, &GetOptions::default()).await.unwrap();
+        lease.spec.as_mut().unwrap().holder_identity = Some("usurper".into());
+        match leases.update(&lease, &UpdateOptions::default()).await {
+            Ok(_) => return,
+            Err(e) if e.is_conflict() => continue,
+            Err(e) => panic!("take the lease: {e}"),
+        }
+    }
+}
+
+/// A reconciler that never returns.
+async fn reconcile_stuck(cm: Arc<ConfigMap>, seen: Arc<Seen>) -> Result<Action, AlwaysFails> {
+    seen.record("stuck", cm.metadata.name.as_deref().unwrap_or_default());
+    std::future::pending().await
+}
+
+#[tokio::test]
+async fn a_lease_lost_while_draining_after_cancel_stops_the_controllers_at_once() {
+    let ns = namespace("manager-drain").await;
+    let config = admin_config().await;
+    let admin = Clientset::new(&config).unwrap();
+    admin
+        .core_v1()
+        .config_maps(&ns)
+        .create(&config_map("one", &[]), &CreateOptions::default())
+        .await
+        .unwrap();
+    let lease_ns = ns.clone();
+    let mut mgr = Manager::builder(config)
+        .namespace(&ns)
+        .leader_election(move |clientset| {
+            LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, &lease_ns, "drain-it"))
+                .lease_duration(Duration::from_secs(3))
+                .renew_deadline(Duration::from_secs(2))
+                .retry_period(Duration::from_millis(500))
+        })
+        .build()
+        .unwrap();
+    let elector = mgr.elector().unwrap().clone();
+    let seen = Arc::new(Seen::default());
+    mgr.controller::<ConfigMap>("stuck")
+        .build(reconcile_stuck, seen.clone())
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let manager = tokio::spawn(mgr.start(cancel.clone()));
+    // One worker, stuck on the first ConfigMap it gets (ours, or the namespace's
+    // kube-root-ca.crt).
+    eventually(30, "a reconcile in flight", || async {
+        let stuck = seen.count("stuck", "one") + seen.count("stuck", "kube-root-ca.crt");
+        (elector.is_leader() && stuck == 1).then_some(())
+    })
+    .await;
+    // Cancelled: the drain waits for the reconcile in flight, which never ends...
+    cancel.cancel();
+    // ...until the lease is lost: then the controllers stop at once.
+    usurp(&admin, &ns, "drain-it").await;
+    let result = tokio::time::timeout(Duration::from_secs(20), manager)
+        .await
+        .expect("the manager stops once its lease is lost, drain or not")
+        .unwrap();
+    assert!(
+        matches!(result, Err(ManagerError::LeadershipLost)),
+        "{result:?}"
+    );
 }
