@@ -30,6 +30,12 @@
 //!   410 error whatever [`full_list_if_expired`](ListPager::full_list_if_expired) says.
 //! - Objects the server sent that did not decode are in each page's
 //!   [`skipped`](Page::skipped) (and the joined list's), not errors of the stream.
+//! - Pages are asked for one at a time, when the stream is polled. The
+//!   [`Reflector`](crate::cache::Reflector) keeps its own paging: it asks for the next page
+//!   while the current one decodes ([`ListerWatcher::list_page`]), and after an expired
+//!   continue token it lists again *in pages* from the latest state, so that a relist
+//!   never holds the whole collection in one response; this pager's fallback is one
+//!   unpaged request, as client-go's.
 //!
 //! ```no_run
 //! # async fn demo(rest: kubekit::rest::RestClient) -> kubekit::rest::Result<()> {
