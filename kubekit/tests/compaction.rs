@@ -161,3 +161,62 @@ async fn an_informer_whose_watch_version_was_compacted_relists_and_matches_the_s
     cancel.cancel();
     task.await.unwrap();
 }
+
+#[tokio::test]
+async fn a_pager_whose_continue_token_was_compacted_falls_back_to_a_full_list() {
+    use std::collections::BTreeSet;
+
+    use kubekit::cache::ListPager;
+    use kubekit::clientset::{ListOptions, ResourceClient};
+
+    let client = admin_client().await;
+    let ns = namespace("pager-expired").await;
+    for i in 0..25 {
+        create_configmap(&client, &ns, &format!("cm-{i:02}")).await;
+    }
+    let cms = ResourceClient::<ConfigMap>::namespaced(client.clone(), &ns);
+    let pager = ListPager::new(kubekit::cache::ListWatch::new(cms.clone())).page_size(10);
+    // The namespace's kube-root-ca.crt is left out.
+    let opts = ListOptions {
+        field_selector: Some("metadata.name!=kube-root-ca.crt".into()),
+        ..Default::default()
+    };
+    let mut pages = std::pin::pin!(pager.pages(opts.clone()));
+    let first = pages.next().await.expect("a page").expect("first page");
+    assert_eq!(first.items.len(), 10);
+    assert!(!first.restarted);
+
+    // The state moves on and etcd forgets the first page's revision.
+    configmaps(client.delete(), &ns)
+        .name("cm-24")
+        .send()
+        .await
+        .unwrap();
+    let latest = create_configmap(&client, &ns, "cm-late")
+        .await
+        .metadata
+        .resource_version
+        .unwrap();
+    testenv::control_plane().compact_etcd(latest.parse().unwrap());
+
+    let second = pages.next().await.expect("a page").expect("the full list");
+    assert!(
+        second.restarted,
+        "the expired continue token restarts the list"
+    );
+    assert!(
+        pages.next().await.is_none(),
+        "the full list is the last page"
+    );
+    let names = |items: &[ConfigMap]| {
+        items
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap())
+            .collect::<BTreeSet<_>>()
+    };
+    let server = cms.list(&opts).await.expect("server state");
+    assert_eq!(names(&second.items), names(&server.items));
+    assert_eq!(second.items.len(), 25);
+    assert!(names(&second.items).contains("cm-late"));
+    assert!(!names(&second.items).contains("cm-24"));
+}

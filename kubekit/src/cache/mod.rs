@@ -13,6 +13,8 @@
 //! - [`delta_fifo`]: [`DeltaFifo`], the queue of changes between a reflector and an
 //!   informer.
 //! - [`listwatch`]: [`ListerWatcher`] and [`ListWatch`] over typed and dynamic clients.
+//! - [`pager`]: [`ListPager`], a list in pages as an async stream, with client-go's
+//!   full-list fallback when a continue token expires.
 //! - [`metrics`]: [`ReflectorMetrics`], the reflectors' and informers' Prometheus series.
 //! - [`reflector`]: [`Reflector`], list-then-watch with client-go's resourceVersion,
 //!   backoff and relist rules.
@@ -29,6 +31,7 @@ pub mod handler;
 pub mod key;
 pub mod listwatch;
 pub mod metrics;
+pub mod pager;
 pub mod reflector;
 pub mod shared_informer;
 pub mod store;
@@ -45,6 +48,7 @@ pub use key::{
 };
 pub use listwatch::{ListWatch, ListerWatcher, TweakListOptions};
 pub use metrics::ReflectorMetrics;
+pub use pager::{DEFAULT_PAGE_SIZE, ListPager, Page};
 pub use reflector::{
     BackoffPolicy, Reflector, ReflectorOptions, ReflectorStore, ShouldResync, TransformFunc,
     WATCH_BACKLOG_LIMIT, WatchErrorHandler, default_watch_error_handler, strip_managed_fields,

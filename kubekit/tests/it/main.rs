@@ -12,6 +12,7 @@ mod informers;
 mod leaderelection;
 mod manager;
 mod metadata;
+mod pager;
 mod pods;
 mod rest;
 mod scale;
