@@ -354,9 +354,8 @@ fn print_table(opts: &Options, fake: &Figures, real: &Figures) {
     };
     let start = |figures: &Figures| median(figures.start.iter().map(|d| secs(*d)).collect());
     row("server start", start(fake), start(real));
-    let phase = |figures: &Figures, i: usize| {
-        median(figures.runs.iter().map(|p| secs(p[i])).collect())
-    };
+    let phase =
+        |figures: &Figures, i: usize| median(figures.runs.iter().map(|p| secs(p[i])).collect());
     for (i, name) in PHASES.iter().enumerate() {
         row(name, phase(fake, i), phase(real, i));
     }
@@ -369,11 +368,7 @@ fn print_table(opts: &Options, fake: &Figures, real: &Figures) {
                 .collect(),
         )
     };
-    row(
-        "scenario total",
-        scenario_total(fake),
-        scenario_total(real),
-    );
+    row("scenario total", scenario_total(fake), scenario_total(real));
     row(
         "start + scenario",
         start(fake) + scenario_total(fake),
