@@ -6,6 +6,8 @@
 #   bench/run.sh informer [options]    informer sync and watch updates, kubekit vs kube-rs
 #                                      vs client-go on the same bytes
 #   bench/run.sh compact [options]     what the compact cache costs and saves per Pod
+#   bench/run.sh fake [options]        kubekit-fake vs the real control plane: start and the
+#                                      App controller's e2e scenario
 #
 # Rust programs are built with cargo (honouring CARGO_TARGET_DIR), Go programs with
 # `go build` from the module in bench/go into bench/target/. Build output goes to stderr;
@@ -40,6 +42,10 @@ benchmarks:
   compact     what the compact cache costs and saves per Pod against typed Pods (build
               time, memory, compressed size, get cold and warm, a lister's list)
               options: --objects N (default 10000), --fixture PATH
+  fake        time to start kubekit-fake and run the App controller's e2e scenario against it,
+              next to the same scenario on the real local control plane (started by testenv,
+              once; the Go build is cached)
+              options: --runs N (default 3; medians)
 USAGE
 }
 
@@ -118,6 +124,10 @@ case "${1:-}" in
     compact)
         shift
         "$(build_rust)" compact "$@"
+        ;;
+    fake)
+        shift
+        "$(build_rust)" fake "$@"
         ;;
     -h | --help | help)
         usage

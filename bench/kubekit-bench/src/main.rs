@@ -10,9 +10,12 @@
 //!   of M watch updates, kubekit against kube-rs and client-go on the same bytes (a replay
 //!   server, or a real cluster with `--kubeconfig`).
 //! - `compact`: what the compact cache costs and saves per object against typed objects.
+//! - `fake`: starting kubekit-fake and running the App controller's e2e scenario against it,
+//!   next to the same scenario on the real local control plane.
 //! - `informer-peer`: kubekit's side of `informer`, run by it as a child process.
 
 mod compact;
+mod fake;
 mod informer;
 mod informer_peer;
 mod relist;
@@ -56,6 +59,9 @@ benchmarks:
   compact     what the compact cache costs and saves per Pod: build time, memory, compressed
               size, get (cold and warm) and a lister's list, typed Pod vs Compact<Pod>
               options: --objects N (default 10000), --fixture PATH
+  fake        time to start kubekit-fake and run the App controller's e2e scenario against it,
+              next to the same scenario on the real local control plane (started by testenv)
+              options: --runs N   runs per server; the table shows medians (default 3)
   informer-peer  kubekit's peer of `informer` (run by it)
               options: --server URL | --kubeconfig PATH, --updates M,
                        --compact   cache Compact<Pod> instead of typed Pods
@@ -69,6 +75,7 @@ fn main() -> ExitCode {
         Some("relist") => relist::Options::parse(args).and_then(relist::run),
         Some("informer") => informer::Options::parse(args).and_then(informer::run),
         Some("compact") => compact::Options::parse(args).and_then(compact::run),
+        Some("fake") => fake::Options::parse(args).and_then(fake::run),
         Some("informer-peer") => informer_peer::parse(args).and_then(informer_peer::run),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
