@@ -302,32 +302,8 @@ async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() 
     let leases = admin.coordination_v1().leases(&ns);
     let logs = cp.dir().join(format!("leader-election-{ns}"));
     std::fs::create_dir_all(&logs).unwrap();
-    let (lease, retry) = (
-        format!("{}s", LEASE.as_secs()),
-        format!("{}ms", RETRY.as_millis()),
-    );
     let mut replicas: Vec<Replica> = (0..3)
-        .map(|i| {
-            let log = logs.join(format!("replica-{i}.log"));
-            let file = std::fs::File::create(&log).unwrap();
-            let flags = [
-                "--leader-elect",
-                "--leader-elect-lease-duration",
-                &lease,
-                "--leader-elect-renew-deadline",
-                "3s",
-                "--leader-elect-retry-period",
-                &retry,
-                "--health-probe-bind-address",
-                "0",
-            ];
-            let process = Controller::start_with(&user, &ns, &flags, file.into());
-            Replica {
-                process,
-                log,
-                identity: String::new(),
-            }
-        })
+        .map(|i| spawn_replica(&user, &ns, &ns, &logs, &format!("replica-{i}")))
         .collect();
     for r in &mut replicas {
         r.identity = r.logged_identity().await;
@@ -413,8 +389,8 @@ async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() 
 }
 
 /// Starts a replica with `--leader-elect` on the Lease in `lease_ns`, watching `ns`, its
-/// log in `dir`, and waits for its identity.
-async fn start_replica(
+/// log `<name>.log` in `dir`.
+fn spawn_replica(
     kubeconfig: &std::path::Path,
     ns: &str,
     lease_ns: &str,
@@ -440,11 +416,22 @@ async fn start_replica(
         "--health-probe-bind-address",
         "0",
     ];
-    let mut replica = Replica {
+    Replica {
         process: Controller::start_with(kubeconfig, ns, &flags, file.into()),
         log,
         identity: String::new(),
-    };
+    }
+}
+
+/// [`spawn_replica`], then waits for its identity.
+async fn start_replica(
+    kubeconfig: &std::path::Path,
+    ns: &str,
+    lease_ns: &str,
+    dir: &std::path::Path,
+    name: &str,
+) -> Replica {
+    let mut replica = spawn_replica(kubeconfig, ns, lease_ns, dir, name);
     replica.identity = replica.logged_identity().await;
     replica
 }

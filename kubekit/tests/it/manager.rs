@@ -366,26 +366,7 @@ async fn built_controllers_reconcile_share_informers_and_are_observable() {
 
 #[tokio::test]
 async fn a_manager_that_loses_its_lease_stops_its_controllers_and_returns_an_error() {
-    let ns = namespace("manager-lost").await;
-    let config = admin_config().await;
-    let admin = Clientset::new(&config).unwrap();
-    admin
-        .core_v1()
-        .config_maps(&ns)
-        .create(&config_map("one", &[]), &CreateOptions::default())
-        .await
-        .unwrap();
-    let lease_ns = ns.clone();
-    let mut mgr = Manager::builder(config)
-        .namespace(&ns)
-        .leader_election(move |clientset| {
-            LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, &lease_ns, "lost-it"))
-                .lease_duration(Duration::from_secs(3))
-                .renew_deadline(Duration::from_secs(2))
-                .retry_period(Duration::from_millis(500))
-        })
-        .build()
-        .unwrap();
+    let (admin, ns, mut mgr) = leader_elected_manager("manager-lost", "lost-it").await;
     let elector = mgr.elector().unwrap().clone();
     let seen = Arc::new(Seen::default());
     mgr.controller::<ConfigMap>("lost")
@@ -398,15 +379,49 @@ async fn a_manager_that_loses_its_lease_stops_its_controllers_and_returns_an_err
     .await;
 
     usurp(&admin, &ns, "lost-it").await;
+    stops_with_lost_leadership(manager, "the manager stops after losing its lease").await;
+    assert!(!elector.is_leader());
+}
+
+/// An admin clientset, a fresh namespace (prefix `prefix`) holding ConfigMap `one`, and a
+/// manager watching it with leader election on Lease `lease` (3 s / 2 s / 500 ms).
+async fn leader_elected_manager(prefix: &str, lease: &'static str) -> (Clientset, String, Manager) {
+    let ns = namespace(prefix).await;
+    let config = admin_config().await;
+    let admin = Clientset::new(&config).unwrap();
+    admin
+        .core_v1()
+        .config_maps(&ns)
+        .create(&config_map("one", &[]), &CreateOptions::default())
+        .await
+        .unwrap();
+    let lease_ns = ns.clone();
+    let mgr = Manager::builder(config)
+        .namespace(&ns)
+        .leader_election(move |clientset| {
+            LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, &lease_ns, lease))
+                .lease_duration(Duration::from_secs(3))
+                .renew_deadline(Duration::from_secs(2))
+                .retry_period(Duration::from_millis(500))
+        })
+        .build()
+        .unwrap();
+    (admin, ns, mgr)
+}
+
+/// Waits (at most 20 s) for `manager` to return, and checks it returned `LeadershipLost`.
+async fn stops_with_lost_leadership(
+    manager: tokio::task::JoinHandle<Result<(), ManagerError>>,
+    what: &str,
+) {
     let result = tokio::time::timeout(Duration::from_secs(20), manager)
         .await
-        .expect("the manager stops after losing its lease")
+        .expect(what)
         .unwrap();
     assert!(
         matches!(result, Err(ManagerError::LeadershipLost)),
         "{result:?}"
     );
-    assert!(!elector.is_leader());
 }
 
 /// Someone else takes Lease `name` (as a candidate that judged it expired would).
@@ -431,26 +446,7 @@ async fn reconcile_stuck(cm: Arc<ConfigMap>, seen: Arc<Seen>) -> Result<Action, 
 
 #[tokio::test]
 async fn a_lease_lost_while_draining_after_cancel_stops_the_controllers_at_once() {
-    let ns = namespace("manager-drain").await;
-    let config = admin_config().await;
-    let admin = Clientset::new(&config).unwrap();
-    admin
-        .core_v1()
-        .config_maps(&ns)
-        .create(&config_map("one", &[]), &CreateOptions::default())
-        .await
-        .unwrap();
-    let lease_ns = ns.clone();
-    let mut mgr = Manager::builder(config)
-        .namespace(&ns)
-        .leader_election(move |clientset| {
-            LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, &lease_ns, "drain-it"))
-                .lease_duration(Duration::from_secs(3))
-                .renew_deadline(Duration::from_secs(2))
-                .retry_period(Duration::from_millis(500))
-        })
-        .build()
-        .unwrap();
+    let (admin, ns, mut mgr) = leader_elected_manager("manager-drain", "drain-it").await;
     let elector = mgr.elector().unwrap().clone();
     let seen = Arc::new(Seen::default());
     mgr.controller::<ConfigMap>("stuck")
@@ -469,12 +465,9 @@ async fn a_lease_lost_while_draining_after_cancel_stops_the_controllers_at_once(
     cancel.cancel();
     // ...until the lease is lost: then the controllers stop at once.
     usurp(&admin, &ns, "drain-it").await;
-    let result = tokio::time::timeout(Duration::from_secs(20), manager)
-        .await
-        .expect("the manager stops once its lease is lost, drain or not")
-        .unwrap();
-    assert!(
-        matches!(result, Err(ManagerError::LeadershipLost)),
-        "{result:?}"
-    );
+    stops_with_lost_leadership(
+        manager,
+        "the manager stops once its lease is lost, drain or not",
+    )
+    .await;
 }
