@@ -8,6 +8,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# The workspace builds some thirty test binaries; with full debug info and incremental
+# caches their target directory passes 35 GB, more than a CI disk may have free (the
+# linker then dies with SIGBUS). Line tables keep panics' backtraces readable.
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
+
 step "prerequisites"
 missing=()
 command -v openssl >/dev/null || missing+=(openssl)
