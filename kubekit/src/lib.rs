@@ -12,6 +12,7 @@
 //! | [`dynamic`] | `dynamic` | unstructured objects by group/version/resource |
 //! | [`metadata`] | `metadata`, `metadatainformer`, `metadatalister` | the metadata of objects of any resource, negotiated as `PartialObjectMetadata` |
 //! | [`scale`] | `scale` | the `scale` subresource of any scalable resource |
+//! | [`pods`] | `Pods(ns).GetLogs`, `tools/remotecommand`, `tools/portforward` | a Pod's logs, exec, attach and port-forward |
 //! | [`cache`] | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
 //! | [`informers`], [`listers`] | `informers`, `listers` | the shared informer factory (typed, dynamic and metadata informers) and listers |
 //! | [`labels`] | `apimachinery/pkg/labels` | label selectors |
@@ -39,6 +40,7 @@ pub mod manager;
 pub mod meta;
 pub mod metadata;
 mod panic;
+pub mod pods;
 pub mod record;
 pub mod rest;
 pub mod scale;

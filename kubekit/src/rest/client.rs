@@ -199,6 +199,25 @@ impl RestClient {
         }
     }
 
+    /// The HTTP client underneath, for the streaming protocols built on kube's websocket
+    /// support (exec, attach, port-forward).
+    pub(crate) fn http(&self) -> &kube::Client {
+        &self.inner.http
+    }
+
+    /// Waits for the client-side rate limiter, as every request does before it is sent.
+    pub(crate) async fn throttle(&self, method: &str, url: &str) {
+        if let Some(limiter) = &self.inner.limiter {
+            let waited = limiter.acquire().await;
+            if waited > LONG_THROTTLE {
+                tracing::info!(
+                    method, url, waited = ?waited,
+                    "waited for client-side throttling (not priority-and-fairness)"
+                );
+            }
+        }
+    }
+
     /// The client-side rate limiter, unless disabled.
     pub fn rate_limiter(&self) -> Option<&TokenBucket> {
         self.inner.limiter.as_deref()
@@ -286,7 +305,7 @@ impl fmt::Debug for Request {
 }
 
 /// A path segment must be non-empty and free of `/`, `%` and `..` tricks.
-fn valid_segment(s: &str) -> bool {
+pub(crate) fn valid_segment(s: &str) -> bool {
     !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '%', '?', '#'])
 }
 
@@ -502,6 +521,35 @@ impl Request {
         }))
     }
 
+    /// Sends the request and returns its response body as it arrives, chunk by chunk: for
+    /// responses that never end or that are read as they come (a followed container log,
+    /// client-go's `Request.Stream`). A non-success status is an [`Error::Api`]. The
+    /// timeout (the request's, else the client's default) bounds the wait for the
+    /// response's head only; the body is read until the server ends it or the stream is
+    /// dropped. A broken connection is an `Err` item, the last one.
+    pub async fn stream(self) -> Result<impl Stream<Item = Result<Bytes>> + Send + use<>> {
+        // Only a timeout set on this request is sent: the client's default is for
+        // requests that end, and must not cut a followed stream on the server.
+        let url = self.url_with_timeout(self.timeout);
+        let timeout = self.send_timeout();
+        let exchange = self.exchange(&url);
+        let res = match timeout {
+            Some(t) if !t.is_zero() => tokio::time::timeout(t, exchange)
+                .await
+                .unwrap_or_else(|_| Err(self.timeout_error(&url, t)))?,
+            _ => exchange.await?,
+        };
+        let status = res.status();
+        if !status.is_success() {
+            return Err(self.refusal(&url, status, res.into_body()).await);
+        }
+        self.take_warnings(&res);
+        let body = res.into_body().into_data_stream();
+        Ok(futures_util::StreamExt::map(body, move |chunk| {
+            chunk.map_err(|e| self.transport_error(&url, e))
+        }))
+    }
+
     /// Sends the request until it succeeds, fails for good, or the retry budget is spent.
     async fn exchange(&self, url: &str) -> Result<http::Response<kube::client::Body>> {
         if let Some(e) = &self.error {
@@ -510,15 +558,7 @@ impl Request {
         let inner = &self.client.inner;
         let retry_transport = self.method == Method::GET;
         let send = || async {
-            if let Some(limiter) = &inner.limiter {
-                let waited = limiter.acquire().await;
-                if waited > LONG_THROTTLE {
-                    tracing::info!(
-                        method = %self.method, url, waited = ?waited,
-                        "waited for client-side throttling (not priority-and-fairness)"
-                    );
-                }
-            }
+            self.client.throttle(self.method.as_str(), url).await;
             self.check_write_guard(url)?;
             let started = std::time::Instant::now();
             let res = inner.http.send(self.build(url)?).await;

@@ -25,6 +25,7 @@ pub(crate) mod test_server;
 pub mod watch;
 mod watch_stream;
 
+pub(crate) use client::valid_segment;
 pub use client::{
     ListPage, MAX_ERROR_BODY_BYTES, MAX_RETRY_AFTER, ObjectList, PatchType, Request, Response,
     RestClient, WarningHandler, WriteGuard, decode, decode_list,
