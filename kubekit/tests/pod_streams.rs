@@ -1,0 +1,262 @@
+//! A Pod's logs, exec, attach and port-forward through kubekit, against the real
+//! kube-apiserver proxying to the kubelet endpoint of kwok's simulated nodes (testenv's
+//! control plane with nodes): logs are `testenv::POD_LOG_LINES`, exec runs the command on
+//! this machine, and every Pod port echoes what it receives.
+
+use std::io::Write as _;
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kubekit::clientset::{Clientset, ResourceClient};
+use kubekit::pods::{ExecOptions, LogOptions, PortMapping};
+use kubekit::rest::Config;
+use testenv::POD_LOG_LINES;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How long any one step may take before the test fails (generous: a loaded 2-core CI).
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A Pod client for a fresh namespace with one Running Pod named `pod` in it.
+async fn running_pod(prefix: &str, pod: &str) -> ResourceClient<Pod> {
+    let cp = testenv::control_plane_with_nodes();
+    let client = cp.client().await;
+    let ns = cp.create_namespace(&client, prefix).await;
+    cp.run_pod(&client, &ns, pod).await;
+    let config = Config::from_kubeconfig(cp.kubeconfig_path())
+        .await
+        .expect("admin kubeconfig");
+    Clientset::new(&config).expect("clientset").core_v1().pods(&ns)
+}
+
+async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(DEADLINE, f)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no result within {DEADLINE:?}"))
+}
+
+fn lines(text: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(text).lines().map(str::to_string).collect()
+}
+
+/// Every log assertion is in this one test: it appends to the log file every Pod of this
+/// binary's control plane shares, which would change what the others read.
+#[tokio::test]
+async fn logs_are_read_whole_cut_with_tail_and_followed_as_written() {
+    let pods = running_pod("logs", "logger").await;
+
+    let whole = pods.logs("logger", &LogOptions::default()).await.unwrap();
+    assert_eq!(lines(&whole), POD_LOG_LINES);
+
+    let tail = LogOptions {
+        tail_lines: Some(1),
+        ..Default::default()
+    };
+    let last = pods.logs("logger", &tail).await.unwrap();
+    assert_eq!(lines(&last), [POD_LOG_LINES[2]]);
+
+    let follow = LogOptions {
+        follow: true,
+        tail_lines: Some(1),
+        ..Default::default()
+    };
+    let mut stream = Box::pin(pods.log_stream("logger", &follow).await.unwrap());
+    let mut seen = Vec::new();
+    let mut read_until = async |want: &str, seen: &mut Vec<u8>| {
+        within(&format!("the followed log showing {want:?}"), async {
+            while !String::from_utf8_lossy(seen).contains(want) {
+                let chunk = stream.next().await.expect("the followed log ended").unwrap();
+                seen.extend_from_slice(&chunk);
+            }
+        })
+        .await;
+    };
+    read_until(POD_LOG_LINES[2], &mut seen).await;
+
+    // A line the container writes now (kwok serves this file as the container's log, in
+    // the kubelet's CRI log format) arrives on the open stream.
+    let written = "written while followed";
+    let path = testenv::control_plane_with_nodes().pod_log_path();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let stamp = k8s_openapi::jiff::Timestamp::now();
+    writeln!(file, "{stamp} stdout F {written}").unwrap();
+    drop(file);
+    read_until(written, &mut seen).await;
+    assert_eq!(lines(&seen), [POD_LOG_LINES[2], written]);
+}
+
+#[tokio::test]
+async fn log_of_a_missing_pod_is_not_found() {
+    let pods = running_pod("logs-missing", "present").await;
+    let err = pods
+        .logs("absent", &LogOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    let err = pods.exec("absent", ["true"], &ExecOptions::default()).await.unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+}
+
+#[tokio::test]
+async fn exec_passes_stdin_to_the_command_and_returns_output_and_exit_code() {
+    let pods = running_pod("exec", "shell").await;
+    let opts = ExecOptions {
+        stdin: true,
+        ..Default::default()
+    };
+    let process = pods
+        .exec("shell", ["sh", "-c", "cat; echo to-stderr >&2; exit 3"], &opts)
+        .await
+        .unwrap();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let input: &[u8] = b"first line\nsecond line\n";
+    let status = within(
+        "exec",
+        process.stream(Some(input), Some(&mut out), Some(&mut err)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status.code(), 3);
+    assert!(!status.success());
+    assert_eq!(out, input);
+    assert_eq!(err, b"to-stderr\n");
+
+    let ok = pods
+        .exec("shell", ["echo", "fine"], &ExecOptions::default())
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    let status = within("exec", ok.stream(None::<&[u8]>, Some(&mut out), None::<Vec<u8>>))
+        .await
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(out, b"fine\n");
+}
+
+#[tokio::test]
+async fn exec_streams_can_be_used_directly_while_the_command_runs() {
+    let pods = running_pod("exec-direct", "shell").await;
+    let opts = ExecOptions {
+        stdin: true,
+        stderr: false,
+        ..Default::default()
+    };
+    let mut process = pods.exec("shell", ["cat"], &opts).await.unwrap();
+    let mut stdin = process.stdin().expect("stdin was asked for");
+    let mut stdout = process.stdout().expect("stdout was asked for");
+    assert!(process.stderr().is_none(), "stderr was not asked for");
+    // A round trip while the command is still running: it echoes before its input ends.
+    stdin.write_all(b"ping\n").await.unwrap();
+    let mut echoed = [0u8; 5];
+    within("the echo", stdout.read_exact(&mut echoed)).await.unwrap();
+    assert_eq!(&echoed, b"ping\n");
+    stdin.shutdown().await.unwrap();
+    let status = within("cat's exit", process.wait()).await.unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn attach_reads_the_containers_output() {
+    let pods = running_pod("attach", "attached").await;
+    let opts = ExecOptions {
+        stderr: false,
+        ..Default::default()
+    };
+    let mut process = pods.attach("attached", &opts).await.unwrap();
+    let mut stdout = process.stdout().expect("stdout was asked for");
+    let mut seen = Vec::new();
+    within("the attached output", async {
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&seen).contains(POD_LOG_LINES[2]) {
+            let n = stdout.read(&mut buf).await.unwrap();
+            assert!(n > 0, "attach ended after {:?}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await;
+    for line in POD_LOG_LINES {
+        assert!(String::from_utf8_lossy(&seen).contains(line), "{seen:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_port_forward_stream_carries_bytes_both_ways() {
+    let pods = running_pod("pf-stream", "echo").await;
+    let mut stream = pods.port_forward_stream("echo", 8080).await.unwrap();
+    let sent: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    let (mut reader, mut writer) = tokio::io::split(&mut stream);
+    let send = async {
+        writer.write_all(&sent).await.unwrap();
+    };
+    let receive = async {
+        let mut got = vec![0u8; sent.len()];
+        reader.read_exact(&mut got).await.unwrap();
+        got
+    };
+    let ((), got) = within("the echo", async { tokio::join!(send, receive) }).await;
+    assert!(got == sent, "the bytes that came back differ from those sent");
+}
+
+#[tokio::test]
+async fn port_forward_listens_locally_and_forwards_each_connection() {
+    let pods = running_pod("pf-listen", "echo").await;
+    let forward = pods
+        .port_forward(
+            "echo",
+            Ipv4Addr::LOCALHOST.into(),
+            &[":8080".parse::<PortMapping>().unwrap(), ":9090".parse().unwrap()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(forward.ports().len(), 2);
+    assert_ne!(forward.ports()[0].local.port(), 0, "a free port was chosen");
+    let local = forward.local_addr(9090).expect("9090 is forwarded");
+
+    // Two connections at once, each carrying its own bytes both ways.
+    let one_connection = |seed: u8| async move {
+        let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
+        let sent: Vec<u8> = (0..50_000u32).map(|i| (i as u8).wrapping_mul(seed)).collect();
+        let (mut r, mut w) = conn.split();
+        let mut got = vec![0u8; sent.len()];
+        let (written, read) = tokio::join!(w.write_all(&sent), r.read_exact(&mut got));
+        written.unwrap();
+        read.unwrap();
+        got == sent
+    };
+    let (a, b) = within("two forwarded connections", async {
+        tokio::join!(one_connection(3), one_connection(7))
+    })
+    .await;
+    assert!(a && b, "a forwarded connection returned other bytes");
+
+    forward.stop().await;
+    assert!(
+        tokio::net::TcpStream::connect(local).await.is_err(),
+        "the listener is closed once stopped"
+    );
+}
+
+#[tokio::test]
+async fn port_forward_to_a_pod_that_is_not_running_is_refused() {
+    let cp = testenv::control_plane_with_nodes();
+    let client = cp.client().await;
+    let ns = cp.create_namespace(&client, "pf-pending").await;
+    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    let pods = Clientset::new(&config).unwrap().core_v1().pods(&ns);
+    // No node has this label: the Pod stays Pending.
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "pending" },
+        "spec": {
+            "nodeSelector": { "kubekit.invalid/none": "true" },
+            "containers": [{ "name": "main", "image": "kubekit.invalid/main" }]
+        }
+    }))
+    .unwrap();
+    pods.create(&pod, &Default::default()).await.unwrap();
+    let err = pods
+        .port_forward("pending", Ipv4Addr::LOCALHOST.into(), &["0:80".parse().unwrap()])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not running (phase Pending)"), "{err}");
+}
