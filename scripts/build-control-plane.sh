@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Builds the pinned control-plane binaries (kube-apiserver, kube-controller-manager,
-# kubectl, etcd) from the Go module in testenv/go and caches them outside the clone.
+# kube-scheduler, kubectl, etcd) from the Go module in testenv/go, and kwok (which simulates
+# nodes and the pods on them) from the Go module in testenv/go-kwok, and caches them outside
+# the clone.
 #
 #   scripts/build-control-plane.sh        build if needed; print the bin directory last
 #
-# The cache lives in ${KUBEKIT_CACHE_DIR:-~/.cache/kubekit}/k8s-<version>-etcd-<version>/bin
-# and is keyed by a hash of go.mod and go.sum, so a second run takes well under a second.
+# The cache lives in ${KUBEKIT_CACHE_DIR:-~/.cache/kubekit}/k8s-<version>-etcd-<version>/bin.
+# The Kubernetes binaries are keyed by a hash of testenv/go's go.mod and go.sum, kwok by a
+# hash of testenv/go-kwok's; a binary missing from a cache whose key matches is built alone,
+# so a second run takes well under a second. Beside kwok the build writes kwok-stages.yaml,
+# the node and pod stages of kwok's own defaults (kwok's controller needs them passed with
+# --config), copied from the pinned kwok module.
 # A failed build prints the Go compiler's own output and exits non-zero.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mod="$repo/testenv/go"
+kwok_mod="$repo/testenv/go-kwok"
 
 command -v go >/dev/null 2>&1 || {
   echo "build-control-plane: 'go' is not on PATH; install Go >= 1.25 to build the control plane" >&2
@@ -29,43 +36,87 @@ dir="$cache_root/k8s-${k8s_version#v}-etcd-${etcd_version#v}"
 bin="$dir/bin"
 stamp="$dir/.stamp"
 want=$(cat "$mod/go.mod" "$mod/go.sum" "$mod/cmd/etcd/main.go" | sha256sum | cut -d' ' -f1)
-binaries=(kube-apiserver kube-controller-manager kubectl etcd)
+kwok_stamp="$dir/.kwok.stamp"
+kwok_want=$(cat "$kwok_mod/go.mod" "$kwok_mod/go.sum" "$kwok_mod"/overlay/*.go | sha256sum | cut -d' ' -f1)
+# <output name> <package>: what testenv/go builds.
+k8s_binaries=(
+  "etcd ./cmd/etcd"
+  "kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver"
+  "kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager"
+  "kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler"
+  "kubectl k8s.io/kubernetes/cmd/kubectl"
+)
+log="$dir/build.log"
 
-complete() {
-  [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] || return 1
-  local b
-  for b in "${binaries[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
+fail() { # <what failed>: print the Go tool's output and stop
+  echo "build-control-plane: $1 failed:" >&2
+  cat "$log" >&2
+  exit 1
 }
 
-if ! complete; then
-  mkdir -p "$bin"
+build() { # <module dir> <ldflags> <output name> <package> [go build flags...]
+  echo "build-control-plane: building $3 ($4) ..." >&2
+  local start=$SECONDS
+  (cd "$1" && go build -trimpath -ldflags "$2" "${@:5}" -o "$bin/$3.tmp" "$4") >"$log" 2>&1 || fail "'go build $4'"
+  mv "$bin/$3.tmp" "$bin/$3"
+  echo "build-control-plane: built $3 in $((SECONDS - start)) s" >&2
+}
+
+mkdir -p "$bin"
+
+# A cache built from other go.mod/go.sum is rebuilt whole; one that only lacks a binary
+# (the list grew) gets that binary.
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
   rm -f "$stamp"
+  for entry in "${k8s_binaries[@]}"; do rm -f "$bin/${entry%% *}"; done
+fi
+missing=()
+for entry in "${k8s_binaries[@]}"; do [[ -x "$bin/${entry%% *}" ]] || missing+=("$entry"); done
+if ((${#missing[@]})); then
   minor=${k8s_version#v1.}
   minor=${minor%%.*}
   pkg=k8s.io/component-base/version
   ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-  log="$dir/build.log"
-  build() { # <output name> <package>
-    echo "build-control-plane: building $1 ($2) ..." >&2
-    local start=$SECONDS
-    if ! (cd "$mod" && go build -trimpath -ldflags "$ldflags" -o "$bin/$1.tmp" "$2") >"$log" 2>&1; then
-      echo "build-control-plane: 'go build $2' failed:" >&2
-      cat "$log" >&2
-      exit 1
-    fi
-    mv "$bin/$1.tmp" "$bin/$1"
-    echo "build-control-plane: built $1 in $((SECONDS - start)) s" >&2
-  }
-  (cd "$mod" && go mod download) >"$log" 2>&1 || {
-    echo "build-control-plane: 'go mod download' failed:" >&2
-    cat "$log" >&2
-    exit 1
-  }
-  build etcd ./cmd/etcd
-  build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-  build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-  build kubectl k8s.io/kubernetes/cmd/kubectl
-  echo "$want" >"$stamp"
+  (cd "$mod" && go mod download) >"$log" 2>&1 || fail "'go mod download' in $mod"
+  for entry in "${missing[@]}"; do
+    read -r name package <<<"$entry"
+    build "$mod" "$ldflags" "$name" "$package"
+  done
+fi
+echo "$want" >"$stamp"
+
+if [[ ! -f "$kwok_stamp" || "$(cat "$kwok_stamp")" != "$kwok_want" || ! -x "$bin/kwok" || ! -f "$bin/kwok-stages.yaml" ]]; then
+  rm -f "$kwok_stamp"
+  (cd "$kwok_mod" && go mod download) >"$log" 2>&1 || fail "'go mod download' in $kwok_mod"
+  kwok_version=$(cd "$kwok_mod" && go list -m -f '{{.Version}}' sigs.k8s.io/kwok)
+  kwok_src=$(cd "$kwok_mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  # testenv/go-kwok/overlay/debugging_exec.go replaces kwok's own file of that name (it
+  # says why). Go builds nothing changed inside its module cache, so kwok's module is
+  # copied from there, patched, and used through a replace directive in a copy of
+  # go.mod (-modfile), leaving testenv/go-kwok untouched.
+  src="$dir/kwok-src"
+  rm -rf "$src"
+  cp -r "$kwok_src" "$src"
+  chmod -R u+w "$src"
+  cp "$kwok_mod/overlay/debugging_exec.go" "$src/pkg/kwok/server/debugging_exec.go"
+  cp "$kwok_mod/go.mod" "$dir/kwok.go.mod"
+  cp "$kwok_mod/go.sum" "$dir/kwok.go.sum"
+  echo "replace sigs.k8s.io/kwok => $src" >>"$dir/kwok.go.mod"
+  build "$kwok_mod" "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}" kwok sigs.k8s.io/kwok/cmd/kwok \
+    -modfile "$dir/kwok.go.mod"
+  rm -rf "$src"
+  stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml)
+  {
+    echo "# kwok $kwok_version's default stages (kustomize/stage in its module)."
+    for s in "${stages[@]}"; do
+      [[ -f "$kwok_src/kustomize/stage/$s" ]] || { echo "build-control-plane: kwok $kwok_version has no stage $s" >&2; exit 1; }
+      echo "---"
+      cat "$kwok_src/kustomize/stage/$s"
+    done
+  } >"$bin/kwok-stages.yaml.tmp"
+  mv "$bin/kwok-stages.yaml.tmp" "$bin/kwok-stages.yaml"
+  echo "$kwok_want" >"$kwok_stamp"
 fi
 echo "$bin"

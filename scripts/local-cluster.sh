@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Starts and stops kubekit's local Kubernetes control plane: etcd, kube-apiserver and
-# kube-controller-manager, built from pinned Go modules by scripts/build-control-plane.sh.
+# Starts and stops kubekit's local Kubernetes control plane: etcd, kube-apiserver,
+# kube-controller-manager and, unless no nodes are asked for, kube-scheduler and kwok with
+# simulated nodes, all built from pinned Go modules by scripts/build-control-plane.sh.
 #
-#   scripts/local-cluster.sh up   [--dir DIR] [--watch-pid PID]
+#   scripts/local-cluster.sh up   [--dir DIR] [--nodes N] [--watch-pid PID]
 #       Start a control plane (or find the one already running in DIR) and print the path
 #       of its admin kubeconfig as the last line. With --watch-pid, the control plane is
 #       stopped and DIR removed as soon as process PID ends (used by the Rust testenv).
+#       --nodes N (default $KUBEKIT_NODES, or 2) creates N Nodes kwok-node-0..N-1 that kwok
+#       keeps Ready, and starts kube-scheduler: scheduled pods become Running and Ready
+#       (no container runs). For every pod, kwok's kubelet endpoint (127.0.0.1, reached
+#       through kube-apiserver's node proxy) serves
+#         logs          the lines of DIR/pod.log (also for attach);
+#         exec          the command run on this machine by kwok, in DIR;
+#         port-forward  any port to `cat`, so bytes sent come back.
+#       --nodes 0 starts neither kube-scheduler nor kwok: pods stay Pending, untouched.
 #   scripts/local-cluster.sh down [--dir DIR]
 #       Stop the control plane running in DIR and remove DIR.
 #   scripts/local-cluster.sh user [--dir DIR] NAME [GROUP...]
@@ -18,7 +27,8 @@
 #       Exit 0 if the control plane in DIR is serving, 1 otherwise.
 #
 # DIR defaults to $KUBEKIT_CLUSTER_DIR or ~/.local/state/kubekit/local-cluster. It holds the
-# certificates, the kubeconfigs, etcd's data and one log per component (*.log).
+# certificates, the kubeconfigs, etcd's data, kwok's configuration (kwok.yaml), the pods'
+# log (pod.log) and one log per component (*.log).
 # Everything listens on 127.0.0.1 only, on free ports chosen at start.
 set -euo pipefail
 
@@ -28,17 +38,19 @@ die() { echo "local-cluster: $*" >&2; exit 1; }
 cmd=${1:-}
 [[ -n "$cmd" ]] && shift
 dir=${KUBEKIT_CLUSTER_DIR:-$HOME/.local/state/kubekit/local-cluster}
+nodes=${KUBEKIT_NODES:-2}
 watch_pid=""
 args=()
 while (($#)); do
   case "$1" in
     --dir) dir=$2; shift 2 ;;
     --watch-pid) watch_pid=$2; shift 2 ;;
+    --nodes) nodes=$2; shift 2 ;;
     *) args+=("$1"); shift ;;
   esac
 done
 
-components=(etcd kube-apiserver kube-controller-manager)
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
 # --- helpers -----------------------------------------------------------------------------
 
@@ -112,6 +124,18 @@ make_pki() {
   openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
   client_cert "$dir/admin" kubekit-admin system:masters
   client_cert "$dir/controller-manager" system:kube-controller-manager system:masters
+  client_cert "$dir/scheduler" system:kube-scheduler system:masters
+  client_cert "$dir/kwok" kwok-controller system:masters
+  # kube-apiserver's client certificate toward the kubelets (kwok's endpoint).
+  client_cert "$dir/apiserver-kubelet-client" kube-apiserver-kubelet-client system:masters
+  # kwok's kubelet endpoint serves TLS on 127.0.0.1.
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$dir/kubelet.key" -out "$dir/kubelet.csr" -subj "/CN=kwok-kubelet" 2>/dev/null
+  openssl x509 -req -in "$dir/kubelet.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+    -days 365 -out "$dir/kubelet.crt" -extfile <(printf '%s\n' \
+      'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
+      'extendedKeyUsage=serverAuth' 'subjectAltName=IP:127.0.0.1,DNS:localhost') 2>/dev/null
+  rm -f "$dir/kubelet.csr"
 }
 
 start() { # <component> <binary> <args...>: runs detached, output in <component>.log
@@ -156,6 +180,9 @@ start_apiserver() { # on the ports recorded in $dir
     --disable-admission-plugins ServiceAccount \
     --watch-cache-sizes configmaps#0 \
     --api-audiences https://kubernetes.default.svc.cluster.local \
+    --kubelet-client-certificate "$dir/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$dir/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$dir/ca.crt" --kubelet-preferred-address-types InternalIP \
     --v 1
 }
 
@@ -176,9 +203,123 @@ wait_serving() { # <what>: until /readyz answers, or die with the logs
   done
 }
 
+# The lines every pod's log shows (kubectl logs, attach); testenv's POD_LOG_LINES matches.
+pod_log_lines=(
+  "kubekit pod log line 1"
+  "kubekit pod log line 2"
+  "kubekit pod log line 3"
+)
+
+write_kwok_config() { # writes $dir/kwok.yaml: what kwok's kubelet endpoint serves
+  # kwok reads the log in the CRI log format of a kubelet's container logs:
+  # "<RFC 3339 time> <stream> <F(ull)|P(artial)> <text>".
+  local i
+  for i in "${!pod_log_lines[@]}"; do
+    printf '2026-01-01T00:00:0%dZ stdout F %s\n' "$i" "${pod_log_lines[$i]}"
+  done >"$dir/pod.log"
+  # kwok's own options are given as flags: a KwokConfiguration in the file would replace
+  # all of kwok's defaults.
+  cat >"$dir/kwok.yaml" <<KWOK
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: pod-log
+spec:
+  logs:
+  - logsFile: $dir/pod.log
+    previousLogsFile: $dir/pod.log
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterAttach
+metadata:
+  name: pod-log
+spec:
+  attaches:
+  - logsFile: $dir/pod.log
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: local
+spec:
+  execs:
+  - local:
+      workDir: $dir
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterPortForward
+metadata:
+  name: echo
+spec:
+  forwards:
+  - command: [cat]
+KWOK
+}
+
+start_nodes() { # kube-scheduler, kwok and $nodes Nodes, or die with the logs
+  write_kubeconfig "$dir/scheduler.kubeconfig" system:kube-scheduler "$dir/scheduler"
+  write_kubeconfig "$dir/kwok.kubeconfig" kwok-controller "$dir/kwok"
+  start kube-scheduler "$bin/kube-scheduler" \
+    --kubeconfig "$dir/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$dir/scheduler.kubeconfig" \
+    --authorization-kubeconfig "$dir/scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
+    --v 1
+
+  local port
+  port=$(free_port)
+  echo "$port" >"$dir/kubelet.port"
+  write_kwok_config
+  # KWOK_WORKDIR keeps kwok from reading a ~/.kwok/kwok.yaml of this machine.
+  KWOK_WORKDIR="$dir/kwok-workdir" start kwok "$bin/kwok" \
+    --kubeconfig "$dir/kwok.kubeconfig" \
+    --config "$dir/kwok.yaml" --config "$bin/kwok-stages.yaml" \
+    --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+    --node-ip 127.0.0.1 --node-port "$port" --server-address "127.0.0.1:$port" \
+    --tls-cert-file "$dir/kubelet.crt" --tls-private-key-file "$dir/kubelet.key" \
+    --cidr 10.244.0.0/16 --node-lease-duration-seconds 40
+
+  local i
+  for ((i = 0; i < nodes; i++)); do
+    cat <<NODE
+apiVersion: v1
+kind: Node
+metadata:
+  name: kwok-node-$i
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    kubernetes.io/hostname: kwok-node-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    type: kwok
+---
+NODE
+  done >"$dir/nodes.yaml"
+  kubectl_admin apply -f "$dir/nodes.yaml" >/dev/null 2>"$dir/nodes.err" || {
+    cat "$dir/nodes.err" >&2; stop_all; die "cannot create the Nodes"; }
+
+  local deadline=$((SECONDS + ${KUBEKIT_START_TIMEOUT:-120})) ready c
+  while :; do
+    ready=$(kubectl_admin get nodes -l type=kwok -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c '^True$' || true)
+    ((ready >= nodes)) && break
+    for c in kube-scheduler kwok; do
+      pid_alive "$c" || { log_tail "$c"; stop_all; die "$c exited during start (state kept in $dir)"; }
+    done
+    if ((SECONDS > deadline)); then
+      log_tail kwok
+      stop_all
+      die "$ready of $nodes Nodes Ready after ${KUBEKIT_START_TIMEOUT:-120} s (state kept in $dir)"
+    fi
+    sleep 0.5
+  done
+}
+
 # --- commands ----------------------------------------------------------------------------
 
 up() {
+  [[ "$nodes" =~ ^[0-9]+$ ]] || die "--nodes takes a count, not '$nodes'"
   if [[ -f "$dir/admin.kubeconfig" ]] && pid_alive kube-apiserver; then
     bin=$(cat "$dir/bin.path")
     if serving; then
@@ -224,6 +365,7 @@ up() {
     --v 1
   sleep 1
   pid_alive kube-controller-manager || { log_tail kube-controller-manager; stop_all; die "kube-controller-manager exited during start"; }
+  ((nodes == 0)) || start_nodes
 
   if [[ -n "$watch_pid" ]]; then
     # Detached watchdog: when the watched process ends (normally, by a panic or a kill),
@@ -232,7 +374,7 @@ up() {
       watchdog "$watch_pid" "$repo/scripts/local-cluster.sh" "$dir" </dev/null >/dev/null 2>&1 &
     echo $! >"$dir/watchdog.pid"
   fi
-  echo "local-cluster: kube-apiserver $(kubectl_admin version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])') serving on https://127.0.0.1:$(cat "$dir/apiserver.port") (logs in $dir)" >&2
+  echo "local-cluster: kube-apiserver $(kubectl_admin version -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])') serving on https://127.0.0.1:$(cat "$dir/apiserver.port") with $nodes kwok node(s) (logs in $dir)" >&2
   echo "$dir/admin.kubeconfig"
 }
 

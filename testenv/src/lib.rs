@@ -1,12 +1,21 @@
 //! A real Kubernetes control plane for tests: etcd, kube-apiserver and
 //! kube-controller-manager, built from pinned Go modules and started on loopback ports by
-//! `scripts/local-cluster.sh`.
+//! `scripts/local-cluster.sh`; on request also kube-scheduler and kwok with simulated nodes.
 //!
 //! # Contract
 //!
 //! - [`control_plane`] starts one control plane per test binary, the first time any test
 //!   asks for it, and hands the same one to every later caller. Tests isolate themselves by
-//!   working in their own namespace ([`ControlPlane::create_namespace`]).
+//!   working in their own namespace ([`ControlPlane::create_namespace`]). It has no nodes
+//!   and no scheduler: pods stay Pending and nothing but their creator touches them.
+//! - [`control_plane_with_nodes`] does the same for a second control plane that also runs
+//!   kube-scheduler and kwok with [`NODES`] simulated Nodes: pods are scheduled and become
+//!   Running and Ready (no container runs), and the kubelet API answers through
+//!   kube-apiserver for every pod: logs show [`POD_LOG_LINES`], exec runs the command on
+//!   this machine, port-forward to any port reaches `cat` (bytes sent come back). Only the
+//!   test binaries that need running pods ask for it, since the two extra processes cost
+//!   CPU and change pods that other tests watch. A binary that asks for both gets two
+//!   control planes.
 //! - When the test binary ends — normally, through a panicking test, or killed — a watchdog
 //!   started with the control plane stops every process and removes its directory.
 //! - A control plane that cannot start makes [`control_plane`] panic with the failing
@@ -30,7 +39,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -44,7 +53,20 @@ pub struct ControlPlane {
 }
 
 static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
+static SHARED_WITH_NODES: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
 static NAMESPACES: AtomicUsize = AtomicUsize::new(0);
+
+/// How many simulated Nodes (`kwok-node-0`, `kwok-node-1`, ...) a control plane from
+/// [`control_plane_with_nodes`] has.
+pub const NODES: usize = 2;
+
+/// The lines every pod on the simulated nodes logs, oldest first, as `kubectl logs` shows
+/// them (without `--timestamps`). `kubectl logs -f` shows them and then waits for more.
+pub const POD_LOG_LINES: [&str; 3] = [
+    "kubekit pod log line 1",
+    "kubekit pod log line 2",
+    "kubekit pod log line 3",
+];
 
 /// The control plane shared by every test of this binary, started on first use.
 ///
@@ -53,7 +75,21 @@ static NAMESPACES: AtomicUsize = AtomicUsize::new(0);
 /// Panics, with the reason and the failing component's log tail, when the control plane
 /// cannot be built or started.
 pub fn control_plane() -> &'static ControlPlane {
-    match SHARED.get_or_init(ControlPlane::start) {
+    match SHARED.get_or_init(|| ControlPlane::start(0)) {
+        Ok(cp) => cp,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The control plane with kube-scheduler, kwok and [`NODES`] Ready Nodes shared by every
+/// test of this binary that asks for it, started on first use (see the crate's contract).
+///
+/// # Panics
+///
+/// Panics, with the reason and the failing component's log tail, when the control plane
+/// cannot be built or started, or its Nodes do not become Ready.
+pub fn control_plane_with_nodes() -> &'static ControlPlane {
+    match SHARED_WITH_NODES.get_or_init(|| ControlPlane::start(NODES)) {
         Ok(cp) => cp,
         Err(e) => panic!("{e}"),
     }
@@ -68,7 +104,7 @@ pub fn repo_root() -> PathBuf {
 }
 
 impl ControlPlane {
-    fn start() -> Result<Self, String> {
+    fn start(nodes: usize) -> Result<Self, String> {
         let script = repo_root().join("scripts/local-cluster.sh");
         let dir = std::env::temp_dir().join(format!(
             "kubekit-testenv-{}-{}",
@@ -82,6 +118,7 @@ impl ControlPlane {
             .arg(&script)
             .args(["up", "--dir"])
             .arg(&dir)
+            .args(["--nodes", &nodes.to_string()])
             .args(["--watch-pid", &std::process::id().to_string()])
             .output()
             .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
@@ -145,6 +182,57 @@ impl ControlPlane {
         let mut cmd = Command::new(&self.kubectl);
         cmd.arg("--kubeconfig").arg(&self.kubeconfig);
         cmd
+    }
+
+    /// Path of the `kubectl` binary that [`ControlPlane::kubectl`] runs.
+    pub fn kubectl_path(&self) -> &Path {
+        &self.kubectl
+    }
+
+    /// The file, in the kubelet's CRI log format, that kwok serves as every pod's log and
+    /// attach output ([`POD_LOG_LINES`]). A line appended to it reaches every
+    /// `kubectl logs -f` and `kubectl attach` of every pod, and changes every pod's log for
+    /// the other tests too.
+    pub fn pod_log_path(&self) -> PathBuf {
+        self.dir.join("pod.log")
+    }
+
+    /// Creates pod `name` in namespace `ns` with one container `main` (its image is never
+    /// pulled) and waits, for at most 120 s, until it is Running and Ready on a simulated
+    /// node; returns the pod as last read. Needs [`control_plane_with_nodes`].
+    ///
+    /// # Panics
+    ///
+    /// Panics when the pod cannot be created or is not Running and Ready in time.
+    pub async fn run_pod(&self, client: &kube::Client, ns: &str, name: &str) -> Pod {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name, "labels": { "app": name } },
+            "spec": { "containers": [{ "name": "main", "image": "kubekit.invalid/main" }] }
+        }))
+        .expect("pod object");
+        let api = Api::<Pod>::namespaced(client.clone(), ns);
+        api.create(&PostParams::default(), &pod)
+            .await
+            .unwrap_or_else(|e| panic!("create pod {ns}/{name}: {e}"));
+        eventually_ok(120, &format!("pod {ns}/{name} Running and Ready"), || {
+            let api = api.clone();
+            async move {
+                let pod = api.get(name).await.map_err(|e| e.to_string())?;
+                let status = pod.status.clone().unwrap_or_default();
+                let ready = status
+                    .conditions
+                    .iter()
+                    .flatten()
+                    .any(|c| c.type_ == "Ready" && c.status == "True");
+                let phase = status.phase.unwrap_or_default();
+                if phase == "Running" && ready {
+                    Ok(pod)
+                } else {
+                    Err(format!("phase {phase:?}, ready {ready}"))
+                }
+            }
+        })
+        .await
     }
 
     /// Writes a kubeconfig for user `name` in `groups`, authenticated by a client certificate
