@@ -27,7 +27,10 @@ async fn running_pod(prefix: &str, pod: &str) -> ResourceClient<Pod> {
     let config = Config::from_kubeconfig(cp.kubeconfig_path())
         .await
         .expect("admin kubeconfig");
-    Clientset::new(&config).expect("clientset").core_v1().pods(&ns)
+    Clientset::new(&config)
+        .expect("clientset")
+        .core_v1()
+        .pods(&ns)
 }
 
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -37,13 +40,28 @@ async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
 }
 
 fn lines(text: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(text).lines().map(str::to_string).collect()
+    String::from_utf8_lossy(text)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
-/// Every log assertion is in this one test: it appends to the log file every Pod of this
-/// binary's control plane shares, which would change what the others read.
+/// Appends `line` to the log every Pod of this binary's control plane shows (kwok serves
+/// this file as every container's log and attach output, in the kubelet's CRI log format).
+fn container_writes(line: &str) {
+    let path = testenv::control_plane_with_nodes().pod_log_path();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    let stamp = k8s_openapi::jiff::Timestamp::now();
+    writeln!(file, "{stamp} stdout F {line}").unwrap();
+}
+
+/// Every log and attach assertion is in this one test: it appends to the log file every
+/// Pod of this binary's control plane shares, which would change what the others read.
 #[tokio::test]
-async fn logs_are_read_whole_cut_with_tail_and_followed_as_written() {
+async fn logs_are_read_whole_cut_with_tail_followed_and_attached_as_written() {
     let pods = running_pod("logs", "logger").await;
 
     let whole = pods.logs("logger", &LogOptions::default()).await.unwrap();
@@ -66,24 +84,55 @@ async fn logs_are_read_whole_cut_with_tail_and_followed_as_written() {
     let mut read_until = async |want: &str, seen: &mut Vec<u8>| {
         within(&format!("the followed log showing {want:?}"), async {
             while !String::from_utf8_lossy(seen).contains(want) {
-                let chunk = stream.next().await.expect("the followed log ended").unwrap();
+                let chunk = stream
+                    .next()
+                    .await
+                    .expect("the followed log ended")
+                    .unwrap();
                 seen.extend_from_slice(&chunk);
             }
         })
         .await;
     };
     read_until(POD_LOG_LINES[2], &mut seen).await;
-
-    // A line the container writes now (kwok serves this file as the container's log, in
-    // the kubelet's CRI log format) arrives on the open stream.
+    // A line the container writes now arrives on the open stream.
     let written = "written while followed";
-    let path = testenv::control_plane_with_nodes().pod_log_path();
-    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
-    let stamp = k8s_openapi::jiff::Timestamp::now();
-    writeln!(file, "{stamp} stdout F {written}").unwrap();
-    drop(file);
+    container_writes(written);
     read_until(written, &mut seen).await;
     assert_eq!(lines(&seen), [POD_LOG_LINES[2], written]);
+
+    // Attached, the container's output from now on is read. The attach may be ready on
+    // the node a moment after the connection is upgraded, so lines are written until one
+    // arrives.
+    let opts = ExecOptions {
+        stderr: false,
+        ..Default::default()
+    };
+    let mut process = pods.attach("logger", &opts).await.unwrap();
+    let mut stdout = process.stdout().expect("stdout was asked for");
+    let mut attached = Vec::new();
+    within("the attached output", async {
+        let mut buf = [0u8; 4096];
+        for i in 0.. {
+            container_writes(&format!("written while attached {i}"));
+            match tokio::time::timeout(Duration::from_millis(500), stdout.read(&mut buf)).await {
+                Ok(read) => {
+                    let n = read.unwrap();
+                    assert!(n > 0, "attach ended after {attached:?}");
+                    attached.extend_from_slice(&buf[..n]);
+                    break;
+                }
+                Err(_) => continue,
+            }
+        }
+    })
+    .await;
+    let text = String::from_utf8_lossy(&attached);
+    assert!(text.starts_with("written while attached "), "{text:?}");
+    assert!(
+        !text.contains(POD_LOG_LINES[0]),
+        "attach shows only new output: {text:?}"
+    );
 }
 
 #[tokio::test]
@@ -94,7 +143,10 @@ async fn log_of_a_missing_pod_is_not_found() {
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    let err = pods.exec("absent", ["true"], &ExecOptions::default()).await.unwrap_err();
+    let err = pods
+        .exec("absent", ["true"], &ExecOptions::default())
+        .await
+        .unwrap_err();
     assert!(err.is_not_found(), "{err}");
 }
 
@@ -106,7 +158,11 @@ async fn exec_passes_stdin_to_the_command_and_returns_output_and_exit_code() {
         ..Default::default()
     };
     let process = pods
-        .exec("shell", ["sh", "-c", "cat; echo to-stderr >&2; exit 3"], &opts)
+        .exec(
+            "shell",
+            ["sh", "-c", "cat; echo to-stderr >&2; exit 3"],
+            &opts,
+        )
         .await
         .unwrap();
     let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -127,9 +183,12 @@ async fn exec_passes_stdin_to_the_command_and_returns_output_and_exit_code() {
         .await
         .unwrap();
     let mut out = Vec::new();
-    let status = within("exec", ok.stream(None::<&[u8]>, Some(&mut out), None::<Vec<u8>>))
-        .await
-        .unwrap();
+    let status = within(
+        "exec",
+        ok.stream(None::<&[u8]>, Some(&mut out), None::<Vec<u8>>),
+    )
+    .await
+    .unwrap();
     assert!(status.success());
     assert_eq!(out, b"fine\n");
 }
@@ -149,7 +208,9 @@ async fn exec_streams_can_be_used_directly_while_the_command_runs() {
     // A round trip while the command is still running: it echoes before its input ends.
     stdin.write_all(b"ping\n").await.unwrap();
     let mut echoed = [0u8; 5];
-    within("the echo", stdout.read_exact(&mut echoed)).await.unwrap();
+    within("the echo", stdout.read_exact(&mut echoed))
+        .await
+        .unwrap();
     assert_eq!(&echoed, b"ping\n");
     stdin.shutdown().await.unwrap();
     let status = within("cat's exit", process.wait()).await.unwrap();
@@ -157,27 +218,55 @@ async fn exec_streams_can_be_used_directly_while_the_command_runs() {
 }
 
 #[tokio::test]
-async fn attach_reads_the_containers_output() {
-    let pods = running_pod("attach", "attached").await;
+async fn exec_with_a_tty_sees_the_terminal_size_it_is_given() {
+    let pods = running_pod("exec-tty", "shell").await;
     let opts = ExecOptions {
-        stderr: false,
+        stdin: true,
+        tty: true,
         ..Default::default()
     };
-    let mut process = pods.attach("attached", &opts).await.unwrap();
-    let mut stdout = process.stdout().expect("stdout was asked for");
+    // Prints the terminal's size for every line read, until it reads `q`.
+    let script = r#"while read x; do [ "$x" = q ] && exit 0; stty size; done"#;
+    let mut process = pods
+        .exec("shell", ["sh", "-c", script], &opts)
+        .await
+        .unwrap();
+    assert!(
+        process.stderr().is_none(),
+        "a terminal has one output stream"
+    );
+    let mut resize = process.terminal_size().expect("a TTY was asked for");
+    let mut stdin = process.stdin().unwrap();
+    let mut stdout = process.stdout().unwrap();
+    resize.resize(123, 45).await.unwrap();
+    // The size and the lines travel on different channels: ask until the new size shows.
     let mut seen = Vec::new();
-    within("the attached output", async {
-        let mut buf = [0u8; 4096];
-        while !String::from_utf8_lossy(&seen).contains(POD_LOG_LINES[2]) {
-            let n = stdout.read(&mut buf).await.unwrap();
-            assert!(n > 0, "attach ended after {:?}", String::from_utf8_lossy(&seen));
-            seen.extend_from_slice(&buf[..n]);
+    within("stty showing 45 rows and 123 columns", async {
+        let mut buf = [0u8; 1024];
+        while !String::from_utf8_lossy(&seen).contains("45 123") {
+            stdin.write_all(b"size\n").await.unwrap();
+            if let Ok(read) =
+                tokio::time::timeout(Duration::from_millis(500), stdout.read(&mut buf)).await
+            {
+                let n = read.unwrap();
+                assert!(
+                    n > 0,
+                    "the terminal closed: {:?}",
+                    String::from_utf8_lossy(&seen)
+                );
+                seen.extend_from_slice(&buf[..n]);
+            }
         }
     })
     .await;
-    for line in POD_LOG_LINES {
-        assert!(String::from_utf8_lossy(&seen).contains(line), "{seen:?}");
-    }
+    stdin.write_all(b"q\n").await.unwrap();
+    let mut sink = tokio::io::sink();
+    let drain = tokio::io::copy(&mut stdout, &mut sink);
+    let (status, _) = within("the shell's exit", async {
+        tokio::join!(process.wait(), drain)
+    })
+    .await;
+    assert!(status.unwrap().success());
 }
 
 #[tokio::test]
@@ -195,7 +284,10 @@ async fn a_port_forward_stream_carries_bytes_both_ways() {
         got
     };
     let ((), got) = within("the echo", async { tokio::join!(send, receive) }).await;
-    assert!(got == sent, "the bytes that came back differ from those sent");
+    assert!(
+        got == sent,
+        "the bytes that came back differ from those sent"
+    );
 }
 
 #[tokio::test]
@@ -205,7 +297,10 @@ async fn port_forward_listens_locally_and_forwards_each_connection() {
         .port_forward(
             "echo",
             Ipv4Addr::LOCALHOST.into(),
-            &[":8080".parse::<PortMapping>().unwrap(), ":9090".parse().unwrap()],
+            &[
+                ":8080".parse::<PortMapping>().unwrap(),
+                ":9090".parse().unwrap(),
+            ],
         )
         .await
         .unwrap();
@@ -216,7 +311,9 @@ async fn port_forward_listens_locally_and_forwards_each_connection() {
     // Two connections at once, each carrying its own bytes both ways.
     let one_connection = |seed: u8| async move {
         let mut conn = tokio::net::TcpStream::connect(local).await.unwrap();
-        let sent: Vec<u8> = (0..50_000u32).map(|i| (i as u8).wrapping_mul(seed)).collect();
+        let sent: Vec<u8> = (0..50_000u32)
+            .map(|i| (i as u8).wrapping_mul(seed))
+            .collect();
         let (mut r, mut w) = conn.split();
         let mut got = vec![0u8; sent.len()];
         let (written, read) = tokio::join!(w.write_all(&sent), r.read_exact(&mut got));
@@ -255,8 +352,15 @@ async fn port_forward_to_a_pod_that_is_not_running_is_refused() {
     .unwrap();
     pods.create(&pod, &Default::default()).await.unwrap();
     let err = pods
-        .port_forward("pending", Ipv4Addr::LOCALHOST.into(), &["0:80".parse().unwrap()])
+        .port_forward(
+            "pending",
+            Ipv4Addr::LOCALHOST.into(),
+            &["0:80".parse().unwrap()],
+        )
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("not running (phase Pending)"), "{err}");
+    assert!(
+        err.to_string().contains("not running (phase Pending)"),
+        "{err}"
+    );
 }
