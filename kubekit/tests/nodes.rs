@@ -1,36 +1,42 @@
-//! A Pod's logs, exec, attach and port-forward through kubekit, against the real
-//! kube-apiserver proxying to the kubelet endpoint of kwok's simulated nodes (testenv's
-//! control plane with nodes): logs are `testenv::POD_LOG_LINES`, exec runs the command on
-//! this machine, and every Pod port echoes what it receives.
+//! kubekit against a control plane whose Pods run (testenv's control plane with nodes:
+//! kube-scheduler and kwok's simulated nodes). A Pod's logs, exec, attach and port-forward
+//! go through the real kube-apiserver to kwok's kubelet endpoint: logs are
+//! `testenv::POD_LOG_LINES`, exec runs the command on this machine, and every Pod port
+//! echoes what it receives. Scaling a Deployment changes how many of its Pods run.
 
 use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kubekit::clientset::{Clientset, ResourceClient};
+use kubekit::clientset::{Clientset, ListOptions, Patch, ResourceClient};
 use kubekit::pods::{ExecOptions, LogOptions, PortMapping};
 use kubekit::rest::Config;
+use kubekit::scale::{GroupResource, ScaleClient};
 use testenv::POD_LOG_LINES;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// How long any one step may take before the test fails (generous: a loaded 2-core CI).
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// A Pod client for a fresh namespace with one Running Pod named `pod` in it.
-async fn running_pod(prefix: &str, pod: &str) -> ResourceClient<Pod> {
+/// A clientset for the control plane with nodes, and a fresh namespace.
+async fn setup(prefix: &str) -> (Clientset, String) {
     let cp = testenv::control_plane_with_nodes();
-    let client = cp.client().await;
-    let ns = cp.create_namespace(&client, prefix).await;
-    cp.run_pod(&client, &ns, pod).await;
+    let ns = cp.create_namespace(&cp.client().await, prefix).await;
     let config = Config::from_kubeconfig(cp.kubeconfig_path())
         .await
         .expect("admin kubeconfig");
-    Clientset::new(&config)
-        .expect("clientset")
-        .core_v1()
-        .pods(&ns)
+    (Clientset::new(&config).expect("clientset"), ns)
+}
+
+/// A Pod client for a fresh namespace with one Running Pod named `pod` in it.
+async fn running_pod(prefix: &str, pod: &str) -> ResourceClient<Pod> {
+    let (clientset, ns) = setup(prefix).await;
+    let cp = testenv::control_plane_with_nodes();
+    cp.run_pod(&cp.client().await, &ns, pod).await;
+    clientset.core_v1().pods(&ns)
 }
 
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -336,11 +342,8 @@ async fn port_forward_listens_locally_and_forwards_each_connection() {
 
 #[tokio::test]
 async fn port_forward_to_a_pod_that_is_not_running_is_refused() {
-    let cp = testenv::control_plane_with_nodes();
-    let client = cp.client().await;
-    let ns = cp.create_namespace(&client, "pf-pending").await;
-    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
-    let pods = Clientset::new(&config).unwrap().core_v1().pods(&ns);
+    let (clientset, ns) = setup("pf-pending").await;
+    let pods = clientset.core_v1().pods(&ns);
     // No node has this label: the Pod stays Pending.
     let pod: Pod = serde_json::from_value(serde_json::json!({
         "metadata": { "name": "pending" },
@@ -363,4 +366,75 @@ async fn port_forward_to_a_pod_that_is_not_running_is_refused() {
         err.to_string().contains("not running (phase Pending)"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn scaling_a_deployment_changes_how_many_of_its_pods_run() {
+    let (clientset, ns) = setup("scale-run").await;
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "web" },
+        "spec": {
+            "replicas": 1,
+            "selector": { "matchLabels": { "app": "web" } },
+            "template": {
+                "metadata": { "labels": { "app": "web" } },
+                "spec": { "containers": [{ "name": "web", "image": "kubekit.invalid/web" }] }
+            }
+        }
+    }))
+    .unwrap();
+    clientset
+        .apps_v1()
+        .deployments(&ns)
+        .create(&deployment, &Default::default())
+        .await
+        .unwrap();
+    let scales = ScaleClient::discover(clientset.rest_client().clone())
+        .await
+        .unwrap();
+    let deployments = GroupResource::new("apps", "deployments");
+    let pods = clientset.core_v1().pods(&ns);
+    for replicas in [1, 3, 1] {
+        let patch = Patch::Merge(serde_json::json!({ "spec": { "replicas": replicas } }));
+        scales
+            .patch(&deployments, &ns, "web", &patch)
+            .await
+            .unwrap();
+        let what = format!("{replicas} running Pods and as many available replicas");
+        testenv::eventually_ok(120, &what, || async {
+            let list = pods
+                .list(&ListOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            // Pods being deleted are not counted: they are on their way out.
+            let running = list
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+                .count();
+            let scale = scales
+                .get(&deployments, &ns, "web")
+                .await
+                .map_err(|e| e.to_string())?;
+            let current = scale.status.map(|s| s.replicas).unwrap_or_default();
+            let available = clientset
+                .apps_v1()
+                .deployments(&ns)
+                .get("web", &Default::default())
+                .await
+                .map_err(|e| e.to_string())?
+                .status
+                .and_then(|s| s.available_replicas)
+                .unwrap_or_default();
+            if running == replicas as usize && current == replicas && available == replicas {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{running} running, scale status {current}, {available} available"
+                ))
+            }
+        })
+        .await;
+    }
 }
