@@ -54,10 +54,13 @@
 //! dry run, no periodic watch bookmarks, no controllers (a Deployment makes no Pods) other
 //! than garbage collection and namespace deletion, which happen at once.
 
+mod discovery;
 mod faults;
+mod openapi;
 mod resources;
 mod selectors;
 mod server;
+mod smp;
 mod status;
 mod store;
 mod watch;
