@@ -10,7 +10,7 @@
 //!   offered (kube-apiserver 1.35 answers it with the legacy document too).
 //! - Entries carry what kube-apiserver 1.35 gives for the same resources: verbs, scope,
 //!   singular name, short names, categories, the `status` subresource, `responseKind`
-//!   with an empty group and version (the resource's own), freshness `Current`.
+//!   (with an empty group and version for a built-in resource), freshness `Current`.
 
 use http::HeaderMap;
 use http::header::ACCEPT;
@@ -39,7 +39,20 @@ pub fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
     const NO_COLLECTION: &[&str] = &[
         "create", "delete", "get", "list", "patch", "update", "watch",
     ];
-    if r.builtin && r.group.is_empty() && r.plural == "namespaces" {
+    // The real server lists a custom resource's verbs in this order.
+    const CUSTOM: &[&str] = &[
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch",
+    ];
+    if !r.builtin {
+        CUSTOM
+    } else if r.group.is_empty() && r.plural == "namespaces" {
         NO_COLLECTION
     } else {
         ALL
@@ -153,8 +166,13 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Val
 }
 
 /// One resource of an aggregated discovery document (`APIResourceDiscovery`).
-fn resource_entry(r: &ResourceInfo) -> Value {
-    let response_kind = json!({"group": "", "version": "", "kind": r.kind});
+fn resource_entry(r: &ResourceInfo, version: &str) -> Value {
+    // Built-in resources leave their own group and version out; custom resources name them.
+    let response_kind = if r.builtin {
+        json!({"group": "", "version": "", "kind": r.kind})
+    } else {
+        json!({"group": r.group, "version": version, "kind": r.kind})
+    };
     let mut entry = json!({
         "resource": r.plural,
         "responseKind": response_kind,
@@ -183,7 +201,7 @@ fn group_entry(store: &Store, name: &str, versions: &[String]) -> Value {
         .map(|v| {
             let resources: Vec<Value> = served_at(store, name, v)
                 .into_iter()
-                .map(resource_entry)
+                .map(|r| resource_entry(r, v))
                 .collect();
             json!({"version": v, "resources": resources, "freshness": "Current"})
         })

@@ -15,8 +15,9 @@
 //!   `$setElementOrder/<field>` and `$retainKeys`. Merged lists keep the real server's
 //!   order: the patch's items in the patch's (or `$setElementOrder`'s) order, interleaved
 //!   with the items only the server had, in the server's order.
-//! - Whatever `$`-keys remain in the result (directives inside newly added values) are
-//!   dropped, as decoding into the typed object drops them on the real server.
+//! - Whatever directives remain in the result (inside newly added values) are dropped, and
+//!   so are `null` values, as decoding into the typed object drops them on the real
+//!   server.
 //! - A malformed patch is an error with the real server's code (400 or 422, 500 for what
 //!   the real server reports as an internal error), never a panic.
 
@@ -167,14 +168,19 @@ pub(crate) fn apply(original: Value, patch: Value, ty: Ty) -> Result<Value, ApiE
     Ok(merged)
 }
 
-/// Removes every `$`-key left in `v`.
+/// Removes what decoding into the typed object would not keep: every `$`-key, list
+/// elements that are `$patch` directives and `null` values (left in values the patch
+/// added).
 fn strip_directives(v: &mut Value) {
     match v {
         Value::Object(m) => {
-            m.retain(|k, _| !k.starts_with('$'));
+            m.retain(|k, v| !k.starts_with('$') && !v.is_null());
             m.values_mut().for_each(strip_directives);
         }
-        Value::Array(a) => a.iter_mut().for_each(strip_directives),
+        Value::Array(a) => {
+            a.retain(|e| e.get(DIRECTIVE).is_none());
+            a.iter_mut().for_each(strip_directives);
+        }
         _ => {}
     }
 }

@@ -13,6 +13,8 @@
 //!   resourceVersion recorded so far (the real server's counter also moves with other
 //!   tests' writes, so equality with an object's cannot be asked of it);
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -25,6 +27,8 @@ use serde_json::{Value, json};
 struct Target {
     rest: RestClient,
     ns: String,
+    /// A kubeconfig for kubectl.
+    kubeconfig: std::path::PathBuf,
     /// Compacts the history up to resourceVersion `rv` (etcd's compaction on the real
     /// server; `FakeApiServer::compact` on the fake, where nothing else writes).
     compact: Box<dyn Fn(i64) + Send + Sync>,
@@ -44,6 +48,7 @@ async fn real(prefix: &str) -> Target {
     Target {
         rest: RestClient::new(&config).expect("rest client"),
         ns,
+        kubeconfig: cp.kubeconfig_path().to_path_buf(),
         compact: Box::new(|rv| testenv::control_plane().compact_etcd(rv)),
         _fake: None,
     }
@@ -60,6 +65,7 @@ async fn fake(prefix: &str) -> Target {
         .send()
         .await
         .expect("namespace created");
+    let kubeconfig = server.kubeconfig_path().to_path_buf();
     let server = std::sync::Arc::new(server);
     let compact = {
         let server = server.clone();
@@ -68,6 +74,7 @@ async fn fake(prefix: &str) -> Target {
     Target {
         rest,
         ns,
+        kubeconfig,
         compact,
         _fake: Some(server),
     }
@@ -105,6 +112,7 @@ impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
             "widgets" => (GROUP, "v1"),
+            "deployments" => ("apps", "v1"),
             _ => ("", "v1"),
         };
         Res {
@@ -828,6 +836,278 @@ async fn owner_deletion_collects_dependents_alike_in_background_foreground_and_o
         })
         .await;
         r.push("a dependent of a missing owner is collected", json!(gone));
+    })
+    .await;
+}
+
+/// A container with every field the real server would default spelled out (the fake does
+/// no defaulting), so that both servers hold the same object.
+fn container(name: &str, image: &str, ports: &[u16], env: Value) -> Value {
+    let ports: Vec<Value> = ports
+        .iter()
+        .map(|p| json!({"containerPort": p, "protocol": "TCP"}))
+        .collect();
+    let mut c = json!({
+        "name": name, "image": image,
+        "imagePullPolicy": "IfNotPresent", "resources": {},
+        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+    });
+    // Empty lists are left out, as the real server's encoding leaves them out.
+    if !ports.is_empty() {
+        c["ports"] = json!(ports);
+    }
+    if env.as_array().is_some_and(|e| !e.is_empty()) {
+        c["env"] = env;
+    }
+    c
+}
+
+/// A Deployment of `containers` with no replicas and every defaulted field spelled out.
+fn deployment(name: &str, containers: Value) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": 0, "progressDeadlineSeconds": 600, "revisionHistoryLimit": 10,
+            "selector": {"matchLabels": {"app": name}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "template": {
+                "metadata": {"labels": {"app": name, "tier": "web"}},
+                "spec": {
+                    "containers": containers,
+                    "volumes": [{"name": "data", "emptyDir": {}}],
+                    "dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
+                    "schedulerName": "default-scheduler", "securityContext": {},
+                    "terminationGracePeriodSeconds": 30,
+                },
+            },
+        },
+    })
+}
+
+/// What of a Deployment or Service both servers must agree on: its spec (a Service's
+/// ports and selector: the rest is allocated or defaulted), labels, annotations but the
+/// deployment controller's revision, finalizers and generation. Status, written by the
+/// real server's controllers at their pace, is left out; errors are kept whole.
+fn spec_and_labels(answer: kubekit::rest::Result<Value>) -> kubekit::rest::Result<Value> {
+    answer.map(|obj| {
+        let mut meta = obj["metadata"].clone();
+        if let Some(m) = meta.as_object_mut() {
+            m.retain(|k, _| {
+                ["name", "labels", "annotations", "finalizers", "generation"].contains(&k.as_str())
+            });
+            if let Some(a) = m.get_mut("annotations").and_then(Value::as_object_mut) {
+                a.remove("deployment.kubernetes.io/revision");
+                if a.is_empty() {
+                    m.remove("annotations");
+                }
+            }
+        }
+        let spec = match obj["kind"].as_str() {
+            Some("Service") => {
+                json!({"ports": obj["spec"]["ports"], "selector": obj["spec"]["selector"]})
+            }
+            _ => obj["spec"].clone(),
+        };
+        json!({"kind": obj["kind"], "metadata": meta, "spec": spec})
+    })
+}
+
+#[tokio::test]
+async fn strategic_merge_patches_of_built_in_types_answer_alike() {
+    differential("smp", async |t: &Target, r: &mut Record| {
+        let deployments = t.on("deployments");
+        let app = container("app", "app:1", &[80, 443], json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]));
+        let sidecar = container("sidecar", "sidecar:1", &[9000], json!([]));
+        let created = deployments.create(deployment("web", json!([app, sidecar]))).await;
+        r.answer("create", spec_and_labels(created));
+        let steps = [
+            ("containers merge by name", json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}}})),
+            ("an env entry deleted by $patch: delete, one added", json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "env": [{"name": "A", "$patch": "delete"}, {"name": "C", "value": "3"}]},
+            ]}}}})),
+            ("$setElementOrder puts a new container first", json!({"spec": {"template": {"spec": {
+                "$setElementOrder/containers": [{"name": "init"}, {"name": "sidecar"}, {"name": "app"}],
+                "containers": [container("init", "init:1", &[], json!([]))],
+            }}}})),
+            ("a port deleted and one added", json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "ports": [{"containerPort": 443, "$patch": "delete"}, {"containerPort": 8080, "protocol": "TCP"}]},
+            ]}}}})),
+            ("volume mounts merge by mountPath", json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "volumeMounts": [{"name": "data", "mountPath": "/data"}]},
+            ]}}}})),
+            ("a list replaced by $patch: replace", json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "sidecar", "env": [{"$patch": "replace"}, {"name": "ONLY", "value": "1"}]},
+            ]}}}})),
+            ("a list without a strategy is replaced", json!({"spec": {"template": {"spec": {"tolerations": [{"key": "a", "operator": "Exists"}]}}}})),
+            ("the replacing list", json!({"spec": {"template": {"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}}})),
+            ("a map replaced by $patch: replace", json!({"spec": {"template": {"metadata": {"labels": {"$patch": "replace", "app": "web", "v": "2"}}}}})),
+            ("$retainKeys drops the rolling update", json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}})),
+            ("finalizers merge as a set", json!({"metadata": {"finalizers": ["kubekit.dev/a"]}})),
+            ("another finalizer", json!({"metadata": {"finalizers": ["kubekit.dev/b"]}})),
+            ("$deleteFromPrimitiveList removes finalizers", json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["kubekit.dev/a", "kubekit.dev/b"]}})),
+            ("null deletes a label", json!({"metadata": {"labels": {"app": null, "team": "x"}}})),
+        ];
+        for (label, patch) in steps {
+            let patched = deployments.patch("web", PatchType::StrategicMerge, patch).await;
+            r.answer(label, spec_and_labels(patched));
+        }
+        let services = t.on("services");
+        let port = |name: &str, port: u16, target: u16| {
+            json!({"name": name, "port": port, "targetPort": target, "protocol": "TCP"})
+        };
+        let service = json!({
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [port("http", 80, 8080), port("https", 443, 8443)]},
+        });
+        r.answer("create a Service", spec_and_labels(services.create(service).await));
+        let service_steps = [
+            ("Service ports merge by port", json!({"spec": {"ports": [{"port": 80, "targetPort": 9090}]}})),
+            ("a Service port deleted and one added", json!({"spec": {"ports": [{"port": 443, "$patch": "delete"}, port("metrics", 9100, 9100)]}})),
+        ];
+        for (label, patch) in service_steps {
+            let patched = services.patch("web", PatchType::StrategicMerge, patch).await;
+            r.answer(label, spec_and_labels(patched));
+        }
+    })
+    .await;
+}
+
+/// Runs kubectl (the pinned build) against `t` in its namespace.
+async fn kubectl(t: &Target, args: &[&str], stdin: String) -> std::process::Output {
+    let mut all = vec!["--namespace", t.ns.as_str()];
+    all.extend_from_slice(args);
+    let all: Vec<String> = all.iter().map(|a| a.to_string()).collect();
+    let kubeconfig = t.kubeconfig.clone();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = all.iter().map(String::as_str).collect();
+        common::kubectl_output(&kubeconfig, &args, &stdin)
+    })
+    .await
+    .expect("kubectl ran")
+}
+
+#[tokio::test]
+async fn kubectl_apply_of_a_changed_deployment_gives_alike_objects() {
+    differential("kubectl-apply", async |t: &Target, r: &mut Record| {
+        let env = |extra: bool| {
+            let mut env = vec![json!({"name": "A", "value": "1"})];
+            if extra {
+                env.push(json!({"name": "B", "value": "2"}));
+            }
+            Value::Array(env)
+        };
+        let first = deployment(
+            "web",
+            json!([container("web", "web:1", &[80, 443], env(false))]),
+        );
+        let changed = deployment("web", json!([container("web", "web:2", &[80], env(true))]));
+        for (label, manifest) in [("apply", first), ("apply a changed manifest", changed)] {
+            let out = kubectl(t, &["apply", "-f", "-"], manifest.to_string()).await;
+            r.push(
+                &format!("{label}: kubectl says"),
+                json!({
+                    "success": out.status.success(),
+                    "stdout": String::from_utf8_lossy(&out.stdout),
+                    "stderr": String::from_utf8_lossy(&out.stderr),
+                }),
+            );
+            r.answer(label, spec_and_labels(t.on("deployments").get("web").await));
+        }
+    })
+    .await;
+}
+
+/// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
+async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
+    let res = t
+        .rest
+        .get()
+        .abs_path(path)
+        .accept(accept)
+        .send()
+        .await
+        .expect("discovery answers");
+    let doc = serde_json::from_slice(res.body()).expect("discovery is JSON");
+    (res.content_type().to_string(), doc)
+}
+
+/// The entries of `doc` (an `APIGroupDiscoveryList`) for the groups, versions and
+/// resources of `served` (another one), each resource's subresources narrowed to those
+/// `served` has, in name order.
+fn discovery_entries(doc: &Value, served: &Value) -> Value {
+    let named = |list: &Value, field: &str, name: &Value| -> Option<Value> {
+        list.as_array()?
+            .iter()
+            .find(|e| e.pointer(field) == Some(name))
+            .cloned()
+    };
+    let mut out = BTreeMap::new();
+    for group in served["items"].as_array().into_iter().flatten() {
+        let name = &group["metadata"]["name"];
+        let found = named(&doc["items"], "/metadata/name", name).or_else(|| {
+            // The core group has no name.
+            name.is_null().then(|| doc["items"][0].clone())
+        });
+        for version in group["versions"].as_array().into_iter().flatten() {
+            let v = &version["version"];
+            let theirs = found
+                .as_ref()
+                .and_then(|g| named(&g["versions"], "/version", v));
+            for resource in version["resources"].as_array().into_iter().flatten() {
+                let mut entry = theirs
+                    .as_ref()
+                    .and_then(|tv| named(&tv["resources"], "/resource", &resource["resource"]))
+                    .unwrap_or(Value::Null);
+                if let Some(subs) = entry.get_mut("subresources").and_then(Value::as_array_mut) {
+                    subs.retain(|s| {
+                        named(&resource["subresources"], "/subresource", &s["subresource"])
+                            .is_some()
+                    });
+                    if subs.is_empty() {
+                        entry.as_object_mut().map(|e| e.remove("subresources"));
+                    }
+                }
+                let key = format!(
+                    "{}/{}/{}",
+                    name.as_str().unwrap_or(""),
+                    v.as_str().unwrap_or(""),
+                    resource["resource"].as_str().unwrap_or("")
+                );
+                let freshness = theirs.as_ref().map(|tv| tv["freshness"].clone());
+                out.insert(key, json!({"freshness": freshness, "entry": entry}));
+            }
+        }
+    }
+    json!(out)
+}
+
+#[tokio::test]
+async fn aggregated_discovery_describes_the_served_resources_alike() {
+    const V2: &str =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    const V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+    // What the fake serves, taken once: the real server's entries are compared to it.
+    let fake = fake("discovery-served").await;
+    ensure_widgets(&fake).await;
+    let served_core = aggregated_discovery(&fake, "/api", V2).await.1;
+    let served_groups = aggregated_discovery(&fake, "/apis", V2).await.1;
+    differential("discovery", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        let (content_type, core) = aggregated_discovery(t, "/api", V2).await;
+        r.push("/api content type", json!(content_type));
+        r.push("/api", json!({"kind": core["kind"], "apiVersion": core["apiVersion"], "entries": discovery_entries(&core, &served_core)}));
+        let groups = testenv::eventually(60, "the Widget group is discovered", || async {
+            let (content_type, doc) = aggregated_discovery(t, "/apis", V2).await;
+            let entries = discovery_entries(&doc, &served_groups);
+            let widgets = format!("{GROUP}/v1/widgets");
+            entries[widgets.as_str()]["entry"].is_object().then_some((content_type, doc, entries))
+        })
+        .await;
+        r.push("/apis content type", json!(groups.0));
+        r.push("/apis", json!({"kind": groups.1["kind"], "apiVersion": groups.1["apiVersion"], "entries": groups.2}));
+        let (content_type, legacy) = aggregated_discovery(t, "/apis", V2BETA1).await;
+        r.push("v2beta1 is answered with the legacy document", json!([content_type, legacy["kind"]]));
     })
     .await;
 }
