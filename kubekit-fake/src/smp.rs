@@ -149,19 +149,88 @@ fn field(ty: Ty, name: &str) -> (Ty, ListMerge) {
         .map_or((Ty::Other, Replace), |&(_, _, child, merge)| (child, merge))
 }
 
-/// A malformed patch, as the real server words and codes it.
-fn bad_request(message: impl Into<String>) -> ApiError {
-    ApiError::bad_request(message)
+/// A patch the real server cannot apply and reports as a bare `500` (a `Status` without a
+/// reason), in its words.
+fn failed(message: impl Into<String>) -> ApiError {
+    ApiError::new(500, "", message)
 }
 
-fn internal(message: impl Into<String>) -> ApiError {
-    ApiError::internal(message.into())
+/// The real server's `400` for a malformed `$retainKeys`.
+fn bad_retain_keys() -> ApiError {
+    ApiError::bad_request("invalid patch format of retainKeys")
+}
+
+/// A JSON value as Go's `%v` prints the generic value it decodes to: `map[k:v ...]` with
+/// sorted keys, `[a b]`, strings unquoted, `<nil>` for null.
+fn go_format(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(go_format).collect::<Vec<_>>().join(" ")
+        ),
+        Value::Object(m) => {
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            entries.sort_by_key(|(k, _)| *k);
+            let entries: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{k}:{}", go_format(v)))
+                .collect();
+            format!("map[{}]", entries.join(" "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The Go type a JSON value decodes to, as `%s` of its `reflect.Type` prints it.
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float64",
+        Value::Number(_) => "int64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+/// A value where a list was expected.
+fn not_a_list(v: &Value) -> ApiError {
+    failed(format!(
+        "expected a []interface {{}}, but received a {}",
+        go_type(v)
+    ))
+}
+
+fn unknown_patch_type(directive: &Value, map: &Value) -> ApiError {
+    failed(format!(
+        "unknown patch type: {} in map: {}",
+        go_format(directive),
+        go_format(map)
+    ))
 }
 
 /// Applies strategic merge patch `patch` to `original`, an object of type `ty`.
 pub(crate) fn apply(original: Value, patch: Value, ty: Ty) -> Result<Value, ApiError> {
-    let (Value::Object(original), Value::Object(patch)) = (original, patch) else {
-        return Err(bad_request("invalid JSON document"));
+    let patch = match patch {
+        Value::Object(p) => p,
+        Value::Null => Map::new(),
+        other => {
+            let what = match other {
+                Value::Array(_) => "array",
+                Value::String(_) => "string",
+                Value::Bool(_) => "bool",
+                _ => "number",
+            };
+            return Err(ApiError::bad_request(format!(
+                "json: cannot unmarshal {what} into Go value of type map[string]interface {{}}"
+            )));
+        }
+    };
+    let Value::Object(original) = original else {
+        return Err(ApiError::internal("the stored object is not a JSON object"));
     };
     let mut merged = Value::Object(merge_map(original, patch, ty)?);
     strip_directives(&mut merged);
@@ -190,15 +259,14 @@ fn merge_map(
     mut patch: Map<String, Value>,
     ty: Ty,
 ) -> Result<Map<String, Value>, ApiError> {
-    if let Some(directive) = patch.remove(DIRECTIVE) {
+    if let Some(directive) = patch.get(DIRECTIVE) {
         return match directive.as_str() {
-            Some("replace") => Ok(patch),
+            Some("replace") => {
+                patch.remove(DIRECTIVE);
+                Ok(patch)
+            }
             Some("delete") => Ok(Map::new()),
-            _ => Err(internal(format!(
-                "unknown patch type: {} in map: {}",
-                plain(&directive),
-                Value::Object(patch)
-            ))),
+            _ => Err(unknown_patch_type(directive, &Value::Object(patch.clone()))),
         };
     }
     retain_keys(&mut original, &mut patch)?;
@@ -236,11 +304,6 @@ fn same_type(a: &Value, b: &Value) -> bool {
     std::mem::discriminant(a) == std::mem::discriminant(b)
 }
 
-/// A scalar as Go's `%v` prints it (strings unquoted).
-fn plain(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
-}
-
 /// `$retainKeys`: keys of `original` not listed are cleared; every key the patch sets must
 /// be listed.
 fn retain_keys(
@@ -250,7 +313,7 @@ fn retain_keys(
     let Some(keys) = patch.remove(RETAIN_KEYS) else {
         return Ok(());
     };
-    let bad = || bad_request("invalid patch: the $retainKeys directive must be a list of strings");
+    let bad = bad_retain_keys;
     let keys: Vec<&str> = keys
         .as_array()
         .ok_or_else(bad)?
@@ -285,20 +348,13 @@ fn set_element_orders(
     for key in keys {
         let order = match patch.remove(&key) {
             Some(Value::Array(order)) => order,
-            _ => {
-                return Err(bad_request(
-                    "invalid patch: $setElementOrder must be a list",
-                ));
-            }
+            other => return Err(not_a_list(&other.unwrap_or(Value::Null))),
         };
         let name = &key[SET_ELEMENT_ORDER.len()..];
         let as_list = |v: Option<Value>| match v {
             None => Ok(None),
             Some(Value::Array(a)) => Ok(Some(a)),
-            Some(other) => Err(internal(format!(
-                "expected []interface{{}}, but got {}",
-                plain(&other)
-            ))),
+            Some(other) => Err(not_a_list(&other)),
         };
         let from_original = as_list(original.remove(name))?;
         let from_patch = as_list(patch.remove(name))?;
@@ -342,16 +398,20 @@ fn merge_list(
     if original.is_empty() && patch.is_empty() {
         return Ok(original);
     }
-    let objects = original.iter().chain(&patch).all(Value::is_object);
-    let scalars = !original
-        .iter()
-        .chain(&patch)
-        .any(|v| v.is_object() || v.is_array());
-    if !objects && !scalars {
-        return Err(internal(
-            "sliceElementType: elements of a merged list are of different types",
-        ));
+    // All elements must be of one Go type, and not lists.
+    let mut elements = original.iter().chain(&patch);
+    let first = elements.next().map(go_type);
+    if first == Some("[]interface {}") {
+        return Err(failed("lists of lists are not supported"));
     }
+    if elements.any(|e| Some(go_type(e)) != first) {
+        return Err(failed(format!(
+            "list element types are not identical: [{} {}]",
+            go_format(&Value::Array(original)),
+            go_format(&Value::Array(patch))
+        )));
+    }
+    let scalars = first != Some("map[string]interface {}");
     let key = match list {
         By(k) => Some(k),
         _ => None,
@@ -372,7 +432,7 @@ fn merge_list(
         (original, patch, both)
     } else {
         let Some(key) = key else {
-            return Err(internal("cannot merge lists without merge key"));
+            return Err(failed("cannot merge lists without merge key"));
         };
         let (server, patch) = special_elements(original, patch, key)?;
         let merged = merge_by_key(server.clone(), &patch, key, child)?;
@@ -409,16 +469,9 @@ fn special_elements(
             }
             Some(d) if d == "replace" => replace = true,
             Some(d) if d == "merge" => {
-                return Err(internal(
-                    "merging lists cannot yet be specified in the patch",
-                ));
+                return Err(failed("merging lists cannot yet be specified in the patch"));
             }
-            Some(d) => {
-                return Err(internal(format!(
-                    "unknown patch type: {} in map: {item}",
-                    plain(d)
-                )));
-            }
+            Some(d) => return Err(unknown_patch_type(d, &item)),
         }
     }
     Ok(if replace {
@@ -429,8 +482,9 @@ fn special_elements(
 }
 
 fn no_merge_key(item: &Value, key: &str) -> ApiError {
-    internal(format!(
-        "map: {item} does not contain declared merge key: {key}"
+    failed(format!(
+        "map: {} does not contain declared merge key: {key}",
+        go_format(item)
     ))
 }
 

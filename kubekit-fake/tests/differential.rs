@@ -969,6 +969,21 @@ async fn strategic_merge_patches_of_built_in_types_answer_alike() {
             let patched = services.patch("web", PatchType::StrategicMerge, patch).await;
             r.answer(label, spec_and_labels(patched));
         }
+        let template_spec = |spec: Value| json!({"spec": {"template": {"spec": spec}}});
+        let malformed = [
+            ("a list item without its merge key", template_spec(json!({"containers": [{"image": "x", "ports": [{"containerPort": 1}]}]}))),
+            ("$patch: merge in a list", template_spec(json!({"containers": [{"name": "app", "$patch": "merge"}]}))),
+            ("an unknown $patch in a map", json!({"spec": {"template": {"$patch": "sideways"}}})),
+            ("$retainKeys not a list", json!({"spec": {"strategy": {"$retainKeys": "type"}}})),
+            ("$retainKeys without a patched key", json!({"spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": {}}}})),
+            ("$setElementOrder not a list", template_spec(json!({"$setElementOrder/containers": 3}))),
+            ("list items of another type", template_spec(json!({"containers": ["a"]}))),
+            ("a patch that is not an object", json!([1])),
+        ];
+        for (label, patch) in malformed {
+            let refused = deployments.patch("web", PatchType::StrategicMerge, patch).await;
+            r.answer(label, spec_and_labels(refused));
+        }
     })
     .await;
 }
