@@ -141,11 +141,9 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Val
     for r in served {
         let mut entry = json!({
             "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
-            "kind": r.kind, "shortNames": r.short_names, "verbs": verbs(r),
+            "kind": r.kind, "verbs": verbs(r),
         });
-        if !r.categories.is_empty() {
-            entry["categories"] = json!(r.categories);
-        }
+        add_names(&mut entry, r);
         resources.push(entry);
         if r.status {
             resources.push(json!({
@@ -165,6 +163,17 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Val
     }))
 }
 
+/// Adds a resource's short names and categories to its discovery entry (left out when
+/// there are none, as the real server leaves them out).
+fn add_names(entry: &mut Value, r: &ResourceInfo) {
+    if !r.short_names.is_empty() {
+        entry["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        entry["categories"] = json!(r.categories);
+    }
+}
+
 /// One resource of an aggregated discovery document (`APIResourceDiscovery`).
 fn resource_entry(r: &ResourceInfo, version: &str) -> Value {
     // Built-in resources leave their own group and version out; custom resources name them.
@@ -180,12 +189,7 @@ fn resource_entry(r: &ResourceInfo, version: &str) -> Value {
         "singularResource": r.singular,
         "verbs": verbs(r),
     });
-    if !r.short_names.is_empty() {
-        entry["shortNames"] = json!(r.short_names);
-    }
-    if !r.categories.is_empty() {
-        entry["categories"] = json!(r.categories);
-    }
+    add_names(&mut entry, r);
     if r.status {
         entry["subresources"] = json!([{
             "subresource": "status", "responseKind": response_kind, "verbs": STATUS_VERBS,

@@ -4,10 +4,12 @@
 //!
 //! - Paths: `/api/v1/...` and `/apis/<group>/<version>/...` for resources
 //!   (`[namespaces/<ns>/]<resource>[/<name>[/status]]`), `/api`, `/apis`, `/api/v1` and
-//!   `/apis/<group>/<version>` (legacy discovery: kubekit, kubectl and client-go fall back
-//!   to it when aggregated discovery is not asked for; aggregated discovery when it is),
-//!   `/openapi/v3[/...]` (see `openapi`), `/version`, `/healthz`, `/livez`, `/readyz`.
-//!   Anything else is `404 NotFound`.
+//!   `/apis/<group>/<version>` (discovery: see `discovery`), `/openapi/v3[/...]` (see
+//!   `openapi`), `/version`, `/healthz`, `/livez`, `/readyz`. Anything else is
+//!   `404 NotFound`. A verb a resource does not have (deletecollection of namespaces) is
+//!   `405 MethodNotAllowed`.
+//! - Patches: JSON patch, JSON merge patch, strategic merge patch of built-in types (see
+//!   `smp`); anything else, server-side apply included, is `415 UnsupportedMediaType`.
 //! - Bodies are JSON (no protobuf, no YAML), at most [`MAX_BODY_BYTES`]; a body that is
 //!   not a JSON object is `400 BadRequest`. `dryRun` is refused with `400`.
 //! - Every error is a `metav1.Status`. No client input panics the server.

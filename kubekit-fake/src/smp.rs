@@ -363,6 +363,9 @@ fn set_element_orders(
             By(k) => Some(k),
             _ => None,
         };
+        if let Some(p) = &from_patch {
+            check_order(p, &order, key)?;
+        }
         let server_order = from_original.clone().unwrap_or_default();
         let merged = match (from_original, from_patch) {
             (Some(o), None) => o,
@@ -381,6 +384,44 @@ fn set_element_orders(
                 key,
             )),
         );
+    }
+    Ok(())
+}
+
+/// Checks that the items of `patch` (but `$patch: delete` ones) come in the order of
+/// `$setElementOrder` list `order`.
+fn check_order(patch: &[Value], order: &[Value], key: Option<&str>) -> Result<(), ApiError> {
+    if patch.is_empty() || order.is_empty() {
+        return Ok(());
+    }
+    let kept: Vec<&Value> = patch
+        .iter()
+        .filter(|i| key.is_none() || i.get(DIRECTIVE).is_none_or(|d| d != "delete"))
+        .collect();
+    let same = |item: &Value, listed: &Value| -> Result<bool, ApiError> {
+        let Some(k) = key else {
+            return Ok(item == listed);
+        };
+        let value = |v: &Value| v.get(k).cloned().ok_or_else(|| no_merge_key(v, k));
+        Ok(value(item)? == value(listed)?)
+    };
+    let (mut p, mut o) = (0, 0);
+    while p < kept.len() && o < order.len() {
+        if kept[p].get(DIRECTIVE).is_some() {
+            p += 1;
+            continue;
+        }
+        if same(kept[p], &order[o])? {
+            p += 1;
+        }
+        o += 1;
+    }
+    if p < kept.len() {
+        return Err(failed(format!(
+            "The order in patch list:\n{}\n doesn't match $setElementOrder list:\n{}\n",
+            go_format(&Value::Array(patch.to_vec())),
+            go_format(&Value::Array(order.to_vec()))
+        )));
     }
     Ok(())
 }

@@ -885,6 +885,19 @@ fn deployment(name: &str, containers: Value) -> Value {
     })
 }
 
+/// A Service port (protocol spelled out).
+fn port(name: &str, port: u16, target: u16) -> Value {
+    json!({"name": name, "port": port, "targetPort": target, "protocol": "TCP"})
+}
+
+/// A Service selecting `app: web` on `ports`.
+fn service(name: &str, ports: &[Value]) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+        "spec": {"selector": {"app": "web"}, "ports": ports},
+    })
+}
+
 /// What of a Deployment or Service both servers must agree on: its spec (a Service's
 /// ports and selector: the rest is allocated or defaulted), labels, annotations but the
 /// deployment controller's revision, finalizers and generation. Status, written by the
@@ -953,13 +966,7 @@ async fn strategic_merge_patches_of_built_in_types_answer_alike() {
             r.answer(label, spec_and_labels(patched));
         }
         let services = t.on("services");
-        let port = |name: &str, port: u16, target: u16| {
-            json!({"name": name, "port": port, "targetPort": target, "protocol": "TCP"})
-        };
-        let service = json!({
-            "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-            "spec": {"selector": {"app": "web"}, "ports": [port("http", 80, 8080), port("https", 443, 8443)]},
-        });
+        let service = service("web", &[port("http", 80, 8080), port("https", 443, 8443)]);
         r.answer("create a Service", spec_and_labels(services.create(service).await));
         let service_steps = [
             ("Service ports merge by port", json!({"spec": {"ports": [{"port": 80, "targetPort": 9090}]}})),
@@ -978,6 +985,10 @@ async fn strategic_merge_patches_of_built_in_types_answer_alike() {
             ("$retainKeys without a patched key", json!({"spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": {}}}})),
             ("$setElementOrder not a list", template_spec(json!({"$setElementOrder/containers": 3}))),
             ("list items of another type", template_spec(json!({"containers": ["a"]}))),
+            ("a patch list out of $setElementOrder's order", template_spec(json!({
+                "$setElementOrder/containers": [{"name": "app"}, {"name": "sidecar"}],
+                "containers": [{"name": "sidecar", "image": "s:9"}, {"name": "app", "image": "a:9"}],
+            }))),
             ("a patch that is not an object", json!([1])),
         ];
         for (label, patch) in malformed {
@@ -1003,8 +1014,9 @@ async fn kubectl(t: &Target, args: &[&str], stdin: String) -> std::process::Outp
 }
 
 #[tokio::test]
-async fn kubectl_apply_of_a_changed_deployment_gives_alike_objects() {
+async fn kubectl_apply_of_changed_manifests_gives_alike_objects() {
     differential("kubectl-apply", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
         let env = |extra: bool| {
             let mut env = vec![json!({"name": "A", "value": "1"})];
             if extra {
@@ -1017,17 +1029,40 @@ async fn kubectl_apply_of_a_changed_deployment_gives_alike_objects() {
             json!([container("web", "web:1", &[80, 443], env(false))]),
         );
         let changed = deployment("web", json!([container("web", "web:2", &[80], env(true))]));
-        for (label, manifest) in [("apply", first), ("apply a changed manifest", changed)] {
-            let out = kubectl(t, &["apply", "-f", "-"], manifest.to_string()).await;
-            r.push(
-                &format!("{label}: kubectl says"),
-                json!({
-                    "success": out.status.success(),
-                    "stdout": String::from_utf8_lossy(&out.stdout),
-                    "stderr": String::from_utf8_lossy(&out.stderr),
-                }),
-            );
-            r.answer(label, spec_and_labels(t.on("deployments").get("web").await));
+        let mut widget_changed = widget("w", json!({"team": "a"}));
+        widget_changed["spec"] = json!({"size": 2, "tags": ["b"]});
+        let mut widget_first = widget("w", json!({}));
+        widget_first["spec"] = json!({"size": 1, "tags": ["a", "b"]});
+        let manifests = [
+            ("deployments", "web", first, changed),
+            (
+                "services",
+                "web",
+                service("web", &[port("http", 80, 8080), port("https", 443, 8443)]),
+                service("web", &[port("http", 80, 9090)]),
+            ),
+            // A custom resource: kubectl sends a JSON merge patch.
+            ("widgets", "w", widget_first, widget_changed),
+        ];
+        for (resource, name, first, changed) in manifests {
+            for (step, manifest) in [("apply", first), ("apply a changed manifest", changed)] {
+                let label = format!("{resource}: {step}");
+                let out = kubectl(t, &["apply", "-f", "-"], manifest.to_string()).await;
+                assert!(
+                    out.status.success(),
+                    "{label}: kubectl apply failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                r.push(
+                    &format!("{label}: kubectl says"),
+                    json!({
+                        "success": out.status.success(),
+                        "stdout": String::from_utf8_lossy(&out.stdout),
+                        "stderr": String::from_utf8_lossy(&out.stderr),
+                    }),
+                );
+                r.answer(&label, spec_and_labels(t.on(resource).get(name).await));
+            }
         }
     })
     .await;
@@ -1097,6 +1132,27 @@ fn discovery_entries(doc: &Value, served: &Value) -> Value {
     json!(out)
 }
 
+/// The resources of `doc` (a legacy `APIResourceList`) that `served` (another one) has,
+/// each with the fields `served` gives it, by name.
+fn legacy_entries(doc: &Value, served: &Value) -> Value {
+    let mut out = BTreeMap::new();
+    for resource in served["resources"].as_array().into_iter().flatten() {
+        let name = &resource["name"];
+        let theirs = doc["resources"]
+            .as_array()
+            .and_then(|all| all.iter().find(|e| &e["name"] == name));
+        let entry: BTreeMap<&String, &Value> = match (theirs, resource.as_object()) {
+            (Some(theirs), Some(fields)) => fields
+                .keys()
+                .filter_map(|k| theirs.get(k).map(|v| (k, v)))
+                .collect(),
+            _ => BTreeMap::new(),
+        };
+        out.insert(name.as_str().unwrap_or_default().to_string(), json!(entry));
+    }
+    json!({"kind": doc["kind"], "groupVersion": doc["groupVersion"], "resources": out})
+}
+
 #[tokio::test]
 async fn aggregated_discovery_describes_the_served_resources_alike() {
     const V2: &str =
@@ -1107,6 +1163,24 @@ async fn aggregated_discovery_describes_the_served_resources_alike() {
     ensure_widgets(&fake).await;
     let served_core = aggregated_discovery(&fake, "/api", V2).await.1;
     let served_groups = aggregated_discovery(&fake, "/apis", V2).await.1;
+    let mut served_legacy = Vec::new();
+    for group in served_groups["items"].as_array().into_iter().flatten() {
+        for version in group["versions"].as_array().into_iter().flatten() {
+            let path = format!(
+                "/apis/{}/{}",
+                group["metadata"]["name"].as_str().unwrap_or_default(),
+                version["version"].as_str().unwrap_or_default()
+            );
+            let doc = aggregated_discovery(&fake, &path, "application/json")
+                .await
+                .1;
+            served_legacy.push((path, doc));
+        }
+    }
+    let core = aggregated_discovery(&fake, "/api/v1", "application/json")
+        .await
+        .1;
+    served_legacy.push(("/api/v1".to_string(), core));
     differential("discovery", async |t: &Target, r: &mut Record| {
         ensure_widgets(t).await;
         let (content_type, core) = aggregated_discovery(t, "/api", V2).await;
@@ -1123,6 +1197,10 @@ async fn aggregated_discovery_describes_the_served_resources_alike() {
         r.push("/apis", json!({"kind": groups.1["kind"], "apiVersion": groups.1["apiVersion"], "entries": groups.2}));
         let (content_type, legacy) = aggregated_discovery(t, "/apis", V2BETA1).await;
         r.push("v2beta1 is answered with the legacy document", json!([content_type, legacy["kind"]]));
+        for (path, served) in &served_legacy {
+            let doc = aggregated_discovery(t, path, "application/json").await.1;
+            r.push(path, legacy_entries(&doc, served));
+        }
     })
     .await;
 }

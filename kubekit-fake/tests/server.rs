@@ -293,7 +293,7 @@ async fn shutdown_ends_open_watches_and_every_task() {
 }
 
 /// Like `common::kubectl_output`, requiring success; returns the standard output.
-pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: &str) -> String {
+fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: &str) -> String {
     let out = kubectl_output(kubeconfig, args, stdin);
     assert!(
         out.status.success(),
