@@ -171,6 +171,16 @@ impl Res<'_> {
         Self::send(self.req(self.t.rest.patch(how)).name(name).body(&body)).await
     }
 
+    async fn patch_status(
+        &self,
+        name: &str,
+        how: PatchType,
+        body: Value,
+    ) -> kubekit::rest::Result<Value> {
+        let r = self.req(self.t.rest.patch(how)).name(name);
+        Self::send(r.subresource("status").body(&body)).await
+    }
+
     async fn delete(&self, name: &str, opts: Value) -> kubekit::rest::Result<Value> {
         Self::send(self.req(self.t.rest.delete()).name(name).body(&opts)).await
     }
@@ -994,6 +1004,41 @@ async fn strategic_merge_patches_of_built_in_types_answer_alike() {
         for (label, patch) in malformed {
             let refused = deployments.patch("web", PatchType::StrategicMerge, patch).await;
             r.answer(label, spec_and_labels(refused));
+        }
+        // ownerReferences merge by uid (owners that exist: the collector keeps the object).
+        let owner = |kind: &str, obj: &Value| {
+            json!({"apiVersion": obj["apiVersion"], "kind": kind, "name": "web", "uid": obj["metadata"]["uid"]})
+        };
+        let deployment_owner = owner("Deployment", &deployments.get("web").await.expect("web"));
+        let service_owner = owner("Service", &services.get("web").await.expect("web"));
+        t.on("configmaps").create(cm("owned", json!({}))).await.expect("owned created");
+        for (label, owner) in [("an owner added", deployment_owner), ("another owner merges by uid", service_owner)] {
+            let patch = json!({"metadata": {"ownerReferences": [owner]}});
+            let patched = t.on("configmaps").patch("owned", PatchType::StrategicMerge, patch).await;
+            r.answer(label, patched.map(|o| o["metadata"]["ownerReferences"].clone()));
+        }
+        // A ServiceAccount's secrets merge by name.
+        let accounts = t.on("serviceaccounts");
+        accounts.create(json!({"metadata": {"name": "robot"}, "secrets": [{"name": "a"}]})).await.expect("robot created");
+        let patched = accounts.patch("robot", PatchType::StrategicMerge, json!({"secrets": [{"name": "b"}]})).await;
+        r.answer("ServiceAccount secrets merge by name", patched.map(|o| o["secrets"].clone()));
+        // Nothing writes a ClusterIP Service's status on the real server: its conditions
+        // merge by type through the status subresource.
+        let condition = |kind: &str, status: &str| {
+            json!({
+                "type": kind, "status": status, "reason": "Checked", "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            })
+        };
+        let status_steps = [
+            ("a status condition", json!({"status": {"conditions": [condition("A", "True")]}})),
+            ("another condition merges by type", json!({"status": {"conditions": [condition("B", "True")]}})),
+            ("a condition changed by type", json!({"status": {"conditions": [condition("A", "False")]}})),
+            ("a condition deleted by type", json!({"status": {"conditions": [{"type": "B", "$patch": "delete"}]}})),
+        ];
+        for (label, patch) in status_steps {
+            let patched = services.patch_status("web", PatchType::StrategicMerge, patch).await;
+            r.answer(label, patched.map(|s| s["status"]["conditions"].clone()));
         }
     })
     .await;
