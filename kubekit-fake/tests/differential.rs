@@ -1249,3 +1249,87 @@ async fn aggregated_discovery_describes_the_served_resources_alike() {
     })
     .await;
 }
+
+/// A GET of `path` (with its query) on `t`, as JSON.
+async fn get_json(t: &Target, path_and_query: &str) -> Option<Value> {
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let mut r = t.rest.get().abs_path(path);
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        r = r.param(&k, &v);
+    }
+    let res = r.send().await.ok()?;
+    serde_json::from_slice(res.body()).ok()
+}
+
+/// What kubectl reads of the `patch` operation at each of `paths` in `t`'s OpenAPI v3
+/// document of group-version `gv`: the kind it patches, whether it takes `fieldManager`
+/// and `fieldValidation`, and the patch types it accepts but server-side apply (which the
+/// fake does not serve). `None` while the document or a path is missing.
+async fn patch_operations(t: &Target, gv: &str, paths: &[String]) -> Option<Value> {
+    let index = get_json(t, "/openapi/v3").await?;
+    let url = index["paths"][gv]["serverRelativeURL"]
+        .as_str()?
+        .to_string();
+    let doc = get_json(t, &url).await?;
+    let mut out = BTreeMap::new();
+    for path in paths {
+        let op = doc["paths"][path.as_str()].get("patch")?;
+        let params: Vec<&Value> = op["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["in"] == "query")
+            .map(|p| &p["name"])
+            .filter(|n| *n == "fieldManager" || *n == "fieldValidation")
+            .collect();
+        let media: BTreeSet<&String> = op["requestBody"]["content"]
+            .as_object()
+            .into_iter()
+            .flat_map(|c| c.keys())
+            .filter(|m| !m.starts_with("application/apply-patch"))
+            .collect();
+        out.insert(
+            path.clone(),
+            json!({
+                "hash in the URL": url.contains("?hash="),
+                "gvk": op["x-kubernetes-group-version-kind"],
+                "parameters": params,
+                "patch types": media,
+            }),
+        );
+    }
+    Some(json!(out))
+}
+
+#[tokio::test]
+async fn openapi_v3_describes_each_patch_operation_alike() {
+    // The fake's group-versions and resource paths; the real server's documents are read
+    // at the same places.
+    let fake = fake("openapi-served").await;
+    ensure_widgets(&fake).await;
+    let index = get_json(&fake, "/openapi/v3").await.expect("fake index");
+    let mut served = Vec::new();
+    for (gv, entry) in index["paths"].as_object().into_iter().flatten() {
+        let url = entry["serverRelativeURL"].as_str().unwrap_or_default();
+        let doc = get_json(&fake, url).await.expect("fake document");
+        let paths: Vec<String> = doc["paths"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.keys().cloned())
+            .collect();
+        served.push((gv.clone(), paths));
+    }
+    differential("openapi", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        for (gv, paths) in &served {
+            let ops = testenv::eventually(60, "the group-version's OpenAPI is served", || {
+                patch_operations(t, gv, paths)
+            })
+            .await;
+            r.push(gv, ops);
+        }
+    })
+    .await;
+}
