@@ -15,9 +15,9 @@
 //!   `$setElementOrder/<field>` and `$retainKeys`. Merged lists keep the real server's
 //!   order: the patch's items in the patch's (or `$setElementOrder`'s) order, interleaved
 //!   with the items only the server had, in the server's order.
-//! - Whatever directives remain in the result (inside newly added values) are dropped, and
-//!   so are `null` values, as decoding into the typed object drops them on the real
-//!   server.
+//! - A value set where there is nothing to merge with loses its maps that hold a `$patch`
+//!   directive; a replaced list is kept as sent. Then `$`-keys and `null` values are
+//!   dropped, as decoding into the typed object drops them on the real server.
 //! - A malformed patch is an error with the real server's code (400 or 422, 500 for what
 //!   the real server reports as an internal error), never a panic.
 
@@ -237,20 +237,33 @@ pub(crate) fn apply(original: Value, patch: Value, ty: Ty) -> Result<Value, ApiE
     Ok(merged)
 }
 
-/// Removes what decoding into the typed object would not keep: every `$`-key, list
-/// elements that are `$patch` directives and `null` values (left in values the patch
-/// added).
+/// Removes what decoding into the typed object would not keep: every `$`-key and `null`
+/// values in maps (left in values the patch added or in lists it replaced).
 fn strip_directives(v: &mut Value) {
     match v {
         Value::Object(m) => {
             m.retain(|k, v| !k.starts_with('$') && !v.is_null());
             m.values_mut().for_each(strip_directives);
         }
-        Value::Array(a) => {
-            a.retain(|e| e.get(DIRECTIVE).is_none());
-            a.iter_mut().for_each(strip_directives);
-        }
+        Value::Array(a) => a.iter_mut().for_each(strip_directives),
         _ => {}
+    }
+}
+
+/// A value the patch sets where there is nothing to merge with: maps holding a `$patch`
+/// directive are dropped (`None` for the value itself), inside maps and lists.
+fn without_directives(v: Value) -> Option<Value> {
+    match v {
+        Value::Object(m) if m.contains_key(DIRECTIVE) => None,
+        Value::Object(m) => Some(Value::Object(
+            m.into_iter()
+                .filter_map(|(k, v)| without_directives(v).map(|v| (k, v)))
+                .collect(),
+        )),
+        Value::Array(a) => Some(Value::Array(
+            a.into_iter().filter_map(without_directives).collect(),
+        )),
+        other => Some(other),
     }
 }
 
@@ -281,21 +294,26 @@ fn merge_map(
             continue;
         }
         let Some(current) = original.remove(&key) else {
-            if !delete_list {
-                original.insert(key, patch_value);
+            if !delete_list && let Some(v) = without_directives(patch_value) {
+                original.insert(key, v);
             }
             continue;
         };
         let (child, list) = field(ty, &key);
         let merged = match (current, patch_value) {
-            (Value::Object(c), Value::Object(p)) => Value::Object(merge_map(c, p, child)?),
+            (Value::Object(c), Value::Object(p)) => Some(Value::Object(merge_map(c, p, child)?)),
             (Value::Array(c), Value::Array(p)) => {
-                Value::Array(merge_list(c, p, child, list, delete_list)?)
+                Some(Value::Array(merge_list(c, p, child, list, delete_list)?))
             }
-            (current, patch_value) if delete_list && !same_type(&current, &patch_value) => current,
-            (_, patch_value) => patch_value,
+            // A deletion list meets something else: nothing to delete from.
+            (current, patch_value) if delete_list && !same_type(&current, &patch_value) => {
+                Some(current)
+            }
+            (_, patch_value) => without_directives(patch_value),
         };
-        original.insert(key, merged);
+        if let Some(v) = merged {
+            original.insert(key, v);
+        }
     }
     Ok(original)
 }
@@ -697,6 +715,24 @@ mod tests {
         let original = json!({"spec": {"template": {"spec": {"tolerations": [{"key": "a"}]}}}});
         let patch = json!({"spec": {"template": {"spec": {"tolerations": [{"key": "b"}]}}}});
         assert_eq!(patched(original, patch.clone()), patch);
+    }
+
+    #[test]
+    fn added_values_lose_directive_maps_and_replaced_lists_keep_their_items() {
+        let original = json!({"spec": {"template": {"spec": {"tolerations": [{"key": "a"}]}}}});
+        let patch = json!({"spec": {"template": {"spec": {
+            "tolerations": [{"$patch": "delete", "key": "a"}],
+            "affinity": {"nodeAffinity": {"$patch": "delete"}},
+            "volumes": [{"$patch": "replace"}, {"name": "v", "x": null}],
+        }}}});
+        assert_eq!(
+            patched(original, patch),
+            json!({"spec": {"template": {"spec": {
+                "tolerations": [{"key": "a"}],
+                "affinity": {},
+                "volumes": [{"name": "v"}],
+            }}}})
+        );
     }
 
     #[test]

@@ -964,6 +964,13 @@ async fn strategic_merge_patches_of_built_in_types_answer_alike() {
             ]}}}})),
             ("a list without a strategy is replaced", json!({"spec": {"template": {"spec": {"tolerations": [{"key": "a", "operator": "Exists"}]}}}})),
             ("the replacing list", json!({"spec": {"template": {"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}}})),
+            ("a replaced list keeps a $patch item as an item", json!({"spec": {"template": {"spec": {"tolerations": [
+                {"$patch": "delete", "key": "a"}, {"key": "c", "operator": "Exists"},
+            ]}}}})),
+            ("an added map loses its $patch maps", json!({"spec": {"template": {"spec": {
+                "affinity": {"nodeAffinity": {"$patch": "delete"}},
+                "nodeSelector": {"$patch": "delete"},
+            }}}})),
             ("a map replaced by $patch: replace", json!({"spec": {"template": {"metadata": {"labels": {"$patch": "replace", "app": "web", "v": "2"}}}}})),
             ("$retainKeys drops the rolling update", json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}})),
             ("finalizers merge as a set", json!({"metadata": {"finalizers": ["kubekit.dev/a"]}})),
