@@ -88,6 +88,16 @@ enum ListMerge {
     By(&'static str),
 }
 
+impl ListMerge {
+    /// The merge key of a list of objects merged by key.
+    fn key(self) -> Option<&'static str> {
+        match self {
+            By(k) => Some(k),
+            _ => None,
+        }
+    }
+}
+
 use ListMerge::{By, Replace, Scalars};
 
 /// The fields that declare a patch strategy or lead to one: (type, field, the field's
@@ -377,17 +387,14 @@ fn set_element_orders(
         let from_original = as_list(original.remove(name))?;
         let from_patch = as_list(patch.remove(name))?;
         let (child, list) = field(ty, name);
-        let key = match list {
-            By(k) => Some(k),
-            _ => None,
-        };
+        let key = list.key();
         if let Some(p) = &from_patch {
             check_order(p, &order, key)?;
         }
         let server_order = from_original.clone().unwrap_or_default();
         let merged = match (from_original, from_patch) {
             (Some(o), None) => o,
-            (None, Some(p)) => p,
+            (None, Some(p)) => p.into_iter().filter_map(without_directives).collect(),
             (Some(o), Some(p)) => merge_list(o, p, child, list, false)?,
             (None, None) => continue,
         };
@@ -471,10 +478,7 @@ fn merge_list(
         )));
     }
     let scalars = first != Some("map[string]interface {}");
-    let key = match list {
-        By(k) => Some(k),
-        _ => None,
-    };
+    let key = list.key();
     let (server, patch, merged) = if scalars {
         if delete_list {
             return Ok(original
