@@ -63,8 +63,9 @@
 //! # What it does not do
 //!
 //! No authentication or authorization (every request is allowed), no admission, no
-//! defaulting or schema validation (an added container gets no `imagePullPolicy`, empty
-//! lists are kept), no managedFields, no server-side apply, no OpenAPI schemas (`kubectl
+//! defaulting or schema validation (an added container gets no `imagePullPolicy`; empty
+//! lists and maps are kept where the real server's encoding leaves them out), no
+//! managedFields, no server-side apply, no OpenAPI schemas (`kubectl
 //! explain` has nothing to show) and no OpenAPI v2, no protobuf or YAML bodies, no server
 //! side tables (`kubectl get` shows names and ages only), no dry run, no periodic watch
 //! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
