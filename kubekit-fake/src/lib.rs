@@ -30,17 +30,32 @@
 //!   `resourceVersionMatch`), watch (see below), update (409 on a stale
 //!   resourceVersion), the status subresource, JSON patch and JSON merge patch, delete
 //!   (preconditions, finalizers, garbage collection through ownerReferences: background,
-//!   foreground, orphan), deletecollection. A strategic merge patch of a built-in type is
-//!   applied when it has no lists and no `$` directives (it then equals a JSON merge
-//!   patch: what `kubectl apply` sends for a ConfigMap or a label change) and refused with
-//!   `415 UnsupportedMediaType` otherwise; server-side apply is refused with `415`.
+//!   foreground, orphan), deletecollection (not of namespaces: `405`, as on the real
+//!   server).
+//! - Strategic merge patch of the built-in types: list fields merge by the merge keys of
+//!   the Kubernetes API types (containers, init and ephemeral containers, volumes,
+//!   imagePullSecrets by `name`; container ports by `containerPort`, Service ports by
+//!   `port`; env by `name`; volumeMounts by `mountPath`; ownerReferences by `uid`;
+//!   conditions by `type`; finalizers as a set; ...), other lists (tolerations, args, ...)
+//!   are replaced; the directives `$patch: replace|delete` (maps and list items),
+//!   `$deleteFromPrimitiveList/<field>`, `$setElementOrder/<field>` and `$retainKeys`, with
+//!   the real server's order of merged lists and its errors for malformed patches. A
+//!   strategic merge patch of a custom resource is `415`, as on the real server.
+//! - Server-side apply (`application/apply-patch+yaml`) is not implemented: it is refused
+//!   with `415 UnsupportedMediaType` whose message says so (`kubectl apply --server-side`
+//!   prints it); client-side `kubectl apply` works.
 //! - Watch from a resourceVersion with selectors, `sendInitialEvents` streaming lists, and
 //!   `410 Expired` beyond the last [`HISTORY_LIMIT`] changes of a resource (or after
 //!   [`FakeApiServer::compact`]).
 //! - Errors are `metav1.Status` objects with the real server's codes, reasons and messages.
-//! - Legacy discovery (with short names), `/version`, `/healthz`, `/livez`, `/readyz`:
-//!   enough for `kubectl get/apply/label/delete` (with `--validate=false`, since no OpenAPI
-//!   is served).
+//! - Discovery, legacy and aggregated (`apidiscovery.k8s.io/v2` for `/api` and `/apis`),
+//!   with verbs, scope, short names, categories and the `status` subresource as the real
+//!   server gives them, CRDs included.
+//! - A minimal OpenAPI v3 (`/openapi/v3`: each resource's `patch` operation, no schemas):
+//!   enough for `kubectl get/apply/label/delete` with its default validation, which it then
+//!   leaves to the server (`fieldValidation` is accepted and not enforced); `kubectl apply`
+//!   builds its patch from its own compiled-in types. `/openapi/v2` is `404`.
+//! - `/version`, `/healthz`, `/livez`, `/readyz`.
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
 //! against this server and the real kube-apiserver and requires the same answers.
@@ -48,16 +63,21 @@
 //! # What it does not do
 //!
 //! No authentication or authorization (every request is allowed), no admission, no
-//! defaulting or schema validation, no managedFields, strategic merge patch only in its
-//! simple cases, no server-side apply, no aggregated discovery, no OpenAPI, no protobuf or
-//! YAML bodies, no
-//! dry run, no periodic watch bookmarks, no controllers (a Deployment makes no Pods) other
-//! than garbage collection and namespace deletion, which happen at once.
+//! defaulting or schema validation (an added container gets no `imagePullPolicy`; empty
+//! lists and maps are kept where the real server's encoding leaves them out), no
+//! managedFields, no server-side apply, no OpenAPI schemas (`kubectl
+//! explain` has nothing to show) and no OpenAPI v2, no protobuf or YAML bodies, no server
+//! side tables (`kubectl get` shows names and ages only), no dry run, no periodic watch
+//! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
+//! and namespace deletion, which happen at once.
 
+mod discovery;
 mod faults;
+mod openapi;
 mod resources;
 mod selectors;
 mod server;
+mod smp;
 mod status;
 mod store;
 mod watch;

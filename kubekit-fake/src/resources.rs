@@ -28,6 +28,8 @@ pub struct ResourceInfo {
     pub singular: String,
     /// Short names kubectl accepts, e.g. `cm`.
     pub short_names: Vec<String>,
+    /// Categories the resource belongs to, e.g. `all` (`kubectl get all`).
+    pub categories: Vec<String>,
     /// Whether objects live in a namespace.
     pub namespaced: bool,
     /// Whether the type has a `status` subresource (status ignored on the main resource,
@@ -180,6 +182,16 @@ fn short_names(plural: &str) -> Vec<String> {
     names.iter().map(|n| n.to_string()).collect()
 }
 
+/// The categories of the built-in resources (as the real server's discovery gives them).
+fn categories(plural: &str) -> Vec<String> {
+    let names: &[&str] = match plural {
+        "pods" | "services" | "deployments" | "replicasets" => &["all"],
+        "customresourcedefinitions" => &["api-extensions"],
+        _ => &[],
+    };
+    names.iter().map(|n| n.to_string()).collect()
+}
+
 /// The built-in resources.
 pub fn builtin() -> Vec<ResourceInfo> {
     BUILTIN
@@ -193,6 +205,7 @@ pub fn builtin() -> Vec<ResourceInfo> {
                     plural: plural.into(),
                     singular: kind.to_ascii_lowercase(),
                     short_names: short_names(plural),
+                    categories: categories(plural),
                     namespaced,
                     status,
                     generation,
@@ -223,15 +236,18 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
     let plural = text(spec, "names.plural")?;
     let kind = text(spec, "names.kind")?;
     let singular = text(spec, "names.singular").unwrap_or_else(|_| kind.to_ascii_lowercase());
-    let short_names = spec
-        .pointer("/names/shortNames")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|n| n.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let names = |field: &str| -> Vec<String> {
+        spec.pointer(field)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let short_names = names("/names/shortNames");
+    let categories = names("/names/categories");
     let namespaced = text(spec, "scope")? == "Namespaced";
     // (name, storage, has a status subresource) of each served version.
     let mut served = Vec::new();
@@ -270,6 +286,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         plural,
         singular,
         short_names,
+        categories,
         namespaced,
         status,
         generation: true,

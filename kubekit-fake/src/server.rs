@@ -4,9 +4,12 @@
 //!
 //! - Paths: `/api/v1/...` and `/apis/<group>/<version>/...` for resources
 //!   (`[namespaces/<ns>/]<resource>[/<name>[/status]]`), `/api`, `/apis`, `/api/v1` and
-//!   `/apis/<group>/<version>` (legacy discovery: kubekit, kubectl and client-go fall back
-//!   to it when aggregated discovery is not offered), `/version`, `/healthz`, `/livez`,
-//!   `/readyz`. Anything else is `404 NotFound`.
+//!   `/apis/<group>/<version>` (discovery: see `discovery`), `/openapi/v3[/...]` (see
+//!   `openapi`), `/version`, `/healthz`, `/livez`, `/readyz`. Anything else is
+//!   `404 NotFound`. A verb a resource does not have (deletecollection of namespaces) is
+//!   `405 MethodNotAllowed`.
+//! - Patches: JSON patch, JSON merge patch, strategic merge patch of built-in types (see
+//!   `smp`); anything else, server-side apply included, is `415 UnsupportedMediaType`.
 //! - Bodies are JSON (no protobuf, no YAML), at most [`MAX_BODY_BYTES`]; a body that is
 //!   not a JSON object is `400 BadRequest`. `dryRun` is refused with `400`.
 //! - Every error is a `metav1.Status`. No client input panics the server.
@@ -26,9 +29,12 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::discovery;
 use crate::faults::Faults;
+use crate::openapi;
 use crate::resources::ResourceInfo;
 use crate::selectors::Filter;
+use crate::smp;
 use crate::status::{ApiError, ApiResult, details};
 use crate::store::{DeleteRequest, Deleted, Store};
 use crate::watch::{WatchRequest, start_watch};
@@ -103,14 +109,25 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
     let result = match segments.as_slice() {
         ["healthz"] | ["livez"] | ["readyz"] => return text_response("ok"),
         ["version"] => Ok(version()),
+        ["openapi", "v3"] => Ok(openapi::index(&shared.store.lock())),
+        ["openapi", "v3", rest @ ..] => openapi::document(&shared.store.lock(), &rest.join("/")),
+        [root @ ("api" | "apis")] if discovery::wants_aggregated(req.headers()) => {
+            let doc = discovery::aggregated(&shared.store.lock(), *root == "api");
+            let mut res = json_response(200, &doc);
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(discovery::AGGREGATED_CONTENT_TYPE),
+            );
+            return res;
+        }
         ["api"] => Ok(json!({
             "kind": "APIVersions",
             "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": shared.address}],
         })),
-        ["apis"] => Ok(group_list(&shared.store.lock())),
-        ["api", "v1"] => resource_list(&shared.store.lock(), "", "v1"),
-        ["apis", group, version] => resource_list(&shared.store.lock(), group, version),
+        ["apis"] => Ok(discovery::group_list(&shared.store.lock())),
+        ["api", "v1"] => discovery::resource_list(&shared.store.lock(), "", "v1"),
+        ["apis", group, version] => discovery::resource_list(&shared.store.lock(), group, version),
         ["api", "v1", rest @ ..] => return serve_resource(&shared, req, "", "v1", rest).await,
         ["apis", group, version, rest @ ..] => {
             let (group, version) = (group.to_string(), version.to_string());
@@ -139,70 +156,6 @@ fn version() -> Value {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
     })
-}
-
-fn group_list(store: &Store) -> Value {
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    for r in store.resources().iter().filter(|r| !r.group.is_empty()) {
-        let entry = match groups.iter_mut().position(|(g, _)| *g == r.group) {
-            Some(i) => &mut groups[i].1,
-            None => {
-                groups.push((r.group.clone(), Vec::new()));
-                &mut groups.last_mut().expect("just pushed").1
-            }
-        };
-        for v in &r.versions {
-            if !entry.contains(v) {
-                entry.push(v.clone());
-            }
-        }
-    }
-    let groups: Vec<Value> = groups
-        .into_iter()
-        .map(|(name, versions)| {
-            let gv = |v: &String| json!({"groupVersion": format!("{name}/{v}"), "version": v});
-            json!({
-                "name": name,
-                "versions": versions.iter().map(gv).collect::<Vec<_>>(),
-                "preferredVersion": gv(&versions[0]),
-            })
-        })
-        .collect();
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
-}
-
-fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Value> {
-    let served: Vec<&ResourceInfo> = store
-        .resources()
-        .iter()
-        .filter(|r| r.group == group && r.versions.iter().any(|v| v == version))
-        .collect();
-    if served.is_empty() {
-        return Err(ApiError::no_route());
-    }
-    let mut resources = Vec::new();
-    for r in served {
-        resources.push(json!({
-            "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
-            "kind": r.kind, "shortNames": r.short_names,
-            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
-        }));
-        if r.status {
-            resources.push(json!({
-                "name": format!("{}/status", r.plural), "singularName": "",
-                "namespaced": r.namespaced, "kind": r.kind, "verbs": ["get", "patch", "update"],
-            }));
-        }
-    }
-    let group_version = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
-    Ok(json!({
-        "kind": "APIResourceList", "apiVersion": "v1",
-        "groupVersion": group_version, "resources": resources,
-    }))
 }
 
 /// One request to a resource, parsed.
@@ -318,6 +271,15 @@ async fn serve_resource(
             ),
         ));
     };
+    if !discovery::verbs(&target.info).contains(&verb) {
+        let mut e = ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        );
+        e.details = Some(json!({}));
+        return error_response(&e);
+    }
     let (delay, failure) = shared.faults.take(verb, &target.info.plural);
     if !delay.is_zero() {
         tokio::select! {
@@ -607,6 +569,7 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
     enum Kind {
         Json(json_patch::Patch),
         Merge(Value),
+        Strategic(Value),
     }
     let kind = match content_type {
         "application/json-patch+json" => Kind::Json(serde_json::from_slice(body).map_err(|e| {
@@ -614,38 +577,14 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
         })?),
         "application/merge-patch+json" => Kind::Merge(json_body(body)?),
         "application/strategic-merge-patch+json" if t.info.builtin => {
-            let patch = json_body(body)?;
-            if !is_plain_merge(&patch) {
-                return Err(ApiError::new(
-                    415,
-                    "UnsupportedMediaType",
-                    "kubekit-fake applies a strategic merge patch only when it has no lists and no $-directives \
-                     (it is then a JSON merge patch); send application/merge-patch+json or application/json-patch+json",
-                ));
-            }
-            Kind::Merge(patch)
+            Kind::Strategic(json_body(body)?)
         }
-        _ if t.info.builtin => {
-            // Server-side apply is not implemented: say so in the real server's words for
-            // a type that does not support it.
-            return Err(ApiError::unsupported_patch(&[
-                "application/json-patch+json",
-                "application/merge-patch+json",
-                "application/strategic-merge-patch+json",
-            ]));
-        }
-        _ => {
-            return Err(ApiError::unsupported_patch(&[
-                "application/json-patch+json",
-                "application/merge-patch+json",
-                "application/apply-patch+yaml",
-            ]));
-        }
+        _ => return Err(unsupported_patch(t, content_type)),
     };
     let patched = shared.write(|s| {
         let mut obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
-        match &kind {
-            Kind::Json(p) => json_patch::patch(&mut obj, p).map_err(|e| {
+        match kind {
+            Kind::Json(p) => json_patch::patch(&mut obj, &p).map_err(|e| {
                 tracing::debug!("kubekit-fake: a JSON patch failed: {e}");
                 let mut e = ApiError::new(
                     422,
@@ -655,7 +594,8 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
                 e.details = Some(json!({}));
                 e
             })?,
-            Kind::Merge(p) => json_patch::merge(&mut obj, p),
+            Kind::Merge(p) => json_patch::merge(&mut obj, &p),
+            Kind::Strategic(p) => obj = smp::apply(obj, p, smp::Ty::of_kind(&t.info.kind))?,
         }
         if !obj.is_object() {
             return Err(ApiError::bad_request(
@@ -667,16 +607,30 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
     Ok((200, t.present(&patched)))
 }
 
-/// Whether a strategic merge patch means the same as a JSON merge patch: no list (whose
-/// elements a strategic merge would merge by key) and no `$` directive anywhere.
-fn is_plain_merge(patch: &Value) -> bool {
-    match patch {
-        Value::Array(_) => false,
-        Value::Object(m) => m
-            .iter()
-            .all(|(k, v)| !k.starts_with('$') && is_plain_merge(v)),
-        _ => true,
+/// `415 UnsupportedMediaType` for a patch type the fake does not apply to `t`: strategic
+/// merge patch of a custom resource (as on the real server), server-side apply (which the
+/// real server applies and the fake does not) or an unknown type.
+fn unsupported_patch(t: &Target, content_type: &str) -> ApiError {
+    let mut accepted = vec![
+        "application/json-patch+json",
+        "application/merge-patch+json",
+    ];
+    if t.info.builtin {
+        accepted.push("application/strategic-merge-patch+json");
     }
+    let mut e = ApiError::unsupported_patch(&accepted);
+    if content_type == "application/apply-patch+yaml" {
+        e.message
+            .push_str(" (kubekit-fake does not implement server-side apply)");
+    } else if !t.info.builtin {
+        // The real server's list for a custom resource names server-side apply too.
+        e = ApiError::unsupported_patch(&[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ]);
+    }
+    e
 }
 
 /// DeleteOptions from the body and the query.
@@ -752,15 +706,6 @@ fn delete_collection(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_strategic_merge_patch_without_lists_or_directives_is_a_merge_patch() {
-        assert!(is_plain_merge(&json!({"data": {"a": "1", "b": null}})));
-        assert!(!is_plain_merge(
-            &json!({"spec": {"containers": [{"name": "c"}]}})
-        ));
-        assert!(!is_plain_merge(&json!({"metadata": {"$patch": "replace"}})));
-    }
 
     #[test]
     fn a_continue_token_round_trips_and_garbage_is_a_bad_request() {

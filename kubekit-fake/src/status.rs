@@ -10,7 +10,7 @@ use crate::resources::ResourceInfo;
 pub struct ApiError {
     /// HTTP status code.
     pub code: u16,
-    /// `Status.reason`, e.g. `NotFound`.
+    /// `Status.reason`, e.g. `NotFound`; empty for none.
     pub reason: String,
     /// `Status.message`.
     pub message: String,
@@ -180,9 +180,12 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         });
+        // The real server leaves the reason out of some errors (a bare 500, say).
+        if !self.reason.is_empty() {
+            status["reason"] = json!(self.reason);
+        }
         if let Some(d) = &self.details {
             status["details"] = d.clone();
         }

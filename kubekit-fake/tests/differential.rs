@@ -13,6 +13,8 @@
 //!   resourceVersion recorded so far (the real server's counter also moves with other
 //!   tests' writes, so equality with an object's cannot be asked of it);
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -25,6 +27,8 @@ use serde_json::{Value, json};
 struct Target {
     rest: RestClient,
     ns: String,
+    /// A kubeconfig for kubectl.
+    kubeconfig: std::path::PathBuf,
     /// Compacts the history up to resourceVersion `rv` (etcd's compaction on the real
     /// server; `FakeApiServer::compact` on the fake, where nothing else writes).
     compact: Box<dyn Fn(i64) + Send + Sync>,
@@ -44,6 +48,7 @@ async fn real(prefix: &str) -> Target {
     Target {
         rest: RestClient::new(&config).expect("rest client"),
         ns,
+        kubeconfig: cp.kubeconfig_path().to_path_buf(),
         compact: Box::new(|rv| testenv::control_plane().compact_etcd(rv)),
         _fake: None,
     }
@@ -60,6 +65,7 @@ async fn fake(prefix: &str) -> Target {
         .send()
         .await
         .expect("namespace created");
+    let kubeconfig = server.kubeconfig_path().to_path_buf();
     let server = std::sync::Arc::new(server);
     let compact = {
         let server = server.clone();
@@ -68,6 +74,7 @@ async fn fake(prefix: &str) -> Target {
     Target {
         rest,
         ns,
+        kubeconfig,
         compact,
         _fake: Some(server),
     }
@@ -105,6 +112,7 @@ impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
             "widgets" => (GROUP, "v1"),
+            "deployments" => ("apps", "v1"),
             _ => ("", "v1"),
         };
         Res {
@@ -161,6 +169,16 @@ impl Res<'_> {
 
     async fn patch(&self, name: &str, how: PatchType, body: Value) -> kubekit::rest::Result<Value> {
         Self::send(self.req(self.t.rest.patch(how)).name(name).body(&body)).await
+    }
+
+    async fn patch_status(
+        &self,
+        name: &str,
+        how: PatchType,
+        body: Value,
+    ) -> kubekit::rest::Result<Value> {
+        let r = self.req(self.t.rest.patch(how)).name(name);
+        Self::send(r.subresource("status").body(&body)).await
     }
 
     async fn delete(&self, name: &str, opts: Value) -> kubekit::rest::Result<Value> {
@@ -828,6 +846,497 @@ async fn owner_deletion_collects_dependents_alike_in_background_foreground_and_o
         })
         .await;
         r.push("a dependent of a missing owner is collected", json!(gone));
+    })
+    .await;
+}
+
+/// A container with every field the real server would default spelled out (the fake does
+/// no defaulting), so that both servers hold the same object.
+fn container(name: &str, image: &str, ports: &[u16], env: Value) -> Value {
+    let ports: Vec<Value> = ports
+        .iter()
+        .map(|p| json!({"containerPort": p, "protocol": "TCP"}))
+        .collect();
+    let mut c = json!({
+        "name": name, "image": image,
+        "imagePullPolicy": "IfNotPresent", "resources": {},
+        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+    });
+    // Empty lists are left out, as the real server's encoding leaves them out.
+    if !ports.is_empty() {
+        c["ports"] = json!(ports);
+    }
+    if env.as_array().is_some_and(|e| !e.is_empty()) {
+        c["env"] = env;
+    }
+    c
+}
+
+/// A Deployment of `containers` with no replicas and every defaulted field spelled out.
+fn deployment(name: &str, containers: Value) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": 0, "progressDeadlineSeconds": 600, "revisionHistoryLimit": 10,
+            "selector": {"matchLabels": {"app": name}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "template": {
+                "metadata": {"labels": {"app": name, "tier": "web"}},
+                "spec": {
+                    "containers": containers,
+                    "volumes": [{"name": "data", "emptyDir": {}}],
+                    "dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
+                    "schedulerName": "default-scheduler", "securityContext": {},
+                    "terminationGracePeriodSeconds": 30,
+                },
+            },
+        },
+    })
+}
+
+/// A Service port (protocol spelled out).
+fn port(name: &str, port: u16, target: u16) -> Value {
+    json!({"name": name, "port": port, "targetPort": target, "protocol": "TCP"})
+}
+
+/// A Service selecting `app: web` on `ports`.
+fn service(name: &str, ports: &[Value]) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+        "spec": {"selector": {"app": "web"}, "ports": ports},
+    })
+}
+
+/// What of a Deployment or Service both servers must agree on: its spec (a Service's
+/// ports and selector: the rest is allocated or defaulted), labels, annotations but the
+/// deployment controller's revision, finalizers and generation. Status, written by the
+/// real server's controllers at their pace, is left out; errors are kept whole.
+fn spec_and_labels(answer: kubekit::rest::Result<Value>) -> kubekit::rest::Result<Value> {
+    answer.map(|obj| {
+        let mut meta = obj["metadata"].clone();
+        if let Some(m) = meta.as_object_mut() {
+            m.retain(|k, _| {
+                ["name", "labels", "annotations", "finalizers", "generation"].contains(&k.as_str())
+            });
+            if let Some(a) = m.get_mut("annotations").and_then(Value::as_object_mut) {
+                a.remove("deployment.kubernetes.io/revision");
+                if a.is_empty() {
+                    m.remove("annotations");
+                }
+            }
+        }
+        let spec = match obj["kind"].as_str() {
+            Some("Service") => {
+                json!({"ports": obj["spec"]["ports"], "selector": obj["spec"]["selector"]})
+            }
+            _ => obj["spec"].clone(),
+        };
+        json!({"kind": obj["kind"], "metadata": meta, "spec": spec})
+    })
+}
+
+#[tokio::test]
+async fn strategic_merge_patches_of_built_in_types_answer_alike() {
+    differential("smp", async |t: &Target, r: &mut Record| {
+        let deployments = t.on("deployments");
+        let app = container("app", "app:1", &[80, 443], json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]));
+        let sidecar = container("sidecar", "sidecar:1", &[9000], json!([]));
+        let created = deployments.create(deployment("web", json!([app, sidecar]))).await;
+        r.answer("create", spec_and_labels(created));
+        let steps = [
+            ("containers merge by name", json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}}})),
+            ("an env entry deleted by $patch: delete, one added", json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "env": [{"name": "A", "$patch": "delete"}, {"name": "C", "value": "3"}]},
+            ]}}}})),
+            ("$setElementOrder puts a new container first", json!({"spec": {"template": {"spec": {
+                "$setElementOrder/containers": [{"name": "init"}, {"name": "sidecar"}, {"name": "app"}],
+                "containers": [container("init", "init:1", &[], json!([]))],
+            }}}})),
+            ("a port deleted and one added", json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "ports": [{"containerPort": 443, "$patch": "delete"}, {"containerPort": 8080, "protocol": "TCP"}]},
+            ]}}}})),
+            ("volume mounts merge by mountPath", json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "volumeMounts": [{"name": "data", "mountPath": "/data"}]},
+            ]}}}})),
+            ("a list replaced by $patch: replace", json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "sidecar", "env": [{"$patch": "replace"}, {"name": "ONLY", "value": "1"}]},
+            ]}}}})),
+            ("a list without a strategy is replaced", json!({"spec": {"template": {"spec": {"tolerations": [{"key": "a", "operator": "Exists"}]}}}})),
+            ("the replacing list", json!({"spec": {"template": {"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}}})),
+            ("a replaced list keeps a $patch item as an item", json!({"spec": {"template": {"spec": {"tolerations": [
+                {"$patch": "delete", "key": "a"}, {"key": "c", "operator": "Exists"},
+            ]}}}})),
+            ("an added map loses its $patch maps", json!({"spec": {"template": {"spec": {
+                "affinity": {"nodeAffinity": {"$patch": "delete"}},
+                "nodeSelector": {"$patch": "delete"},
+            }}}})),
+            ("a map replaced by $patch: replace", json!({"spec": {"template": {"metadata": {"labels": {"$patch": "replace", "app": "web", "v": "2"}}}}})),
+            ("$retainKeys drops the rolling update", json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}})),
+            ("finalizers merge as a set", json!({"metadata": {"finalizers": ["kubekit.dev/a"]}})),
+            ("another finalizer", json!({"metadata": {"finalizers": ["kubekit.dev/b"]}})),
+            ("$deleteFromPrimitiveList removes finalizers", json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["kubekit.dev/a", "kubekit.dev/b"]}})),
+            ("null deletes a label", json!({"metadata": {"labels": {"app": null, "team": "x"}}})),
+        ];
+        for (label, patch) in steps {
+            let patched = deployments.patch("web", PatchType::StrategicMerge, patch).await;
+            r.answer(label, spec_and_labels(patched));
+        }
+        let services = t.on("services");
+        let service = service("web", &[port("http", 80, 8080), port("https", 443, 8443)]);
+        r.answer("create a Service", spec_and_labels(services.create(service).await));
+        let service_steps = [
+            ("Service ports merge by port", json!({"spec": {"ports": [{"port": 80, "targetPort": 9090}]}})),
+            ("a Service port deleted and one added", json!({"spec": {"ports": [{"port": 443, "$patch": "delete"}, port("metrics", 9100, 9100)]}})),
+        ];
+        for (label, patch) in service_steps {
+            let patched = services.patch("web", PatchType::StrategicMerge, patch).await;
+            r.answer(label, spec_and_labels(patched));
+        }
+        let template_spec = |spec: Value| json!({"spec": {"template": {"spec": spec}}});
+        let malformed = [
+            ("a list item without its merge key", template_spec(json!({"containers": [{"image": "x", "ports": [{"containerPort": 1}]}]}))),
+            ("$patch: merge in a list", template_spec(json!({"containers": [{"name": "app", "$patch": "merge"}]}))),
+            ("an unknown $patch in a map", json!({"spec": {"template": {"$patch": "sideways"}}})),
+            ("$retainKeys not a list", json!({"spec": {"strategy": {"$retainKeys": "type"}}})),
+            ("$retainKeys without a patched key", json!({"spec": {"strategy": {"$retainKeys": ["type"], "rollingUpdate": {}}}})),
+            ("$setElementOrder not a list", template_spec(json!({"$setElementOrder/containers": 3}))),
+            ("list items of another type", template_spec(json!({"containers": ["a"]}))),
+            ("a patch list out of $setElementOrder's order", template_spec(json!({
+                "$setElementOrder/containers": [{"name": "app"}, {"name": "sidecar"}],
+                "containers": [{"name": "sidecar", "image": "s:9"}, {"name": "app", "image": "a:9"}],
+            }))),
+            ("a patch that is not an object", json!([1])),
+        ];
+        for (label, patch) in malformed {
+            let refused = deployments.patch("web", PatchType::StrategicMerge, patch).await;
+            r.answer(label, spec_and_labels(refused));
+        }
+        // ownerReferences merge by uid (owners that exist: the collector keeps the object).
+        let owner = |kind: &str, obj: &Value| {
+            json!({"apiVersion": obj["apiVersion"], "kind": kind, "name": "web", "uid": obj["metadata"]["uid"]})
+        };
+        let deployment_owner = owner("Deployment", &deployments.get("web").await.expect("web"));
+        let service_owner = owner("Service", &services.get("web").await.expect("web"));
+        t.on("configmaps").create(cm("owned", json!({}))).await.expect("owned created");
+        for (label, owner) in [("an owner added", deployment_owner), ("another owner merges by uid", service_owner)] {
+            let patch = json!({"metadata": {"ownerReferences": [owner]}});
+            let patched = t.on("configmaps").patch("owned", PatchType::StrategicMerge, patch).await;
+            r.answer(label, patched.map(|o| o["metadata"]["ownerReferences"].clone()));
+        }
+        // A ServiceAccount's secrets merge by name.
+        let accounts = t.on("serviceaccounts");
+        accounts.create(json!({"metadata": {"name": "robot"}, "secrets": [{"name": "a"}]})).await.expect("robot created");
+        let patched = accounts.patch("robot", PatchType::StrategicMerge, json!({"secrets": [{"name": "b"}]})).await;
+        r.answer("ServiceAccount secrets merge by name", patched.map(|o| o["secrets"].clone()));
+        // Nothing writes a ClusterIP Service's status on the real server: its conditions
+        // merge by type through the status subresource.
+        let condition = |kind: &str, status: &str| {
+            json!({
+                "type": kind, "status": status, "reason": "Checked", "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            })
+        };
+        let status_steps = [
+            ("a status condition", json!({"status": {"conditions": [condition("A", "True")]}})),
+            ("another condition merges by type", json!({"status": {"conditions": [condition("B", "True")]}})),
+            ("a condition changed by type", json!({"status": {"conditions": [condition("A", "False")]}})),
+            ("a condition deleted by type", json!({"status": {"conditions": [{"type": "B", "$patch": "delete"}]}})),
+        ];
+        for (label, patch) in status_steps {
+            let patched = services.patch_status("web", PatchType::StrategicMerge, patch).await;
+            r.answer(label, patched.map(|s| s["status"]["conditions"].clone()));
+        }
+    })
+    .await;
+}
+
+/// Runs kubectl (the pinned build) against `t` in its namespace.
+async fn kubectl(t: &Target, args: &[&str], stdin: String) -> std::process::Output {
+    let mut all = vec!["--namespace", t.ns.as_str()];
+    all.extend_from_slice(args);
+    let all: Vec<String> = all.iter().map(|a| a.to_string()).collect();
+    let kubeconfig = t.kubeconfig.clone();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = all.iter().map(String::as_str).collect();
+        common::kubectl_output(&kubeconfig, &args, &stdin)
+    })
+    .await
+    .expect("kubectl ran")
+}
+
+#[tokio::test]
+async fn kubectl_apply_of_changed_manifests_gives_alike_objects() {
+    differential("kubectl-apply", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        let env = |extra: bool| {
+            let mut env = vec![json!({"name": "A", "value": "1"})];
+            if extra {
+                env.push(json!({"name": "B", "value": "2"}));
+            }
+            Value::Array(env)
+        };
+        let first = deployment(
+            "web",
+            json!([container("web", "web:1", &[80, 443], env(false))]),
+        );
+        let changed = deployment("web", json!([container("web", "web:2", &[80], env(true))]));
+        let mut widget_changed = widget("w", json!({"team": "a"}));
+        widget_changed["spec"] = json!({"size": 2, "tags": ["b"]});
+        let mut widget_first = widget("w", json!({}));
+        widget_first["spec"] = json!({"size": 1, "tags": ["a", "b"]});
+        let manifests = [
+            ("deployments", "web", first, changed),
+            (
+                "services",
+                "web",
+                service("web", &[port("http", 80, 8080), port("https", 443, 8443)]),
+                service("web", &[port("http", 80, 9090)]),
+            ),
+            // A custom resource: kubectl sends a JSON merge patch.
+            ("widgets", "w", widget_first, widget_changed),
+        ];
+        for (resource, name, first, changed) in manifests {
+            for (step, manifest) in [("apply", first), ("apply a changed manifest", changed)] {
+                let label = format!("{resource}: {step}");
+                let out = kubectl(t, &["apply", "-f", "-"], manifest.to_string()).await;
+                assert!(
+                    out.status.success(),
+                    "{label}: kubectl apply failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                r.push(
+                    &format!("{label}: kubectl says"),
+                    json!({
+                        "success": out.status.success(),
+                        "stdout": String::from_utf8_lossy(&out.stdout),
+                        "stderr": String::from_utf8_lossy(&out.stderr),
+                    }),
+                );
+                r.answer(&label, spec_and_labels(t.on(resource).get(name).await));
+            }
+        }
+    })
+    .await;
+}
+
+/// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
+async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
+    let res = t
+        .rest
+        .get()
+        .abs_path(path)
+        .accept(accept)
+        .send()
+        .await
+        .expect("discovery answers");
+    let doc = serde_json::from_slice(res.body()).expect("discovery is JSON");
+    (res.content_type().to_string(), doc)
+}
+
+/// The entries of `doc` (an `APIGroupDiscoveryList`) for the groups, versions and
+/// resources of `served` (another one), each resource's subresources narrowed to those
+/// `served` has, in name order.
+fn discovery_entries(doc: &Value, served: &Value) -> Value {
+    let named = |list: &Value, field: &str, name: &Value| -> Option<Value> {
+        list.as_array()?
+            .iter()
+            .find(|e| e.pointer(field) == Some(name))
+            .cloned()
+    };
+    let mut out = BTreeMap::new();
+    for group in served["items"].as_array().into_iter().flatten() {
+        let name = &group["metadata"]["name"];
+        let found = named(&doc["items"], "/metadata/name", name).or_else(|| {
+            // The core group has no name.
+            name.is_null().then(|| doc["items"][0].clone())
+        });
+        for version in group["versions"].as_array().into_iter().flatten() {
+            let v = &version["version"];
+            let theirs = found
+                .as_ref()
+                .and_then(|g| named(&g["versions"], "/version", v));
+            for resource in version["resources"].as_array().into_iter().flatten() {
+                let mut entry = theirs
+                    .as_ref()
+                    .and_then(|tv| named(&tv["resources"], "/resource", &resource["resource"]))
+                    .unwrap_or(Value::Null);
+                if let Some(subs) = entry.get_mut("subresources").and_then(Value::as_array_mut) {
+                    subs.retain(|s| {
+                        named(&resource["subresources"], "/subresource", &s["subresource"])
+                            .is_some()
+                    });
+                    if subs.is_empty() {
+                        entry.as_object_mut().map(|e| e.remove("subresources"));
+                    }
+                }
+                let key = format!(
+                    "{}/{}/{}",
+                    name.as_str().unwrap_or(""),
+                    v.as_str().unwrap_or(""),
+                    resource["resource"].as_str().unwrap_or("")
+                );
+                let freshness = theirs.as_ref().map(|tv| tv["freshness"].clone());
+                out.insert(key, json!({"freshness": freshness, "entry": entry}));
+            }
+        }
+    }
+    json!(out)
+}
+
+/// The resources of `doc` (a legacy `APIResourceList`) that `served` (another one) has,
+/// each with the fields `served` gives it, by name.
+fn legacy_entries(doc: &Value, served: &Value) -> Value {
+    let mut out = BTreeMap::new();
+    for resource in served["resources"].as_array().into_iter().flatten() {
+        let name = &resource["name"];
+        let theirs = doc["resources"]
+            .as_array()
+            .and_then(|all| all.iter().find(|e| &e["name"] == name));
+        let entry: BTreeMap<&String, &Value> = match (theirs, resource.as_object()) {
+            (Some(theirs), Some(fields)) => fields
+                .keys()
+                .filter_map(|k| theirs.get(k).map(|v| (k, v)))
+                .collect(),
+            _ => BTreeMap::new(),
+        };
+        out.insert(name.as_str().unwrap_or_default().to_string(), json!(entry));
+    }
+    json!({"kind": doc["kind"], "groupVersion": doc["groupVersion"], "resources": out})
+}
+
+#[tokio::test]
+async fn aggregated_discovery_describes_the_served_resources_alike() {
+    const V2: &str =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    const V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+    // What the fake serves, taken once: the real server's entries are compared to it.
+    let fake = fake("discovery-served").await;
+    ensure_widgets(&fake).await;
+    let served_core = aggregated_discovery(&fake, "/api", V2).await.1;
+    let served_groups = aggregated_discovery(&fake, "/apis", V2).await.1;
+    let mut served_legacy = Vec::new();
+    for group in served_groups["items"].as_array().into_iter().flatten() {
+        for version in group["versions"].as_array().into_iter().flatten() {
+            let path = format!(
+                "/apis/{}/{}",
+                group["metadata"]["name"].as_str().unwrap_or_default(),
+                version["version"].as_str().unwrap_or_default()
+            );
+            let doc = aggregated_discovery(&fake, &path, "application/json")
+                .await
+                .1;
+            served_legacy.push((path, doc));
+        }
+    }
+    let core = aggregated_discovery(&fake, "/api/v1", "application/json")
+        .await
+        .1;
+    served_legacy.push(("/api/v1".to_string(), core));
+    differential("discovery", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        let (content_type, core) = aggregated_discovery(t, "/api", V2).await;
+        r.push("/api content type", json!(content_type));
+        r.push("/api", json!({"kind": core["kind"], "apiVersion": core["apiVersion"], "entries": discovery_entries(&core, &served_core)}));
+        let groups = testenv::eventually(60, "the Widget group is discovered", || async {
+            let (content_type, doc) = aggregated_discovery(t, "/apis", V2).await;
+            let entries = discovery_entries(&doc, &served_groups);
+            let widgets = format!("{GROUP}/v1/widgets");
+            entries[widgets.as_str()]["entry"].is_object().then_some((content_type, doc, entries))
+        })
+        .await;
+        r.push("/apis content type", json!(groups.0));
+        r.push("/apis", json!({"kind": groups.1["kind"], "apiVersion": groups.1["apiVersion"], "entries": groups.2}));
+        let (content_type, legacy) = aggregated_discovery(t, "/apis", V2BETA1).await;
+        r.push("v2beta1 is answered with the legacy document", json!([content_type, legacy["kind"]]));
+        for (path, served) in &served_legacy {
+            let doc = aggregated_discovery(t, path, "application/json").await.1;
+            r.push(path, legacy_entries(&doc, served));
+        }
+    })
+    .await;
+}
+
+/// A GET of `path` (with its query) on `t`, as JSON.
+async fn get_json(t: &Target, path_and_query: &str) -> Option<Value> {
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let mut r = t.rest.get().abs_path(path);
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        r = r.param(&k, &v);
+    }
+    let res = r.send().await.ok()?;
+    serde_json::from_slice(res.body()).ok()
+}
+
+/// What kubectl reads of the `patch` operation at each of `paths` in `t`'s OpenAPI v3
+/// document of group-version `gv`: the kind it patches, whether it takes `fieldManager`
+/// and `fieldValidation`, and the patch types it accepts but server-side apply (which the
+/// fake does not serve). `None` while the document or a path is missing.
+async fn patch_operations(t: &Target, gv: &str, paths: &[String]) -> Option<Value> {
+    let index = get_json(t, "/openapi/v3").await?;
+    let url = index["paths"][gv]["serverRelativeURL"]
+        .as_str()?
+        .to_string();
+    let doc = get_json(t, &url).await?;
+    let mut out = BTreeMap::new();
+    for path in paths {
+        let op = doc["paths"][path.as_str()].get("patch")?;
+        let params: Vec<&Value> = op["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["in"] == "query")
+            .map(|p| &p["name"])
+            .filter(|n| *n == "fieldManager" || *n == "fieldValidation")
+            .collect();
+        let media: BTreeSet<&String> = op["requestBody"]["content"]
+            .as_object()
+            .into_iter()
+            .flat_map(|c| c.keys())
+            .filter(|m| !m.starts_with("application/apply-patch"))
+            .collect();
+        out.insert(
+            path.clone(),
+            json!({
+                "hash in the URL": url.contains("?hash="),
+                "gvk": op["x-kubernetes-group-version-kind"],
+                "parameters": params,
+                "patch types": media,
+            }),
+        );
+    }
+    Some(json!(out))
+}
+
+#[tokio::test]
+async fn openapi_v3_describes_each_patch_operation_alike() {
+    // The fake's group-versions and resource paths; the real server's documents are read
+    // at the same places.
+    let fake = fake("openapi-served").await;
+    ensure_widgets(&fake).await;
+    let index = get_json(&fake, "/openapi/v3").await.expect("fake index");
+    let mut served = Vec::new();
+    for (gv, entry) in index["paths"].as_object().into_iter().flatten() {
+        let url = entry["serverRelativeURL"].as_str().unwrap_or_default();
+        let doc = get_json(&fake, url).await.expect("fake document");
+        let paths: Vec<String> = doc["paths"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.keys().cloned())
+            .collect();
+        served.push((gv.clone(), paths));
+    }
+    differential("openapi", async |t: &Target, r: &mut Record| {
+        ensure_widgets(t).await;
+        for (gv, paths) in &served {
+            let ops = testenv::eventually(60, "the group-version's OpenAPI is served", || {
+                patch_operations(t, gv, paths)
+            })
+            .await;
+            r.push(gv, ops);
+        }
     })
     .await;
 }

@@ -1,5 +1,7 @@
 //! The fake's own contract: its binary, fault injection, bad input, CRDs, shutdown.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -8,6 +10,8 @@ use futures_util::StreamExt;
 use kubekit::rest::{Config, RestClient};
 use kubekit_fake::{ApiError, FakeApiServer, RequestMatch};
 use serde_json::{Value, json};
+
+use common::kubectl_output;
 
 async fn start() -> (FakeApiServer, RestClient) {
     let server = FakeApiServer::start().await.expect("fake starts");
@@ -288,36 +292,9 @@ async fn shutdown_ends_open_watches_and_every_task() {
     assert!(!kubeconfig.exists());
 }
 
-/// Runs the repository's kubectl (built with the control plane, `scripts/build-control-plane.sh`)
-/// against `kubeconfig` with `args` and `stdin`; returns its standard output.
+/// Like `common::kubectl_output`, requiring success; returns the standard output.
 fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: &str) -> String {
-    let root = testenv::repo_root();
-    let bin = Command::new("bash")
-        .arg(root.join("scripts/build-control-plane.sh"))
-        .output()
-        .expect("run build-control-plane.sh");
-    assert!(
-        bin.status.success(),
-        "{}",
-        String::from_utf8_lossy(&bin.stderr)
-    );
-    let dir = String::from_utf8_lossy(&bin.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_string();
-    let mut child = Command::new(std::path::Path::new(&dir).join("kubectl"))
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run kubectl");
-    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), stdin.as_bytes())
-        .expect("write");
-    let out = child.wait_with_output().expect("kubectl");
+    let out = kubectl_output(kubeconfig, args, stdin);
     assert!(
         out.status.success(),
         "kubectl {args:?}: {}",
@@ -336,8 +313,7 @@ async fn kubectl_applies_gets_labels_and_deletes_against_the_fake() {
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: \"{value}\"\n"
             )
         };
-        // No OpenAPI is served: kubectl's client-side validation is turned off.
-        let apply = ["apply", "--validate=false", "-f", "-"];
+        let apply = ["apply", "-f", "-"];
         assert!(kubectl(&kc, &apply, &manifest("1")).contains("created"));
         assert!(kubectl(&kc, &apply, &manifest("2")).contains("configured"));
         kubectl(&kc, &["label", "configmap", "x", "team=a"], "");
@@ -355,6 +331,14 @@ async fn kubectl_applies_gets_labels_and_deletes_against_the_fake() {
         );
         assert_eq!(got, "2");
         assert!(kubectl(&kc, &["get", "namespaces"], "").contains("kube-system"));
+        let server_side =
+            kubectl_output(&kc, &["apply", "--server-side", "-f", "-"], &manifest("3"));
+        assert!(!server_side.status.success());
+        let stderr = String::from_utf8_lossy(&server_side.stderr);
+        assert!(
+            stderr.contains("kubekit-fake does not implement server-side apply"),
+            "{stderr}"
+        );
         kubectl(&kc, &["delete", "configmap", "x"], "");
         assert_eq!(kubectl(&kc, &["get", "cm", "-o", "name"], ""), "");
     };

@@ -1,0 +1,285 @@
+//! Discovery: the legacy documents (`/apis`, `/api/v1`, `/apis/<group>/<version>`) and
+//! aggregated discovery (`apidiscovery.k8s.io/v2`, one document for `/api` and one for
+//! `/apis`), both made from the served resources, CRDs included.
+//!
+//! # Contract
+//!
+//! - `/api` and `/apis` answer an `APIGroupDiscoveryList` when the `Accept` header asks
+//!   for `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList` before any
+//!   plain JSON, with that content type; otherwise the legacy document. `v2beta1` is not
+//!   offered (kube-apiserver 1.35 answers it with the legacy document too).
+//! - Entries carry what kube-apiserver 1.35 gives for the same resources: verbs, scope,
+//!   singular name, short names, categories, the `status` subresource, `responseKind`
+//!   (with an empty group and version for a built-in resource), freshness `Current`.
+
+use http::HeaderMap;
+use http::header::ACCEPT;
+use serde_json::{Value, json};
+
+use crate::resources::ResourceInfo;
+use crate::status::{ApiError, ApiResult};
+use crate::store::Store;
+
+/// The content type of an aggregated discovery answer.
+pub const AGGREGATED_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// The verbs of a resource (namespaces have no `deletecollection`).
+pub fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
+    const ALL: &[&str] = &[
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch",
+    ];
+    const NO_COLLECTION: &[&str] = &[
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ];
+    // The real server lists a custom resource's verbs in this order.
+    const CUSTOM: &[&str] = &[
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch",
+    ];
+    if !r.builtin {
+        CUSTOM
+    } else if r.group.is_empty() && r.plural == "namespaces" {
+        NO_COLLECTION
+    } else {
+        ALL
+    }
+}
+
+const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// Whether `Accept` asks for aggregated discovery (v2) before anything the fake would
+/// answer with a legacy document.
+pub fn wants_aggregated(headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','));
+    for media in accept {
+        let mut parts = media.split(';').map(str::trim);
+        let essence = parts.next().unwrap_or_default();
+        let params: Vec<&str> = parts.collect();
+        let aggregated_v2 = ["g=apidiscovery.k8s.io", "v=v2", "as=APIGroupDiscoveryList"]
+            .iter()
+            .all(|p| params.contains(p));
+        if essence == "application/json" && aggregated_v2 {
+            return true;
+        }
+        if matches!(essence, "application/json" | "*/*" | "application/*") && params.is_empty() {
+            return false;
+        }
+    }
+    false
+}
+
+/// The groups of the served resources (without the core group), each with its versions,
+/// in the order the resources were added.
+fn groups(store: &Store) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for r in store.resources().iter().filter(|r| !r.group.is_empty()) {
+        let entry = match groups.iter_mut().position(|(g, _)| *g == r.group) {
+            Some(i) => &mut groups[i].1,
+            None => {
+                groups.push((r.group.clone(), Vec::new()));
+                &mut groups.last_mut().expect("just pushed").1
+            }
+        };
+        for v in &r.versions {
+            if !entry.contains(v) {
+                entry.push(v.clone());
+            }
+        }
+    }
+    groups
+}
+
+fn served_at<'a>(store: &'a Store, group: &str, version: &str) -> Vec<&'a ResourceInfo> {
+    store
+        .resources()
+        .iter()
+        .filter(|r| r.group == group && r.versions.iter().any(|v| v == version))
+        .collect()
+}
+
+/// The legacy `APIGroupList` of `/apis`.
+pub fn group_list(store: &Store) -> Value {
+    let groups: Vec<Value> = groups(store)
+        .into_iter()
+        .map(|(name, versions)| {
+            let gv = |v: &String| json!({"groupVersion": format!("{name}/{v}"), "version": v});
+            json!({
+                "name": name,
+                "versions": versions.iter().map(gv).collect::<Vec<_>>(),
+                "preferredVersion": gv(&versions[0]),
+            })
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// The legacy `APIResourceList` of `/api/v1` or `/apis/<group>/<version>`.
+pub fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Value> {
+    let served = served_at(store, group, version);
+    if served.is_empty() {
+        return Err(ApiError::no_route());
+    }
+    let mut resources = Vec::new();
+    for r in served {
+        let mut entry = json!({
+            "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
+            "kind": r.kind, "verbs": verbs(r),
+        });
+        add_names(&mut entry, r);
+        resources.push(entry);
+        if r.status {
+            resources.push(json!({
+                "name": format!("{}/status", r.plural), "singularName": "",
+                "namespaced": r.namespaced, "kind": r.kind, "verbs": STATUS_VERBS,
+            }));
+        }
+    }
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Ok(json!({
+        "kind": "APIResourceList", "apiVersion": "v1",
+        "groupVersion": group_version, "resources": resources,
+    }))
+}
+
+/// Adds a resource's short names and categories to its discovery entry (left out when
+/// there are none, as the real server leaves them out).
+fn add_names(entry: &mut Value, r: &ResourceInfo) {
+    if !r.short_names.is_empty() {
+        entry["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        entry["categories"] = json!(r.categories);
+    }
+}
+
+/// One resource of an aggregated discovery document (`APIResourceDiscovery`).
+fn resource_entry(r: &ResourceInfo, version: &str) -> Value {
+    // Built-in resources leave their own group and version out; custom resources name them.
+    let response_kind = if r.builtin {
+        json!({"group": "", "version": "", "kind": r.kind})
+    } else {
+        json!({"group": r.group, "version": version, "kind": r.kind})
+    };
+    let mut entry = json!({
+        "resource": r.plural,
+        "responseKind": response_kind,
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": verbs(r),
+    });
+    add_names(&mut entry, r);
+    if r.status {
+        entry["subresources"] = json!([{
+            "subresource": "status", "responseKind": response_kind, "verbs": STATUS_VERBS,
+        }]);
+    }
+    entry
+}
+
+/// One group (`APIGroupDiscovery`): `name` (empty for the core group) at `versions`.
+fn group_entry(store: &Store, name: &str, versions: &[String]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| {
+            let resources: Vec<Value> = served_at(store, name, v)
+                .into_iter()
+                .map(|r| resource_entry(r, v))
+                .collect();
+            json!({"version": v, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    let metadata = if name.is_empty() {
+        json!({})
+    } else {
+        json!({"name": name})
+    };
+    json!({"metadata": metadata, "versions": versions})
+}
+
+/// The aggregated discovery document of `/api` (`core`) or `/apis`.
+pub fn aggregated(store: &Store, core: bool) -> Value {
+    let items: Vec<Value> = if core {
+        vec![group_entry(store, "", &["v1".to_string()])]
+    } else {
+        groups(store)
+            .iter()
+            .map(|(name, versions)| group_entry(store, name, versions))
+            .collect()
+    };
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::*;
+
+    fn accept(value: &'static str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(ACCEPT, HeaderValue::from_static(value));
+        h
+    }
+
+    #[test]
+    fn aggregated_discovery_is_served_when_asked_for_before_plain_json() {
+        assert!(wants_aggregated(&accept(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+        )));
+        assert!(wants_aggregated(&accept(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        )));
+        assert!(!wants_aggregated(&accept(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+        )));
+        assert!(!wants_aggregated(&accept("application/json, */*")));
+        assert!(!wants_aggregated(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn the_core_document_lists_namespaces_without_deletecollection_and_with_status() {
+        let doc = aggregated(&Store::new(), true);
+        let resources = doc["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .unwrap();
+        let ns = resources
+            .iter()
+            .find(|r| r["resource"] == "namespaces")
+            .unwrap();
+        assert_eq!(ns["scope"], "Cluster");
+        assert!(
+            !ns["verbs"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("deletecollection"))
+        );
+        assert_eq!(ns["subresources"][0]["subresource"], "status");
+    }
+}
