@@ -78,7 +78,7 @@ run_relist() {
     if [[ " $* " == *" --kubeconfig "* ]]; then
         "$rust_bin" relist "$@"
     else
-        "$rust_bin" relist --kubeconfig "$("$root/scripts/local-cluster.sh" up | tail -n 1)" "$@"
+        "$rust_bin" relist --kubeconfig "$("$root/scripts/local-cluster.sh" up --nodes 0 | tail -n 1)" "$@"
     fi
 }
 
@@ -103,7 +103,7 @@ run_informer() {
         args+=(--go-bin "$(build_go informer)")
     fi
     if $real && [[ " ${args[*]} " != *" --kubeconfig "* ]]; then
-        args+=(--kubeconfig "$("$root/scripts/local-cluster.sh" up | tail -n 1)")
+        args+=(--kubeconfig "$("$root/scripts/local-cluster.sh" up --nodes 0 | tail -n 1)")
     fi
     "$rust_bin" informer "${args[@]}"
 }

@@ -20,7 +20,7 @@ mod="$repo/testenv/go"
 kwok_mod="$repo/testenv/go-kwok"
 
 command -v go >/dev/null 2>&1 || {
-  echo "build-control-plane: 'go' is not on PATH; install Go >= 1.25 to build the control plane" >&2
+  echo "build-control-plane: 'go' is not on PATH; install Go >= 1.26 to build the control plane (kwok needs 1.26)" >&2
   exit 1
 }
 

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # kubekit's main demo on a fresh machine: the App controller of the seeds at work.
 #
-# 1. Uses the cluster of $KUBECONFIG if set, else builds and starts the local control plane.
+# 1. Uses the cluster of $KUBECONFIG if set, else builds and starts the local control plane
+#    (with its two kwok nodes, so the Deployments' pods run and become available).
 # 2. Installs the App CRD and the controller's RBAC (a ClusterRole bound to the user
 #    `app-controller`), and makes a kubeconfig for that user on the local control plane,
 #    so the controller runs with exactly the permissions of artifacts/rbac.yaml.
 # 3. Starts the App controller (5 workers, leader election on, metrics on
 #    $DEMO_METRICS_ADDRESS, health probes on $DEMO_HEALTH_ADDRESS), applies the two example
 #    Apps with kubectl, and shows the Deployments, Services, App status and events that
-#    result, the health endpoints, selected /metrics lines and the Lease holder.
+#    result (with the pods and available replicas when the cluster has nodes), a pod's log
+#    and an exec into it, the health endpoints, selected /metrics lines and the Lease holder.
 # 4. Stops the controller with SIGTERM (graceful shutdown). The control plane keeps
 #    running; stop it with `scripts/local-cluster.sh down`.
 set -euo pipefail
@@ -58,9 +60,31 @@ for app in test-app test-app-2; do
   done
 done
 
-echo "==> kubectl get apps,deployments,services -n tcs"
-kubectl get apps,deployments,services -n tcs -o wide
+nodes=$(kubectl get nodes -o name 2>/dev/null | wc -l)
+if ((nodes > 0)); then
+  echo "==> waiting for the Apps to report their Deployments' replicas as available ($nodes node(s))"
+  for app in test-app test-app-2; do
+    for _ in $(seq 1 60); do
+      want=$(kubectl get app "$app" -n tcs -o jsonpath='{.spec.deploymentTemplate.replicas}' 2>/dev/null)
+      [[ -n "$want" && "$(kubectl get app "$app" -n tcs -o jsonpath='{.status.deploymentStatus.availableReplicas}' 2>/dev/null)" == "$want" ]] && break
+      sleep 1
+    done
+  done
+else
+  echo "==> the cluster has no nodes: pods stay Pending and no replica becomes available"
+fi
+
+echo "==> kubectl get apps,deployments,services,pods -n tcs"
+kubectl get apps,deployments,services,pods -n tcs -o wide
 echo
+if ((nodes > 0)); then
+  pod=$(kubectl get pods -n tcs -o name | head -n 1)
+  echo "==> kubectl logs -n tcs $pod --tail 2 (kwok serves every pod's log)"
+  kubectl logs -n tcs "$pod" --tail 2
+  echo "==> echo hello | kubectl exec -i -n tcs $pod -- sh -c 'cat; exit 3' (kwok runs it on this machine)"
+  echo hello | kubectl exec -i -n tcs "$pod" -- sh -c 'cat; exit 3' || echo "(kubectl exited with $?)"
+  echo
+fi
 echo "==> status of App test-app (written by the controller through the status subresource)"
 kubectl get app test-app -n tcs -o jsonpath='{.status}'
 echo

@@ -15,6 +15,7 @@
 #         exec          the command run on this machine by kwok, in DIR;
 #         port-forward  any port to `cat`, so bytes sent come back.
 #       --nodes 0 starts neither kube-scheduler nor kwok: pods stay Pending, untouched.
+#       A control plane already running in DIR is reused as it is, with the nodes it has.
 #   scripts/local-cluster.sh down [--dir DIR]
 #       Stop the control plane running in DIR and remove DIR.
 #   scripts/local-cluster.sh user [--dir DIR] NAME [GROUP...]

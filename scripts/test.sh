@@ -22,7 +22,7 @@ if ((${#missing[@]})); then
   echo "installing ${missing[*]} from Debian's packages"
   apt-get update -qq && apt-get install -y -qq "${missing[@]}"
 fi
-command -v go >/dev/null || { echo "Go >= 1.25 is required (it builds the control plane)" >&2; exit 1; }
+command -v go >/dev/null || { echo "Go >= 1.26 is required (it builds the control plane and kwok)" >&2; exit 1; }
 command -v cargo >/dev/null || { echo "Rust (cargo) is required" >&2; exit 1; }
 go version
 cargo --version

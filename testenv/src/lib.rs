@@ -127,7 +127,7 @@ impl ControlPlane {
         if !out.status.success() {
             return Err(format!(
                 "the local control plane did not start ({}).\n\
-                 It is built from Go modules by scripts/build-control-plane.sh (needs Go >= 1.25 \
+                 It is built from Go modules by scripts/build-control-plane.sh (needs Go >= 1.26 \
                  and openssl); try `scripts/local-cluster.sh up` by hand.\n{stderr}",
                 out.status
             ));
