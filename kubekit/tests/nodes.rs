@@ -9,7 +9,6 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kubekit::clientset::{Clientset, ListOptions, Patch, ResourceClient};
 use kubekit::pods::{ExecOptions, LogOptions, PortMapping};
@@ -371,18 +370,7 @@ async fn port_forward_to_a_pod_that_is_not_running_is_refused() {
 #[tokio::test]
 async fn scaling_a_deployment_changes_how_many_of_its_pods_run() {
     let (clientset, ns) = setup("scale-run").await;
-    let deployment: Deployment = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "web" },
-        "spec": {
-            "replicas": 1,
-            "selector": { "matchLabels": { "app": "web" } },
-            "template": {
-                "metadata": { "labels": { "app": "web" } },
-                "spec": { "containers": [{ "name": "web", "image": "kubekit.invalid/web" }] }
-            }
-        }
-    }))
-    .unwrap();
+    let deployment = testenv::deployment("web", 1);
     clientset
         .apps_v1()
         .deployments(&ns)

@@ -39,6 +39,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -67,6 +68,23 @@ pub const POD_LOG_LINES: [&str; 3] = [
     "kubekit pod log line 2",
     "kubekit pod log line 3",
 ];
+
+/// A Deployment `name` of `replicas` Pods labelled `app: <name>`, each with one container
+/// `name` whose image is never pulled (no node pulls images here).
+pub fn deployment(name: &str, replicas: i32) -> Deployment {
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": {
+                "metadata": { "labels": { "app": name } },
+                "spec": { "containers": [{ "name": name, "image": format!("kubekit.invalid/{name}") }] }
+            }
+        }
+    }))
+    .expect("a Deployment object")
+}
 
 /// The control plane shared by every test of this binary, started on first use.
 ///

@@ -170,18 +170,7 @@ async fn controller_manager_creates_replicasets_for_deployments() {
     let cp = testenv::control_plane();
     let client = cp.client().await;
     let ns = cp.create_namespace(&client, "smoke-kcm").await;
-    let deploy: Deployment = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "web" },
-        "spec": {
-            "replicas": 1,
-            "selector": { "matchLabels": { "app": "web" } },
-            "template": {
-                "metadata": { "labels": { "app": "web" } },
-                "spec": { "containers": [{ "name": "web", "image": "nginx" }] }
-            }
-        }
-    }))
-    .unwrap();
+    let deploy = testenv::deployment("web", 1);
     Api::<Deployment>::namespaced(client.clone(), &ns)
         .create(&PostParams::default(), &deploy)
         .await

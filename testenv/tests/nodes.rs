@@ -66,18 +66,7 @@ async fn deployment_of_two_replicas_gets_two_running_pods_on_kwok_nodes() {
     let cp = testenv::control_plane_with_nodes();
     let client = cp.client().await;
     let ns = cp.create_namespace(&client, "nodes-deploy").await;
-    let deployment: Deployment = serde_json::from_value(serde_json::json!({
-        "metadata": { "name": "web" },
-        "spec": {
-            "replicas": 2,
-            "selector": { "matchLabels": { "app": "web" } },
-            "template": {
-                "metadata": { "labels": { "app": "web" } },
-                "spec": { "containers": [{ "name": "web", "image": "kubekit.invalid/web" }] }
-            }
-        }
-    }))
-    .expect("deployment object");
+    let deployment = testenv::deployment("web", 2);
     let deployments = Api::<Deployment>::namespaced(client.clone(), &ns);
     deployments
         .create(&PostParams::default(), &deployment)
