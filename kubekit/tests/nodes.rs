@@ -223,6 +223,122 @@ async fn exec_streams_can_be_used_directly_while_the_command_runs() {
 }
 
 #[tokio::test]
+async fn wait_discards_output_nobody_read_instead_of_blocking_the_command() {
+    let pods = running_pod("exec-unread", "shell").await;
+    // Far more output than the pipes hold, never read.
+    let process = pods
+        .exec(
+            "shell",
+            ["sh", "-c", "seq 1 100000; exit 5"],
+            &ExecOptions::default(),
+        )
+        .await
+        .unwrap();
+    let status = within("the exit status", process.wait()).await.unwrap();
+    assert_eq!(status.code(), 5);
+
+    let mut process = pods
+        .exec(
+            "shell",
+            ["sh", "-c", "seq 1 100000"],
+            &ExecOptions::default(),
+        )
+        .await
+        .unwrap();
+    drop(process.stdout().expect("stdout was asked for"));
+    let status = within("the exit status", process.wait()).await.unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn dropping_stdin_ends_the_commands_input() {
+    let pods = running_pod("exec-drop-stdin", "shell").await;
+    let opts = ExecOptions {
+        stdin: true,
+        ..Default::default()
+    };
+    let mut process = pods.exec("shell", ["cat"], &opts).await.unwrap();
+    drop(process.stdin().expect("stdin was asked for"));
+    let status = within("cat's exit", process.wait()).await.unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn stream_returns_when_the_command_ends_without_reading_all_its_input() {
+    let pods = running_pod("exec-partial-stdin", "shell").await;
+    let opts = ExecOptions {
+        stdin: true,
+        ..Default::default()
+    };
+    let process = pods
+        .exec(
+            "shell",
+            ["sh", "-c", "head -c 10 >/dev/null; exit 2"],
+            &opts,
+        )
+        .await
+        .unwrap();
+    let input = vec![b'x'; 200_000];
+    let status = within(
+        "the exit status",
+        process.stream(Some(&input[..]), None::<Vec<u8>>, None::<Vec<u8>>),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status.code(), 2);
+}
+
+/// A local writer that refuses every write, like a closed pipe.
+struct Broken;
+
+impl tokio::io::AsyncWrite for Broken {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[tokio::test]
+async fn a_failing_local_output_is_reported_after_the_command_ends() {
+    let pods = running_pod("exec-broken-out", "shell").await;
+    let process = pods
+        .exec(
+            "shell",
+            ["sh", "-c", "seq 1 100000"],
+            &ExecOptions::default(),
+        )
+        .await
+        .unwrap();
+    let err = within(
+        "the end of the command",
+        process.stream(None::<&[u8]>, Some(Broken), None::<Vec<u8>>),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("writing the command's stdout"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn exec_with_a_tty_sees_the_terminal_size_it_is_given() {
     let pods = running_pod("exec-tty", "shell").await;
     let opts = ExecOptions {
@@ -293,6 +409,12 @@ async fn a_port_forward_stream_carries_bytes_both_ways() {
         got == sent,
         "the bytes that came back differ from those sent"
     );
+    // Closing the connection ends it without an error report, and asking again says so
+    // again.
+    drop((reader, writer));
+    stream.shutdown().await.unwrap();
+    assert_eq!(within("the error report", stream.error()).await, None);
+    assert_eq!(within("the error report", stream.error()).await, None);
 }
 
 #[tokio::test]

@@ -341,16 +341,21 @@ fn print_table(opts: &Options, fake: &Figures, real: &Figures) {
     let runs = opts.runs;
     println!("bench/run.sh fake --runs {runs}");
     println!(
-        "App controller e2e scenario; median of {runs} runs in seconds; fake: a fresh server per \
-         run; real: the control plane started once (its start is that one start), the scenario \
-         run {runs} times in fresh namespaces"
+        "App controller e2e scenario; median of {runs} runs in milliseconds; fake: a fresh \
+         server per run; real: the control plane started once (its start is that one start), \
+         the scenario run {runs} times in fresh namespaces"
     );
     println!(
-        "{:<36}{:>10}{:>10}{:>12}",
-        "phase", "fake (s)", "real (s)", "real/fake"
+        "{:<36}{:>11}{:>11}{:>12}",
+        "phase", "fake (ms)", "real (ms)", "real/fake"
     );
     let row = |name: &str, f: f64, r: f64| {
-        println!("{name:<36}{f:>10.3}{r:>10.3}{:>12.1}", r / f);
+        println!(
+            "{name:<36}{:>11.2}{:>11.1}{:>12.1}",
+            f * 1e3,
+            r * 1e3,
+            r / f
+        );
     };
     let start = |figures: &Figures| median(figures.start.iter().map(|d| secs(*d)).collect());
     row("server start", start(fake), start(real));

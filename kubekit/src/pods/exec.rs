@@ -1,30 +1,61 @@
 //! Running a command in a container, or attaching to its main process:
 //! `pods/<name>/exec` and `pods/<name>/attach` over the websocket channel protocol.
+//!
+//! The connection is kube's websocket upgrade (`kube::Client::connect`, which negotiates
+//! `v5.channel.k8s.io`, else `v4.channel.k8s.io`). The channels on it are kubekit's: one
+//! task reads the server's messages (stdout, stderr, the final status) while another
+//! writes the client's (stdin, its end, terminal sizes), so a server that stops reading
+//! stdin (the command ended without reading it all) never keeps the status from being
+//! read, as client-go's executor does with its goroutines.
 
-use std::future::Future;
+use std::time::Duration;
 
+use futures_util::{SinkExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
 
 use super::from_kube;
 use crate::clientset::ResourceClient;
 use crate::rest::{Error, Result};
 
-pub use kube::api::TerminalSize;
+/// The channels of the protocol (`k8s.io/apimachinery/pkg/util/remotecommand`).
+const STDIN: u8 = 0;
+const STDOUT: u8 = 1;
+const STDERR: u8 = 2;
+const STATUS: u8 = 3;
+const RESIZE: u8 = 4;
+/// `v5.channel.k8s.io`: `[CLOSE, channel]` ends that channel.
+const CLOSE: u8 = 255;
+
+/// How much of each stream is buffered between the connection and its reader or writer.
+const PIPE_BYTES: usize = 64 * 1024;
+
+/// A terminal's size, in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct TerminalSize {
+    /// Columns.
+    pub width: u16,
+    /// Rows.
+    pub height: u16,
+}
 
 /// Sets the size of a command's terminal (client-go's `TerminalSizeQueue`), from
 /// [`Process::terminal_size`].
 #[derive(Debug, Clone)]
-pub struct TerminalSizeSender(futures_channel::mpsc::Sender<TerminalSize>);
+pub struct TerminalSizeSender(mpsc::Sender<TerminalSize>);
 
 impl TerminalSizeSender {
     /// Tells the command its terminal is now `width` columns by `height` rows. Fails
     /// once the command has ended.
     pub async fn resize(&mut self, width: u16, height: u16) -> Result<()> {
-        futures_util::SinkExt::send(&mut self.0, TerminalSize { width, height })
+        self.0
+            .send(TerminalSize { width, height })
             .await
-            .map_err(|e| Error::Request(format!("resizing the terminal: {e}")))
+            .map_err(|_| Error::Request("resizing the terminal: the command has ended".into()))
     }
 }
 
@@ -58,21 +89,6 @@ impl Default for ExecOptions {
     }
 }
 
-impl ExecOptions {
-    fn params(&self) -> kube::api::AttachParams {
-        let mut p = kube::api::AttachParams::default()
-            .stdin(self.stdin)
-            .stdout(self.stdout)
-            // A terminal has one output stream; the server refuses stderr with a TTY.
-            .stderr(self.stderr && !self.tty)
-            .tty(self.tty);
-        if let Some(c) = &self.container {
-            p = p.container(c.clone());
-        }
-        p
-    }
-}
-
 /// How a command ended: its exit code (client-go reports a non-zero one as
 /// `exec.CodeExitError`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,76 +112,113 @@ impl ExitStatus {
 /// streams you asked for, use them, then [`wait`](Self::wait) for the exit status; or hand
 /// local readers and writers to [`stream`](Self::stream), which does both.
 ///
-/// Output is buffered in small pipes: read stdout and stderr while the command runs (a
-/// stream nobody reads stops the command's output once its pipe is full). Dropping the
-/// `Process` closes the connection.
+/// Each stream is a pipe of 64 KiB: read stdout and stderr while the command runs (a
+/// stream nobody reads holds the command's output back once its pipe is full). Dropping
+/// stdin ends the command's input; dropping an output (or never taking it) discards the
+/// rest of it. Dropping the `Process` closes the connection.
+#[derive(Debug)]
 pub struct Process {
-    inner: kube::api::AttachedProcess,
+    stdin: Option<DuplexStream>,
+    stdout: Option<DuplexStream>,
+    stderr: Option<DuplexStream>,
+    resize: Option<mpsc::Sender<TerminalSize>>,
+    status: oneshot::Receiver<Status>,
+    task: tokio::task::JoinHandle<std::result::Result<(), String>>,
     url: String,
 }
 
-impl std::fmt::Debug for Process {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Process")
-            .field("url", &self.url)
-            .finish_non_exhaustive()
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 
 impl Process {
-    /// The command's standard input, if asked for (once). Shutting it down (or dropping
-    /// it) sends EOF: the command sees the end of its input (on servers speaking
-    /// `v4.channel.k8s.io` only, EOF closes the whole connection instead).
+    /// Starts the connection's tasks over `connection`, with pipes for the streams `opts`
+    /// connects.
+    fn start(connection: kube::client::Connection, opts: &ExecOptions, url: &str) -> Self {
+        let pipe = |on: bool| on.then(|| tokio::io::duplex(PIPE_BYTES)).unzip();
+        let (stdin, stdin_remote) = pipe(opts.stdin);
+        let (stdout, stdout_remote) = pipe(opts.stdout);
+        let (stderr, stderr_remote) = pipe(opts.stderr && !opts.tty);
+        let (resize, resizes) = opts.tty.then(|| mpsc::channel(4)).unzip();
+        let (status_tx, status) = oneshot::channel();
+        let channels = Channels {
+            stdin: stdin_remote,
+            stdout: stdout_remote,
+            stderr: stderr_remote,
+            resizes,
+            status: status_tx,
+        };
+        Self {
+            stdin,
+            stdout,
+            stderr,
+            resize,
+            status,
+            task: tokio::spawn(channels.run(connection)),
+            url: url.to_string(),
+        }
+    }
+
+    /// The command's standard input, if asked for (once). Shutting it down or dropping it
+    /// ends the command's input (it reads EOF). On a server speaking only
+    /// `v4.channel.k8s.io`, which cannot say so, the end of input is not passed on.
     pub fn stdin(&mut self) -> Option<impl AsyncWrite + Unpin + Send + use<>> {
-        self.inner.stdin()
+        self.stdin.take()
     }
 
     /// The command's standard output, if asked for (once).
     pub fn stdout(&mut self) -> Option<impl AsyncRead + Unpin + Send + use<>> {
-        self.inner.stdout()
+        self.stdout.take()
     }
 
     /// The command's standard error, if asked for without a TTY (once).
     pub fn stderr(&mut self) -> Option<impl AsyncRead + Unpin + Send + use<>> {
-        self.inner.stderr()
+        self.stderr.take()
     }
 
     /// Where to send terminal sizes (once), when a TTY was asked for: client-go's
     /// `TerminalSizeQueue`.
     pub fn terminal_size(&mut self) -> Option<TerminalSizeSender> {
-        self.inner.terminal_size().map(TerminalSizeSender)
+        self.resize.take().map(TerminalSizeSender)
     }
 
     /// Waits for the command to end and returns its exit status. A command that ran and
     /// exited non-zero is `Ok` with that code; the server's other refusals (the container
     /// is not running, the command was not found) are [`Error::Api`] with its `Status`;
-    /// a broken connection is [`Error::Transport`].
+    /// a broken connection is [`Error::Transport`]. Output not taken is discarded and
+    /// stdin not taken is ended.
     pub async fn wait(mut self) -> Result<ExitStatus> {
-        let status = self
-            .inner
-            .take_status()
-            .expect("the status is taken only here, once");
-        let url = self.url;
-        let (status, joined) = tokio::join!(status, self.inner.join());
-        match (status, joined) {
+        drop((self.stdin.take(), self.stdout.take(), self.stderr.take()));
+        let status = (&mut self.status).await.ok();
+        let ended = (&mut self.task).await;
+        let url = std::mem::take(&mut self.url);
+        let broken = |why: String| Error::Transport {
+            verb: "GET".into(),
+            url: url.clone(),
+            source: why.into(),
+        };
+        match (status, ended) {
             (Some(status), _) => exit_status(&status, &url),
-            (None, Err(e)) => Err(Error::Transport {
-                verb: "GET".into(),
-                url,
-                source: Box::new(e),
-            }),
-            (None, Ok(())) => Err(Error::Transport {
-                verb: "GET".into(),
-                url,
-                source: "the connection closed before the command's exit status arrived".into(),
-            }),
+            (None, Ok(Err(why))) => Err(broken(why)),
+            (None, Ok(Ok(()))) => Err(broken(
+                "the connection closed before the command's exit status arrived".into(),
+            )),
+            (None, Err(e)) => Err(broken(format!("the connection's task failed: {e}"))),
         }
     }
 
-    /// Copies `stdin` to the command (then sends EOF), its stdout and stderr to `stdout`
-    /// and `stderr`, and returns its exit status as [`wait`](Self::wait) does: client-go's
-    /// `Executor.StreamWithContext`. Pass `None` for a stream not connected in
-    /// [`ExecOptions`]; a stream connected but given `None` here is discarded.
+    /// Copies `stdin` to the command (then ends its input), its stdout and stderr to
+    /// `stdout` and `stderr`, and returns its exit status as [`wait`](Self::wait) does:
+    /// client-go's `Executor.StreamWithContext`. Pass `None` for a stream not connected in
+    /// [`ExecOptions`]; a stream connected but given `None` here is discarded (stdin:
+    /// ended at once).
+    ///
+    /// Returns when the command has ended and its output is copied, whether or not it read
+    /// all of `stdin` (a read error of `stdin` is logged). A write error of `stdout` or
+    /// `stderr` is returned after the command's end; the rest of that output is discarded
+    /// meanwhile.
     pub async fn stream<I, O, E>(
         mut self,
         stdin: Option<I>,
@@ -178,21 +231,27 @@ impl Process {
         E: AsyncWrite + Unpin,
     {
         let url = self.url.clone();
-        let copy_in = copy_stdin(self.stdin(), stdin);
-        let copy_out = drain(self.stdout(), stdout);
-        let copy_err = drain(self.stderr(), stderr);
-        let status = self.wait();
-        let (status, copied_in, copied_out, copied_err) =
-            tokio::join!(status, copy_in, copy_out, copy_err);
+        let mut copy_in = std::pin::pin!(copy_stdin(self.stdin.take(), stdin));
+        let copy_out = drain(self.stdout.take(), stdout);
+        let copy_err = drain(self.stderr.take(), stderr);
+        let mut done = std::pin::pin!(async { tokio::join!(self.wait(), copy_out, copy_err) });
+        let mut copying_in = true;
+        let (status, copied_out, copied_err) = loop {
+            tokio::select! {
+                done = &mut done => break done,
+                copied = &mut copy_in, if copying_in => {
+                    copying_in = false;
+                    if let Err(e) = copied {
+                        tracing::debug!(url, error = %e, "exec: copying stdin ended with an error");
+                    }
+                }
+            }
+        };
         let status = status?;
-        for (stream, copied) in [
-            ("stdin", copied_in),
-            ("stdout", copied_out),
-            ("stderr", copied_err),
-        ] {
+        for (stream, copied) in [("stdout", copied_out), ("stderr", copied_err)] {
             copied.map_err(|e| Error::Transport {
                 verb: "GET".into(),
-                url: format!("{url} ({stream})"),
+                url: format!("{url} (writing the command's {stream})"),
                 source: Box::new(e),
             })?;
         }
@@ -200,9 +259,9 @@ impl Process {
     }
 }
 
-/// Copies `local` into the command's stdin, then closes it.
+/// Copies `local` into the command's stdin, then ends it.
 async fn copy_stdin(
-    remote: Option<impl AsyncWrite + Unpin>,
+    remote: Option<DuplexStream>,
     local: Option<impl AsyncRead + Unpin>,
 ) -> std::io::Result<()> {
     let Some(mut remote) = remote else {
@@ -214,22 +273,160 @@ async fn copy_stdin(
     remote.shutdown().await
 }
 
-/// Copies one of the command's outputs into `local`, or reads it to the end unseen.
+/// Copies one of the command's outputs into `local`, or discards it. After a local write
+/// error the rest is discarded and the error returned at its end.
 async fn drain(
-    remote: Option<impl AsyncRead + Unpin>,
+    remote: Option<DuplexStream>,
     local: Option<impl AsyncWrite + Unpin>,
 ) -> std::io::Result<()> {
     let Some(mut remote) = remote else {
         return Ok(());
     };
-    match local {
-        Some(mut local) => {
-            tokio::io::copy(&mut remote, &mut local).await?;
-            local.flush().await
-        }
-        None => tokio::io::copy(&mut remote, &mut tokio::io::sink())
+    let Some(mut local) = local else {
+        return tokio::io::copy(&mut remote, &mut tokio::io::sink())
             .await
-            .map(drop),
+            .map(drop);
+    };
+    let copied = match tokio::io::copy(&mut remote, &mut local).await {
+        Ok(_) => local.flush().await,
+        Err(e) => Err(e),
+    };
+    if copied.is_err() {
+        // Dropping `remote` would discard the rest as well; reading it keeps the order of
+        // the error after the command's end.
+        let _ = tokio::io::copy(&mut remote, &mut tokio::io::sink()).await;
+    }
+    copied
+}
+
+/// The connection's side of the streams.
+struct Channels {
+    stdin: Option<DuplexStream>,
+    stdout: Option<DuplexStream>,
+    stderr: Option<DuplexStream>,
+    resizes: Option<mpsc::Receiver<TerminalSize>>,
+    status: oneshot::Sender<Status>,
+}
+
+impl Channels {
+    /// Carries the streams until the server ends the connection (after the status), or
+    /// it breaks. Reading the server and writing to it are separate, so neither waits for
+    /// the other.
+    async fn run(self, connection: kube::client::Connection) -> std::result::Result<(), String> {
+        let closes = connection.supports_stream_close();
+        let (sink, stream) = connection.into_stream().split();
+        let Channels {
+            stdin,
+            stdout,
+            stderr,
+            resizes,
+            status,
+        } = self;
+        let read = read_server(stream, stdout, stderr, status);
+        let write = write_server(sink, stdin, resizes, closes);
+        tokio::select! {
+            read = read => read,
+            // Writing ends on its own only on an error; the connection is then broken.
+            Err(e) = write => Err(e),
+        }
+    }
+}
+
+/// Passes the server's messages on: stdout, stderr, then the status.
+async fn read_server(
+    mut stream: impl futures_util::Stream<
+        Item = std::result::Result<Message, tokio_tungstenite::tungstenite::Error>,
+    > + Unpin,
+    mut stdout: Option<DuplexStream>,
+    mut stderr: Option<DuplexStream>,
+    status: oneshot::Sender<Status>,
+) -> std::result::Result<(), String> {
+    let mut status = Some(status);
+    while let Some(message) = stream.next().await {
+        let message = message.map_err(|e| format!("reading the connection: {e}"))?;
+        let Message::Binary(data) = message else {
+            continue;
+        };
+        let Some((&channel, payload)) = data.split_first() else {
+            continue;
+        };
+        // The server opens each channel with an empty message.
+        if payload.is_empty() {
+            continue;
+        }
+        let out = match channel {
+            STDOUT => &mut stdout,
+            STDERR => &mut stderr,
+            STATUS => {
+                let parsed = serde_json::from_slice::<Status>(payload).map_err(|e| {
+                    format!(
+                        "the command's status is not a Status ({e}): {}",
+                        String::from_utf8_lossy(&payload[..payload.len().min(200)])
+                    )
+                })?;
+                if let Some(tx) = status.take() {
+                    let _ = tx.send(parsed);
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        // An output nobody reads any more is discarded.
+        if let Some(pipe) = out
+            && pipe.write_all(payload).await.is_err()
+        {
+            *out = None;
+        }
+    }
+    Ok(())
+}
+
+/// Sends the client's messages: stdin, its end (v5 only), terminal sizes.
+async fn write_server(
+    mut sink: impl futures_util::Sink<Message, Error = tokio_tungstenite::tungstenite::Error> + Unpin,
+    mut stdin: Option<DuplexStream>,
+    mut resizes: Option<mpsc::Receiver<TerminalSize>>,
+    closes: bool,
+) -> std::result::Result<(), String> {
+    let mut buf = vec![0u8; 32 * 1024];
+    let mut ping = tokio::time::interval(Duration::from_secs(60));
+    ping.reset();
+    loop {
+        let message = tokio::select! {
+            read = async { stdin.as_mut().expect("polled while present").read(&mut buf[1..]).await },
+                if stdin.is_some() =>
+            {
+                match read {
+                    Ok(0) | Err(_) => {
+                        stdin = None;
+                        if !closes {
+                            continue;
+                        }
+                        Message::binary(vec![CLOSE, STDIN])
+                    }
+                    Ok(n) => {
+                        buf[0] = STDIN;
+                        Message::binary(buf[..=n].to_vec())
+                    }
+                }
+            }
+            size = async { resizes.as_mut().expect("polled while present").recv().await },
+                if resizes.is_some() =>
+            {
+                let Some(size) = size else {
+                    resizes = None;
+                    continue;
+                };
+                let mut data = vec![RESIZE];
+                data.extend(serde_json::to_vec(&size).map_err(|e| e.to_string())?);
+                Message::binary(data)
+            }
+            // Keeps an idle connection (a shell waiting for input) from being cut.
+            _ = ping.tick() => Message::Ping(Default::default()),
+        };
+        sink.send(message)
+            .await
+            .map_err(|e| format!("writing the connection: {e}"))?;
     }
 }
 
@@ -275,32 +472,55 @@ impl ResourceClient<Pod> {
                 "exec in pod {name:?}: no command given"
             )));
         }
-        let api = self.kube_api("exec", name)?;
-        let url = self.pod_path(name, "exec");
-        self.connect(&url, api.exec(name, command, &opts.params()))
-            .await
+        self.connect("exec", name, &command, opts).await
     }
 
     /// Attaches to the main process of a container of Pod `name` (`pods/attach`), with
     /// the streams `opts` asks for; the container must have been started with `stdin`
     /// (and `tty`) for those to work. See [`Process`].
     pub async fn attach(&self, name: &str, opts: &ExecOptions) -> Result<Process> {
-        let api = self.kube_api("attach", name)?;
-        let url = self.pod_path(name, "attach");
-        self.connect(&url, api.attach(name, &opts.params())).await
+        self.connect("attach", name, &[], opts).await
     }
 
     async fn connect(
         &self,
-        url: &str,
-        connect: impl Future<Output = kube::Result<kube::api::AttachedProcess>>,
+        sub: &str,
+        name: &str,
+        command: &[String],
+        opts: &ExecOptions,
     ) -> Result<Process> {
-        self.rest_client().throttle("GET", url).await;
-        let inner = connect.await.map_err(|e| from_kube(e, url))?;
-        Ok(Process {
-            inner,
-            url: url.to_string(),
-        })
+        self.kube_api(sub, name)?;
+        let path = self.pod_path(name, sub);
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for arg in command {
+            query.append_pair("command", arg);
+        }
+        if let Some(c) = &opts.container {
+            query.append_pair("container", c);
+        }
+        let stderr = opts.stderr && !opts.tty;
+        for (key, on) in [
+            ("stdin", opts.stdin),
+            ("stdout", opts.stdout),
+            ("stderr", stderr),
+            ("tty", opts.tty),
+        ] {
+            if on {
+                query.append_pair(key, "true");
+            }
+        }
+        let url = format!("{path}?{}", query.finish());
+        let request = http::Request::get(&url)
+            .body(Vec::new())
+            .map_err(|e| Error::Request(format!("{sub} in pod {name:?}: {e}")))?;
+        self.rest_client().throttle("GET", &path).await;
+        let connection = self
+            .rest_client()
+            .http()
+            .connect(request)
+            .await
+            .map_err(|e| from_kube(e, &path))?;
+        Ok(Process::start(connection, opts, &path))
     }
 }
 
@@ -351,13 +571,14 @@ mod tests {
     }
 
     #[test]
-    fn a_tty_gets_no_separate_stderr() {
-        let p = ExecOptions {
-            tty: true,
-            stdin: true,
-            ..Default::default()
-        }
-        .params();
-        assert!(p.tty && p.stdin && p.stdout && !p.stderr);
+    fn terminal_sizes_are_sent_as_the_server_reads_them() {
+        let size = TerminalSize {
+            width: 120,
+            height: 40,
+        };
+        assert_eq!(
+            serde_json::to_string(&size).unwrap(),
+            r#"{"Width":120,"Height":40}"#
+        );
     }
 }

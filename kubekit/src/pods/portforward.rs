@@ -74,6 +74,10 @@ pub struct ForwardedPort {
 /// ready. Each accepted connection gets its own websocket to the API server; an error the
 /// server reports for it (nothing listens on the Pod's port) is logged and ends that
 /// connection only. Forwarding stops on [`stop`](Self::stop) or when this is dropped.
+///
+/// A local client that half-closes (shuts down its writing side and waits for the reply,
+/// as `nc -N` does) loses the reply: the websocket port-forward protocol cannot carry a
+/// half-close, so it ends the whole connection.
 #[derive(Debug)]
 pub struct PortForward {
     ports: Vec<ForwardedPort>,
@@ -111,9 +115,15 @@ impl Drop for PortForward {
 
 /// One connection to a port of a Pod, in process: bytes written go to the Pod's port,
 /// bytes read come from it. From [`port_forward_stream`](ResourceClient::port_forward_stream).
+///
+/// The websocket port-forward protocol has no half-close: shutting down the writing side
+/// ends the whole connection, and what the Pod sends after it is lost.
 pub struct PortStream {
     stream: DuplexStream,
-    error: BoxFuture<'static, Option<String>>,
+    /// The server's error report, until it has resolved.
+    error: Option<BoxFuture<'static, Option<String>>>,
+    /// What it resolved to.
+    reported: Option<String>,
     forwarder: kube::api::Portforwarder,
 }
 
@@ -125,9 +135,14 @@ impl fmt::Debug for PortStream {
 
 impl PortStream {
     /// Resolves with the error the server reports for this port (e.g. nothing listens
-    /// on it in the Pod), or `None` when the connection ends without one.
+    /// on it in the Pod), or `None` when the connection ends without one; later calls
+    /// return the same at once.
     pub async fn error(&mut self) -> Option<String> {
-        (&mut self.error).await
+        if let Some(report) = self.error.as_mut() {
+            self.reported = report.await;
+            self.error = None;
+        }
+        self.reported.clone()
     }
 }
 
@@ -188,7 +203,8 @@ impl ResourceClient<Pod> {
         };
         Ok(PortStream {
             stream,
-            error: error.boxed(),
+            error: Some(error.boxed()),
+            reported: None,
             forwarder,
         })
     }
@@ -291,6 +307,12 @@ async fn forward(pods: &ResourceClient<Pod>, name: &str, port: ForwardedPort, mu
         }
     };
     let PortStream { stream, error, .. } = &mut remote;
+    let error = async {
+        match error.as_mut() {
+            Some(report) => report.await,
+            None => None,
+        }
+    };
     tokio::select! {
         copied = tokio::io::copy_bidirectional(&mut conn, stream) => {
             if let Err(e) = copied {
