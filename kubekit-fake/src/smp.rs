@@ -59,6 +59,8 @@ pub(crate) enum Ty {
     ServiceSpec,
     /// A status whose `conditions` merge by `type`.
     Status,
+    /// A Pod's status: its `conditions` by `type`, its IPs by `ip`, its claims by `name`.
+    PodStatus,
     /// Anything else: maps merge, lists are replaced.
     Other,
 }
@@ -108,7 +110,7 @@ const FIELDS: &[(Ty, &str, Ty, ListMerge)] = &[
     (Ty::Workload, "spec", Ty::WorkloadSpec, Replace),
     (Ty::Workload, "status", Ty::Status, Replace),
     (Ty::Pod, "spec", Ty::PodSpec, Replace),
-    (Ty::Pod, "status", Ty::Status, Replace),
+    (Ty::Pod, "status", Ty::PodStatus, Replace),
     (Ty::Service, "spec", Ty::ServiceSpec, Replace),
     (Ty::Service, "status", Ty::Status, Replace),
     (Ty::Namespace, "status", Ty::Status, Replace),
@@ -141,6 +143,15 @@ const FIELDS: &[(Ty, &str, Ty, ListMerge)] = &[
     (Ty::Container, "volumeDevices", Ty::Other, By("devicePath")),
     (Ty::ServiceSpec, "ports", Ty::Other, By("port")),
     (Ty::Status, "conditions", Ty::Other, By("type")),
+    (Ty::PodStatus, "conditions", Ty::Other, By("type")),
+    (Ty::PodStatus, "podIPs", Ty::Other, By("ip")),
+    (Ty::PodStatus, "hostIPs", Ty::Other, By("ip")),
+    (
+        Ty::PodStatus,
+        "resourceClaimStatuses",
+        Ty::Other,
+        By("name"),
+    ),
 ];
 
 /// The type of field `name` of `ty` and how it merges as a list.

@@ -1047,6 +1047,32 @@ async fn strategic_merge_patches_of_built_in_types_answer_alike() {
             let patched = services.patch_status("web", PatchType::StrategicMerge, patch).await;
             r.answer(label, patched.map(|s| s["status"]["conditions"].clone()));
         }
+        // A Pod's status merges its IPs by ip (no node here: nothing else writes it).
+        let pods = t.on("pods");
+        let pod = json!({
+            "metadata": {"name": "ips"},
+            "spec": {"containers": [{"name": "main", "image": "kubekit.invalid/main"}]},
+        });
+        pods.create(pod).await.expect("pod created");
+        let (v4, v6) = (json!({"ip": "10.0.0.1"}), json!({"ip": "fd00::1"}));
+        let pod_steps = [
+            ("a Pod's first IP", json!({"status": {"podIP": "10.0.0.1", "podIPs": [v4.clone()]}})),
+            ("a second IP merges by ip", json!({"status": {
+                "$setElementOrder/podIPs": [v4.clone(), v6.clone()],
+                "podIPs": [v6.clone()],
+            }})),
+            ("a Pod condition merges by type", json!({"status": {"conditions": [condition("kubekit.dev/Checked", "True")]}})),
+        ];
+        for (label, patch) in pod_steps {
+            let patched = pods.patch_status("ips", PatchType::StrategicMerge, patch).await;
+            // Conditions by type and status: the real server's typed encoding adds
+            // `lastProbeTime: null` and drops an empty message, which the fake does not.
+            let conditions = |p: &Value| {
+                let all = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+                all.iter().map(|c| json!([c["type"], c["status"]])).collect::<Vec<_>>()
+            };
+            r.answer(label, patched.map(|p| json!([p["status"]["podIPs"], conditions(&p)])));
+        }
     })
     .await;
 }

@@ -489,7 +489,7 @@ impl ResourceClient<Pod> {
         command: &[String],
         opts: &ExecOptions,
     ) -> Result<Process> {
-        self.kube_api(sub, name)?;
+        self.pod_namespace(sub, name)?;
         let path = self.pod_path(name, sub);
         let mut query = form_urlencoded::Serializer::new(String::new());
         for arg in command {

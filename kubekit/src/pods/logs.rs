@@ -78,12 +78,7 @@ impl LogOptions {
 
 impl ResourceClient<Pod> {
     fn log_request(&self, name: &str, opts: &LogOptions) -> Result<Request> {
-        let Some(namespace) = self.namespace() else {
-            return Err(Error::Request(format!(
-                "log of pod {name:?}: the Pod client has no namespace; \
-                 use clientset.core_v1().pods(namespace)"
-            )));
-        };
+        let namespace = self.pod_namespace("log", name)?;
         let req = self
             .rest_client()
             .get()

@@ -35,9 +35,11 @@
 //! its rate limiting, retries, metrics and errors. Exec, attach and port-forward upgrade
 //! the connection to a websocket through kube's websocket support, which negotiates the
 //! channel protocol: `v5.channel.k8s.io` (stdin can be closed on its own, so a command
-//! reading its input to the end sees EOF), else `v4.channel.k8s.io`. They wait for the
-//! client-side rate limiter like every request; a refusal (no such Pod, a forbidden verb)
-//! is an [`Error::Api`] with the server's `Status`.
+//! reading its input to the end sees EOF), else `v4.channel.k8s.io`. Exec and attach
+//! carry their channels themselves (reading the server apart from writing to it);
+//! port-forward uses kube's port-forwarder. They wait for the client-side rate limiter
+//! like every request; a refusal (no such Pod, a forbidden verb) is an [`Error::Api`] with
+//! the server's `Status`.
 
 mod exec;
 mod logs;
@@ -53,9 +55,9 @@ use crate::clientset::ResourceClient;
 use crate::rest::{Error, Result};
 
 impl ResourceClient<Pod> {
-    /// The kube API for Pods of this client's namespace, after checking that there is one
-    /// and that `name` can be a Pod's name; `verb` names the operation in errors.
-    fn kube_api(&self, verb: &str, name: &str) -> Result<kube::Api<Pod>> {
+    /// This client's namespace, after checking that there is one and that `name` can be
+    /// a Pod's name; `verb` names the operation in errors.
+    fn pod_namespace(&self, verb: &str, name: &str) -> Result<&str> {
         let Some(namespace) = self.namespace() else {
             return Err(Error::Request(format!(
                 "{verb} of pod {name:?}: the Pod client has no namespace; \
@@ -65,10 +67,7 @@ impl ResourceClient<Pod> {
         if !crate::rest::valid_segment(name) {
             return Err(Error::Request(format!("{verb}: invalid pod name {name:?}")));
         }
-        Ok(kube::Api::namespaced(
-            self.rest_client().http().clone(),
-            namespace,
-        ))
+        Ok(namespace)
     }
 
     /// The path of subresource `sub` of Pod `name`, for errors.

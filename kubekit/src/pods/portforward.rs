@@ -190,7 +190,10 @@ impl ResourceClient<Pod> {
                 "port-forward to pod {name:?}: the Pod's port cannot be 0"
             )));
         }
-        let api = self.kube_api("port-forward", name)?;
+        let api = kube::Api::<Pod>::namespaced(
+            self.rest_client().http().clone(),
+            self.pod_namespace("port-forward", name)?,
+        );
         let url = self.pod_path(name, "portforward");
         self.rest_client().throttle("GET", &url).await;
         let mut forwarder = api
@@ -225,7 +228,7 @@ impl ResourceClient<Pod> {
                 "port-forward to pod {name:?}: no ports given"
             )));
         }
-        self.kube_api("port-forward", name)?;
+        self.pod_namespace("port-forward", name)?;
         let pod = self.get(name, &GetOptions::default()).await?;
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         if phase != Some("Running") {
