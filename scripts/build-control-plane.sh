@@ -63,6 +63,12 @@ build() { # <module dir> <ldflags> <output name> <package> [go build flags...]
 }
 
 mkdir -p "$bin"
+# One build at a time per cache: two clones testing at once (or a test binary starting two
+# control planes) would otherwise share the build's scratch files.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$dir/.build.lock"
+  flock 9
+fi
 
 # A cache built from other go.mod/go.sum is rebuilt whole; one that only lacks a binary
 # (the list grew) gets that binary.

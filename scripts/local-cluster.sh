@@ -146,13 +146,19 @@ start() { # <component> <binary> <args...>: runs detached, output in <component>
   echo $! >"$dir/$name.pid"
 }
 
+# Signals a component's whole process group (start runs each in its own session, so what
+# it started, such as the commands kwok runs for exec, goes too), else the process alone.
+signal() { # <signal> <pid>
+  kill "-$1" -- "-$2" 2>/dev/null || kill "-$1" "$2" 2>/dev/null
+}
+
 stop_all() { # TERM every component, then KILL what is left after 5 s
   local c pid pids=()
   for c in "${components[@]}" watchdog; do
     [[ -f "$dir/$c.pid" ]] || continue
     pid=$(cat "$dir/$c.pid")
     [[ "$c" == watchdog && "$pid" == "${BASHPID:-$$}" ]] && continue
-    kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+    signal TERM "$pid" && pids+=("$pid")
   done
   local deadline=$((SECONDS + 5)) left
   while :; do
@@ -162,7 +168,7 @@ stop_all() { # TERM every component, then KILL what is left after 5 s
     ((SECONDS >= deadline)) && break
     sleep 0.1
   done
-  kill -KILL "${left[@]}" 2>/dev/null || true
+  for pid in "${left[@]}"; do signal KILL "$pid" || true; done
 }
 
 start_apiserver() { # on the ports recorded in $dir

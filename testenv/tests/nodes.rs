@@ -30,10 +30,17 @@ fn run(mut cmd: Command, stdin: &[u8]) -> Output {
     let mut input = child.stdin.take().expect("stdin");
     input.write_all(stdin).expect("write kubectl's stdin");
     drop(input);
+    let pid = child.id();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || tx.send(child.wait_with_output()));
     rx.recv_timeout(DEADLINE)
-        .unwrap_or_else(|_| panic!("{cmd:?} did not end within {DEADLINE:?}"))
+        .unwrap_or_else(|_| {
+            // The child was moved to the waiting thread: kill it by its pid.
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{cmd:?} did not end within {DEADLINE:?}")
+        })
         .expect("wait for kubectl")
 }
 

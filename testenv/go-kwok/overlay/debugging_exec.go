@@ -15,7 +15,8 @@ limitations under the License.
 */
 
 // This file replaces kwok v0.8.0's pkg/kwok/server/debugging_exec.go when
-// scripts/build-control-plane.sh builds kwok (go build -overlay). Two changes, marked
+// scripts/build-control-plane.sh builds kwok (in a copy of kwok's module, used through a
+// replace directive). Two changes, marked
 // "kubekit:", make exec behave as a kubelet's does:
 //   - the command sees the end of its standard input when the client closes it (kwok
 //     copied stdin into the command's pipe but never closed the pipe, so `cat` hung);
