@@ -332,7 +332,7 @@ impl Channels {
     }
 }
 
-/// Passes the server's messages on: stdout, stderr, then the status.
+/// Passes the server's messages on: stdout, stderr, then the status, which ends it.
 async fn read_server(
     mut stream: impl futures_util::Stream<
         Item = std::result::Result<Message, tokio_tungstenite::tungstenite::Error>,
@@ -341,7 +341,6 @@ async fn read_server(
     mut stderr: Option<DuplexStream>,
     status: oneshot::Sender<Status>,
 ) -> std::result::Result<(), String> {
-    let mut status = Some(status);
     while let Some(message) = stream.next().await {
         let message = message.map_err(|e| format!("reading the connection: {e}"))?;
         let Message::Binary(data) = message else {
@@ -364,10 +363,9 @@ async fn read_server(
                         String::from_utf8_lossy(&payload[..payload.len().min(200)])
                     )
                 })?;
-                if let Some(tx) = status.take() {
-                    let _ = tx.send(parsed);
-                }
-                continue;
+                // The status is the server's last message: the command has ended.
+                let _ = status.send(parsed);
+                return Ok(());
             }
             _ => continue,
         };
@@ -568,6 +566,70 @@ mod tests {
             }
             other => panic!("expected an API error, got {other:?}"),
         }
+    }
+
+    fn frames(
+        frames: &[&[u8]],
+    ) -> impl futures_util::Stream<
+        Item = std::result::Result<Message, tokio_tungstenite::tungstenite::Error>,
+    > + Unpin
+    + use<> {
+        let frames: Vec<_> = frames
+            .iter()
+            .map(|f| Ok(Message::binary(f.to_vec())))
+            .collect();
+        futures_util::stream::iter(frames)
+    }
+
+    #[tokio::test]
+    async fn server_frames_go_to_their_stream_and_the_status_ends_the_reading() {
+        let (mut out, out_remote) = tokio::io::duplex(1024);
+        let (mut err, err_remote) = tokio::io::duplex(1024);
+        let (tx, rx) = oneshot::channel();
+        let server = frames(&[
+            &[STDOUT],
+            &[STDERR],
+            b"\x01hello ",
+            b"\x02oops",
+            b"\x09unknown channel",
+            b"\x01world",
+            &[b"\x03".as_slice(), br#"{"status":"Success","metadata":{}}"#].concat(),
+            b"\x01after the status",
+        ]);
+        read_server(server, Some(out_remote), Some(err_remote), tx)
+            .await
+            .unwrap();
+        let (mut o, mut e) = (String::new(), String::new());
+        out.read_to_string(&mut o).await.unwrap();
+        err.read_to_string(&mut e).await.unwrap();
+        assert_eq!((o.as_str(), e.as_str()), ("hello world", "oops"));
+        assert_eq!(rx.await.unwrap().status.as_deref(), Some("Success"));
+    }
+
+    #[tokio::test]
+    async fn a_status_that_is_not_a_status_is_an_error_naming_it() {
+        let (tx, rx) = oneshot::channel();
+        let err = read_server(frames(&[b"\x03not json"]), None, None, tx)
+            .await
+            .unwrap_err();
+        assert!(
+            err.contains("not a Status") && err.contains("not json"),
+            "{err}"
+        );
+        assert!(rx.await.is_err(), "no status was delivered");
+    }
+
+    #[tokio::test]
+    async fn output_nobody_reads_is_discarded_not_waited_for() {
+        let (out, out_remote) = tokio::io::duplex(4);
+        drop(out);
+        let (tx, rx) = oneshot::channel();
+        let status = [b"\x03".as_slice(), br#"{"status":"Success"}"#].concat();
+        let server = frames(&[b"\x01more than four bytes", &status]);
+        read_server(server, Some(out_remote), None, tx)
+            .await
+            .unwrap();
+        assert!(rx.await.is_ok());
     }
 
     #[test]
