@@ -257,7 +257,7 @@ struct Figures {
     runs: Vec<Phases>,
 }
 
-/// Seconds, with the unit chosen for the table.
+/// Seconds, as a float.
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
@@ -277,7 +277,7 @@ fn line(phases: &Phases) -> String {
     PHASES
         .iter()
         .zip(phases)
-        .map(|(name, d)| format!("{name} {:.3} s", secs(*d)))
+        .map(|(name, d)| format!("{name} {:.2} ms", secs(*d) * 1e3))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -302,8 +302,8 @@ pub fn run(opts: Options) -> Result<(), String> {
             phases.map(|p| (start, p))
         })?;
         eprintln!(
-            "fake run {run}: start {:.3} s, {}",
-            secs(start),
+            "fake run {run}: start {:.2} ms, {}",
+            secs(start) * 1e3,
             line(&phases)
         );
         fake.start.push(start);
