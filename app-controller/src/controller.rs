@@ -15,12 +15,12 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use kube::core::NamespaceResourceScope;
+use kubekit::cache::IndexFunc;
 use kubekit::clientset::{Clientset, DeleteOptions, PropagationPolicy, UpdateOptions};
 use kubekit::controller::{Action, ReconcileError};
-use kubekit::labels::Selector;
 use kubekit::listers::Lister;
 use kubekit::manager::{Manager, ManagerError, Object, Predicate};
-use kubekit::meta::{controller_ref, is_controlled_by};
+use kubekit::meta::{controller_of, controller_ref, is_controlled_by};
 use kubekit::record::{EventRecorder, EventType};
 use serde_json::{Value, json};
 
@@ -34,6 +34,20 @@ pub const APP_LABEL: &str = "appcontroller.k8s.io/app";
 pub const SUCCESS_SYNCED: &str = "Synced";
 /// Reason of the event recorded when a child exists but is not controlled by the App.
 pub const ERR_RESOURCE_EXISTS: &str = "ErrResourceExists";
+
+/// The index of the Deployment and Service caches by the uid of their controller.
+const BY_CONTROLLER: &str = "controller-uid";
+
+/// The [`BY_CONTROLLER`] index of a cache of `K`: each child under its controller's uid.
+fn by_controller<K: Object>() -> [(String, IndexFunc<K>); 1] {
+    let uid = |child: &K| {
+        controller_of(child.meta())
+            .map(|r| r.uid.clone())
+            .into_iter()
+            .collect()
+    };
+    [(BY_CONTROLLER.to_string(), Arc::new(uid))]
+}
 
 /// What the reconciler reads and writes with.
 struct Ctx {
@@ -137,12 +151,14 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
             }
         }
     };
-    let renamed = lister.namespaced(ns).list(&Selector::everything());
-    let renamed = renamed.iter().map(|c| c.meta()).filter(|c| {
-        is_controlled_by(c, &app.metadata)
-            && c.name.as_deref() != Some(name.as_str())
-            && c.deletion_timestamp.is_none()
-    });
+    // The children it controls under another name (the spec renamed them), found through
+    // the index of children by their controller's uid.
+    let uid = app.metadata.uid.as_deref().unwrap_or_default();
+    let renamed = lister.by_index(BY_CONTROLLER, uid)?;
+    let renamed = renamed
+        .iter()
+        .map(|c| c.meta())
+        .filter(|c| c.name.as_deref() != Some(name.as_str()) && c.deletion_timestamp.is_none());
     for old in renamed {
         let old_name = old.name.as_deref().unwrap_or_default();
         tracing::info!(app = ?app.metadata.name, child = %old_name, "deleting {kind} the App no longer names");
@@ -190,10 +206,16 @@ async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<Action, ReconcileErro
 
 /// Adds the App controller to `mgr`: `workers` workers, at most `max_retries` retries.
 pub fn add_to(mgr: &mut Manager, workers: usize, max_retries: usize) -> Result<(), ManagerError> {
+    let (deployments, services) = (
+        mgr.factory().apps_v1().deployments(),
+        mgr.factory().core_v1().services(),
+    );
+    deployments.informer().add_indexers(by_controller())?;
+    services.informer().add_indexers(by_controller())?;
     let ctx = Arc::new(Ctx {
         clientset: mgr.clientset().clone(),
-        deployments: mgr.factory().apps_v1().deployments().lister(),
-        services: mgr.factory().core_v1().services().lister(),
+        deployments: deployments.lister(),
+        services: services.lister(),
         recorder: mgr.event_recorder(CONTROLLER_NAME),
     });
     mgr.controller::<App>(CONTROLLER_NAME)

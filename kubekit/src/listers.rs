@@ -93,6 +93,18 @@ impl<K: Resource + 'static> Lister<K> {
             .ok_or_else(|| Error::not_found(&self.gvr.group, &self.gvr.resource, name))
     }
 
+    /// The cached objects whose index `index_name` has `value` (client-go's
+    /// `Indexer.ByIndex`): a secondary index added to the informer
+    /// ([`SharedIndexInformer::add_indexers`](crate::cache::SharedIndexInformer::add_indexers)),
+    /// read without scanning the cache. An index that was never added is an error.
+    pub fn by_index(
+        &self,
+        index_name: &str,
+        value: &str,
+    ) -> Result<Vec<Arc<K>>, crate::cache::Error> {
+        self.indexer.by_index(index_name, value)
+    }
+
     /// The objects of one namespace.
     pub fn namespaced(&self, namespace: &str) -> NamespaceLister<K> {
         NamespaceLister {
@@ -169,6 +181,31 @@ mod tests {
         assert_eq!(in_a.len(), 1);
         assert_eq!(in_a[0].metadata.name.as_deref(), Some("one"));
         assert!(l.namespaced("c").list(&Selector::everything()).is_empty());
+    }
+
+    #[test]
+    fn by_index_reads_a_secondary_index_and_refuses_an_unknown_one() {
+        let l = lister();
+        let by_app: crate::cache::IndexFunc<ConfigMap> = Arc::new(|c: &ConfigMap| {
+            let labels = c.metadata.labels.iter().flatten();
+            labels
+                .filter(|(k, _)| *k == "app")
+                .map(|(_, v)| v.clone())
+                .collect()
+        });
+        l.indexer
+            .add_indexers([("app".to_string(), by_app)])
+            .unwrap();
+        let mut web: Vec<_> = (l.by_index("app", "web").unwrap().iter())
+            .map(|c| c.metadata.namespace.clone().unwrap_or_default())
+            .collect();
+        web.sort();
+        assert_eq!(web, ["a", "b"]);
+        assert!(l.by_index("app", "none").unwrap().is_empty());
+        assert_eq!(
+            l.by_index("owner", "x").unwrap_err(),
+            crate::cache::Error::UnknownIndex("owner".into())
+        );
     }
 
     #[test]

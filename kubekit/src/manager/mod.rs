@@ -99,6 +99,10 @@ pub enum ManagerError {
     /// The leader election configuration was refused.
     #[error(transparent)]
     LeaderElection(#[from] ConfigError),
+    /// An index could not be added to a shared informer's cache (another one has its
+    /// name).
+    #[error("adding an index to a shared informer: {0}")]
+    Index(#[from] crate::cache::Error),
     /// Two controllers were given the same name.
     #[error("a controller named {0:?} is already registered")]
     DuplicateController(String),
