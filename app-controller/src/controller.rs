@@ -15,12 +15,12 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use kube::core::NamespaceResourceScope;
-use kubekit::cache::IndexFunc;
+use kubekit::cache::{CONTROLLER_UID_INDEX, controller_uid_index};
 use kubekit::clientset::{Clientset, DeleteOptions, PropagationPolicy, UpdateOptions};
 use kubekit::controller::{Action, ReconcileError};
 use kubekit::listers::Lister;
 use kubekit::manager::{Manager, ManagerError, Object, Predicate};
-use kubekit::meta::{controller_of, controller_ref, is_controlled_by};
+use kubekit::meta::{controller_ref, is_controlled_by};
 use kubekit::record::{EventRecorder, EventType};
 use serde_json::{Value, json};
 
@@ -34,20 +34,6 @@ pub const APP_LABEL: &str = "appcontroller.k8s.io/app";
 pub const SUCCESS_SYNCED: &str = "Synced";
 /// Reason of the event recorded when a child exists but is not controlled by the App.
 pub const ERR_RESOURCE_EXISTS: &str = "ErrResourceExists";
-
-/// The index of the Deployment and Service caches by the uid of their controller.
-const BY_CONTROLLER: &str = "controller-uid";
-
-/// The [`BY_CONTROLLER`] index of a cache of `K`: each child under its controller's uid.
-fn by_controller<K: Object>() -> [(String, IndexFunc<K>); 1] {
-    let uid = |child: &K| {
-        controller_of(child.meta())
-            .map(|r| r.uid.clone())
-            .into_iter()
-            .collect()
-    };
-    [(BY_CONTROLLER.to_string(), Arc::new(uid))]
-}
 
 /// What the reconciler reads and writes with.
 struct Ctx {
@@ -151,10 +137,9 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
             }
         }
     };
-    // The children it controls under another name (the spec renamed them), found through
-    // the index of children by their controller's uid.
+    // The children it controls under another name (the spec renamed them).
     let uid = app.metadata.uid.as_deref().unwrap_or_default();
-    let renamed = lister.by_index(BY_CONTROLLER, uid)?;
+    let renamed = lister.by_index(CONTROLLER_UID_INDEX, uid)?;
     let renamed = renamed
         .iter()
         .map(|c| c.meta())
@@ -210,8 +195,10 @@ pub fn add_to(mgr: &mut Manager, workers: usize, max_retries: usize) -> Result<(
         mgr.factory().apps_v1().deployments(),
         mgr.factory().core_v1().services(),
     );
-    deployments.informer().add_indexers(by_controller())?;
-    services.informer().add_indexers(by_controller())?;
+    deployments
+        .informer()
+        .add_indexers([controller_uid_index()])?;
+    services.informer().add_indexers([controller_uid_index()])?;
     let ctx = Arc::new(Ctx {
         clientset: mgr.clientset().clone(),
         deployments: deployments.lister(),

@@ -56,7 +56,10 @@ pub use reflector::{
 pub use shared_informer::{
     MINIMUM_RESYNC_PERIOD, ResourceEventHandlerRegistration, SharedIndexInformer,
 };
-pub use store::{Error, IndexFunc, Indexer, NAMESPACE_INDEX, namespace_index_func};
+pub use store::{
+    CONTROLLER_UID_INDEX, Error, IndexFunc, Indexer, NAMESPACE_INDEX, controller_uid_index,
+    namespace_index_func,
+};
 
 use std::time::Duration;
 

@@ -51,6 +51,20 @@ pub type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 /// Name of the built-in index by namespace.
 pub const NAMESPACE_INDEX: &str = "namespace";
 
+/// Name of the index by controller uid ([`controller_uid_index`]).
+pub const CONTROLLER_UID_INDEX: &str = "controller-uid";
+
+/// The index of objects by the uid of their controller (the ownerReference marked
+/// `controller`), to add to an informer: then `by_index(CONTROLLER_UID_INDEX, uid)` is
+/// everything the owner with `uid` controls, read without scanning the cache.
+pub fn controller_uid_index<K: Resource + 'static>() -> (String, IndexFunc<K>) {
+    let uid = |obj: &K| {
+        let controller = crate::meta::controller_of(obj.meta());
+        controller.map(|r| r.uid.clone()).into_iter().collect()
+    };
+    (CONTROLLER_UID_INDEX.to_string(), Arc::new(uid))
+}
+
 /// The namespace index function: the object's namespace (none for cluster-scoped ones).
 pub fn namespace_index_func<K: Resource>(obj: &K) -> Vec<String> {
     obj.meta()
@@ -348,6 +362,43 @@ mod tests {
         };
         p.spec.as_mut().unwrap().node_name = Some(node.into());
         Arc::new(p)
+    }
+
+    #[test]
+    fn controller_uid_index_files_objects_under_their_controller_only() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let owned = |name: &str, uid: &str, controller: bool| {
+            let mut p = Pod::clone(&pod("ns", name, "n"));
+            p.metadata.owner_references = Some(vec![OwnerReference {
+                uid: uid.into(),
+                controller: Some(controller),
+                ..Default::default()
+            }]);
+            Arc::new(p)
+        };
+        let store = Indexer::new();
+        store.add_indexers([controller_uid_index()]).unwrap();
+        store.add(owned("a", "rs-1", true)).unwrap();
+        store.add(owned("b", "rs-1", false)).unwrap();
+        store.add(owned("c", "rs-2", true)).unwrap();
+        store.add(pod("ns", "d", "n")).unwrap();
+        let names = |uid: &str| {
+            let found = store.by_index(CONTROLLER_UID_INDEX, uid).unwrap();
+            let mut names: Vec<_> = found
+                .iter()
+                .map(|p| p.metadata.name.clone().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(
+            names("rs-1"),
+            ["a"],
+            "a non-controller owner does not count"
+        );
+        assert_eq!(names("rs-2"), ["c"]);
+        store.delete("ns/c");
+        assert!(names("rs-2").is_empty());
     }
 
     fn by_node() -> (String, IndexFunc<Pod>) {
