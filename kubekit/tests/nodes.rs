@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kubekit::clientset::{Clientset, ListOptions, Patch, ResourceClient};
-use kubekit::pods::{ExecOptions, LogOptions, PortMapping};
+use kubekit::pods::{ExecOptions, LogOptions, PortMapping, Process};
 use kubekit::rest::Config;
 use kubekit::scale::{GroupResource, ScaleClient};
 use testenv::POD_LOG_LINES;
@@ -36,6 +36,20 @@ async fn running_pod(prefix: &str, pod: &str) -> ResourceClient<Pod> {
     let cp = testenv::control_plane_with_nodes();
     cp.run_pod(&cp.client().await, &ns, pod).await;
     clientset.core_v1().pods(&ns)
+}
+
+/// A fresh Running Pod `shell` and `command` run in it with stdin connected.
+async fn exec_with_stdin(prefix: &str, command: &[&str]) -> (ResourceClient<Pod>, Process) {
+    let pods = running_pod(prefix, "shell").await;
+    let opts = ExecOptions {
+        stdin: true,
+        ..Default::default()
+    };
+    let process = pods
+        .exec("shell", command.iter().copied(), &opts)
+        .await
+        .unwrap();
+    (pods, process)
 }
 
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -157,19 +171,8 @@ async fn log_of_a_missing_pod_is_not_found() {
 
 #[tokio::test]
 async fn exec_passes_stdin_to_the_command_and_returns_output_and_exit_code() {
-    let pods = running_pod("exec", "shell").await;
-    let opts = ExecOptions {
-        stdin: true,
-        ..Default::default()
-    };
-    let process = pods
-        .exec(
-            "shell",
-            ["sh", "-c", "cat; echo to-stderr >&2; exit 3"],
-            &opts,
-        )
-        .await
-        .unwrap();
+    let script = ["sh", "-c", "cat; echo to-stderr >&2; exit 3"];
+    let (pods, process) = exec_with_stdin("exec", &script).await;
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let input: &[u8] = b"first line\nsecond line\n";
     let status = within(
@@ -252,12 +255,7 @@ async fn wait_discards_output_nobody_read_instead_of_blocking_the_command() {
 
 #[tokio::test]
 async fn dropping_stdin_ends_the_commands_input() {
-    let pods = running_pod("exec-drop-stdin", "shell").await;
-    let opts = ExecOptions {
-        stdin: true,
-        ..Default::default()
-    };
-    let mut process = pods.exec("shell", ["cat"], &opts).await.unwrap();
+    let (_, mut process) = exec_with_stdin("exec-drop-stdin", &["cat"]).await;
     drop(process.stdin().expect("stdin was asked for"));
     let status = within("cat's exit", process.wait()).await.unwrap();
     assert!(status.success());
@@ -265,19 +263,8 @@ async fn dropping_stdin_ends_the_commands_input() {
 
 #[tokio::test]
 async fn stream_returns_when_the_command_ends_without_reading_all_its_input() {
-    let pods = running_pod("exec-partial-stdin", "shell").await;
-    let opts = ExecOptions {
-        stdin: true,
-        ..Default::default()
-    };
-    let process = pods
-        .exec(
-            "shell",
-            ["sh", "-c", "head -c 10 >/dev/null; exit 2"],
-            &opts,
-        )
-        .await
-        .unwrap();
+    let script = ["sh", "-c", "head -c 10 >/dev/null; exit 2"];
+    let (_, process) = exec_with_stdin("exec-partial-stdin", &script).await;
     let input = vec![b'x'; 200_000];
     let status = within(
         "the exit status",
