@@ -38,18 +38,27 @@ async fn running_pod(prefix: &str, pod: &str) -> ResourceClient<Pod> {
     clientset.core_v1().pods(&ns)
 }
 
-/// A fresh Running Pod `shell` and `command` run in it with stdin connected.
-async fn exec_with_stdin(prefix: &str, command: &[&str]) -> (ResourceClient<Pod>, Process) {
+/// A fresh Running Pod `shell` and `command` run in it with the streams of `opts`.
+async fn exec_in_new_pod(
+    prefix: &str,
+    command: &[&str],
+    opts: &ExecOptions,
+) -> (ResourceClient<Pod>, Process) {
     let pods = running_pod(prefix, "shell").await;
+    let process = pods
+        .exec("shell", command.iter().copied(), opts)
+        .await
+        .unwrap();
+    (pods, process)
+}
+
+/// [`exec_in_new_pod`] with stdin connected too.
+async fn exec_with_stdin(prefix: &str, command: &[&str]) -> (ResourceClient<Pod>, Process) {
     let opts = ExecOptions {
         stdin: true,
         ..Default::default()
     };
-    let process = pods
-        .exec("shell", command.iter().copied(), &opts)
-        .await
-        .unwrap();
-    (pods, process)
+    exec_in_new_pod(prefix, command, &opts).await
 }
 
 async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -227,16 +236,13 @@ async fn exec_streams_can_be_used_directly_while_the_command_runs() {
 
 #[tokio::test]
 async fn wait_discards_output_nobody_read_instead_of_blocking_the_command() {
-    let pods = running_pod("exec-unread", "shell").await;
     // Far more output than the pipes hold, never read.
-    let process = pods
-        .exec(
-            "shell",
-            ["sh", "-c", "seq 1 100000; exit 5"],
-            &ExecOptions::default(),
-        )
-        .await
-        .unwrap();
+    let (pods, process) = exec_in_new_pod(
+        "exec-unread",
+        &["sh", "-c", "seq 1 100000; exit 5"],
+        &ExecOptions::default(),
+    )
+    .await;
     let status = within("the exit status", process.wait()).await.unwrap();
     assert_eq!(status.code(), 5);
 
@@ -304,15 +310,12 @@ impl tokio::io::AsyncWrite for Broken {
 
 #[tokio::test]
 async fn a_failing_local_output_is_reported_after_the_command_ends() {
-    let pods = running_pod("exec-broken-out", "shell").await;
-    let process = pods
-        .exec(
-            "shell",
-            ["sh", "-c", "seq 1 100000"],
-            &ExecOptions::default(),
-        )
-        .await
-        .unwrap();
+    let (_, process) = exec_in_new_pod(
+        "exec-broken-out",
+        &["sh", "-c", "seq 1 100000"],
+        &ExecOptions::default(),
+    )
+    .await;
     let err = within(
         "the end of the command",
         process.stream(None::<&[u8]>, Some(Broken), None::<Vec<u8>>),
