@@ -114,8 +114,9 @@ impl ExitStatus {
 ///
 /// Each stream is a pipe of 64 KiB: read stdout and stderr while the command runs (a
 /// stream nobody reads holds the command's output back once its pipe is full). Dropping
-/// stdin ends the command's input; dropping an output (or never taking it) discards the
-/// rest of it. Dropping the `Process` closes the connection.
+/// stdin ends the command's input; dropping an output discards the rest of it (and
+/// [`wait`](Self::wait) discards outputs never taken). Dropping the `Process` closes the
+/// connection.
 #[derive(Debug)]
 pub struct Process {
     stdin: Option<DuplexStream>,
