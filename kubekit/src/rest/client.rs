@@ -454,7 +454,6 @@ impl Request {
     /// A non-success status is an [`Error::Api`].
     pub async fn send(self) -> Result<Response> {
         let url = self.url();
-        let timeout = self.send_timeout();
         let what = self.describe();
         let exchange = async {
             let res = self.exchange(&url).await?;
@@ -490,12 +489,7 @@ impl Request {
                 what: format!("{what} from {} {url}", self.method),
             })
         };
-        match timeout {
-            Some(t) if !t.is_zero() => tokio::time::timeout(t, exchange)
-                .await
-                .unwrap_or_else(|_| Err(self.timeout_error(&url, t))),
-            _ => exchange.await,
-        }
+        self.bounded(&url, exchange).await
     }
 
     /// Starts a watch (`watch=true` is added) and returns its events as they arrive. The
@@ -510,11 +504,7 @@ impl Request {
         let this = self.param("watch", "true");
         let url = this.url_with_timeout(this.timeout);
         let res = this.exchange(&url).await?;
-        let status = res.status();
-        if !status.is_success() {
-            return Err(this.refusal(&url, status, res.into_body()).await);
-        }
-        this.take_warnings(&res);
+        let res = this.accepted(&url, res).await?;
         let decoder = WatchDecoder::<K>::new(this.describe());
         Ok(DecodedWatch::new(res.into_body(), decoder, move |e| {
             this.transport_error(&url, e)
@@ -531,23 +521,41 @@ impl Request {
         // Only a timeout set on this request is sent: the client's default is for
         // requests that end, and must not cut a followed stream on the server.
         let url = self.url_with_timeout(self.timeout);
-        let timeout = self.send_timeout();
-        let exchange = self.exchange(&url);
-        let res = match timeout {
-            Some(t) if !t.is_zero() => tokio::time::timeout(t, exchange)
-                .await
-                .unwrap_or_else(|_| Err(self.timeout_error(&url, t)))?,
-            _ => exchange.await?,
-        };
-        let status = res.status();
-        if !status.is_success() {
-            return Err(self.refusal(&url, status, res.into_body()).await);
-        }
-        self.take_warnings(&res);
+        let res = self.bounded(&url, self.exchange(&url)).await?;
+        let res = self.accepted(&url, res).await?;
         let body = res.into_body().into_data_stream();
         Ok(futures_util::StreamExt::map(body, move |chunk| {
             chunk.map_err(|e| self.transport_error(&url, e))
         }))
+    }
+
+    /// `work` bounded by the request's timeout, else the client's default (none if zero).
+    async fn bounded<T>(
+        &self,
+        url: &str,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        match self.send_timeout() {
+            Some(t) if !t.is_zero() => tokio::time::timeout(t, work)
+                .await
+                .unwrap_or_else(|_| Err(self.timeout_error(url, t))),
+            _ => work.await,
+        }
+    }
+
+    /// `res` when the server accepted the request (its warnings passed on), else the
+    /// error of its refusal: for responses read as they arrive.
+    async fn accepted(
+        &self,
+        url: &str,
+        res: http::Response<kube::client::Body>,
+    ) -> Result<http::Response<kube::client::Body>> {
+        let status = res.status();
+        if !status.is_success() {
+            return Err(self.refusal(url, status, res.into_body()).await);
+        }
+        self.take_warnings(&res);
+        Ok(res)
     }
 
     /// Sends the request until it succeeds, fails for good, or the retry budget is spent.
