@@ -144,20 +144,14 @@ impl Process {
         let (stderr, stderr_remote) = pipe(opts.stderr && !opts.tty);
         let (resize, resizes) = opts.tty.then(|| mpsc::channel(4)).unzip();
         let (status_tx, status) = oneshot::channel();
-        let channels = Channels {
-            stdin: stdin_remote,
-            stdout: stdout_remote,
-            stderr: stderr_remote,
-            resizes,
-            status: status_tx,
-        };
+        let streams = (stdin_remote, stdout_remote, stderr_remote);
         Self {
             stdin,
             stdout,
             stderr,
             resize,
             status,
-            task: tokio::spawn(channels.run(connection)),
+            task: tokio::spawn(carry(connection, streams, resizes, status_tx)),
             url: url.to_string(),
         }
     }
@@ -300,36 +294,27 @@ async fn drain(
     copied
 }
 
-/// The connection's side of the streams.
-struct Channels {
-    stdin: Option<DuplexStream>,
-    stdout: Option<DuplexStream>,
-    stderr: Option<DuplexStream>,
+/// Carries the streams (the connection's side of stdin, stdout and stderr) until the
+/// server ends the connection (after the status), or it breaks. Reading the server and
+/// writing to it are separate, so neither waits for the other.
+async fn carry(
+    connection: kube::client::Connection,
+    (stdin, stdout, stderr): (
+        Option<DuplexStream>,
+        Option<DuplexStream>,
+        Option<DuplexStream>,
+    ),
     resizes: Option<mpsc::Receiver<TerminalSize>>,
     status: oneshot::Sender<Status>,
-}
-
-impl Channels {
-    /// Carries the streams until the server ends the connection (after the status), or
-    /// it breaks. Reading the server and writing to it are separate, so neither waits for
-    /// the other.
-    async fn run(self, connection: kube::client::Connection) -> std::result::Result<(), String> {
-        let closes = connection.supports_stream_close();
-        let (sink, stream) = connection.into_stream().split();
-        let Channels {
-            stdin,
-            stdout,
-            stderr,
-            resizes,
-            status,
-        } = self;
-        let read = read_server(stream, stdout, stderr, status);
-        let write = write_server(sink, stdin, resizes, closes);
-        tokio::select! {
-            read = read => read,
-            // Writing ends on its own only on an error; the connection is then broken.
-            Err(e) = write => Err(e),
-        }
+) -> std::result::Result<(), String> {
+    let closes = connection.supports_stream_close();
+    let (sink, stream) = connection.into_stream().split();
+    let read = read_server(stream, stdout, stderr, status);
+    let write = write_server(sink, stdin, resizes, closes);
+    tokio::select! {
+        read = read => read,
+        // Writing ends on its own only on an error; the connection is then broken.
+        Err(e) = write => Err(e),
     }
 }
 
