@@ -107,7 +107,8 @@ fn groups(store: &Store) -> Vec<(String, Vec<String>)> {
     groups
 }
 
-fn served_at<'a>(store: &'a Store, group: &str, version: &str) -> Vec<&'a ResourceInfo> {
+/// The resources served at `group`/`version`.
+pub(crate) fn served_at<'a>(store: &'a Store, group: &str, version: &str) -> Vec<&'a ResourceInfo> {
     store
         .resources()
         .iter()

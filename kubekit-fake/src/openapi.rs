@@ -16,6 +16,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::discovery::served_at;
 use crate::resources::ResourceInfo;
 use crate::server::EMULATED_VERSION;
 use crate::status::{ApiError, ApiResult};
@@ -73,17 +74,13 @@ pub fn document(store: &Store, path: &str) -> ApiResult<Value> {
         ["apis", group, version] => (*group, *version),
         _ => return Err(ApiError::no_route()),
     };
-    let served: Vec<&ResourceInfo> = store
-        .resources()
-        .iter()
-        .filter(|r| r.group == group && r.versions.iter().any(|v| v == version))
-        .collect();
+    let served = served_at(store, group, version);
     if served.is_empty() {
         return Err(ApiError::no_route());
     }
+    let prefix = format!("/{}", gv_path(group, version));
     let mut paths = Map::new();
     for r in served {
-        let prefix = format!("/{}", gv_path(group, version));
         let at = if r.namespaced {
             format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", r.plural)
         } else {
