@@ -73,18 +73,32 @@ kubectl_admin() { "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" "$@"; }
 
 serving() { [[ -f "$dir/admin.kubeconfig" ]] && kubectl_admin get --raw /readyz >/dev/null 2>&1; }
 
-# Signs a client certificate for CN=<name>, O=<groups...> with the cluster CA.
-client_cert() { # <file prefix> <CN> [O...]
-  local out=$1 cn=$2 subj
+# Signs a certificate for <subject> with the cluster CA; the other arguments are its
+# extensions, one per line of the extension file.
+signed_cert() { # <file prefix> <subject> <extension...>
+  local out=$1 subj=$2
   shift 2
-  subj="/CN=$cn"
-  local g
-  for g in "$@"; do subj+="/O=$g"; done
   openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
     -keyout "$out.key" -out "$out.csr" -subj "$subj" 2>/dev/null
   openssl x509 -req -in "$out.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
-    -days 365 -out "$out.crt" -extfile <(printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n') 2>/dev/null
+    -days 365 -out "$out.crt" -extfile <(printf '%s\n' "$@") 2>/dev/null
   rm -f "$out.csr"
+}
+
+# Signs a client certificate for CN=<name>, O=<groups...> with the cluster CA.
+client_cert() { # <file prefix> <CN> [O...]
+  local out=$1 subj="/CN=$2" g
+  shift 2
+  for g in "$@"; do subj+="/O=$g"; done
+  signed_cert "$out" "$subj" 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature' \
+    'extendedKeyUsage=clientAuth'
+}
+
+# Signs a serving certificate for CN=<name> and <subjectAltName> with the cluster CA.
+server_cert() { # <file prefix> <CN> <subjectAltName>
+  signed_cert "$1" "/CN=$2" 'basicConstraints=CA:FALSE' \
+    'keyUsage=critical,digitalSignature,keyEncipherment' 'extendedKeyUsage=serverAuth' \
+    "subjectAltName=$3"
 }
 
 write_kubeconfig() { # <file> <user> <cert prefix>
@@ -113,14 +127,8 @@ KUBECONFIG
 make_pki() {
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
     -keyout "$dir/ca.key" -out "$dir/ca.crt" -days 365 -subj "/CN=kubekit-local-ca" 2>/dev/null
-  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-    -keyout "$dir/apiserver.key" -out "$dir/apiserver.csr" -subj "/CN=kube-apiserver" 2>/dev/null
-  openssl x509 -req -in "$dir/apiserver.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
-    -days 365 -out "$dir/apiserver.crt" -extfile <(printf '%s\n' \
-      'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
-      'extendedKeyUsage=serverAuth' \
-      'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local') 2>/dev/null
-  rm -f "$dir/apiserver.csr"
+  server_cert "$dir/apiserver" kube-apiserver \
+    'IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local'
   openssl genrsa -out "$dir/sa.key" 2048 2>/dev/null
   openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" 2>/dev/null
   client_cert "$dir/admin" kubekit-admin system:masters
@@ -130,13 +138,7 @@ make_pki() {
   # kube-apiserver's client certificate toward the kubelets (kwok's endpoint).
   client_cert "$dir/apiserver-kubelet-client" kube-apiserver-kubelet-client system:masters
   # kwok's kubelet endpoint serves TLS on 127.0.0.1.
-  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-    -keyout "$dir/kubelet.key" -out "$dir/kubelet.csr" -subj "/CN=kwok-kubelet" 2>/dev/null
-  openssl x509 -req -in "$dir/kubelet.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
-    -days 365 -out "$dir/kubelet.crt" -extfile <(printf '%s\n' \
-      'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
-      'extendedKeyUsage=serverAuth' 'subjectAltName=IP:127.0.0.1,DNS:localhost') 2>/dev/null
-  rm -f "$dir/kubelet.csr"
+  server_cert "$dir/kubelet" kwok-kubelet 'IP:127.0.0.1,DNS:localhost'
 }
 
 start() { # <component> <binary> <args...>: runs detached, output in <component>.log
