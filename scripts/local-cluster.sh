@@ -55,8 +55,41 @@ components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
 # --- helpers -----------------------------------------------------------------------------
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+# Prints <n> distinct free ports of 127.0.0.1, chosen at random below the kernel's
+# ephemeral range (ip_local_port_range). A port of that range can be taken by any outgoing
+# connection between this choice and the component's bind, or while kube-apiserver
+# restarts on it.
+free_ports() { # <n>
+  python3 - "$1" <<'PORTS'
+import random, socket, sys
+n = int(sys.argv[1])
+try:
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+candidates = list(range(10000, low))
+random.shuffle(candidates)
+ports = []
+for port in candidates:
+    if len(ports) == n:
+        break
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        ports.append(port)
+    except OSError:
+        pass
+    finally:
+        s.close()
+while len(ports) < n:  # no room below the ephemeral range: the kernel chooses
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    if s.getsockname()[1] not in ports:
+        ports.append(s.getsockname()[1])
+    s.close()
+print(*ports)
+PORTS
 }
 
 # A process is alive when it exists and is not a zombie waiting to be reaped.
@@ -195,12 +228,23 @@ start_apiserver() { # on the ports recorded in $dir
     --v 1
 }
 
-wait_serving() { # <what>: until /readyz answers, or die with the logs
+# Until /readyz answers, or die with the logs. With "retry", a component that exited
+# because its port was taken meanwhile stops everything and returns 1 instead, so the
+# caller starts again on other ports.
+wait_serving() { # <what> [retry]
   local deadline=$((SECONDS + ${KUBEKIT_START_TIMEOUT:-120}))
   until serving; do
     local c
     for c in etcd kube-apiserver; do
-      pid_alive "$c" || { log_tail "$c"; stop_all; die "$c exited during $1 (state kept in $dir)"; }
+      pid_alive "$c" && continue
+      if [[ "${2:-}" == retry ]] && grep -q 'address already in use' "$dir/$c.log"; then
+        echo "local-cluster: $c's port was taken; starting again on other ports" >&2
+        stop_all
+        return 1
+      fi
+      log_tail "$c"
+      stop_all
+      die "$c exited during $1 (state kept in $dir)"
     done
     if ((SECONDS > deadline)); then
       log_tail etcd
@@ -276,7 +320,7 @@ start_nodes() { # kube-scheduler, kwok and $nodes Nodes, or die with the logs
     --v 1
 
   local port
-  port=$(free_port)
+  port=$(free_ports 1)
   echo "$port" >"$dir/kubelet.port"
   write_kwok_config
   # KWOK_WORKDIR keeps kwok from reading a ~/.kwok/kwok.yaml of this machine.
@@ -346,23 +390,22 @@ up() {
   echo "$bin" >"$dir/bin.path"
   make_pki
 
-  local etcd_port peer_port
-  etcd_port=$(free_port)
-  peer_port=$(free_port)
-  free_port >"$dir/apiserver.port"
-  echo "$etcd_port" >"$dir/etcd.port"
-
-  start etcd "$bin/etcd" --name kubekit --data-dir "$dir/etcd-data" \
-    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
-    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-    --initial-cluster "kubekit=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn
-
-  start_apiserver
-
-  write_kubeconfig "$dir/admin.kubeconfig" kubekit-admin "$dir/admin"
-  write_kubeconfig "$dir/controller-manager.kubeconfig" system:kube-controller-manager "$dir/controller-manager"
-
-  wait_serving start
+  local attempt retry etcd_port peer_port api_port
+  for attempt in 1 2 3; do
+    read -r etcd_port peer_port api_port < <(free_ports 3)
+    echo "$etcd_port" >"$dir/etcd.port"
+    echo "$api_port" >"$dir/apiserver.port"
+    rm -rf "$dir/etcd-data"
+    start etcd "$bin/etcd" --name kubekit --data-dir "$dir/etcd-data" \
+      --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+      --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+      --initial-cluster "kubekit=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn
+    start_apiserver
+    write_kubeconfig "$dir/admin.kubeconfig" kubekit-admin "$dir/admin"
+    write_kubeconfig "$dir/controller-manager.kubeconfig" system:kube-controller-manager "$dir/controller-manager"
+    ((attempt < 3)) && retry=retry || retry=
+    wait_serving start $retry && break
+  done
 
   start kube-controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$dir/controller-manager.kubeconfig" \

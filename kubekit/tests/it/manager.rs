@@ -77,10 +77,15 @@ fn config_map(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     cm
 }
 
-/// A free local port (bound and released).
+/// A free local port (bound and released), below the kernel's ephemeral ports (32768 and
+/// up by default), so that no outgoing connection takes it before the manager binds it.
 fn free_address() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap()
+    let start = 10_000 + (std::process::id() % 20_000) as u16;
+    (start..32_768)
+        .chain(10_000..start)
+        .find_map(|port| std::net::TcpListener::bind(("127.0.0.1", port)).ok())
+        .and_then(|listener| listener.local_addr().ok())
+        .expect("a free port of 127.0.0.1 below 32768")
 }
 
 /// `curl` of `url`: the status code and the body.
