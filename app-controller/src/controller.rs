@@ -15,7 +15,6 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use kube::core::NamespaceResourceScope;
-use kubekit::cache::{CONTROLLER_UID_INDEX, controller_uid_index};
 use kubekit::clientset::{Clientset, DeleteOptions, PropagationPolicy, UpdateOptions};
 use kubekit::controller::{Action, ReconcileError};
 use kubekit::listers::Lister;
@@ -138,8 +137,7 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
         }
     };
     // The children it controls under another name (the spec renamed them).
-    let uid = app.metadata.uid.as_deref().unwrap_or_default();
-    let renamed = lister.by_index(CONTROLLER_UID_INDEX, uid)?;
+    let renamed = lister.controlled_by(&app.metadata);
     let renamed = renamed
         .iter()
         .map(|c| c.meta())
@@ -191,18 +189,10 @@ async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<Action, ReconcileErro
 
 /// Adds the App controller to `mgr`: `workers` workers, at most `max_retries` retries.
 pub fn add_to(mgr: &mut Manager, workers: usize, max_retries: usize) -> Result<(), ManagerError> {
-    let (deployments, services) = (
-        mgr.factory().apps_v1().deployments(),
-        mgr.factory().core_v1().services(),
-    );
-    deployments
-        .informer()
-        .add_indexers([controller_uid_index()])?;
-    services.informer().add_indexers([controller_uid_index()])?;
     let ctx = Arc::new(Ctx {
         clientset: mgr.clientset().clone(),
-        deployments: deployments.lister(),
-        services: services.lister(),
+        deployments: mgr.factory().apps_v1().deployments().lister(),
+        services: mgr.factory().core_v1().services().lister(),
         recorder: mgr.event_recorder(CONTROLLER_NAME),
     });
     mgr.controller::<App>(CONTROLLER_NAME)

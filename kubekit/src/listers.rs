@@ -27,9 +27,11 @@ use std::sync::Arc;
 
 use kube::Resource;
 
-use crate::cache::{Indexer, NAMESPACE_INDEX};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::cache::{CONTROLLER_UID_INDEX, Indexer, NAMESPACE_INDEX};
 use crate::labels::Selector;
-use crate::meta::GroupVersionResource;
+use crate::meta::{GroupVersionResource, is_controlled_by};
 use crate::metadata::PartialObjectMetadata;
 use crate::rest::Error;
 
@@ -103,6 +105,21 @@ impl<K: Resource + 'static> Lister<K> {
         value: &str,
     ) -> Result<Vec<Arc<K>>, crate::cache::Error> {
         self.indexer.by_index(index_name, value)
+    }
+
+    /// The cached objects whose controller is `owner` (the ownerReference marked
+    /// `controller` has its uid; `metav1.IsControlledBy`): read from the
+    /// [`CONTROLLER_UID_INDEX`] when the informer has it (a manager's controller adds it to
+    /// the types it [`owns`](crate::manager::ControllerBuilder::owns)), else by scanning
+    /// the cache.
+    pub fn controlled_by(&self, owner: &ObjectMeta) -> Vec<Arc<K>> {
+        let uid = owner.uid.as_deref().unwrap_or_default();
+        match self.indexer.by_index(CONTROLLER_UID_INDEX, uid) {
+            Ok(objects) => objects,
+            Err(_) => (self.indexer.list().into_iter())
+                .filter(|o| is_controlled_by(o.meta(), owner))
+                .collect(),
+        }
     }
 
     /// The objects of one namespace.
@@ -181,6 +198,47 @@ mod tests {
         assert_eq!(in_a.len(), 1);
         assert_eq!(in_a[0].metadata.name.as_deref(), Some("one"));
         assert!(l.namespaced("c").list(&Selector::everything()).is_empty());
+    }
+
+    #[test]
+    fn controlled_by_finds_the_owners_children_with_or_without_the_controller_uid_index() {
+        use crate::cache::controller_uid_index;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+        let l = lister();
+        let owner = |uid: &str, controller| OwnerReference {
+            uid: uid.into(),
+            controller: Some(controller),
+            ..Default::default()
+        };
+        for (name, owner) in [
+            ("child", owner("uid-1", true)),
+            ("other-child", owner("uid-2", true)),
+            ("not-controlled", owner("uid-1", false)),
+        ] {
+            let mut c = ConfigMap::clone(&cm("a", name, "web"));
+            c.metadata.owner_references = Some(vec![owner]);
+            l.indexer.add(Arc::new(c)).unwrap();
+        }
+        let app = ObjectMeta {
+            uid: Some("uid-1".into()),
+            ..Default::default()
+        };
+        let names = |l: &Lister<ConfigMap>| -> Vec<_> {
+            let children = l.controlled_by(&app);
+            children
+                .iter()
+                .map(|c| c.metadata.name.clone().unwrap())
+                .collect()
+        };
+        assert_eq!(names(&l), ["child"], "scanned");
+        l.indexer.add_indexers([controller_uid_index()]).unwrap();
+        assert_eq!(names(&l), ["child"], "indexed");
+        let nobody = ObjectMeta::default();
+        assert!(
+            l.controlled_by(&nobody).is_empty(),
+            "an owner without uid controls nothing"
+        );
     }
 
     #[test]

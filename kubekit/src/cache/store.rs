@@ -56,7 +56,10 @@ pub const CONTROLLER_UID_INDEX: &str = "controller-uid";
 
 /// The index of objects by the uid of their controller (the ownerReference marked
 /// `controller`), to add to an informer: then `by_index(CONTROLLER_UID_INDEX, uid)` is
-/// everything the owner with `uid` controls, read without scanning the cache.
+/// everything the owner with `uid` controls, read without scanning the cache
+/// ([`Lister::controlled_by`](crate::listers::Lister::controlled_by) reads it). A
+/// manager's controller adds it to the informer of every type it
+/// [`owns`](crate::manager::ControllerBuilder::owns).
 pub fn controller_uid_index<K: Resource + 'static>() -> (String, IndexFunc<K>) {
     let uid = |obj: &K| {
         let controller = crate::meta::controller_of(obj.meta());

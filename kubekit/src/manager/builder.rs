@@ -39,7 +39,7 @@ use serde::de::DeserializeOwned;
 
 use super::predicate::{Change, Predicate};
 use super::{Manager, ManagerError, RegisteredController};
-use crate::cache::{Indexer, ResourceEventHandlerFuncs};
+use crate::cache::{Indexer, ResourceEventHandlerFuncs, controller_uid_index};
 use crate::clientset::KnownScope;
 use crate::controller::{Action, ReconcileError, Reconciler, Runner};
 use crate::informers::SharedInformerFactory;
@@ -252,8 +252,17 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         }
     }
 
-    /// Watches `D`: a change of a `D` controlled by a `K` enqueues that `K`.
+    /// Watches `D`: a change of a `D` controlled by a `K` enqueues that `K`. `D`'s informer
+    /// gets the [`CONTROLLER_UID_INDEX`](crate::cache::CONTROLLER_UID_INDEX) (unless it has
+    /// an index of that name), so
+    /// [`Lister::controlled_by`](crate::listers::Lister::controlled_by) finds a `K`'s
+    /// children without scanning the cache.
     pub fn owns<D: Object>(self) -> Self {
+        let informer = self.manager.factory().for_type::<D>().informer().clone();
+        if let Err(e) = informer.add_indexers([controller_uid_index::<D>()]) {
+            // Another controller owns `D` too, or the program added the index itself.
+            tracing::debug!(error = %e, "{} has the controller-uid index already", D::kind(&()));
+        }
         self.watches::<D>(|obj| controller_key::<K>(obj.meta()).into_iter().collect())
     }
 
@@ -413,6 +422,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
     use super::*;
+    use crate::cache::CONTROLLER_UID_INDEX;
 
     fn owned_by(kind: &str, api_version: &str, controller: bool) -> ObjectMeta {
         ObjectMeta {
@@ -449,6 +459,34 @@ mod tests {
             None
         );
         assert_eq!(controller_key::<ReplicaSet>(&ObjectMeta::default()), None);
+    }
+
+    #[tokio::test]
+    async fn owns_gives_the_owned_informer_the_controller_uid_index_even_when_two_controllers_own_it()
+     {
+        let config = crate::rest::Config::from_url("http://127.0.0.1:9").unwrap();
+        let mut mgr = Manager::builder(config).build().unwrap();
+        async fn noop<K>(_: Arc<K>, _: Arc<()>) -> Result<Action, ReconcileError> {
+            Ok(Action::Done)
+        }
+        let first = mgr.controller::<Deployment>("first").owns::<ReplicaSet>();
+        first.build(noop, Arc::new(())).unwrap();
+        let second = mgr.controller::<Namespace>("second").owns::<ReplicaSet>();
+        second.build(noop, Arc::new(())).unwrap();
+
+        let informer = mgr.factory().for_type::<ReplicaSet>().informer().clone();
+        let child = ReplicaSet {
+            metadata: owned_by("Deployment", "apps/v1", true),
+            ..Default::default()
+        };
+        informer.indexer().add(Arc::new(child)).unwrap();
+        let controlled = informer.indexer().by_index(CONTROLLER_UID_INDEX, "uid-1");
+        let names: Vec<_> = controlled
+            .unwrap()
+            .iter()
+            .map(|r| r.metadata.name.clone())
+            .collect();
+        assert_eq!(names, [Some("child".to_string())]);
     }
 
     #[test]
