@@ -9,6 +9,7 @@
 //! | [`rest`] | `rest`, `util/flowcontrol` | configuration, the request builder, rate limiting, retries, API errors |
 //! | [`discovery`] | `discovery`, `restmapper` | server version, groups and resources, cached discovery, GVK ↔ GVR |
 //! | [`clientset`] | `kubernetes` | typed clients for built-in and custom resources |
+//! | [`retry`] | `util/retry`, `wait.Backoff` | read-modify-writes retried on conflict, with backoff |
 //! | [`dynamic`] | `dynamic` | unstructured objects by group/version/resource |
 //! | [`metadata`] | `metadata`, `metadatainformer`, `metadatalister` | the metadata of objects of any resource, negotiated as `PartialObjectMetadata` |
 //! | [`scale`] | `scale` | the `scale` subresource of any scalable resource |
@@ -43,5 +44,6 @@ mod panic;
 pub mod pods;
 pub mod record;
 pub mod rest;
+pub mod retry;
 pub mod scale;
 pub mod workqueue;

@@ -15,4 +15,5 @@ mod metadata;
 mod pager;
 mod pods;
 mod rest;
+mod retry;
 mod scale;
