@@ -15,6 +15,7 @@
 //! | [`scale`] | `scale` | the `scale` subresource of any scalable resource |
 //! | [`pods`] | `Pods(ns).GetLogs`, `tools/remotecommand`, `tools/portforward` | a Pod's logs, exec, attach and port-forward |
 //! | [`cache`] | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
+//! | [`watch`] | `tools/watch` | a watch restarted from its last resourceVersion; waiting for conditions |
 //! | [`informers`], [`listers`] | `informers`, `listers` | the shared informer factory (typed, dynamic and metadata informers) and listers |
 //! | [`labels`] | `apimachinery/pkg/labels` | label selectors |
 //! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
@@ -46,4 +47,5 @@ pub mod record;
 pub mod rest;
 pub mod retry;
 pub mod scale;
+pub mod watch;
 pub mod workqueue;

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kubekit::cache::ListWatch;
+use kubekit::clientset::Clientset;
 use kubekit::rest::{PatchType, WatchEvent};
+use kubekit::watch::RetryWatcher;
 use serde_json::json;
 
 use common::{admin_client, namespace};
@@ -59,6 +62,33 @@ async fn watch_from_a_compacted_resource_version_reports_gone() {
         gone,
         "watching from compacted resourceVersion {old_rv} must report 410 Gone"
     );
+}
+
+#[tokio::test]
+async fn a_retry_watcher_from_a_compacted_resource_version_passes_on_the_410_and_ends() {
+    let client = admin_client().await;
+    let ns = namespace("retry-watcher-gone").await;
+    let created = |name| create_configmap(&client, &ns, name);
+    let old_rv = created("a").await.metadata.resource_version.unwrap();
+    let (_, _, latest) = (created("b").await, created("c").await, created("d").await);
+    let latest = latest.metadata.resource_version.unwrap();
+    testenv::control_plane().compact_etcd(latest.parse().unwrap());
+
+    let cms = Clientset::from_rest_client(client)
+        .core_v1()
+        .config_maps(&ns);
+    let mut watcher = RetryWatcher::new(ListWatch::new(cms), &old_rv).unwrap();
+    let ends = async {
+        // Some(…) of a 410 (as the watch's HTTP status or as its first event), then None.
+        let gone = match watcher.next().await.expect("the 410") {
+            Err(e) => e.code() == Some(410),
+            Ok(WatchEvent::Error(status)) => status.code == Some(410),
+            Ok(other) => panic!("expected a 410, got {}", other.type_name()),
+        };
+        (gone, watcher.next().await.is_none())
+    };
+    let ended = tokio::time::timeout(Duration::from_secs(30), ends).await;
+    assert_eq!(ended.expect("ends within 30 s"), (true, true));
 }
 
 #[tokio::test]

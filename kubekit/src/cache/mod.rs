@@ -36,7 +36,7 @@ pub mod reflector;
 pub mod shared_informer;
 pub mod store;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 pub use compact::Compact;
 pub use controller::{Controller, ControllerConfig, ProcessError, ProcessFunc};

@@ -65,6 +65,14 @@ impl<K> WatchEvent<K> {
             WatchEvent::Error(_) => "ERROR",
         }
     }
+
+    /// The object of an `ADDED`, `MODIFIED` or `DELETED` event.
+    pub fn object(&self) -> Option<&K> {
+        match self {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => Some(o),
+            WatchEvent::Bookmark(_) | WatchEvent::Error(_) => None,
+        }
+    }
 }
 
 /// The content of a `BOOKMARK` event.

@@ -17,3 +17,4 @@ mod pods;
 mod rest;
 mod retry;
 mod scale;
+mod watch;
