@@ -305,19 +305,23 @@ mod tests {
         assert_eq!(watched_from(&script), ["3"]);
     }
 
+    /// After what `script` holds, a watch with `ADDED a@5`: the time (tokio's clock) a
+    /// watcher takes to give it.
+    async fn time_to_a_change(script: &Arc<Script>) -> Duration {
+        let added = WatchEvent::Added(cm("a", "5"));
+        script.watch().send(Ok(added)).unwrap();
+        let start = Instant::now();
+        let event = watcher(script).next().await.unwrap().unwrap();
+        assert_eq!(describe(&event), ("ADDED", "a@5".into()));
+        start.elapsed()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn failed_starts_are_retried_at_most_once_per_min_restart_delay() {
         let script = Arc::new(Script::default());
         script.watch_error(transport());
         script.watch_error(status(500, "InternalError"));
-        script
-            .watch()
-            .send(Ok(WatchEvent::Added(cm("a", "5"))))
-            .unwrap();
-        let start = Instant::now();
-        let event = watcher(&script).next().await.unwrap().unwrap();
-        assert_eq!(describe(&event), ("ADDED", "a@5".into()));
-        assert_eq!(start.elapsed(), Duration::from_secs(2));
+        assert_eq!(time_to_a_change(&script).await, Duration::from_secs(2));
         assert_eq!(watched_from(&script), ["3", "3", "3"]);
     }
 
@@ -344,14 +348,7 @@ mod tests {
             ..Default::default()
         });
         script.watch().send(Ok(WatchEvent::Error(status))).unwrap();
-        script
-            .watch()
-            .send(Ok(WatchEvent::Added(cm("a", "5"))))
-            .unwrap();
-        let start = Instant::now();
-        let event = watcher(&script).next().await.unwrap().unwrap();
-        assert_eq!(describe(&event), ("ADDED", "a@5".into()));
-        assert_eq!(start.elapsed(), Duration::from_secs(3));
+        assert_eq!(time_to_a_change(&script).await, Duration::from_secs(3));
     }
 
     #[tokio::test(start_paused = true)]
