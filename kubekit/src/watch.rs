@@ -1,4 +1,5 @@
-//! A watch that survives its connection (client-go's `tools/watch.RetryWatcher`).
+//! A watch that survives its connection (client-go's `tools/watch`): [`RetryWatcher`],
+//! and [`RetryWatcher::until`] to wait for a change.
 //!
 //! A plain watch ends when the server closes it (its timeout, a restart, a dropped
 //! connection). A [`RetryWatcher`] starts it again from the resourceVersion of the last
@@ -160,6 +161,31 @@ where
         None
     }
 
+    /// Watches until `condition` holds for a change and returns that change (client-go's
+    /// `watchtools.Until`; call it again for the next condition, and bound the wait with
+    /// `tokio::time::timeout`). Objects that do not decode are logged and skipped. If the
+    /// watcher ends first, the error says why: the server's refusal, or the status of
+    /// the `ERROR` event that ended it.
+    pub async fn until(
+        &mut self,
+        mut condition: impl FnMut(&WatchEvent<K>) -> bool,
+    ) -> Result<WatchEvent<K>> {
+        let mut ended_by = None;
+        while let Some(item) = self.next().await {
+            match item {
+                Ok(WatchEvent::Error(status)) => ended_by = Some(status),
+                Ok(event) if condition(&event) => return Ok(event),
+                Ok(_) => {}
+                Err(e @ (Error::Decode { .. } | Error::TooLarge { .. })) => {
+                    tracing::warn!(error = %e, "skipping an event that does not decode");
+                }
+                Err(refusal) => return Err(refusal),
+            }
+        }
+        let status = ended_by.map_or_else(|| self.ended_status("the watch ended"), |s| *s);
+        Err(Error::from_status("WATCH", self.client.describe(), status))
+    }
+
     /// The events as a stream, of the type a plain watch has (see [`next`](Self::next)).
     pub fn stream(self) -> WatchStream<K> {
         let events = futures_util::stream::unfold(self, |mut watcher| async move {
@@ -198,16 +224,21 @@ where
     /// without skipping or repeating changes.
     fn cannot_resume_after(&mut self, type_name: &str) -> WatchEvent<K> {
         self.done = true;
-        WatchEvent::Error(Box::new(Status {
+        let message = format!(
+            "a {type_name} event without a resourceVersion; the watch cannot be resumed after it"
+        );
+        WatchEvent::Error(Box::new(self.ended_status(&message)))
+    }
+
+    /// The status (500 `InternalError`) of the watcher's own end: `message`.
+    fn ended_status(&self, message: &str) -> Status {
+        Status {
             code: Some(500),
             reason: Some("InternalError".into()),
             status: Some("Failure".into()),
-            message: Some(format!(
-                "RetryWatcher: a {type_name} event without a resourceVersion; the watch \
-                 cannot be resumed after it"
-            )),
+            message: Some(format!("RetryWatcher: {message}")),
             ..Status::default()
-        }))
+        }
     }
 }
 
@@ -381,6 +412,44 @@ mod tests {
         let event = w.next().await.unwrap().unwrap();
         assert_eq!(describe(&event), ("ERROR", "Some(500)".into()));
         assert!(w.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn until_returns_the_first_change_the_condition_accepts_and_can_be_called_again() {
+        let script = Arc::new(Script::default());
+        let events = script.watch();
+        for (name, rv) in [("a", "4"), ("b", "5"), ("c", "6")] {
+            events.send(Ok(WatchEvent::Added(cm(name, rv)))).unwrap();
+        }
+        let source = serde_json::from_str::<u8>("x").unwrap_err();
+        let body = "x".into();
+        let bad = Error::Decode {
+            what: "ConfigMap".into(),
+            source,
+            body,
+        };
+        events.send(Err(bad)).unwrap();
+        events.send(Ok(WatchEvent::Modified(cm("a", "7")))).unwrap();
+        events.send(Ok(error_event(410, "Expired"))).unwrap();
+
+        let mut w = watcher(&script);
+        let named = |name: &'static str| {
+            move |e: &WatchEvent<ConfigMap>| {
+                e.object().unwrap().metadata.name.as_deref() == Some(name)
+            }
+        };
+        let b = w.until(named("b")).await.unwrap();
+        assert_eq!(describe(&b), ("ADDED", "b@5".into()));
+        let a = w.until(named("a")).await.unwrap();
+        assert_eq!(
+            describe(&a),
+            ("MODIFIED", "a@7".into()),
+            "past c and the bad object"
+        );
+        let gone = w.until(named("nobody")).await.unwrap_err();
+        assert_eq!(gone.code(), Some(410), "{gone}");
+        let ended = w.until(named("nobody")).await.unwrap_err();
+        assert!(ended.to_string().contains("the watch ended"), "{ended}");
     }
 
     #[test]

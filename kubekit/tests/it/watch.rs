@@ -11,7 +11,7 @@ use kubekit::cache::{ListWatch, ListerWatcher};
 use kubekit::clientset::{
     CreateOptions, DeleteOptions, ListOptions, ResourceClient, UpdateOptions, WatchStream,
 };
-use kubekit::rest::{ObjectList, Result};
+use kubekit::rest::{ObjectList, Result, WatchEvent};
 use kubekit::watch::RetryWatcher;
 
 use crate::clientset::{config_map, setup};
@@ -101,4 +101,36 @@ async fn a_retry_watcher_resumes_watches_the_server_closes_without_losing_or_rep
         "the server closed the watch: {started} watches"
     );
     assert_eq!(watcher.resource_version(), versions[8].to_string());
+}
+
+#[tokio::test]
+async fn until_returns_the_change_its_condition_waits_for() {
+    let (cs, ns) = setup("retry-watcher-until").await;
+    let cms = cs.core_v1().config_maps(&ns);
+    let counter = config_map("counter", &[], &[("v", "0")]);
+    let mut current = cms
+        .create(&counter, &CreateOptions::default())
+        .await
+        .unwrap();
+    let from = current.metadata.resource_version.clone().unwrap();
+    let mut watcher = RetryWatcher::new(ListWatch::new(cms.clone()), &from).unwrap();
+    let writer = tokio::spawn(async move {
+        for v in 1..=5 {
+            current.data = Some([("v".to_string(), v.to_string())].into());
+            current = cms
+                .update(&current, &UpdateOptions::default())
+                .await
+                .unwrap();
+        }
+    });
+    let v_is_3 = |event: &WatchEvent<ConfigMap>| {
+        let data = event.object().and_then(|c| c.data.as_ref());
+        data.and_then(|d| d.get("v")).is_some_and(|v| v == "3")
+    };
+    let third = tokio::time::timeout(Duration::from_secs(60), watcher.until(v_is_3))
+        .await
+        .expect("v=3 within 60 s")
+        .unwrap();
+    assert_eq!(third.type_name(), "MODIFIED");
+    writer.await.unwrap();
 }
