@@ -233,8 +233,10 @@ start_apiserver() { # on the ports recorded in $dir
 # caller starts again on other ports.
 wait_serving() { # <what> [retry]
   local deadline=$((SECONDS + ${KUBEKIT_START_TIMEOUT:-120}))
-  until serving; do
-    local c
+  local c
+  while :; do
+    # Both alive first: a kube-apiserver could serve from another cluster's etcd that
+    # took our etcd's port.
     for c in etcd kube-apiserver; do
       pid_alive "$c" && continue
       if [[ "${2:-}" == retry ]] && grep -q 'address already in use' "$dir/$c.log"; then
@@ -246,6 +248,7 @@ wait_serving() { # <what> [retry]
       stop_all
       die "$c exited during $1 (state kept in $dir)"
     done
+    serving && return 0
     if ((SECONDS > deadline)); then
       log_tail etcd
       log_tail kube-apiserver
@@ -320,7 +323,7 @@ start_nodes() { # kube-scheduler, kwok and $nodes Nodes, or die with the logs
     --v 1
 
   local port
-  port=$(free_ports 1)
+  port=$(free_ports 1) || die "could not pick a free port (python3 failed)"
   echo "$port" >"$dir/kubelet.port"
   write_kwok_config
   # KWOK_WORKDIR keeps kwok from reading a ~/.kwok/kwok.yaml of this machine.
@@ -390,9 +393,10 @@ up() {
   echo "$bin" >"$dir/bin.path"
   make_pki
 
-  local attempt retry etcd_port peer_port api_port
+  local attempt retry ports etcd_port peer_port api_port
   for attempt in 1 2 3; do
-    read -r etcd_port peer_port api_port < <(free_ports 3)
+    ports=$(free_ports 3) || die "could not pick free ports (python3 failed)"
+    read -r etcd_port peer_port api_port <<<"$ports"
     echo "$etcd_port" >"$dir/etcd.port"
     echo "$api_port" >"$dir/apiserver.port"
     rm -rf "$dir/etcd-data"

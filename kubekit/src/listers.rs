@@ -114,6 +114,9 @@ impl<K: Resource + 'static> Lister<K> {
     /// the cache.
     pub fn controlled_by(&self, owner: &ObjectMeta) -> Vec<Arc<K>> {
         let uid = owner.uid.as_deref().unwrap_or_default();
+        if uid.is_empty() {
+            return Vec::new(); // an object not yet stored controls nothing
+        }
         match self.indexer.by_index(CONTROLLER_UID_INDEX, uid) {
             Ok(objects) => objects,
             Err(_) => (self.indexer.list().into_iter())

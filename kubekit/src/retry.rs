@@ -7,12 +7,13 @@
 //! spent, or another error comes; [`on_error`] does the same for any errors a predicate
 //! picks.
 //!
-//! # Contract (as client-go's)
+//! # Contract
 //!
-//! - The function runs at most [`Backoff::steps`] times (at least once), with a wait of
-//!   [`Backoff::step`] between runs; time is tokio's clock.
+//! - The function runs at most [`Backoff::steps`] times, with a wait of [`Backoff::step`]
+//!   between runs; time is tokio's clock. It runs at least once: with `steps: 0`, client-go
+//!   never calls it and reports success.
 //! - An error the predicate does not retry is returned at once; when the attempts are
-//!   spent, the last error is returned.
+//!   spent, the last error is returned (the predicate is not asked about it).
 //! - Each run must read what it changes afresh: retrying a write of the same stale object
 //!   only repeats the conflict.
 //!
@@ -43,7 +44,7 @@ pub struct Backoff {
     /// `factor`.
     pub duration: Duration,
     /// What each wait is multiplied by for the next one (1.0: a constant wait; 0 counts as
-    /// 1.0).
+    /// 1.0, and the cap still applies).
     pub factor: f64,
     /// Each wait is lengthened by up to this fraction of itself, at random (0: none).
     pub jitter: f64,
@@ -76,22 +77,32 @@ impl Backoff {
     };
 
     /// The next wait (with its jitter), using up one step and growing the one after
-    /// (`wait.Backoff.Step`). With no steps left the wait stays as it is.
+    /// (`wait.Backoff.Step`). With no steps left the wait stays as it is. Waits saturate
+    /// at `Duration::MAX` rather than overflow.
     pub fn step(&mut self) -> Duration {
         let wait = self.duration;
         if self.steps > 0 {
             self.steps -= 1;
             let factor = if self.factor == 0.0 { 1.0 } else { self.factor };
-            self.duration = wait.mul_f64(factor.max(0.0));
+            self.duration = scaled(wait, factor);
             if let Some(cap) = self.cap.filter(|cap| self.duration > *cap) {
                 self.duration = cap;
                 self.steps = 0;
             }
         }
         match self.jitter > 0.0 {
-            true => wait + wait.mul_f64(self.jitter * fastrand::f64()),
+            true => wait.saturating_add(scaled(wait, self.jitter * fastrand::f64())),
             false => wait,
         }
+    }
+}
+
+/// `wait` times `by`: zero for a negative or NaN `by`, `Duration::MAX` past it.
+fn scaled(wait: Duration, by: f64) -> Duration {
+    match Duration::try_from_secs_f64(wait.as_secs_f64() * by) {
+        Ok(d) => d,
+        Err(_) if by > 0.0 => Duration::MAX,
+        Err(_) => Duration::ZERO,
     }
 }
 
@@ -170,6 +181,28 @@ mod tests {
             "the next wait, 250 ms, passed the cap"
         );
         assert_eq!(b.duration, ms(100));
+    }
+
+    #[test]
+    fn huge_or_odd_factors_saturate_instead_of_panicking() {
+        let mut huge = Backoff {
+            factor: f64::INFINITY,
+            jitter: f64::MAX,
+            steps: 100,
+            ..NO_JITTER
+        };
+        for _ in 0..100 {
+            huge.step();
+        }
+        assert_eq!(huge.duration, Duration::MAX);
+        let mut negative = Backoff {
+            factor: -2.0,
+            ..NO_JITTER
+        };
+        assert_eq!(
+            (negative.step(), negative.duration),
+            (ms(10), Duration::ZERO)
+        );
     }
 
     #[test]

@@ -12,14 +12,19 @@
 //!   item, then the end;
 //! - the watch is refused for lack of rights (401, 403): an `Err` item, then the end;
 //! - an event has no resourceVersion, so the watch could not be resumed after it: an
-//!   `ERROR` event (500, `InternalError`), then the end.
+//!   `ERROR` event (500, `InternalError`), then the end;
+//! - an event is longer than the watch's limit
+//!   ([`MAX_WATCH_EVENT_BYTES`](crate::rest::MAX_WATCH_EVENT_BYTES) unless set otherwise):
+//!   the [`Error::TooLarge`] comes out, then the end. Every restart would meet the same
+//!   event again.
 //!
 //! Everything else (a closed or dropped connection, a timeout, any other `ERROR` event)
 //! restarts the watch: at once after a watch that ran for a while, at most once per
 //! [`RetryWatcher::min_restart_delay`] (1 s by default) when it keeps failing, after the
 //! `retryAfterSeconds` an `ERROR` event asks for. An object that does not decode is an
-//! `Err` item and the watch goes on, as in every kubekit watch. Bookmarks are asked for
-//! and move the resourceVersion on, but are not passed on.
+//! `Err` item and the watch goes on, as in every kubekit watch: that change is reported,
+//! not passed on. Bookmarks are asked for and move the resourceVersion on, but are not
+//! passed on.
 //!
 //! The first resourceVersion must be a real one (from a list or an object): `""` and
 //! `"0"` would start from an arbitrary point, as client-go refuses them too.
@@ -122,7 +127,9 @@ where
             };
             match events.next().await {
                 None => self.events = None,
-                Some(Err(e @ (Error::Decode { .. } | Error::TooLarge { .. }))) => {
+                Some(Err(e @ Error::Decode { .. })) => return Some(Err(e)),
+                Some(Err(e @ Error::TooLarge { .. })) => {
+                    self.done = true;
                     return Some(Err(e));
                 }
                 Some(Err(e)) => {
@@ -176,7 +183,7 @@ where
                 Ok(WatchEvent::Error(status)) => ended_by = Some(status),
                 Ok(event) if condition(&event) => return Ok(event),
                 Ok(_) => {}
-                Err(e @ (Error::Decode { .. } | Error::TooLarge { .. })) => {
+                Err(e @ Error::Decode { .. }) => {
                     tracing::warn!(error = %e, "skipping an event that does not decode");
                 }
                 Err(refusal) => return Err(refusal),
@@ -345,6 +352,32 @@ mod tests {
         let event = watcher(script).next().await.unwrap().unwrap();
         assert_eq!(describe(&event), ("ADDED", "a@5".into()));
         start.elapsed()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_that_ran_longer_than_the_restart_delay_restarts_at_once() {
+        let script = Arc::new(Script::default());
+        let first = script.watch();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            drop(first);
+        });
+        assert_eq!(time_to_a_change(&script).await, Duration::from_secs(5));
+        assert_eq!(watched_from(&script), ["3", "3"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_event_over_the_size_limit_is_reported_and_ends_the_watch() {
+        let script = Arc::new(Script::default());
+        let too_large = Error::TooLarge {
+            what: "watch event".into(),
+            limit: 16,
+        };
+        script.watch().send(Err(too_large)).unwrap();
+        let mut w = watcher(&script);
+        assert!(matches!(w.next().await, Some(Err(Error::TooLarge { .. }))));
+        assert!(w.next().await.is_none());
+        assert_eq!(watched_from(&script), ["3"]);
     }
 
     #[tokio::test(start_paused = true)]
