@@ -44,7 +44,11 @@ async fn a_retry_watcher_resumes_watches_the_server_closes_without_losing_or_rep
     let from = cms.list(&ListOptions::default()).await.unwrap();
     let from = from.metadata.resource_version.unwrap();
     let watches = Arc::new(AtomicUsize::new(0));
-    let one_second = ListWatch::new(cms.clone()).with_tweak(|o| o.timeout_seconds = Some(1));
+    // Only this test's ConfigMaps: the namespace's kube-root-ca.crt appears when it likes.
+    let one_second = ListWatch::new(cms.clone()).with_tweak(|o| {
+        o.timeout_seconds = Some(1);
+        o.label_selector = Some("retry-watcher=yes".into());
+    });
     let counting = Counting {
         inner: one_second,
         watches: watches.clone(),
@@ -57,7 +61,7 @@ async fn a_retry_watcher_resumes_watches_the_server_closes_without_losing_or_rep
         let mut expected = Vec::new();
         for i in 0..4 {
             let name = format!("cm-{i}");
-            let cm = config_map(&name, &[], &[("v", "1")]);
+            let cm = config_map(&name, &[("retry-watcher", "yes")], &[("v", "1")]);
             let created = cms.create(&cm, &CreateOptions::default()).await.unwrap();
             expected.push(("ADDED", name.clone()));
             tokio::time::sleep(Duration::from_millis(500)).await;
