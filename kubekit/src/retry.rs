@@ -90,10 +90,16 @@ impl Backoff {
                 self.steps = 0;
             }
         }
-        match self.jitter > 0.0 {
-            true => wait.saturating_add(scaled(wait, self.jitter * fastrand::f64())),
-            false => wait,
-        }
+        jitter(wait, self.jitter)
+    }
+}
+
+/// `duration` lengthened by up to `max_factor` of itself, at random (apimachinery's
+/// `wait.Jitter`); as it is for a `max_factor` of 0 or less. Saturates at `Duration::MAX`.
+pub fn jitter(duration: Duration, max_factor: f64) -> Duration {
+    match max_factor > 0.0 {
+        true => duration.saturating_add(scaled(duration, max_factor * fastrand::f64())),
+        false => duration,
     }
 }
 
@@ -211,6 +217,9 @@ mod tests {
             let mut backoff = Backoff::DEFAULT_RETRY;
             let wait = backoff.step();
             assert!(wait >= ms(10) && wait <= ms(11), "{wait:?}");
+        }
+        for no_jitter in [0.0, -1.0, f64::NAN] {
+            assert_eq!(jitter(ms(10), no_jitter), ms(10));
         }
     }
 

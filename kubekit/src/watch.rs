@@ -264,6 +264,12 @@ mod tests {
         RetryWatcher::new(Fake(script.clone()), "3").unwrap()
     }
 
+    /// The error of an object that does not decode.
+    fn undecodable() -> Error {
+        let source = serde_json::from_str::<u8>("x").unwrap_err();
+        Error::decode("ConfigMap", source, b"x")
+    }
+
     /// `(type, name, resourceVersion)` of an event, or the code of an `ERROR` event.
     fn describe(event: &WatchEvent<ConfigMap>) -> (&'static str, String) {
         let what = match event {
@@ -419,13 +425,7 @@ mod tests {
     async fn an_object_that_does_not_decode_is_reported_and_the_watch_goes_on() {
         let script = Arc::new(Script::default());
         let events = script.watch();
-        let source = serde_json::from_str::<u8>("x").unwrap_err();
-        let bad = Error::Decode {
-            what: "ConfigMap".into(),
-            source,
-            body: "x".into(),
-        };
-        events.send(Err(bad)).unwrap();
+        events.send(Err(undecodable())).unwrap();
         events.send(Ok(WatchEvent::Added(cm("a", "5")))).unwrap();
         let mut w = watcher(&script);
         assert!(matches!(w.next().await, Some(Err(Error::Decode { .. }))));
@@ -454,14 +454,7 @@ mod tests {
         for (name, rv) in [("a", "4"), ("b", "5"), ("c", "6")] {
             events.send(Ok(WatchEvent::Added(cm(name, rv)))).unwrap();
         }
-        let source = serde_json::from_str::<u8>("x").unwrap_err();
-        let body = "x".into();
-        let bad = Error::Decode {
-            what: "ConfigMap".into(),
-            source,
-            body,
-        };
-        events.send(Err(bad)).unwrap();
+        events.send(Err(undecodable())).unwrap();
         events.send(Ok(WatchEvent::Modified(cm("a", "7")))).unwrap();
         events.send(Ok(error_event(410, "Expired"))).unwrap();
 

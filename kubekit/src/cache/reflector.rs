@@ -259,7 +259,7 @@ impl Backoff {
     /// The next delay, jittered.
     pub(crate) fn next(&mut self) -> Duration {
         let base = self.next_base();
-        base + base.mul_f64(self.policy.jitter.max(0.0) * fastrand::f64())
+        crate::retry::jitter(base, self.policy.jitter)
     }
 
     /// Waits the next delay, or until `cancel` fires (returns false then). A wait of 5 s
@@ -725,7 +725,7 @@ where
 
     fn random_timeout(&self) -> Duration {
         let min = self.opts.min_watch_timeout.max(Duration::from_secs(1));
-        min + min.mul_f64(fastrand::f64())
+        crate::retry::jitter(min, 1.0)
     }
 
     /// A streaming list: returns the watch once the initial events have replaced the

@@ -699,9 +699,7 @@ impl<L: Lock> LeaderElector<L> {
                     tracing::warn!(lock = %describe, error = %e, "failed to acquire leader lease");
                 }
             }
-            let wait = inner
-                .retry_period
-                .mul_f64(1.0 + JITTER_FACTOR * fastrand::f64());
+            let wait = crate::retry::jitter(inner.retry_period, JITTER_FACTOR);
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return RunOutcome::Cancelled,
