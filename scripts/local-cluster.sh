@@ -31,6 +31,9 @@
 # certificates, the kubeconfigs, etcd's data, kwok's configuration (kwok.yaml), the pods'
 # log (pod.log) and one log per component (*.log).
 # Everything listens on 127.0.0.1 only, on free ports chosen at start.
+# kube-apiserver runs with the feature gates in $KUBEKIT_FEATURE_GATES (default
+# ShardedListAndWatch=true, the sharded list and watch kubekit's sharding uses; set it to
+# ShardedListAndWatch=false to see a server without it).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -206,6 +209,8 @@ stop_all() { # TERM every component, then KILL what is left after 5 s
   for pid in "${left[@]}"; do signal KILL "$pid" || true; done
 }
 
+# The endpoint reconciler is off: since 1.37 kube-apiserver refuses to publish a loopback
+# address as the `kubernetes` Service's endpoint, and nothing here runs in a Pod.
 start_apiserver() { # on the ports recorded in $dir
   local etcd_port api_port
   etcd_port=$(cat "$dir/etcd.port")
@@ -213,6 +218,7 @@ start_apiserver() { # on the ports recorded in $dir
   start kube-apiserver "$bin/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --endpoint-reconciler-type none \
     --tls-cert-file "$dir/apiserver.crt" --tls-private-key-file "$dir/apiserver.key" \
     --client-ca-file "$dir/ca.crt" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
@@ -221,6 +227,7 @@ start_apiserver() { # on the ports recorded in $dir
     --authorization-mode RBAC \
     --disable-admission-plugins ServiceAccount \
     --watch-cache-sizes configmaps#0 \
+    --feature-gates "${KUBEKIT_FEATURE_GATES:-ShardedListAndWatch=true}" \
     --api-audiences https://kubernetes.default.svc.cluster.local \
     --kubelet-client-certificate "$dir/apiserver-kubelet-client.crt" \
     --kubelet-client-key "$dir/apiserver-kubelet-client.key" \

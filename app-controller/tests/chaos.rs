@@ -397,13 +397,13 @@ async fn disagreements(cs: &Clientset, ns: &str, expected: &BTreeMap<String, App
             continue;
         };
         let selector = BTreeMap::from([(APP_LABEL.to_string(), name.to_string())]);
-        let d = deployment.spec.as_ref();
-        let pods = d.and_then(|d| d.template.spec.as_ref());
+        let d = &deployment.spec;
+        let pods = d.template.spec.as_ref();
         let seen = (
             deployment.metadata.name.as_deref(),
-            d.and_then(|d| d.replicas),
+            d.replicas,
             pods.and_then(|p| p.containers[0].image.as_deref()),
-            d.and_then(|d| d.selector.match_labels.as_ref()),
+            d.selector.match_labels.as_ref(),
             service.metadata.name.as_deref(),
             service.spec.as_ref().and_then(|s| s.selector.as_ref()),
         );

@@ -75,7 +75,7 @@ async fn the_app_controller_manages_deployments_and_services_with_least_privileg
     let owner = &deploy.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!((owner.kind.as_str(), owner.controller), ("App", Some(true)));
     assert_eq!(Some(&owner.uid), app.metadata.uid.as_ref());
-    let spec = deploy.spec.as_ref().unwrap();
+    let spec = &deploy.spec;
     assert_eq!(spec.replicas, Some(2));
     assert_eq!(
         spec.selector.match_labels.as_ref().unwrap()[APP_LABEL],
@@ -95,7 +95,7 @@ async fn the_app_controller_manages_deployments_and_services_with_least_privileg
     );
     let other = wait_for(&deployments, "app-deploy-test").await;
     assert_eq!(
-        other.spec.unwrap().selector.match_labels.unwrap()[APP_LABEL],
+        other.spec.selector.match_labels.unwrap()[APP_LABEL],
         "test-app-2"
     );
 
@@ -134,7 +134,7 @@ async fn the_app_controller_manages_deployments_and_services_with_least_privileg
                 .get("app-deploy", &GetOptions::default())
                 .await
                 .ok()?;
-            let spec = d.spec?;
+            let spec = d.spec;
             let image = spec.template.spec?.containers[0].image.clone();
             (spec.replicas == Some(3) && image.as_deref() == Some("tomcat")).then_some(())
         }

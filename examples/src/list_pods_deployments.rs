@@ -49,7 +49,7 @@ async fn main() -> anyhow::Result<()> {
         "NAME", "READY", "UP-TO-DATE"
     );
     for d in &deployments.items {
-        let desired = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let desired = d.spec.replicas.unwrap_or(1);
         let status = d.status.clone().unwrap_or_default();
         println!(
             "{:<40} {:<8} {:<10} {}",

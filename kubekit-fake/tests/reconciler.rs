@@ -107,7 +107,7 @@ async fn app_controller_creates_owned_children_copies_their_status_and_recreates
         (owner.uid.as_str(), owner.controller),
         (uid.as_deref().unwrap_or(""), Some(true))
     );
-    assert_eq!(deployment.spec.as_ref().and_then(|s| s.replicas), Some(2));
+    assert_eq!(deployment.spec.replicas, Some(2));
     let service: Service = eventually("the Service", || async {
         services.get("web-svc", &get).await.ok()
     })

@@ -384,9 +384,9 @@ mod tests {
             let suffix = if r.namespaced { "(ns)" } else { "()" };
             assert!(r.accessor.ends_with(suffix), "{r:?}");
         }
-        // Every listable type of k8s-openapi's v1_35 (the dev-dependencies' feature), and
+        // Every listable type of k8s-openapi's v1_37 (the dev-dependencies' feature), and
         // the create-only `bindings`.
-        assert_eq!(table.len(), 84);
+        assert_eq!(table.len(), 85);
         let no_informer: Vec<_> = table
             .iter()
             .filter(|r| !r.informer)

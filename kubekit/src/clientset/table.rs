@@ -14,8 +14,8 @@
 //!   `ComponentStatus` list-only): it has a client but no informer.
 //! - `if k8s_if_…` after a group version or a resource keeps it out of the builds whose
 //!   `k8s-openapi` version feature lacks its type (kubekit builds with every version
-//!   `k8s-openapi` 0.29 supports, v1_33 to v1_37). The table covers every type of v1_35 with
-//!   a list; types only in other versions are not in it.
+//!   `k8s-openapi` 0.29 supports, v1_33 to v1_37). The table covers every type of v1_35 and
+//!   v1_37 with a list.
 
 /// Hands the table to the generator macro `$generate`, which must accept its syntax:
 ///
@@ -54,8 +54,9 @@ macro_rules! built_in_groups {
                 }
             }
 
-            /// Resources of `admissionregistration.k8s.io/v1`: webhook configurations and
-            /// validating admission policies.
+            /// Resources of `admissionregistration.k8s.io/v1`: webhook configurations,
+            /// validating admission policies, and mutating admission policies (Kubernetes
+            /// 1.36 and later).
             admissionregistration_v1 =>
                 AdmissionregistrationV1Client, AdmissionregistrationV1Informers (
                 "admissionregistration.k8s.io/v1",
@@ -63,6 +64,8 @@ macro_rules! built_in_groups {
             ) {
                 namespaced {}
                 cluster {
+                    mutating_admission_policies: MutatingAdmissionPolicy if k8s_if_ge_1_36,
+                    mutating_admission_policy_bindings: MutatingAdmissionPolicyBinding if k8s_if_ge_1_36,
                     mutating_webhook_configurations: MutatingWebhookConfiguration,
                     validating_admission_policies: ValidatingAdmissionPolicy,
                     validating_admission_policy_bindings: ValidatingAdmissionPolicyBinding,
@@ -165,14 +168,18 @@ macro_rules! built_in_groups {
                 cluster {}
             }
 
-            /// Resources of `certificates.k8s.io/v1`: certificate signing requests.
+            /// Resources of `certificates.k8s.io/v1`: certificate signing requests, and
+            /// cluster trust bundles and pod certificate requests (Kubernetes 1.37 and later).
             certificates_v1 => CertificatesV1Client, CertificatesV1Informers (
                 "certificates.k8s.io/v1",
                 k8s_openapi::api::certificates::v1
             ) {
-                namespaced {}
+                namespaced {
+                    pod_certificate_requests: PodCertificateRequest if k8s_if_ge_1_37,
+                }
                 cluster {
                     certificate_signing_requests: CertificateSigningRequest,
+                    cluster_trust_bundles: ClusterTrustBundle if k8s_if_ge_1_37,
                 }
             }
 
@@ -361,6 +368,7 @@ macro_rules! built_in_groups {
                 }
                 cluster {
                     device_classes: DeviceClass,
+                    device_taint_rules: DeviceTaintRule if k8s_if_ge_1_37,
                     resource_slices: ResourceSlice,
                 }
             }
@@ -465,6 +473,19 @@ macro_rules! built_in_groups {
                 "storagemigration.k8s.io/v1beta1",
                 k8s_openapi::api::storagemigration::v1beta1
             ) if k8s_if_ge_1_35 {
+                namespaced {}
+                cluster {
+                    storage_version_migrations: StorageVersionMigration,
+                }
+            }
+
+            /// Resources of `storagemigration.k8s.io/v1`: storage version migrations
+            /// (Kubernetes 1.37 and later).
+            storagemigration_v1 =>
+                StoragemigrationV1Client, StoragemigrationV1Informers (
+                "storagemigration.k8s.io/v1",
+                k8s_openapi::api::storagemigration::v1
+            ) if k8s_if_ge_1_37 {
                 namespaced {}
                 cluster {
                     storage_version_migrations: StorageVersionMigration,

@@ -9,7 +9,7 @@ use kubekit::discovery::{ApiDiscovery, DiscoveryClient};
 
 use crate::common::admin_client;
 
-/// Resources kube-apiserver serves that `k8s-openapi` (v1_35, generated from the same
+/// Resources kube-apiserver serves that `k8s-openapi` (v1_37, generated from the same
 /// release's OpenAPI document) has no type for, so the table cannot name them. None so far.
 const WITHOUT_A_K8S_OPENAPI_TYPE: &[(&str, &str, &str)] = &[];
 

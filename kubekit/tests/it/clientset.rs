@@ -565,7 +565,7 @@ async fn update_from_a_stale_resource_version_is_conflict() {
 async fn deployment_without_a_selector_is_invalid() {
     let (cs, ns) = setup("cs-422").await;
     let mut bad = deployment("bad");
-    bad.spec.as_mut().expect("spec").selector = Default::default();
+    bad.spec.selector = Default::default();
     let err = cs
         .apps_v1()
         .deployments(&ns)
@@ -960,10 +960,7 @@ async fn dry_run_writes_return_the_result_but_store_nothing() {
         .expect("dry-run create");
     assert_eq!(dry.metadata.name.as_deref(), Some("ghost"));
     assert!(
-        dry.spec
-            .as_ref()
-            .and_then(|s| s.revision_history_limit)
-            .is_some(),
+        dry.spec.revision_history_limit.is_some(),
         "defaults are applied"
     );
     let err = deployments

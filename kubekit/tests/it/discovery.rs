@@ -13,8 +13,8 @@ use testenv::eventually;
 async fn server_version_is_the_pinned_kubernetes_release() {
     let d = kubekit::clientset::Clientset::from_rest_client(admin_client().await).discovery();
     let v = d.server_version().await.unwrap();
-    assert_eq!((v.major.as_str(), v.minor.as_str()), ("1", "35"));
-    assert!(v.git_version.starts_with("v1.35."), "{}", v.git_version);
+    assert_eq!((v.major.as_str(), v.minor.as_str()), ("1", "37"));
+    assert!(v.git_version.starts_with("v1.37."), "{}", v.git_version);
 }
 
 #[tokio::test]

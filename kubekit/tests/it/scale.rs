@@ -49,7 +49,7 @@ async fn deployment_scale_is_read_updated_and_patched_and_a_stale_update_conflic
         }
     }
     let three = three.expect("an update without conflict within 10 tries");
-    let replicas = |d: Deployment| d.spec.unwrap().replicas;
+    let replicas = |d: Deployment| d.spec.replicas;
     let read = deployments
         .get("web", &GetOptions::default())
         .await
