@@ -1,0 +1,44 @@
+//! The Kubernetes API's protobuf encoding (`application/vnd.kubernetes.protobuf`) for
+//! k8s-openapi's types: decoding straight into them and encoding from them, with no JSON in
+//! between.
+//!
+//! # What it promises
+//!
+//! - Every type k8s-openapi has for a message of the API's `generated.proto` files (of the
+//!   `k8s.io/api`, `k8s.io/apimachinery`, `k8s.io/apiextensions-apiserver` and
+//!   `k8s.io/kube-aggregator` modules the control plane is pinned to) implements
+//!   [`Message`]; lists are `k8s_openapi::List<T>`. The implementations are generated
+//!   (`generated.rs`, by `kubekit-protobuf-gen`), for whichever Kubernetes version the
+//!   program picked for k8s-openapi.
+//! - A decoded object equals the one the JSON form of the same object decodes to: a field
+//!   the Go type leaves out of JSON when zero is `None` when zero, a zero `Time` is `None`,
+//!   `Time` keeps seconds and `MicroTime` microseconds, invalid UTF-8 in a string becomes
+//!   U+FFFD as the server's JSON encoder writes it.
+//! - Bad input is an [`Error`] naming the fields that lead to the fault, never a panic;
+//!   a length prefix is checked against the input before anything is allocated, and
+//!   messages nest at most [`MAX_DEPTH`](runtime::MAX_DEPTH) deep.
+//! - Custom resources have no protobuf form: they are not here, and the server never sends
+//!   them as protobuf.
+//!
+//! ```
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kubekit_protobuf::{decode, encode};
+//!
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("settings".into());
+//! cm.data = Some([("mode".to_string(), "fast".to_string())].into());
+//! let bytes = encode(&cm); // k8s\0 + runtime.Unknown{typeMeta: v1 ConfigMap, raw: …}
+//! assert_eq!(decode::<ConfigMap>(&bytes).unwrap(), cm);
+//! ```
+
+mod envelope;
+#[allow(clippy::all)]
+mod generated;
+pub mod runtime;
+mod special;
+
+pub use envelope::{
+    CONTENT_TYPE, MAGIC, Split, Unknown, WATCH_CONTENT_TYPE, WatchEvent, decode, decode_message,
+    encode, encode_as, split_frame,
+};
+pub use runtime::{Error, Message};
