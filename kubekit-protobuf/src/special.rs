@@ -225,30 +225,40 @@ fn schema_or<T: Default + Field>(
     })
 }
 
-impl Value for apiext::JSONSchemaPropsOrArray {
-    const WIRE: WireType = WireType::Len;
+/// Implements [`Value`] for the unions of a schema (field 1) and a list (field 2) whose
+/// Go JSON form is the list when it has items, else the schema, else `null`.
+macro_rules! list_or_schema {
+    ($($ty:ident :: $list:ident (Vec<$item:ty>)),*) => {$(
+        impl Value for apiext::$ty {
+            const WIRE: WireType = WireType::Len;
 
-    fn decode(d: &mut Decoder<'_>) -> Result<Self, Error> {
-        Ok(Self::decode_option(d)?.unwrap_or(Self::Schemas(Vec::new())))
-    }
+            fn decode(d: &mut Decoder<'_>) -> Result<Self, Error> {
+                Ok(Self::decode_option(d)?.unwrap_or(Self::$list(Vec::new())))
+            }
 
-    fn decode_option(d: &mut Decoder<'_>) -> Result<Option<Self>, Error> {
-        // Go's JSON form: the array when it has items, else the schema, else null.
-        let (schema, schemas): (_, Vec<apiext::JSONSchemaProps>) = schema_or(d, 1)?;
-        Ok(if !schemas.is_empty() {
-            Some(Self::Schemas(schemas))
-        } else {
-            schema.map(|s| Self::Schema(Box::new(s)))
-        })
-    }
+            fn decode_option(d: &mut Decoder<'_>) -> Result<Option<Self>, Error> {
+                let (schema, list): (_, Vec<$item>) = schema_or(d, 1)?;
+                Ok(if !list.is_empty() {
+                    Some(Self::$list(list))
+                } else {
+                    schema.map(|s| Self::Schema(Box::new(s)))
+                })
+            }
 
-    fn encode(&self, e: &mut Encoder) {
-        e.nested(|e| match self {
-            Self::Schema(s) => Field::encode(&**s, 1, e),
-            Self::Schemas(v) => Field::encode(v, 2, e),
-        });
-    }
+            fn encode(&self, e: &mut Encoder) {
+                e.nested(|e| match self {
+                    Self::Schema(s) => Field::encode(&**s, 1, e),
+                    Self::$list(v) => Field::encode(v, 2, e),
+                });
+            }
+        }
+    )*};
 }
+
+list_or_schema!(
+    JSONSchemaPropsOrArray::Schemas(Vec<apiext::JSONSchemaProps>),
+    JSONSchemaPropsOrStringArray::Strings(Vec<String>)
+);
 
 impl Value for apiext::JSONSchemaPropsOrBool {
     const WIRE: WireType = WireType::Len;
@@ -269,31 +279,6 @@ impl Value for apiext::JSONSchemaPropsOrBool {
                 Field::encode(&true, 1, e);
                 Field::encode(&**s, 2, e);
             }
-        });
-    }
-}
-
-impl Value for apiext::JSONSchemaPropsOrStringArray {
-    const WIRE: WireType = WireType::Len;
-
-    fn decode(d: &mut Decoder<'_>) -> Result<Self, Error> {
-        Ok(Self::decode_option(d)?.unwrap_or(Self::Strings(Vec::new())))
-    }
-
-    fn decode_option(d: &mut Decoder<'_>) -> Result<Option<Self>, Error> {
-        // Go's JSON form: the strings when there are some, else the schema, else null.
-        let (schema, strings): (_, Vec<String>) = schema_or(d, 1)?;
-        Ok(if !strings.is_empty() {
-            Some(Self::Strings(strings))
-        } else {
-            schema.map(|s| Self::Schema(Box::new(s)))
-        })
-    }
-
-    fn encode(&self, e: &mut Encoder) {
-        e.nested(|e| match self {
-            Self::Schema(s) => Field::encode(&**s, 1, e),
-            Self::Strings(v) => Field::encode(v, 2, e),
         });
     }
 }
