@@ -34,6 +34,7 @@
 mod envelope;
 #[allow(clippy::all)]
 mod generated;
+mod registry;
 pub mod runtime;
 mod special;
 
@@ -41,4 +42,5 @@ pub use envelope::{
     CONTENT_TYPE, MAGIC, Split, Unknown, WATCH_CONTENT_TYPE, WatchEvent, decode, decode_message,
     encode, encode_as, split_frame,
 };
+pub use registry::{Codec, codec, list_parts, object_meta};
 pub use runtime::{Error, Message};

@@ -1,5 +1,6 @@
-//! Bounded fuzzing (proptest) of what kubekit reads from outside: the watch decoder, the
-//! list decoder, label selectors and configurations built from kubeconfig input.
+//! Bounded fuzzing (proptest) of what kubekit reads from outside: the watch decoder and the
+//! list decoder (JSON and protobuf), label selectors and configurations built from
+//! kubeconfig input.
 //!
 //! Each target runs [`CASES`] generated inputs per `cargo test` (split between its
 //! properties), in a debug build under 30 s per target on two cores; set
@@ -237,6 +238,78 @@ fn fuzz_list_decoder_keeps_valid_items_in_order_and_counts_the_skipped() {
                 prop_assert_eq!(list.skipped.len(), items.len() - want.len());
                 prop_assert_eq!(list.metadata.resource_version.as_deref(), Some("7"));
             }
+        }
+        Ok(())
+    });
+}
+
+/// Pieces of protobuf watch streams: whole frames of every event type (and of an unknown
+/// one), frames cut short or with absurd lengths, and random bytes.
+fn protobuf_watch_piece() -> impl Strategy<Value = Vec<u8>> {
+    fn frame(kind: &str, object: Vec<u8>) -> Vec<u8> {
+        let mut out = Vec::new();
+        kubekit_protobuf::WatchEvent {
+            event_type: kind.into(),
+            object: &object,
+        }
+        .write_frame(&mut out);
+        out
+    }
+    let cm = |name: String| {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name);
+        cm.metadata.resource_version = Some("5".into());
+        kubekit_protobuf::encode(&cm)
+    };
+    let status = kubekit_protobuf::encode_as(
+        "v1",
+        "Status",
+        &k8s_openapi::apimachinery::pkg::apis::meta::v1::Status::default(),
+    );
+    prop_oneof![
+        3 => "[a-z0-9]{1,8}".prop_map(move |name| frame("ADDED", cm(name))),
+        1 => Just(frame("BOOKMARK", kubekit_protobuf::encode(&ConfigMap::default()))),
+        1 => Just(frame("ERROR", status)),
+        1 => Just(frame("RENAMED", Vec::new())),
+        1 => "[a-z]{1,4}".prop_map(move |name| { let mut f = frame("DELETED", cm(name)); f.truncate(f.len() / 2); f }),
+        1 => Just(vec![0xff, 0xff, 0xff, 0xff]),
+        2 => proptest::collection::vec(any::<u8>(), 0..24),
+    ]
+}
+
+#[test]
+fn fuzz_protobuf_watch_decoder_gives_what_the_whole_stream_gives_in_any_chunking() {
+    let stream = (
+        proptest::collection::vec(protobuf_watch_piece(), 0..10).prop_map(|p| p.concat()),
+        proptest::collection::vec(1usize..48, 1..8),
+    );
+    fuzz(CASES / 4, stream, |(stream, chunks)| {
+        let decoder = || WatchDecoder::<ConfigMap>::protobuf("cms").with_max_event_bytes(1 << 16);
+        let got = decode_in_chunks(decoder(), &stream, &chunks)?;
+        let want = decode_in_chunks(decoder(), &stream, &[stream.len().max(1)])?;
+        prop_assert_eq!(got, want);
+        Ok(())
+    });
+}
+
+#[test]
+fn fuzz_protobuf_list_decoder_refuses_arbitrary_bytes_without_panicking() {
+    let body = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..256),
+        // An envelope naming the right kind, so that the bytes after it reach the items.
+        proptest::collection::vec(any::<u8>(), 0..256).prop_map(|tail| {
+            let list: k8s_openapi::List<ConfigMap> = k8s_openapi::List {
+                items: Vec::new(),
+                metadata: Default::default(),
+            };
+            let mut body = kubekit_protobuf::encode(&list);
+            body.extend(tail);
+            body
+        }),
+    ];
+    fuzz(CASES / 10, body, |bytes| {
+        if let Ok(list) = crate::rest::client::decode_protobuf_list::<ConfigMap>(&bytes, "cms") {
+            prop_assert!(list.items.len() + list.skipped.len() <= bytes.len());
         }
         Ok(())
     });

@@ -121,6 +121,7 @@ pub fn generate(src: &Sources) -> Result<(String, Report), String> {
     out.push_str(
         "use crate::runtime::{Decoder, Encoder, Error, Field, ListWrapper, Message, WireType};\n",
     );
+    let mut registrations = String::new();
 
     for (name, message) in &messages {
         let definition = format!(
@@ -183,8 +184,24 @@ pub fn generate(src: &Sources) -> Result<(String, Report), String> {
              {cfg}crate::message_value!({ty});"
         )
         .unwrap();
+        if present.values().any(|t| t.is_resource) {
+            let cfg = cfg_attr(
+                &present
+                    .iter()
+                    .filter(|(_, t)| t.is_resource)
+                    .map(|(v, _)| *v)
+                    .collect(),
+                &all_versions,
+            );
+            writeln!(registrations, "{cfg}r.resource::<{ty}>();").unwrap();
+        }
         report.messages += 1;
     }
+    writeln!(
+        out,
+        "\n/// Registers every resource type's codec.\npub(crate) fn register(r: &mut crate::registry::Registry) {{\n{registrations}}}"
+    )
+    .unwrap();
     Ok((out, report))
 }
 
@@ -457,6 +474,7 @@ mod tests {
             fields,
             named_fields: true,
             has_default: true,
+            is_resource: false,
         };
         assert_eq!(find_field(&ty, "ref").unwrap().ident, "ref_path");
         assert_eq!(

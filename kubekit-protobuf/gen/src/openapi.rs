@@ -18,6 +18,8 @@ pub struct Type {
     pub named_fields: bool,
     /// Whether it implements `Default` (all do but those with a required time).
     pub has_default: bool,
+    /// Whether it is a resource (`impl Resource`): a kind the API serves.
+    pub is_resource: bool,
 }
 
 /// A named field of a k8s-openapi struct.
@@ -108,6 +110,7 @@ pub fn parse_file(module: &[String], text: &str) -> Option<(String, Type)> {
         (l.starts_with("#[derive(") && l.contains("Default"))
             || l.starts_with(&format!("impl Default for {name}"))
     });
+    let is_resource = text.contains(&format!("impl crate::Resource for {name} "));
     let fields = json
         .into_iter()
         .filter_map(|(j, ident)| {
@@ -125,6 +128,7 @@ pub fn parse_file(module: &[String], text: &str) -> Option<(String, Type)> {
             fields,
             named_fields,
             has_default,
+            is_resource,
         },
     ))
 }
@@ -145,7 +149,7 @@ mod tests {
         let (def, ty) = parse_file(&module, text).unwrap();
         assert_eq!(def, "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta");
         assert_eq!(ty.path, "apimachinery::pkg::apis::meta::v1::ListMeta");
-        assert!(ty.named_fields && !ty.has_default);
+        assert!(ty.named_fields && !ty.has_default && !ty.is_resource);
         assert_eq!(ty.fields["continue"].ident, "continue_");
         assert_eq!(ty.fields["remainingItemCount"].ty, "Option<i64>");
     }
@@ -153,9 +157,10 @@ mod tests {
     #[test]
     fn a_newtype_has_no_named_fields() {
         let text = "// Generated from definition io.k8s.apimachinery.pkg.apis.meta.v1.Time\n\
-            #[derive(Clone, Debug, Default)]\npub struct Time(pub crate::jiff::Timestamp);\n";
+            #[derive(Clone, Debug, Default)]\npub struct Time(pub crate::jiff::Timestamp);\n\
+            impl crate::Resource for Time {\n";
         let (_, ty) = parse_file(&["m".to_string()], text).unwrap();
-        assert!(!ty.named_fields && ty.has_default);
+        assert!(!ty.named_fields && ty.has_default && ty.is_resource);
         assert_eq!(ty.path, "m::Time");
     }
 }

@@ -74,7 +74,7 @@ impl Clientset {
     /// namespaces.
     pub fn resource<K>(&self, namespace: &str) -> ResourceClient<K>
     where
-        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + 'static,
     {
         ResourceClient::namespaced(self.rest.clone(), namespace)
     }
@@ -82,7 +82,7 @@ impl Clientset {
     /// A client of cluster-scoped `K` (built-in or custom).
     pub fn cluster_resource<K>(&self) -> ResourceClient<K>
     where
-        K: Resource<DynamicType = (), Scope = ClusterResourceScope>,
+        K: Resource<DynamicType = (), Scope = ClusterResourceScope> + 'static,
     {
         ResourceClient::cluster(self.rest.clone())
     }

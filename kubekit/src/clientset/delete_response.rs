@@ -32,6 +32,7 @@ use std::borrow::Cow;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use serde::Deserialize;
 
+use crate::rest::client::protobuf_error;
 use crate::rest::{Response, Result};
 
 /// The answer to a successful delete: the object or the server's `Status`; see the
@@ -95,11 +96,25 @@ impl TypeHead<'_> {
     }
 }
 
-/// Decodes a delete's response: a `v1` `Status`, or else whatever `decode` makes of it.
+/// Decodes a delete's response: a `v1` `Status` (JSON or protobuf), or else whatever
+/// `decode` makes of it.
 pub(crate) fn decode_delete<T>(
     response: &Response,
     decode: impl FnOnce(&Response) -> Result<T>,
 ) -> Result<DeleteResponse<T>> {
+    if response.is_protobuf() {
+        let body = response.body();
+        let status = kubekit_protobuf::Unknown::read(body)
+            .ok()
+            .filter(|u| u.api_version == "v1" && u.kind == "Status");
+        if let Some(unknown) = status {
+            return unknown
+                .decode::<Status>()
+                .map(|s| DeleteResponse::Status(Box::new(s)))
+                .map_err(|e| protobuf_error(response.what(), e, body));
+        }
+        return decode(response).map(DeleteResponse::Object);
+    }
     if TypeHead::of(response.body()).is_status() {
         response
             .decode::<Status>()

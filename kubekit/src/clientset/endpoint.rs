@@ -11,6 +11,7 @@
 //!   `/` fails before anything is sent.
 //! - Each verb returns the raw [`Response`]; callers decode it once into what they expect.
 //! - Every request asks for JSON, unless the endpoint was given other media types
+//!   (typed clients of built-in types ask for protobuf first)
 //!   ([`Endpoint::with_accept`]): one for answers that are an object (get, create,
 //!   update, patch, delete, watch events), one for answers that are a list (list,
 //!   delete_collection). The metadata client asks for `PartialObjectMetadata` that way.
@@ -51,6 +52,12 @@ impl Accept {
     pub(crate) const JSON: Accept = Accept {
         object: "application/json",
         list: "application/json",
+    };
+
+    /// Protobuf where the server has it, else JSON, as client-go's typed clients ask.
+    pub(crate) const PROTOBUF: Accept = Accept {
+        object: "application/vnd.kubernetes.protobuf, application/json",
+        list: "application/vnd.kubernetes.protobuf, application/json",
     };
 }
 

@@ -48,7 +48,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::delete_response::{DeleteResponse, decode_delete};
-use super::endpoint::{Endpoint, WatchStream};
+use super::endpoint::{Accept, Endpoint, WatchStream};
 use super::options::{
     CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchOptions, UpdateOptions,
 };
@@ -97,7 +97,7 @@ impl<K> fmt::Debug for ResourceClient<K> {
     }
 }
 
-impl<K: Resource<DynamicType = ()>> ResourceClient<K> {
+impl<K: Resource<DynamicType = ()> + 'static> ResourceClient<K> {
     /// A client of namespaced `K` in `namespace`; `""` means all namespaces.
     pub fn namespaced(rest: RestClient, namespace: &str) -> Self
     where
@@ -132,8 +132,16 @@ impl<K: Resource<DynamicType = ()>> ResourceClient<K> {
     }
 
     fn at(rest: RestClient, namespace: &str) -> Self {
+        // client-go's typed clients ask for protobuf; the server falls back to JSON for
+        // what has no protobuf form, and kubekit asks only for types that have one.
+        let accept = if rest.protobuf() && kubekit_protobuf::codec::<K>().is_some() {
+            Accept::PROTOBUF
+        } else {
+            Accept::JSON
+        };
         Self {
-            endpoint: Endpoint::new(rest, GroupVersionResource::of::<K>(), namespace),
+            endpoint: Endpoint::new(rest, GroupVersionResource::of::<K>(), namespace)
+                .with_accept(accept),
             _kind: PhantomData,
         }
     }
@@ -319,5 +327,227 @@ mod tests {
             .await
             .expect_err("force without apply");
         assert!(err.to_string().contains("force"), "{err}");
+    }
+
+    mod protobuf {
+        use super::*;
+        use crate::rest::test_server::{Reply, TestServer};
+        use crate::rest::{Config, WatchEvent};
+        use futures_util::StreamExt;
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+
+        const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+        fn reply(body: Vec<u8>, content_type: &str, status: u16) -> Reply {
+            Reply::Full {
+                status,
+                headers: vec![("Content-Type", content_type.to_string())],
+                body,
+            }
+        }
+
+        fn config_map(name: &str) -> ConfigMap {
+            let mut cm = ConfigMap::default();
+            cm.metadata.name = Some(name.into());
+            cm.metadata.resource_version = Some("5".into());
+            cm.data = Some([("k".to_string(), "v".to_string())].into());
+            cm
+        }
+
+        /// A watch body of `events`, each (type, enveloped object), as kube-apiserver frames it.
+        fn frames(events: &[(&str, Vec<u8>)]) -> Vec<u8> {
+            let mut out = Vec::new();
+            for (kind, object) in events {
+                kubekit_protobuf::WatchEvent {
+                    event_type: kind.to_string(),
+                    object,
+                }
+                .write_frame(&mut out);
+            }
+            out
+        }
+
+        #[tokio::test]
+        async fn typed_clients_of_built_in_types_ask_for_protobuf_first_and_custom_types_json() {
+            let server = TestServer::start(|_| {
+                reply(kubekit_protobuf::encode(&config_map("a")), PROTOBUF, 200)
+            })
+            .await;
+            let cms = ResourceClient::<ConfigMap>::namespaced(server.client(), "demo");
+            assert_eq!(
+                cms.get("a", &GetOptions::default()).await.unwrap(),
+                config_map("a")
+            );
+            assert_eq!(
+                server.accepts(),
+                ["application/vnd.kubernetes.protobuf, application/json"]
+            );
+
+            let mut json_only = server.config();
+            json_only.protobuf = false;
+            let cms = ResourceClient::<ConfigMap>::namespaced(
+                RestClient::new(&json_only).unwrap(),
+                "demo",
+            );
+            let _ = cms.get("a", &GetOptions::default()).await;
+            assert_eq!(
+                server.accepts()[1],
+                "application/json",
+                "Config::protobuf = false asks for JSON"
+            );
+            let _: Config = json_only;
+        }
+
+        #[tokio::test]
+        async fn protobuf_lists_watches_errors_and_delete_statuses_decode() {
+            let list = k8s_openapi::List {
+                items: vec![config_map("a"), config_map("b")],
+                metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
+                    resource_version: Some("9".into()),
+                    ..Default::default()
+                },
+            };
+            let not_found = Status {
+                code: Some(404),
+                reason: Some("NotFound".into()),
+                message: Some("configmaps \"x\" not found".into()),
+                status: Some("Failure".into()),
+                ..Default::default()
+            };
+            let success = Status {
+                status: Some("Success".into()),
+                ..Default::default()
+            };
+            let bookmark = {
+                let mut cm = ConfigMap::default();
+                cm.metadata.resource_version = Some("12".into());
+                cm.metadata.annotations =
+                    Some([("k8s.io/initial-events-end".to_string(), "true".to_string())].into());
+                cm
+            };
+            let (list_body, status_body, success_body) = (
+                kubekit_protobuf::encode(&list),
+                kubekit_protobuf::encode_as("v1", "Status", &not_found),
+                kubekit_protobuf::encode_as("v1", "Status", &success),
+            );
+            let watch_body = frames(&[
+                ("ADDED", kubekit_protobuf::encode(&config_map("a"))),
+                ("BOOKMARK", kubekit_protobuf::encode(&bookmark)),
+                ("ERROR", status_body.clone()),
+            ]);
+            let server = TestServer::start(move |line| {
+                if line.contains("watch=true") {
+                    reply(
+                        watch_body.clone(),
+                        "application/vnd.kubernetes.protobuf;stream=watch",
+                        200,
+                    )
+                } else if line.starts_with("DELETE") {
+                    reply(success_body.clone(), PROTOBUF, 200)
+                } else if line.contains("/configmaps/x") {
+                    reply(status_body.clone(), PROTOBUF, 404)
+                } else {
+                    reply(list_body.clone(), PROTOBUF, 200)
+                }
+            })
+            .await;
+            let cms = ResourceClient::<ConfigMap>::namespaced(server.client(), "demo");
+
+            let got = cms.list(&ListOptions::default()).await.unwrap();
+            assert_eq!(got.items, list.items);
+            assert_eq!(got.metadata.resource_version.as_deref(), Some("9"));
+            let page = cms.list_page(&ListOptions::default()).await.unwrap();
+            assert_eq!(page.metadata.resource_version.as_deref(), Some("9"));
+            assert_eq!(page.items.await.unwrap().items.len(), 2);
+
+            let err = cms.get("x", &GetOptions::default()).await.unwrap_err();
+            assert!(err.is_not_found(), "{err}");
+            assert!(
+                err.to_string().contains("configmaps \"x\" not found"),
+                "{err}"
+            );
+
+            let deleted = cms.delete("a", &DeleteOptions::default()).await.unwrap();
+            assert_eq!(
+                deleted.status().and_then(|s| s.status.as_deref()),
+                Some("Success")
+            );
+
+            let events: Vec<_> = cms
+                .watch(&ListOptions::default())
+                .await
+                .unwrap()
+                .collect()
+                .await;
+            assert!(
+                matches!(&events[0], Ok(WatchEvent::Added(cm)) if cm == &config_map("a")),
+                "{events:?}"
+            );
+            assert!(
+                matches!(&events[1], Ok(WatchEvent::Bookmark(b)) if b.resource_version == "12" && b.is_initial_events_end()),
+                "{events:?}"
+            );
+            assert!(
+                matches!(&events[2], Ok(WatchEvent::Error(s)) if s.code == Some(404)),
+                "{events:?}"
+            );
+            assert_eq!(events.len(), 3);
+        }
+
+        #[tokio::test]
+        async fn a_malformed_protobuf_item_is_skipped_and_reported_and_a_cut_frame_ends_the_watch_with_an_error()
+         {
+            // A ConfigMapList whose second item holds a length running past its end.
+            use kubekit_protobuf::runtime::{Encoder, Field, Message, WireType};
+            let mut e = Encoder::new(kubekit_protobuf::MAGIC.to_vec());
+            e.key(1, WireType::Len);
+            e.nested(|e| {
+                Field::encode(&"v1".to_string(), 1, e);
+                Field::encode(&"ConfigMapList".to_string(), 2, e);
+            });
+            e.key(2, WireType::Len);
+            e.nested(|e| {
+                e.key(2, WireType::Len);
+                e.nested(|e| config_map("a").encode_fields(e));
+                e.key(2, WireType::Len);
+                e.bytes(&[0x0a, 0x7f, 0x00]);
+            });
+            let list = e.into_bytes();
+            let mut watch = frames(&[("ADDED", kubekit_protobuf::encode(&config_map("a")))]);
+            watch.extend_from_slice(&[0, 0, 1, 0, 1, 2]);
+            let (list2, watch2) = (list.clone(), watch.clone());
+            let server = TestServer::start(move |line| {
+                if line.contains("watch=true") {
+                    reply(
+                        watch2.clone(),
+                        "application/vnd.kubernetes.protobuf;stream=watch",
+                        200,
+                    )
+                } else {
+                    reply(list2.clone(), PROTOBUF, 200)
+                }
+            })
+            .await;
+            let cms = ResourceClient::<ConfigMap>::namespaced(server.client(), "demo");
+            let got = cms.list(&ListOptions::default()).await.unwrap();
+            assert_eq!(got.items, vec![config_map("a")]);
+            assert_eq!(got.skipped.len(), 1);
+            assert!(
+                got.skipped[0].to_string().contains("item 1"),
+                "{}",
+                got.skipped[0]
+            );
+
+            let events: Vec<_> = cms
+                .watch(&ListOptions::default())
+                .await
+                .unwrap()
+                .collect()
+                .await;
+            assert!(matches!(&events[0], Ok(WatchEvent::Added(_))));
+            let last = events.last().unwrap().as_ref().unwrap_err().to_string();
+            assert!(last.contains("stream ended mid-event"), "{last}");
+        }
     }
 }

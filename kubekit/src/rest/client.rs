@@ -93,6 +93,7 @@ struct Inner {
     max_retries: u32,
     timeout: Option<Duration>,
     max_body_bytes: usize,
+    protobuf: bool,
     user_agent: HeaderValue,
     warnings: WarningHandler,
     write_guard: Option<WriteGuard>,
@@ -162,6 +163,7 @@ impl RestClient {
                 max_retries: config.max_retries,
                 timeout: config.timeout,
                 max_body_bytes: config.max_body_bytes,
+                protobuf: config.protobuf,
                 user_agent,
                 warnings: Arc::new(|w| tracing::warn!(warning = w, "API server warning")),
                 write_guard: None,
@@ -201,6 +203,12 @@ impl RestClient {
 
     /// The HTTP client underneath, for the streaming protocols built on kube's websocket
     /// support (exec, attach, port-forward).
+    /// Whether typed clients of built-in types ask this client's server for protobuf
+    /// ([`Config::protobuf`]).
+    pub fn protobuf(&self) -> bool {
+        self.inner.protobuf
+    }
+
     pub(crate) fn http(&self) -> &kube::Client {
         &self.inner.http
     }
@@ -505,7 +513,15 @@ impl Request {
         let url = this.url_with_timeout(this.timeout);
         let res = this.exchange(&url).await?;
         let res = this.accepted(&url, res).await?;
-        let decoder = WatchDecoder::<K>::new(this.describe());
+        let content_type = res
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        let decoder = if content_type.is_some_and(is_protobuf) {
+            WatchDecoder::<K>::protobuf(this.describe())
+        } else {
+            WatchDecoder::<K>::new(this.describe())
+        };
         Ok(DecodedWatch::new(res.into_body(), decoder, move |e| {
             this.transport_error(&url, e)
         }))
@@ -812,8 +828,7 @@ fn warning_text(header: &str) -> String {
 /// The error for a non-success response: the server's `Status` when the body is one,
 /// otherwise a status made from the HTTP code and the start of the body.
 fn api_error(verb: &str, url: &str, code: StatusCode, body: &[u8]) -> Error {
-    let status = serde_json::from_slice::<Status>(body)
-        .ok()
+    let status = status_of(body)
         .filter(|s| s.code.is_some() || s.reason.is_some())
         .unwrap_or_else(|| {
             let text = String::from_utf8_lossy(&body[..body.len().min(512)])
@@ -832,6 +847,18 @@ fn api_error(verb: &str, url: &str, code: StatusCode, body: &[u8]) -> Error {
             }
         });
     Error::from_status(verb, url, status)
+}
+
+/// The `metav1.Status` a body holds, as JSON or (answering a request that asked for
+/// protobuf) enveloped protobuf.
+pub(crate) fn status_of(body: &[u8]) -> Option<Status> {
+    if body.starts_with(kubekit_protobuf::MAGIC) {
+        let unknown = kubekit_protobuf::Unknown::read(body).ok()?;
+        return (unknown.kind == "Status")
+            .then(|| unknown.decode().ok())
+            .flatten();
+    }
+    serde_json::from_slice(body).ok()
 }
 
 /// The `metav1.StatusReason` the API would give for a bare HTTP code.
@@ -950,15 +977,28 @@ impl Response {
         &self.what
     }
 
-    /// Decodes the body as one `T`.
-    pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
+    /// Whether the body is protobuf (`application/vnd.kubernetes.protobuf`), which the
+    /// server sends when the request asked for it and the type has a protobuf form.
+    pub fn is_protobuf(&self) -> bool {
+        is_protobuf(&self.content_type)
+    }
+
+    /// Decodes the body as one `T`, from JSON or protobuf as the server sent it.
+    pub fn decode<T: DeserializeOwned + 'static>(&self) -> Result<T> {
+        if self.is_protobuf() {
+            return decode_protobuf(&self.body, &self.what);
+        }
         decode(&self.body, &self.what)
     }
 
-    /// Decodes the body as a list of `K`. Items are decoded one by one: an item that does
-    /// not decode is reported in [`ObjectList::skipped`] (and logged) and the others are
-    /// kept; a body that is not a list at all is an error.
-    pub fn decode_list<K: DeserializeOwned + Send>(&self) -> Result<ObjectList<K>> {
+    /// Decodes the body as a list of `K`, from JSON or protobuf as the server sent it.
+    /// Items are decoded one by one: an item that does not decode is reported in
+    /// [`ObjectList::skipped`] (and logged) and the others are kept; a body that is not a
+    /// list at all is an error.
+    pub fn decode_list<K: DeserializeOwned + Send + 'static>(&self) -> Result<ObjectList<K>> {
+        if self.is_protobuf() {
+            return decode_protobuf_list(&self.body, &self.what);
+        }
         decode_list(&self.body, &self.what)
     }
 
@@ -968,8 +1008,13 @@ impl Response {
     where
         K: DeserializeOwned + Send + 'static,
     {
-        let metadata: Option<ListMeta> = read_metadata(&self.body)
-            .map_err(|e| Error::decode(format!("list of {}", self.what), e, &self.body))?;
+        let metadata: Option<ListMeta> = if self.is_protobuf() {
+            let (_, metadata, _) = protobuf_list_parts::<K>(&self.body, &self.what)?;
+            Some(metadata)
+        } else {
+            read_metadata(&self.body)
+                .map_err(|e| Error::decode(format!("list of {}", self.what), e, &self.body))?
+        };
         Ok(ListPage {
             metadata: metadata.unwrap_or_default(),
             items: Box::pin(self.decode_list_in_background()),
@@ -997,61 +1042,85 @@ pub fn decode<K: DeserializeOwned>(json: &[u8], what: &str) -> Result<K> {
     super::json::from_slice(json).map_err(|e| Error::decode(what, e, json))
 }
 
-/// Decodes a `*List` body item by item; see [`Response::decode_list`].
-///
-/// A large page is decoded on every core: building typed objects (allocation) costs far
-/// more than reading the JSON, so the items are split into one run per core, decoded on
-/// short-lived scoped threads, and put back in order.
+/// Decodes a JSON `*List` body item by item, on every core; see
+/// [`Response::decode_list`].
 pub fn decode_list<K: DeserializeOwned + Send>(body: &[u8], what: &str) -> Result<ObjectList<K>> {
     let raw: RawList<'_> = serde_json::from_slice(body)
         .map_err(|e| Error::decode(format!("list of {what}"), e, body))?;
     let raw_items = raw.items.unwrap_or_default();
-    let mut list = ObjectList {
-        metadata: raw.metadata,
-        items: Vec::with_capacity(raw_items.len()),
-        skipped: Vec::new(),
-    };
-    let threads = decode_threads(raw_items.len());
-    if threads <= 1 {
-        decode_items(&raw_items, 0, what, &mut list);
-        return Ok(list);
+    Ok(decode_items(raw.metadata, &raw_items, |item, i| {
+        let json = item.get().as_bytes();
+        super::json::from_slice(json)
+            .map_err(|e| Error::decode(format!("item {i} of {what}"), e, json))
+    }))
+}
+
+/// Whether a `Content-Type` is kube-apiserver's protobuf (an object, a list or a watch).
+pub(crate) fn is_protobuf(content_type: &str) -> bool {
+    content_type.starts_with(kubekit_protobuf::CONTENT_TYPE)
+}
+
+/// A protobuf decoding error as an [`Error::Decode`].
+pub(crate) fn protobuf_error(
+    what: impl Into<String>,
+    e: kubekit_protobuf::Error,
+    body: &[u8],
+) -> Error {
+    Error::decode(what, serde::de::Error::custom(e), body)
+}
+
+/// The protobuf codec of `K`, or the error of a protobuf body for a type that has none.
+pub(crate) fn codec_for<K: 'static>(what: &str) -> Result<&'static kubekit_protobuf::Codec> {
+    kubekit_protobuf::codec::<K>().ok_or_else(|| {
+        let e = kubekit_protobuf::Error::new(format!(
+            "{} has no protobuf form, and the server answered in protobuf",
+            std::any::type_name::<K>()
+        ));
+        protobuf_error(what, e, &[])
+    })
+}
+
+/// Decodes an enveloped protobuf object as a `K`.
+fn decode_protobuf<K: 'static>(body: &[u8], what: &str) -> Result<K> {
+    codec_for::<K>(what)?
+        .decode(body)
+        .map_err(|e| protobuf_error(what, e, body))
+}
+
+/// A protobuf `*List` body's codec, metadata and item messages, checking its kind.
+fn protobuf_list_parts<'a, K: 'static>(
+    body: &'a [u8],
+    what: &str,
+) -> Result<(&'static kubekit_protobuf::Codec, ListMeta, Vec<&'a [u8]>)> {
+    let codec = codec_for::<K>(what)?;
+    let list_error = |e| protobuf_error(format!("list of {what}"), e, body);
+    let unknown = kubekit_protobuf::Unknown::read(body).map_err(list_error)?;
+    let kind = unknown.kind.strip_suffix("List").unwrap_or_default();
+    if kind != codec.kind() || unknown.api_version != codec.api_version() {
+        let e = kubekit_protobuf::Error::new(format!(
+            "expected {} {}List, the server sent {} {}",
+            codec.api_version(),
+            codec.kind(),
+            unknown.api_version,
+            unknown.kind
+        ));
+        return Err(list_error(e));
     }
-    let run = raw_items.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let mut runs = raw_items.chunks(run).enumerate();
-        let (_, first) = runs.next().unwrap_or_default();
-        let spawned: Vec<_> = runs
-            .map(|(i, items)| {
-                let start = i * run;
-                let decode = move || {
-                    let mut part = ObjectList::default();
-                    decode_items(items, start, what, &mut part);
-                    part
-                };
-                std::thread::Builder::new()
-                    .name("kubekit-decode".into())
-                    .spawn_scoped(scope, decode)
-                    .map_err(|e| (items, start, e))
-            })
-            .collect();
-        decode_items(first, 0, what, &mut list);
-        for part in spawned {
-            match part {
-                Ok(handle) => {
-                    let part = handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                    list.items.extend(part.items);
-                    list.skipped.extend(part.skipped);
-                }
-                Err((items, start, e)) => {
-                    tracing::debug!("no decode thread ({e}); decoding on this one");
-                    decode_items(items, start, what, &mut list);
-                }
-            }
-        }
-    });
-    Ok(list)
+    let (metadata, items) = kubekit_protobuf::list_parts(unknown.raw).map_err(list_error)?;
+    Ok((codec, metadata, items))
+}
+
+/// Decodes a protobuf `*List` body item by item, on every core like [`decode_list`].
+pub(crate) fn decode_protobuf_list<K: Send + 'static>(
+    body: &[u8],
+    what: &str,
+) -> Result<ObjectList<K>> {
+    let (codec, metadata, items) = protobuf_list_parts::<K>(body, what)?;
+    Ok(decode_items(metadata, &items, |item, i| {
+        codec
+            .decode_message(item)
+            .map_err(|e| protobuf_error(format!("item {i} of {what}"), e, item))
+    }))
 }
 
 /// Items per thread below which a page is decoded on one thread: a thread costs tens of
@@ -1062,27 +1131,74 @@ fn decode_threads(items: usize) -> usize {
     decoders().min(items / ITEMS_PER_DECODE_THREAD).max(1)
 }
 
-/// Decodes `items` (the list's items from index `start` on) into `list`.
-fn decode_items<K: DeserializeOwned>(
-    items: &[&RawValue],
-    start: usize,
-    what: &str,
-    list: &mut ObjectList<K>,
-) {
-    for (i, item) in items.iter().enumerate() {
-        match super::json::from_slice(item.get().as_bytes()) {
-            Ok(obj) => list.items.push(obj),
-            Err(e) => {
-                let err = Error::decode(
-                    format!("item {} of {what}", start + i),
-                    e,
-                    item.get().as_bytes(),
-                );
-                tracing::warn!(error = %err, "skipping an object that does not decode");
-                list.skipped.push(err);
+/// Decodes a list's `items` with `decode_one` (given an item and its index).
+///
+/// A large page is decoded on every core: building typed objects (allocation) costs far
+/// more than reading the encoding, so the items are split into one run per core, decoded
+/// on short-lived scoped threads, and put back in order. An item that does not decode is
+/// logged and kept in [`ObjectList::skipped`].
+fn decode_items<I: Sync, K: Send>(
+    metadata: ListMeta,
+    items: &[I],
+    decode_one: impl Fn(&I, usize) -> Result<K> + Sync,
+) -> ObjectList<K> {
+    let mut list = ObjectList {
+        metadata,
+        items: Vec::with_capacity(items.len()),
+        skipped: Vec::new(),
+    };
+    let decode_run = |run: &[I], start: usize, list: &mut ObjectList<K>| {
+        for (i, item) in run.iter().enumerate() {
+            match decode_one(item, start + i) {
+                Ok(obj) => list.items.push(obj),
+                Err(err) => {
+                    tracing::warn!(error = %err, "skipping an object that does not decode");
+                    list.skipped.push(err);
+                }
             }
         }
+    };
+    let threads = decode_threads(items.len());
+    if threads <= 1 {
+        decode_run(items, 0, &mut list);
+        return list;
     }
+    let run = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut runs = items.chunks(run).enumerate();
+        let (_, first) = runs.next().unwrap_or_default();
+        let spawned: Vec<_> = runs
+            .map(|(i, part_items)| {
+                let start = i * run;
+                let decode = move || {
+                    let mut part = ObjectList::default();
+                    decode_run(part_items, start, &mut part);
+                    part
+                };
+                std::thread::Builder::new()
+                    .name("kubekit-decode".into())
+                    .spawn_scoped(scope, decode)
+                    .map_err(|e| (part_items, start, e))
+            })
+            .collect();
+        decode_run(first, 0, &mut list);
+        for part in spawned {
+            match part {
+                Ok(handle) => {
+                    let part = handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    list.items.extend(part.items);
+                    list.skipped.extend(part.skipped);
+                }
+                Err((part_items, start, e)) => {
+                    tracing::debug!("no decode thread ({e}); decoding on this one");
+                    decode_run(part_items, start, &mut list);
+                }
+            }
+        }
+    });
+    list
 }
 
 #[cfg(test)]

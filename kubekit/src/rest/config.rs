@@ -71,6 +71,11 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Where the client's requests are counted and timed, if anywhere.
     pub metrics: Option<RestClientMetrics>,
+    /// Whether typed clients of built-in types ask for protobuf
+    /// (`application/vnd.kubernetes.protobuf, application/json`, as client-go's do); `true`
+    /// unless set. `false` makes every request ask for JSON. Custom resources, the dynamic
+    /// and metadata clients always use JSON.
+    pub protobuf: bool,
 }
 
 impl fmt::Debug for Config {
@@ -85,6 +90,7 @@ impl fmt::Debug for Config {
             .field("max_retries", &self.max_retries)
             .field("user_agent", &self.user_agent)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("protobuf", &self.protobuf)
             .finish()
     }
 }
@@ -145,6 +151,7 @@ impl Config {
             user_agent: format!("kubekit/{}", env!("CARGO_PKG_VERSION")),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             metrics: None,
+            protobuf: true,
         }
     }
 

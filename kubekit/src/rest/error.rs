@@ -49,7 +49,8 @@ pub enum Error {
     Decode {
         /// What was being decoded, naming the resource: e.g. `"Pod from GET /api/v1/..."`.
         what: String,
-        /// The JSON error, with line and column.
+        /// The decoding error: serde_json's, with line and column, or for a protobuf body
+        /// the protobuf decoder's, naming the fields that lead to the fault.
         #[source]
         source: serde_json::Error,
         /// The first bytes of the offending input, for the log.

@@ -11,6 +11,10 @@
 //! While it waits for a line's end it holds at most the limit plus the chunk that
 //! crossed it.
 //!
+//! A server asked for protobuf sends frames instead, each a 4-byte big-endian length and a
+//! `WatchEvent` message whose object is an enveloped protobuf object
+//! ([`WatchDecoder::protobuf`]); the same rules hold, a frame standing for a line.
+//!
 //! `BOOKMARK` events carry only a resourceVersion and annotations (among them
 //! `k8s.io/initial-events-end` at the end of a streaming list), so they are decoded into a
 //! [`Bookmark`], not into `K`; `ERROR` events carry a `metav1.Status`.
@@ -263,10 +267,69 @@ pub fn decode_event<K: DeserializeOwned>(line: &[u8], what: &str) -> Result<Watc
     })
 }
 
+/// How a watch stream separates its events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// One JSON event per line.
+    Lines,
+    /// Length-prefixed protobuf frames.
+    Protobuf,
+}
+
+impl Framing {
+    /// Decodes one event (a line, or a frame without its length).
+    pub(crate) fn decode<K: DeserializeOwned + 'static>(
+        self,
+        unit: &[u8],
+        what: &str,
+    ) -> Result<WatchEvent<K>> {
+        match self {
+            Framing::Lines => decode_event(unit, what),
+            Framing::Protobuf => decode_protobuf_event(unit, what),
+        }
+    }
+}
+
+/// Decodes one protobuf watch frame (without its length prefix) into an event.
+fn decode_protobuf_event<K: 'static>(frame: &[u8], what: &str) -> Result<WatchEvent<K>> {
+    use super::client::{codec_for, protobuf_error};
+    let event = kubekit_protobuf::WatchEvent::read(frame)
+        .map_err(|e| protobuf_error(format!("watch event of {what}"), e, frame))?;
+    let kind = event.event_type.as_str();
+    let in_object = |e| protobuf_error(format!("{kind} {what} in a watch event"), e, event.object);
+    let object = || -> Result<K> {
+        codec_for::<K>(what)?
+            .decode(event.object)
+            .map_err(in_object)
+    };
+    Ok(match kind {
+        "ADDED" => WatchEvent::Added(object()?),
+        "MODIFIED" => WatchEvent::Modified(object()?),
+        "DELETED" => WatchEvent::Deleted(object()?),
+        "BOOKMARK" => {
+            let unknown = kubekit_protobuf::Unknown::read(event.object).map_err(in_object)?;
+            let meta = kubekit_protobuf::object_meta(unknown.raw).map_err(in_object)?;
+            WatchEvent::Bookmark(Bookmark {
+                resource_version: meta.resource_version.unwrap_or_default(),
+                annotations: meta.annotations.unwrap_or_default(),
+            })
+        }
+        "ERROR" => {
+            let unknown = kubekit_protobuf::Unknown::read(event.object).map_err(in_object)?;
+            WatchEvent::Error(Box::new(unknown.decode().map_err(in_object)?))
+        }
+        other => {
+            let e = kubekit_protobuf::Error::new(format!("unknown event type {other:?}"));
+            return Err(protobuf_error(format!("watch event of {what}"), e, frame));
+        }
+    })
+}
+
 /// Splits a byte stream into watch events; see the [module docs](self).
 #[derive(Debug)]
 pub struct WatchDecoder<K> {
     buf: BytesMut,
+    framing: Framing,
     /// Bytes at the start of `buf` known to hold no newline: each byte is searched once,
     /// however many chunks a long line arrives in.
     scanned: usize,
@@ -278,16 +341,27 @@ pub struct WatchDecoder<K> {
     _kind: PhantomData<fn() -> K>,
 }
 
-impl<K: DeserializeOwned> WatchDecoder<K> {
-    /// A decoder whose errors name `what` (e.g. `pods in namespace "default"`).
+impl<K: DeserializeOwned + 'static> WatchDecoder<K> {
+    /// A decoder of a JSON watch, whose errors name `what` (e.g. `pods in namespace
+    /// "default"`).
     pub fn new(what: impl Into<String>) -> Self {
         Self {
             buf: BytesMut::new(),
+            framing: Framing::Lines,
             scanned: 0,
             max_event_bytes: MAX_WATCH_EVENT_BYTES,
             failed: false,
             what: what.into(),
             _kind: PhantomData,
+        }
+    }
+
+    /// A decoder of a protobuf watch (`application/vnd.kubernetes.protobuf;stream=watch`)
+    /// of a type with a protobuf form.
+    pub fn protobuf(what: impl Into<String>) -> Self {
+        Self {
+            framing: Framing::Protobuf,
+            ..Self::new(what)
         }
     }
 
@@ -309,17 +383,18 @@ impl<K: DeserializeOwned> WatchDecoder<K> {
         }
     }
 
-    /// The next complete event, if a whole line has arrived. Empty lines are skipped.
+    /// The next complete event, if a whole line (or frame) has arrived. Empty lines are
+    /// skipped.
     pub fn next_event(&mut self) -> Option<Result<WatchEvent<K>>> {
         let line = self.next_line()?;
-        Some(line.and_then(|line| decode_event(&line, &self.what)))
+        Some(line.and_then(|line| self.framing.decode(&line, &self.what)))
     }
 
     /// Called when the stream has ended: an incomplete last line is an error (the
     /// connection was cut mid-event); a complete one is decoded.
     pub fn finish(&mut self) -> Option<Result<WatchEvent<K>>> {
         let rest = self.finish_line()?;
-        Some(decode_last_event(&rest, &self.what))
+        Some(decode_last_event(self.framing, &rest, &self.what))
     }
 }
 
@@ -329,10 +404,18 @@ impl<K> WatchDecoder<K> {
         &self.what
     }
 
-    /// The next complete line (without its line end), not yet decoded; empty lines are
-    /// skipped. A line over the limit is an [`Error::TooLarge`], after which there are no
-    /// more lines.
+    /// How the stream separates its events.
+    pub(crate) fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// The next complete line (without its line end) or protobuf frame (without its
+    /// length), not yet decoded; empty lines are skipped. One over the limit is an
+    /// [`Error::TooLarge`], after which there are no more.
     pub(crate) fn next_line(&mut self) -> Option<Result<Bytes>> {
+        if self.framing == Framing::Protobuf {
+            return self.next_frame();
+        }
         loop {
             if self.failed {
                 return None;
@@ -363,25 +446,61 @@ impl<K> WatchDecoder<K> {
         }
     }
 
+    /// The next complete protobuf frame, without its length prefix.
+    fn next_frame(&mut self) -> Option<Result<Bytes>> {
+        if self.failed {
+            return None;
+        }
+        match kubekit_protobuf::split_frame(&self.buf, self.max_event_bytes) {
+            Ok(Some((frame, _))) => {
+                let len = frame.len();
+                let mut frame = self.buf.split_to(4 + len).freeze();
+                Some(Ok(frame.split_off(4)))
+            }
+            Ok(None) => None,
+            Err(_) => {
+                self.failed = true;
+                self.buf = BytesMut::new();
+                Some(Err(Error::TooLarge {
+                    what: format!("a watch event of {}", self.what),
+                    limit: self.max_event_bytes,
+                }))
+            }
+        }
+    }
+
     /// The bytes left once the stream has ended, unless they are only whitespace: a last
-    /// line without its line end.
+    /// line without its line end (for protobuf: any bytes, a frame cut short).
     pub(crate) fn finish_line(&mut self) -> Option<Bytes> {
         if self.failed {
             return None;
         }
         let rest = std::mem::take(&mut self.buf).freeze();
         self.scanned = 0;
-        (!rest.iter().all(u8::is_ascii_whitespace)).then_some(rest)
+        let blank = match self.framing {
+            Framing::Lines => rest.iter().all(u8::is_ascii_whitespace),
+            Framing::Protobuf => rest.is_empty(),
+        };
+        (!blank).then_some(rest)
     }
 }
 
 /// Decodes the last line of a stream that ended without a line end: an error says the
 /// stream ended mid-event.
-pub(crate) fn decode_last_event<K: DeserializeOwned>(
+pub(crate) fn decode_last_event<K: DeserializeOwned + 'static>(
+    framing: Framing,
     line: &[u8],
     what: &str,
 ) -> Result<WatchEvent<K>> {
-    decode_event(line, what).map_err(|e| match e {
+    let decoded = match framing {
+        Framing::Lines => decode_event(line, what),
+        // A frame cut short: what is left does not start a whole frame.
+        Framing::Protobuf => match kubekit_protobuf::split_frame(line, usize::MAX) {
+            Ok(Some((frame, _))) => framing.decode(frame, what),
+            _ => Err(protobuf_cut(line, what)),
+        },
+    };
+    decoded.map_err(|e| match e {
         Error::Decode { what, source, body } => Error::Decode {
             what: format!("{what} (stream ended mid-event)"),
             source,
@@ -391,12 +510,22 @@ pub(crate) fn decode_last_event<K: DeserializeOwned>(
     })
 }
 
+/// The error of a protobuf watch whose last frame was cut short.
+fn protobuf_cut(rest: &[u8], what: &str) -> Error {
+    let e = kubekit_protobuf::Error::new(format!("{} bytes of an incomplete frame", rest.len()));
+    super::client::protobuf_error(format!("watch event of {what}"), e, rest)
+}
+
 #[cfg(test)]
 impl<K> WatchDecoder<K> {
     /// Bytes held that the next [`next_event`](Self::next_event) will search for a
-    /// newline: 0 whenever it has returned `None`, so each byte is searched once.
+    /// newline: 0 whenever it has returned `None`, so each byte is searched once (none is
+    /// searched in a protobuf stream, whose frames say their length).
     pub(crate) fn unscanned(&self) -> usize {
-        self.buf.len() - self.scanned
+        match self.framing {
+            Framing::Lines => self.buf.len() - self.scanned,
+            Framing::Protobuf => 0,
+        }
     }
 
     /// Bytes held.

@@ -34,7 +34,7 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
 use super::error::{Error, Result};
-use super::watch::{WatchDecoder, WatchEvent, decode_event, decode_last_event};
+use super::watch::{Framing, WatchDecoder, WatchEvent, decode_last_event};
 
 /// The most lines one decoding batch holds.
 pub(crate) const BATCH_LINES: usize = 64;
@@ -154,7 +154,7 @@ where
         self.decode_inline();
         let mut tail = Vec::new();
         if let Some(line) = last {
-            tail.push(decode_last_event(&line, &self.what));
+            tail.push(decode_last_event(self.decoder.framing(), &line, &self.what));
         }
         tail.extend(error.map(Err));
         if !tail.is_empty() {
@@ -165,7 +165,7 @@ where
     /// Decodes the waiting lines on this task.
     fn decode_inline(&mut self) {
         if !self.lines.is_empty() {
-            let events = decode_lines(&self.lines, &self.what);
+            let events = decode_lines(self.decoder.framing(), &self.lines, &self.what);
             self.lines.clear();
             self.line_bytes = 0;
             self.batches.push_back(Batch::Decoded(events.into_iter()));
@@ -188,8 +188,9 @@ where
                 let lines = std::mem::take(&mut self.lines);
                 self.line_bytes = 0;
                 let what = Arc::clone(&self.what);
+                let framing = self.decoder.framing();
                 let handle = runtime.spawn_blocking(move || {
-                    let events = decode_lines(&lines, &what);
+                    let events = decode_lines(framing, &lines, &what);
                     drop(slot);
                     events
                 });
@@ -231,9 +232,16 @@ where
     }
 }
 
-/// Decodes a batch of lines, in order.
-fn decode_lines<K: DeserializeOwned>(lines: &[Bytes], what: &str) -> Vec<Result<WatchEvent<K>>> {
-    lines.iter().map(|line| decode_event(line, what)).collect()
+/// Decodes a batch of lines (or frames), in order.
+fn decode_lines<K: DeserializeOwned + 'static>(
+    framing: Framing,
+    lines: &[Bytes],
+    what: &str,
+) -> Vec<Result<WatchEvent<K>>> {
+    lines
+        .iter()
+        .map(|line| framing.decode(line, what))
+        .collect()
 }
 
 impl<K, B, F> Stream for DecodedWatch<K, B, F>
