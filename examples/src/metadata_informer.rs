@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use kubekit::cache::{
     MaybeTombstone, ResourceEventHandlerFuncs, deletion_handling_meta_namespace_key,
-    strip_managed_fields,
 };
 use kubekit::controller::shutdown_signal;
 use kubekit::labels::Selector;
@@ -51,7 +50,6 @@ async fn main() -> anyhow::Result<()> {
     let gvr = kubekit_examples::parse_gvr(resource)?;
     let factory = flags.informer_factory().await?;
     let informer = factory.for_metadata(&gvr);
-    informer.informer().set_transform(strip_managed_fields);
     informer.informer().add_event_handler(
         ResourceEventHandlerFuncs::new()
             .on_add(|o: &Arc<PartialObjectMetadata>, _| println!("add {}", describe(o)))

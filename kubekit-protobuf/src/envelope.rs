@@ -5,7 +5,9 @@
 
 use k8s_openapi::Resource;
 
-use crate::runtime::{Decoder, Encoder, Error, Field, Message, WireType, merge_message};
+use crate::runtime::{
+    DecodeOptions, Decoder, Encoder, Error, Field, Message, WireType, merge_message,
+};
 
 /// The 4 bytes every protobuf object kube-apiserver sends starts with.
 pub const MAGIC: &[u8; 4] = b"k8s\0";
@@ -79,8 +81,13 @@ impl<'a> Unknown<'a> {
 
 /// Decodes a message (no envelope) as a `T`.
 pub fn decode_message<T: Message>(raw: &[u8]) -> Result<T, Error> {
+    decode_message_with(raw, DecodeOptions::default())
+}
+
+/// Decodes a message (no envelope) as a `T`, leaving out what `options` say.
+pub fn decode_message_with<T: Message>(raw: &[u8], options: DecodeOptions) -> Result<T, Error> {
     let mut value = T::empty();
-    merge_message(&mut value, &mut Decoder::new(raw))?;
+    merge_message(&mut value, &mut Decoder::with_options(raw, options))?;
     Ok(value)
 }
 

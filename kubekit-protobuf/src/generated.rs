@@ -25630,6 +25630,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
             12 => Field::merge(&mut self.annotations, wire, d),
             13 => Field::merge(&mut self.owner_references, wire, d),
             14 => Field::merge(&mut self.finalizers, wire, d),
+            17 if d.options().skip_managed_fields => d.skip(wire),
             17 => Field::merge(&mut self.managed_fields, wire, d),
             _ => d.skip(wire),
         }

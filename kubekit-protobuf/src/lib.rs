@@ -40,7 +40,7 @@ mod special;
 
 pub use envelope::{
     CONTENT_TYPE, MAGIC, Split, Unknown, WATCH_CONTENT_TYPE, WatchEvent, decode, decode_message,
-    encode, encode_as, split_frame,
+    decode_message_with, encode, encode_as, split_frame,
 };
 pub use registry::{Codec, codec, list_parts, object_meta};
-pub use runtime::{Error, Message};
+pub use runtime::{DecodeOptions, Error, Message};

@@ -9,8 +9,8 @@ use std::sync::LazyLock;
 use k8s_openapi::Resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 
-use crate::envelope::{Unknown, decode_message, encode};
-use crate::runtime::{Decoder, Error, Field, Message, WireType};
+use crate::envelope::{Unknown, decode_message_with, encode};
+use crate::runtime::{DecodeOptions, Decoder, Error, Field, Message, WireType};
 
 /// The protobuf codec of one resource type.
 #[derive(Debug)]
@@ -18,7 +18,7 @@ pub struct Codec {
     api_version: &'static str,
     kind: &'static str,
     type_id: TypeId,
-    decode: fn(&[u8], &mut dyn Any) -> Result<(), Error>,
+    decode: fn(&[u8], DecodeOptions, &mut dyn Any) -> Result<(), Error>,
     encode: fn(&dyn Any) -> Option<Vec<u8>>,
 }
 
@@ -29,14 +29,18 @@ pub(crate) struct Registry(HashMap<TypeId, Codec>);
 impl Registry {
     /// Registers `T`.
     pub(crate) fn resource<T: Resource + Message + Any>(&mut self) {
-        fn decode<T: Message + Any>(raw: &[u8], slot: &mut dyn Any) -> Result<(), Error> {
+        fn decode<T: Message + Any>(
+            raw: &[u8],
+            options: DecodeOptions,
+            slot: &mut dyn Any,
+        ) -> Result<(), Error> {
             let slot = slot.downcast_mut::<Option<T>>().ok_or_else(|| {
                 Error::new(format!(
                     "the codec of {} was asked for another type",
                     T::NAME
                 ))
             })?;
-            *slot = Some(decode_message::<T>(raw)?);
+            *slot = Some(decode_message_with::<T>(raw, options)?);
             Ok(())
         }
         fn encode_any<T: Resource + Message + Any>(value: &dyn Any) -> Option<Vec<u8>> {
@@ -78,6 +82,15 @@ impl Codec {
 
     /// Decodes a message (no envelope) as a `K`, which must be this codec's type.
     pub fn decode_message<K: Any>(&self, raw: &[u8]) -> Result<K, Error> {
+        self.decode_message_with(raw, DecodeOptions::default())
+    }
+
+    /// [`decode_message`](Self::decode_message), leaving out what `options` say.
+    pub fn decode_message_with<K: Any>(
+        &self,
+        raw: &[u8],
+        options: DecodeOptions,
+    ) -> Result<K, Error> {
         if TypeId::of::<K>() != self.type_id {
             return Err(Error::new(format!(
                 "the codec of {} was asked for another type",
@@ -85,15 +98,20 @@ impl Codec {
             )));
         }
         let mut slot: Option<K> = None;
-        (self.decode)(raw, &mut slot)?;
+        (self.decode)(raw, options, &mut slot)?;
         slot.ok_or_else(|| Error::new("the codec gave no value"))
     }
 
     /// Decodes an enveloped object as a `K`, checking that the envelope names its kind.
     pub fn decode<K: Any>(&self, bytes: &[u8]) -> Result<K, Error> {
+        self.decode_with(bytes, DecodeOptions::default())
+    }
+
+    /// [`decode`](Self::decode), leaving out what `options` say.
+    pub fn decode_with<K: Any>(&self, bytes: &[u8], options: DecodeOptions) -> Result<K, Error> {
         let unknown = Unknown::read(bytes)?;
         self.check(&unknown)?;
-        self.decode_message(unknown.raw)
+        self.decode_message_with(unknown.raw, options)
     }
 
     /// Whether an envelope holds this codec's kind, as an error naming both if not.

@@ -73,17 +73,40 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// What a decoder may leave out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Skip `metadata.managedFields` (the server's field-ownership records, often half of
+    /// an object's memory once decoded): they come out `None`.
+    pub skip_managed_fields: bool,
+}
+
 /// Reads protobuf fields from a byte slice.
 #[derive(Debug)]
 pub struct Decoder<'a> {
     buf: &'a [u8],
     depth: u32,
+    options: DecodeOptions,
 }
 
 impl<'a> Decoder<'a> {
     /// A decoder of `buf`, at depth 0.
     pub fn new(buf: &'a [u8]) -> Self {
-        Decoder { buf, depth: 0 }
+        Self::with_options(buf, DecodeOptions::default())
+    }
+
+    /// A decoder of `buf` that leaves out what `options` say.
+    pub fn with_options(buf: &'a [u8], options: DecodeOptions) -> Self {
+        Decoder {
+            buf,
+            depth: 0,
+            options,
+        }
+    }
+
+    /// What this decoder leaves out.
+    pub fn options(&self) -> DecodeOptions {
+        self.options
     }
 
     /// Whether all input is read.
@@ -161,7 +184,11 @@ impl<'a> Decoder<'a> {
             return Err(Error::new(format!("messages nest deeper than {MAX_DEPTH}")));
         }
         let buf = self.len_delimited()?;
-        let mut inner = Decoder { buf, depth };
+        let mut inner = Decoder {
+            buf,
+            depth,
+            options: self.options,
+        };
         let value = f(&mut inner)?;
         if !inner.is_empty() {
             return Err(Error::new("a value was not read whole"));

@@ -420,3 +420,29 @@ proptest! {
         let _ = decode::<Pod>(&bytes);
     }
 }
+
+#[test]
+fn a_decoder_told_to_skip_managed_fields_leaves_them_out_and_keeps_the_rest() {
+    let cm = ConfigMap {
+        metadata: meta("m"),
+        data: Some([("k".to_string(), "v".to_string())].into()),
+        ..Default::default()
+    };
+    let raw = Unknown::read(&encode(&cm)).unwrap().raw.to_vec();
+    let options = kubekit_protobuf::DecodeOptions {
+        skip_managed_fields: true,
+    };
+    let skipped: ConfigMap = kubekit_protobuf::decode_message_with(&raw, options).unwrap();
+    assert_eq!(skipped.metadata.managed_fields, None);
+    let mut want = cm.clone();
+    want.metadata.managed_fields = None;
+    assert_eq!(skipped, want);
+    let codec = kubekit_protobuf::codec::<ConfigMap>().unwrap();
+    assert_eq!(
+        codec
+            .decode_message_with::<ConfigMap>(&raw, options)
+            .unwrap(),
+        want
+    );
+    assert_eq!(codec.decode_message::<ConfigMap>(&raw).unwrap(), cm);
+}

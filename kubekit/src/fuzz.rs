@@ -308,7 +308,11 @@ fn fuzz_protobuf_list_decoder_refuses_arbitrary_bytes_without_panicking() {
         }),
     ];
     fuzz(CASES / 10, body, |bytes| {
-        if let Ok(list) = crate::rest::client::decode_protobuf_list::<ConfigMap>(&bytes, "cms") {
+        if let Ok(list) = crate::rest::client::decode_protobuf_list::<ConfigMap>(
+            &bytes,
+            "cms",
+            Default::default(),
+        ) {
             prop_assert!(list.items.len() + list.skipped.len() <= bytes.len());
         }
         Ok(())

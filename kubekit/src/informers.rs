@@ -21,6 +21,8 @@
 //!   `start` starts nothing.
 //! - Informers asked for are configured (handlers, indexers, transform) before `start`;
 //!   handlers can also be added later (they are replayed the cache).
+//! - Cached objects have no `metadata.managedFields` unless
+//!   [`keep_managed_fields(true)`](SharedInformerFactoryBuilder::keep_managed_fields).
 //! - Informers sync with a streaming list (a watch with `sendInitialEvents`, as client-go
 //!   v0.35's informers do by default) unless
 //!   [`streaming_list(false)`](SharedInformerFactoryBuilder::streaming_list): the API
@@ -174,6 +176,7 @@ pub struct SharedInformerFactoryBuilder {
     page_size: Option<u32>,
     metrics: Option<ReflectorMetrics>,
     streaming_list: bool,
+    keep_managed_fields: bool,
 }
 
 impl fmt::Debug for SharedInformerFactoryBuilder {
@@ -220,6 +223,17 @@ impl SharedInformerFactoryBuilder {
         self
     }
 
+    /// Keeps `metadata.managedFields` in the informers' caches. By default they are
+    /// dropped, before decoding where the server sends protobuf (built-in types) and after
+    /// it otherwise: the server-side-apply bookkeeping is half of a decoded Pod's memory and
+    /// few controllers read it (controller-runtime users get the same by
+    /// `cache.TransformStripManagedFields`). Keep them for a controller that inspects field
+    /// ownership.
+    pub fn keep_managed_fields(mut self, keep: bool) -> Self {
+        self.keep_managed_fields = keep;
+        self
+    }
+
     /// Counts every informer's lists, watches, events and cached objects in `metrics`
     /// (see [`ReflectorMetrics`]), each under its resource's name.
     pub fn metrics(mut self, metrics: &ReflectorMetrics) -> Self {
@@ -256,6 +270,7 @@ impl SharedInformerFactoryBuilder {
             page_size: self.page_size,
             metrics: self.metrics,
             streaming_list: self.streaming_list,
+            keep_managed_fields: self.keep_managed_fields,
             state: Mutex::new(State::default()),
             cancel: CancellationToken::new(),
         }
@@ -274,6 +289,7 @@ pub struct SharedInformerFactory {
     page_size: Option<u32>,
     metrics: Option<ReflectorMetrics>,
     streaming_list: bool,
+    keep_managed_fields: bool,
     state: Mutex<State>,
     cancel: CancellationToken,
 }
@@ -314,6 +330,7 @@ impl SharedInformerFactory {
             page_size: None,
             metrics: None,
             streaming_list: true,
+            keep_managed_fields: false,
         }
     }
 
@@ -339,6 +356,7 @@ impl SharedInformerFactory {
             }
             o.metrics.clone_from(&self.metrics);
             o.use_streaming_list = self.streaming_list;
+            o.drop_managed_fields = !self.keep_managed_fields;
         });
         informer
     }
@@ -389,8 +407,11 @@ impl SharedInformerFactory {
     {
         let gvr = GroupVersionResource::of::<K>();
         self.get_or_insert(gvr.clone(), View::Objects, || {
-            let client =
+            let mut client =
                 ResourceClient::<K>::new(self.clientset.rest_client().clone(), &self.namespace);
+            if !self.keep_managed_fields {
+                client = client.skipping_managed_fields();
+            }
             let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
             self.new_informer(&gvr, Arc::new(lw))
         })

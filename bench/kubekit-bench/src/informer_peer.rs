@@ -2,14 +2,16 @@
 //! informer of a [`SharedInformerFactory`] as a kubekit user writes it, reporting on
 //! stdout in the protocol of [`informer_protocol`].
 //!
-//! The factory has its defaults (a streaming list, no resync); the client has no
-//! client-side rate limit. One handler counts the adds and the updates that change a
-//! pod's resourceVersion, timing the first and the M-th update. With `--compact` the
-//! informer caches [`Compact<Pod>`] (`factory.for_type::<Compact<Pod>>()`) instead of
-//! typed Pods, and reports itself as `kubekit-compact`; with `--metadata`, the Pods'
-//! [`PartialObjectMetadata`] (`factory.for_metadata(&pods)`), as `kubekit-metadata`, and
-//! with `--metadata-strip` the same without `managedFields` (`set_transform(
-//! strip_managed_fields)`), as `kubekit-metadata-strip`.
+//! The factory has its defaults (a streaming list, no resync, no `managedFields` in the
+//! cache); the client has no client-side rate limit and its defaults (protobuf for
+//! built-in types). One handler counts the adds and the updates that change a pod's
+//! resourceVersion, timing the first and the M-th update. With `--compact` the informer
+//! caches [`Compact<Pod>`] (`factory.for_type::<Compact<Pod>>()`) instead of typed Pods,
+//! and reports itself as `kubekit-compact`; with `--metadata`, the Pods'
+//! [`PartialObjectMetadata`](kubekit::metadata::PartialObjectMetadata) with their `managedFields` (`factory.for_metadata(&pods)`
+//! of a factory built with `keep_managed_fields(true)`), as `kubekit-metadata`, and with
+//! `--metadata-strip` the same without them (the factory's default), as
+//! `kubekit-metadata-strip`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,13 +20,10 @@ use std::time::Instant;
 use informer_protocol::{PeerOptions, Target, UpdateTimer, report_synced, report_updated};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
-use kubekit::cache::{
-    Compact, ResourceEventHandlerFuncs, SharedIndexInformer, strip_managed_fields,
-};
+use kubekit::cache::{Compact, ResourceEventHandlerFuncs, SharedIndexInformer};
 use kubekit::clientset::Clientset;
 use kubekit::informers::SharedInformerFactory;
 use kubekit::meta::GroupVersionResource;
-use kubekit::metadata::PartialObjectMetadata;
 use kubekit::rest::Config;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -95,7 +94,9 @@ pub fn run((cache, options): (Cache, PeerOptions)) -> Result<(), String> {
         .map_err(|e| e.to_string())?
         .with_rate_limit(-1.0, 0);
         let clientset = Clientset::new(&config).map_err(|e| e.to_string())?;
-        let factory = SharedInformerFactory::new(clientset);
+        let factory = SharedInformerFactory::builder(clientset)
+            .keep_managed_fields(cache == Cache::Metadata)
+            .build();
         match cache {
             Cache::Typed => {
                 let pods = factory.core_v1().pods();
@@ -107,10 +108,6 @@ pub fn run((cache, options): (Cache, PeerOptions)) -> Result<(), String> {
             }
             Cache::Metadata | Cache::MetadataStrip => {
                 let pods = factory.for_metadata(&GroupVersionResource::of::<Pod>());
-                if cache == Cache::MetadataStrip {
-                    pods.informer()
-                        .set_transform(strip_managed_fields::<PartialObjectMetadata>);
-                }
                 peer(cache, &options, &factory, pods.informer()).await
             }
         }

@@ -52,6 +52,14 @@ pub const FRAMING: &[&str] = &[
     "k8s.io.apimachinery.pkg.apis.meta.v1.Patch",
 ];
 
+/// Fields a decoder may be told to skip (`DecodeOptions` in the runtime): message, field,
+/// and the option that says so.
+pub const SKIPPABLE: &[(&str, &str, &str)] = &[(
+    "k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+    "managedFields",
+    "skip_managed_fields",
+)];
+
 /// The generated file's path in the repository.
 pub fn output_path(repo: &Path) -> PathBuf {
     repo.join("kubekit-protobuf/src/generated.rs")
@@ -368,8 +376,21 @@ impl Context<'_> {
         } else {
             ("Field::merge", "Field::encode")
         };
+        let skip = SKIPPABLE
+            .iter()
+            .find(|(m, field, _)| *m == owner && *field == f.name)
+            .map(|(_, _, option)| {
+                format!(
+                    "{cfg}{} if d.options().{option} => d.skip(wire),\n",
+                    f.number
+                )
+            })
+            .unwrap_or_default();
         Ok(Some((
-            format!("{cfg}{} => {merge}(&mut self.{ident}, wire, d)", f.number),
+            format!(
+                "{skip}{cfg}{} => {merge}(&mut self.{ident}, wire, d)",
+                f.number
+            ),
             format!("{cfg}{encode}(&self.{ident}, {}, e);", f.number),
         )))
     }

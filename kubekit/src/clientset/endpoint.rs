@@ -29,6 +29,7 @@ use super::options::{
 use super::patch::Patch;
 use crate::meta::GroupVersionResource;
 use crate::rest::{Error, Request, Response, RestClient, Result, WatchEvent};
+use kubekit_protobuf::DecodeOptions;
 
 /// The events of a watch, as they arrive; see
 /// [`ResourceClient::watch`](super::ResourceClient::watch).
@@ -68,6 +69,7 @@ pub(crate) struct Endpoint {
     gvr: GroupVersionResource,
     namespace: Option<String>,
     accept: Accept,
+    decode_options: DecodeOptions,
 }
 
 impl Endpoint {
@@ -78,12 +80,19 @@ impl Endpoint {
             gvr,
             namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
             accept: Accept::JSON,
+            decode_options: DecodeOptions::default(),
         }
     }
 
     /// The same endpoint asking for `accept` instead of JSON.
     pub(crate) fn with_accept(mut self, accept: Accept) -> Self {
         self.accept = accept;
+        self
+    }
+
+    /// The same endpoint, its protobuf answers decoded leaving out what `options` say.
+    pub(crate) fn with_decode_options(mut self, options: DecodeOptions) -> Self {
+        self.decode_options = options;
         self
     }
 
@@ -109,7 +118,9 @@ impl Endpoint {
 
     /// The same resource in `namespace`, asking for the same media types.
     pub(crate) fn in_namespace(&self, namespace: &str) -> Self {
-        Self::new(self.rest.clone(), self.gvr.clone(), namespace).with_accept(self.accept)
+        Self::new(self.rest.clone(), self.gvr.clone(), namespace)
+            .with_accept(self.accept)
+            .with_decode_options(self.decode_options)
     }
 
     /// A request about the list of objects (list, delete_collection).
@@ -121,7 +132,8 @@ impl Endpoint {
     fn target(&self, req: Request, name: Option<&str>, subresource: Option<&str>) -> Request {
         let mut req = req
             .group_version(&self.gvr.group, &self.gvr.version)
-            .accept(self.accept.object);
+            .accept(self.accept.object)
+            .decode_options(self.decode_options);
         if let Some(ns) = &self.namespace {
             req = req.namespace(ns);
         }

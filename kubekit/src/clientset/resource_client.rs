@@ -55,6 +55,7 @@ use super::options::{
 use super::patch::Patch;
 use crate::meta::GroupVersionResource;
 use crate::rest::{ListPage, ObjectList, RestClient, Result};
+use kubekit_protobuf::DecodeOptions;
 
 /// A resource scope known when compiling: whether objects of the type live in a
 /// namespace. Implemented for `k8s-openapi`'s two scopes, which every built-in and
@@ -144,6 +145,16 @@ impl<K: Resource<DynamicType = ()> + 'static> ResourceClient<K> {
                 .with_accept(accept),
             _kind: PhantomData,
         }
+    }
+
+    /// The same client, decoding protobuf answers without `metadata.managedFields` (for
+    /// the informer factory's caches; JSON answers are decoded whole).
+    pub(crate) fn skipping_managed_fields(mut self) -> Self {
+        let options = DecodeOptions {
+            skip_managed_fields: true,
+        };
+        self.endpoint = self.endpoint.with_decode_options(options);
+        self
     }
 
     /// The namespace this client works in; `None` for all namespaces or a cluster-scoped

@@ -56,6 +56,7 @@ use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue, RETRY_AFTER, USER_AGENT};
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status};
+use kubekit_protobuf::DecodeOptions;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -245,6 +246,7 @@ impl RestClient {
             body: None,
             content_type: "application/json",
             accept: "application/json",
+            decode_options: DecodeOptions::default(),
             timeout: None,
             error: None,
         }
@@ -294,6 +296,8 @@ pub struct Request {
     body: Option<Bytes>,
     content_type: &'static str,
     accept: &'static str,
+    /// What decoding a protobuf answer leaves out.
+    decode_options: DecodeOptions,
     /// The timeout set on this request; without one, the client's applies (watches
     /// excepted).
     timeout: Option<Duration>,
@@ -389,6 +393,12 @@ impl Request {
             Ok(b) => self.body = Some(b.into()),
             Err(e) => self.error = Some(format!("request body does not serialize: {e}")),
         }
+        self
+    }
+
+    /// What decoding the answer leaves out when it is protobuf (nothing unless set).
+    pub(crate) fn decode_options(mut self, options: DecodeOptions) -> Self {
+        self.decode_options = options;
         self
     }
 
@@ -495,6 +505,7 @@ impl Request {
                 body,
                 warnings,
                 what: format!("{what} from {} {url}", self.method),
+                decode_options: self.decode_options,
             })
         };
         self.bounded(&url, exchange).await
@@ -518,7 +529,7 @@ impl Request {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok());
         let decoder = if content_type.is_some_and(is_protobuf) {
-            WatchDecoder::<K>::protobuf(this.describe())
+            WatchDecoder::<K>::protobuf(this.describe()).with_decode_options(this.decode_options)
         } else {
             WatchDecoder::<K>::new(this.describe())
         };
@@ -890,6 +901,7 @@ pub struct Response {
     body: Bytes,
     warnings: Vec<String>,
     what: String,
+    decode_options: DecodeOptions,
 }
 
 /// A list of objects: the `items` of a `*List` response and its list metadata (the
@@ -986,7 +998,7 @@ impl Response {
     /// Decodes the body as one `T`, from JSON or protobuf as the server sent it.
     pub fn decode<T: DeserializeOwned + 'static>(&self) -> Result<T> {
         if self.is_protobuf() {
-            return decode_protobuf(&self.body, &self.what);
+            return decode_protobuf(&self.body, &self.what, self.decode_options);
         }
         decode(&self.body, &self.what)
     }
@@ -997,7 +1009,7 @@ impl Response {
     /// list at all is an error.
     pub fn decode_list<K: DeserializeOwned + Send + 'static>(&self) -> Result<ObjectList<K>> {
         if self.is_protobuf() {
-            return decode_protobuf_list(&self.body, &self.what);
+            return decode_protobuf_list(&self.body, &self.what, self.decode_options);
         }
         decode_list(&self.body, &self.what)
     }
@@ -1081,9 +1093,9 @@ pub(crate) fn codec_for<K: 'static>(what: &str) -> Result<&'static kubekit_proto
 }
 
 /// Decodes an enveloped protobuf object as a `K`.
-fn decode_protobuf<K: 'static>(body: &[u8], what: &str) -> Result<K> {
+fn decode_protobuf<K: 'static>(body: &[u8], what: &str, options: DecodeOptions) -> Result<K> {
     codec_for::<K>(what)?
-        .decode(body)
+        .decode_with(body, options)
         .map_err(|e| protobuf_error(what, e, body))
 }
 
@@ -1114,11 +1126,12 @@ fn protobuf_list_parts<'a, K: 'static>(
 pub(crate) fn decode_protobuf_list<K: Send + 'static>(
     body: &[u8],
     what: &str,
+    options: DecodeOptions,
 ) -> Result<ObjectList<K>> {
     let (codec, metadata, items) = protobuf_list_parts::<K>(body, what)?;
     Ok(decode_items(metadata, &items, |item, i| {
         codec
-            .decode_message(item)
+            .decode_message_with(item, options)
             .map_err(|e| protobuf_error(format!("item {i} of {what}"), e, item))
     }))
 }
@@ -1496,6 +1509,7 @@ mod tests {
             warnings: vec![],
             what: "pods \"web\" in namespace \"demo\" from GET /api/v1/namespaces/demo/pods/web"
                 .into(),
+            decode_options: DecodeOptions::default(),
         };
         let err = response.decode::<Pod>().expect_err("truncated object");
         assert!(

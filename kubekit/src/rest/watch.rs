@@ -31,6 +31,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use super::error::{Error, Result};
+use kubekit_protobuf::DecodeOptions;
 
 /// The longest watch event (one line) a [`WatchDecoder`] accepts by default: 16 MiB.
 pub const MAX_WATCH_EVENT_BYTES: usize = 16 << 20;
@@ -272,8 +273,8 @@ pub fn decode_event<K: DeserializeOwned>(line: &[u8], what: &str) -> Result<Watc
 pub(crate) enum Framing {
     /// One JSON event per line.
     Lines,
-    /// Length-prefixed protobuf frames.
-    Protobuf,
+    /// Length-prefixed protobuf frames, decoded leaving out what the options say.
+    Protobuf(DecodeOptions),
 }
 
 impl Framing {
@@ -285,13 +286,17 @@ impl Framing {
     ) -> Result<WatchEvent<K>> {
         match self {
             Framing::Lines => decode_event(unit, what),
-            Framing::Protobuf => decode_protobuf_event(unit, what),
+            Framing::Protobuf(options) => decode_protobuf_event(unit, what, options),
         }
     }
 }
 
 /// Decodes one protobuf watch frame (without its length prefix) into an event.
-fn decode_protobuf_event<K: 'static>(frame: &[u8], what: &str) -> Result<WatchEvent<K>> {
+fn decode_protobuf_event<K: 'static>(
+    frame: &[u8],
+    what: &str,
+    options: DecodeOptions,
+) -> Result<WatchEvent<K>> {
     use super::client::{codec_for, protobuf_error};
     let event = kubekit_protobuf::WatchEvent::read(frame)
         .map_err(|e| protobuf_error(format!("watch event of {what}"), e, frame))?;
@@ -299,7 +304,7 @@ fn decode_protobuf_event<K: 'static>(frame: &[u8], what: &str) -> Result<WatchEv
     let in_object = |e| protobuf_error(format!("{kind} {what} in a watch event"), e, event.object);
     let object = || -> Result<K> {
         codec_for::<K>(what)?
-            .decode(event.object)
+            .decode_with(event.object, options)
             .map_err(in_object)
     };
     Ok(match kind {
@@ -360,9 +365,17 @@ impl<K: DeserializeOwned + 'static> WatchDecoder<K> {
     /// of a type with a protobuf form.
     pub fn protobuf(what: impl Into<String>) -> Self {
         Self {
-            framing: Framing::Protobuf,
+            framing: Framing::Protobuf(DecodeOptions::default()),
             ..Self::new(what)
         }
+    }
+
+    /// The same protobuf decoder, leaving out what `options` say (no effect on JSON).
+    pub fn with_decode_options(mut self, options: DecodeOptions) -> Self {
+        if let Framing::Protobuf(o) = &mut self.framing {
+            *o = options;
+        }
+        self
     }
 
     /// The same decoder, accepting events of at most `bytes` bytes.
@@ -413,7 +426,7 @@ impl<K> WatchDecoder<K> {
     /// length), not yet decoded; empty lines are skipped. One over the limit is an
     /// [`Error::TooLarge`], after which there are no more.
     pub(crate) fn next_line(&mut self) -> Option<Result<Bytes>> {
-        if self.framing == Framing::Protobuf {
+        if matches!(self.framing, Framing::Protobuf(_)) {
             return self.next_frame();
         }
         loop {
@@ -479,7 +492,7 @@ impl<K> WatchDecoder<K> {
         self.scanned = 0;
         let blank = match self.framing {
             Framing::Lines => rest.iter().all(u8::is_ascii_whitespace),
-            Framing::Protobuf => rest.is_empty(),
+            Framing::Protobuf(_) => rest.is_empty(),
         };
         (!blank).then_some(rest)
     }
@@ -495,7 +508,7 @@ pub(crate) fn decode_last_event<K: DeserializeOwned + 'static>(
     let decoded = match framing {
         Framing::Lines => decode_event(line, what),
         // A frame cut short: what is left does not start a whole frame.
-        Framing::Protobuf => match kubekit_protobuf::split_frame(line, usize::MAX) {
+        Framing::Protobuf(_) => match kubekit_protobuf::split_frame(line, usize::MAX) {
             Ok(Some((frame, _))) => framing.decode(frame, what),
             _ => Err(protobuf_cut(line, what)),
         },
@@ -524,7 +537,7 @@ impl<K> WatchDecoder<K> {
     pub(crate) fn unscanned(&self) -> usize {
         match self.framing {
             Framing::Lines => self.buf.len() - self.scanned,
-            Framing::Protobuf => 0,
+            Framing::Protobuf(_) => 0,
         }
     }
 

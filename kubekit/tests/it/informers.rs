@@ -443,3 +443,54 @@ async fn a_streaming_list_syncs_the_cache_like_a_list() {
     cancel.cancel();
     task.await.unwrap();
 }
+
+/// The factory's caches hold no `managedFields` unless asked to keep them: dropped while
+/// decoding protobuf (ConfigMaps, a built-in type) and after decoding JSON (the dynamic
+/// informer of the same resource).
+#[tokio::test]
+async fn factory_caches_drop_managed_fields_unless_told_to_keep_them() {
+    let (cs, ns) = setup("inf-managed").await;
+    let cms = cs.core_v1().config_maps(&ns);
+    create_test_config_maps(&cms, 3).await;
+    let stored = cms.get("cm-0", &Default::default()).await.unwrap();
+    assert!(
+        stored.metadata.managed_fields.is_some(),
+        "the server writes managedFields, and a plain get keeps them"
+    );
+    let gvr = GroupVersionResource::of::<ConfigMap>();
+    for keep in [false, true] {
+        // Two factories: one keeps one informer per resource, typed or dynamic.
+        let factory = || {
+            SharedInformerFactory::builder(cs.clone())
+                .namespace(&ns)
+                .tweak_list_options(only_test_objects)
+                .keep_managed_fields(keep)
+                .build()
+        };
+        let (typed_factory, dynamic_factory) = (factory(), factory());
+        let typed = typed_factory.core_v1().config_maps();
+        let dynamic = dynamic_factory.for_resource(&gvr);
+        for f in [&typed_factory, &dynamic_factory] {
+            f.start();
+            let synced = f.wait_for_cache_sync(&CancellationToken::new()).await;
+            assert!(synced.values().all(|s| *s), "{synced:?}");
+        }
+        let typed_objects = typed.lister().list(&Selector::everything());
+        let dynamic_objects = dynamic.lister().list(&Selector::everything());
+        assert_eq!((typed_objects.len(), dynamic_objects.len()), (3, 3));
+        for cm in &typed_objects {
+            assert_eq!(
+                cm.metadata.managed_fields.is_some(),
+                keep,
+                "typed, keep = {keep}"
+            );
+            assert_eq!(cm.data, stored.data, "the rest is kept");
+        }
+        for obj in &dynamic_objects {
+            let has = kube::Resource::meta(obj.as_ref()).managed_fields.is_some();
+            assert_eq!(has, keep, "dynamic, keep = {keep}");
+        }
+        typed_factory.shutdown().await;
+        dynamic_factory.shutdown().await;
+    }
+}
