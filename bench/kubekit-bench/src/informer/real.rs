@@ -2,17 +2,20 @@
 //! templates in a real cluster, in namespaces `bench-<i mod 10>` that are deleted at the
 //! end (and beforehand, if a previous run left them).
 //!
-//! Each pod is its template without what the server or the controllers set (uid,
-//! resourceVersion, creationTimestamp, managedFields, ownerReferences, generateName,
+//! Each pod is created from its template without what the server or the controllers set
+//! (uid, resourceVersion, creationTimestamp, managedFields, ownerReferences, generateName,
 //! spec.nodeName: no node exists, and the pod garbage collector deletes pods bound to a
-//! missing node) and without status; the pods stay Pending.
+//! missing node), then given the template's status by a status update, as a kubelet
+//! would: each pod carries a status and the managedFields the server writes for both.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kubekit::clientset::{Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions};
+use k8s_openapi::api::core::v1::{Namespace, Pod, PodStatus};
+use kubekit::clientset::{
+    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, UpdateOptions,
+};
 use kubekit::rest::Config;
 
 use super::fixture::Fixture;
@@ -30,8 +33,8 @@ pub struct Cluster {
     namespaces: Vec<String>,
 }
 
-/// A template of the fixture as a pod to create.
-fn creatable(item: &serde_json::Value) -> Result<Pod, String> {
+/// A template of the fixture as a pod to create, and the status to give it.
+fn creatable(item: &serde_json::Value) -> Result<(Pod, Option<PodStatus>), String> {
     let mut pod: Pod = serde_json::from_value(item.clone())
         .map_err(|e| format!("a fixture item is not a Pod: {e}"))?;
     let meta = &mut pod.metadata;
@@ -44,8 +47,8 @@ fn creatable(item: &serde_json::Value) -> Result<Pod, String> {
     if let Some(spec) = pod.spec.as_mut() {
         spec.node_name = None;
     }
-    pod.status = None;
-    Ok(pod)
+    let status = pod.status.take();
+    Ok((pod, status))
 }
 
 impl Cluster {
@@ -94,18 +97,25 @@ impl Cluster {
         let started = Instant::now();
         stream::iter(0..pods)
             .map(|i| {
-                let mut pod = templates[i % templates.len()].clone();
+                let (mut pod, status) = templates[i % templates.len()].clone();
                 let namespace = format!("bench-{}", i % NAMESPACES);
                 pod.metadata.name = Some(fixture.pod_name(i));
                 pod.metadata.namespace = Some(namespace.clone());
                 let client = self.clientset.core_v1().pods(&namespace);
                 async move {
-                    client
+                    let what = || format!("pod {namespace}/{}", fixture.pod_name(i));
+                    let mut created = client
                         .create(&pod, &CreateOptions::default())
                         .await
-                        .map_err(|e| {
-                            format!("creating pod {namespace}/{}: {e}", fixture.pod_name(i))
-                        })
+                        .map_err(|e| format!("creating {}: {e}", what()))?;
+                    if status.is_some() {
+                        created.status = status;
+                        client
+                            .update_status(&created, &UpdateOptions::default())
+                            .await
+                            .map_err(|e| format!("writing the status of {}: {e}", what()))?;
+                    }
+                    Ok::<(), String>(())
                 }
             })
             .buffer_unordered(CONCURRENT_CREATES)
