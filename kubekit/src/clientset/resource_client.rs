@@ -358,6 +358,15 @@ mod tests {
             }
         }
 
+        /// A protobuf watch answer.
+        fn watch_reply(body: Vec<u8>) -> Reply {
+            reply(
+                body,
+                "application/vnd.kubernetes.protobuf;stream=watch",
+                200,
+            )
+        }
+
         fn config_map(name: &str) -> ConfigMap {
             let mut cm = ConfigMap::default();
             cm.metadata.name = Some(name.into());
@@ -449,11 +458,7 @@ mod tests {
             ]);
             let server = TestServer::start(move |line| {
                 if line.contains("watch=true") {
-                    reply(
-                        watch_body.clone(),
-                        "application/vnd.kubernetes.protobuf;stream=watch",
-                        200,
-                    )
+                    watch_reply(watch_body.clone())
                 } else if line.starts_with("DELETE") {
                     reply(success_body.clone(), PROTOBUF, 200)
                 } else if line.contains("/configmaps/x") {
@@ -530,11 +535,7 @@ mod tests {
             let (list2, watch2) = (list.clone(), watch.clone());
             let server = TestServer::start(move |line| {
                 if line.contains("watch=true") {
-                    reply(
-                        watch2.clone(),
-                        "application/vnd.kubernetes.protobuf;stream=watch",
-                        200,
-                    )
+                    watch_reply(watch2.clone())
                 } else {
                     reply(list2.clone(), PROTOBUF, 200)
                 }
