@@ -73,6 +73,22 @@ impl<'a> Unknown<'a> {
         Ok(unknown)
     }
 
+    /// Whether the envelope names `api_version` and `kind`.
+    pub fn is(&self, api_version: &str, kind: &str) -> bool {
+        self.api_version == api_version && self.kind == kind
+    }
+
+    /// [`is`](Self::is), as an error naming what was expected and what came if not.
+    pub fn expect(&self, api_version: &str, kind: &str) -> Result<(), Error> {
+        if self.is(api_version, kind) {
+            return Ok(());
+        }
+        Err(Error::new(format!(
+            "expected {api_version} {kind}, the server sent {} {}",
+            self.api_version, self.kind
+        )))
+    }
+
     /// Decodes the message as a `T`.
     pub fn decode<T: Message>(&self) -> Result<T, Error> {
         decode_message(self.raw)
@@ -94,15 +110,7 @@ pub fn decode_message_with<T: Message>(raw: &[u8], options: DecodeOptions) -> Re
 /// Decodes an enveloped object as a `T`, checking that the envelope names `T`'s kind.
 pub fn decode<T: Resource + Message>(bytes: &[u8]) -> Result<T, Error> {
     let unknown = Unknown::read(bytes)?;
-    if unknown.kind != T::KIND || unknown.api_version != T::API_VERSION {
-        return Err(Error::new(format!(
-            "expected {} {}, the server sent {} {}",
-            T::API_VERSION,
-            T::KIND,
-            unknown.api_version,
-            unknown.kind
-        )));
-    }
+    unknown.expect(T::API_VERSION, T::KIND)?;
     unknown.decode()
 }
 

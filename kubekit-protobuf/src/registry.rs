@@ -116,13 +116,7 @@ impl Codec {
 
     /// Whether an envelope holds this codec's kind, as an error naming both if not.
     pub fn check(&self, unknown: &Unknown<'_>) -> Result<(), Error> {
-        if unknown.kind == self.kind && unknown.api_version == self.api_version {
-            return Ok(());
-        }
-        Err(Error::new(format!(
-            "expected {} {}, the server sent {} {}",
-            self.api_version, self.kind, unknown.api_version, unknown.kind
-        )))
+        unknown.expect(self.api_version, self.kind)
     }
 
     /// Encodes `value`, which must be this codec's type, in an envelope; `None` if it is

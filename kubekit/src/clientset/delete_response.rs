@@ -106,7 +106,7 @@ pub(crate) fn decode_delete<T>(
         let body = response.body();
         let status = kubekit_protobuf::Unknown::read(body)
             .ok()
-            .filter(|u| u.api_version == "v1" && u.kind == "Status");
+            .filter(|u| u.is("v1", "Status"));
         if let Some(unknown) = status {
             return unknown
                 .decode::<Status>()

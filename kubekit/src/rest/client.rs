@@ -1107,17 +1107,9 @@ fn protobuf_list_parts<'a, K: 'static>(
     let codec = codec_for::<K>(what)?;
     let list_error = |e| protobuf_error(format!("list of {what}"), e, body);
     let unknown = kubekit_protobuf::Unknown::read(body).map_err(list_error)?;
-    let kind = unknown.kind.strip_suffix("List").unwrap_or_default();
-    if kind != codec.kind() || unknown.api_version != codec.api_version() {
-        let e = kubekit_protobuf::Error::new(format!(
-            "expected {} {}List, the server sent {} {}",
-            codec.api_version(),
-            codec.kind(),
-            unknown.api_version,
-            unknown.kind
-        ));
-        return Err(list_error(e));
-    }
+    unknown
+        .expect(codec.api_version(), &format!("{}List", codec.kind()))
+        .map_err(list_error)?;
     let (metadata, items) = kubekit_protobuf::list_parts(unknown.raw).map_err(list_error)?;
     Ok((codec, metadata, items))
 }
