@@ -122,6 +122,16 @@ pub fn encode<T: Resource + Message>(value: &T) -> Vec<u8> {
 
 /// Encodes `value` in an envelope that names `api_version` and `kind`.
 pub fn encode_as<T: Message>(api_version: &str, kind: &str, value: &T) -> Vec<u8> {
+    envelope(api_version, kind, |e| value.encode_fields(e))
+}
+
+/// Puts `raw`, an encoded message, in an envelope that names `api_version` and `kind`.
+pub fn encode_raw(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    envelope(api_version, kind, |e| e.raw(raw))
+}
+
+/// An envelope naming `api_version` and `kind` around the message `message` writes.
+fn envelope(api_version: &str, kind: &str, message: impl FnOnce(&mut Encoder)) -> Vec<u8> {
     let mut e = Encoder::new(MAGIC.to_vec());
     e.key(1, WireType::Len);
     e.nested(|e| {
@@ -129,7 +139,7 @@ pub fn encode_as<T: Message>(api_version: &str, kind: &str, value: &T) -> Vec<u8
         Field::encode(&kind.to_string(), 2, e);
     });
     e.key(2, WireType::Len);
-    e.nested(|e| value.encode_fields(e));
+    e.nested(message);
     // Go writes the two strings even when empty.
     Field::encode(&String::new(), 3, &mut e);
     Field::encode(&String::new(), 4, &mut e);

@@ -26047,206 +26047,206 @@ crate::message_value!(
 );
 
 /// Registers every resource type's codec.
-pub(crate) fn register(r: &mut crate::registry::Registry) {
+pub(crate) fn register(r: &mut impl crate::registry::ResourceVisitor) {
     #[cfg(any(k8s_openapi = "1.36", k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy>();
     #[cfg(any(k8s_openapi = "1.36", k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding>();
-    r.resource::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>();
-    r.resource::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>();
-    r.resource::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>();
-    r.resource::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>();
-    r.resource::<k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicy>();
-    r.resource::<k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicy>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding>();
     #[cfg(any(
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36",
         k8s_openapi = "1.37"
     ))]
-    r.resource::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicy>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicy>();
     #[cfg(any(
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36",
         k8s_openapi = "1.37"
     ))]
-    r.resource::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding>(
-    );
+    r.visit::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding>();
     #[cfg(any(k8s_openapi = "1.33"))]
-    r.resource::<k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdmissionPolicy>();
-    #[cfg(any(k8s_openapi = "1.33"))] r.resource::<k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdmissionPolicyBinding>();
-    r.resource::<k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion>();
-    r.resource::<k8s_openapi::api::apps::v1::ControllerRevision>();
-    r.resource::<k8s_openapi::api::apps::v1::DaemonSet>();
-    r.resource::<k8s_openapi::api::apps::v1::Deployment>();
-    r.resource::<k8s_openapi::api::apps::v1::ReplicaSet>();
-    r.resource::<k8s_openapi::api::apps::v1::StatefulSet>();
-    r.resource::<k8s_openapi::api::authentication::v1::SelfSubjectReview>();
-    r.resource::<k8s_openapi::api::authentication::v1::TokenRequest>();
-    r.resource::<k8s_openapi::api::authentication::v1::TokenReview>();
-    r.resource::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>();
-    r.resource::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>();
-    r.resource::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>();
-    r.resource::<k8s_openapi::api::authorization::v1::SubjectAccessReview>();
-    r.resource::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>();
-    r.resource::<k8s_openapi::api::autoscaling::v1::Scale>();
-    r.resource::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>();
-    r.resource::<k8s_openapi::api::batch::v1::CronJob>();
-    r.resource::<k8s_openapi::api::batch::v1::Job>();
-    r.resource::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>();
+    r.visit::<k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdmissionPolicy>();
+    #[cfg(any(k8s_openapi = "1.33"))]
+    r.visit::<k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdmissionPolicyBinding>();
+    r.visit::<k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion>();
+    r.visit::<k8s_openapi::api::apps::v1::ControllerRevision>();
+    r.visit::<k8s_openapi::api::apps::v1::DaemonSet>();
+    r.visit::<k8s_openapi::api::apps::v1::Deployment>();
+    r.visit::<k8s_openapi::api::apps::v1::ReplicaSet>();
+    r.visit::<k8s_openapi::api::apps::v1::StatefulSet>();
+    r.visit::<k8s_openapi::api::authentication::v1::SelfSubjectReview>();
+    r.visit::<k8s_openapi::api::authentication::v1::TokenRequest>();
+    r.visit::<k8s_openapi::api::authentication::v1::TokenReview>();
+    r.visit::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>();
+    r.visit::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>();
+    r.visit::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>();
+    r.visit::<k8s_openapi::api::authorization::v1::SubjectAccessReview>();
+    r.visit::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>();
+    r.visit::<k8s_openapi::api::autoscaling::v1::Scale>();
+    r.visit::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>();
+    r.visit::<k8s_openapi::api::batch::v1::CronJob>();
+    r.visit::<k8s_openapi::api::batch::v1::Job>();
+    r.visit::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::certificates::v1::ClusterTrustBundle>();
+    r.visit::<k8s_openapi::api::certificates::v1::ClusterTrustBundle>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::certificates::v1::PodCertificateRequest>();
+    r.visit::<k8s_openapi::api::certificates::v1::PodCertificateRequest>();
     #[cfg(any(
         k8s_openapi = "1.33",
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36"
     ))]
-    r.resource::<k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundle>();
-    r.resource::<k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle>();
+    r.visit::<k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundle>();
+    r.visit::<k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle>();
     #[cfg(any(k8s_openapi = "1.35", k8s_openapi = "1.36", k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::certificates::v1beta1::PodCertificateRequest>();
-    r.resource::<k8s_openapi::api::coordination::v1::Lease>();
-    r.resource::<k8s_openapi::api::coordination::v1alpha2::LeaseCandidate>();
-    r.resource::<k8s_openapi::api::coordination::v1beta1::LeaseCandidate>();
-    r.resource::<k8s_openapi::api::core::v1::Binding>();
-    r.resource::<k8s_openapi::api::core::v1::ComponentStatus>();
-    r.resource::<k8s_openapi::api::core::v1::ConfigMap>();
-    r.resource::<k8s_openapi::api::core::v1::Endpoints>();
-    r.resource::<k8s_openapi::api::core::v1::Event>();
-    r.resource::<k8s_openapi::api::core::v1::LimitRange>();
-    r.resource::<k8s_openapi::api::core::v1::Namespace>();
-    r.resource::<k8s_openapi::api::core::v1::Node>();
-    r.resource::<k8s_openapi::api::core::v1::PersistentVolume>();
-    r.resource::<k8s_openapi::api::core::v1::PersistentVolumeClaim>();
-    r.resource::<k8s_openapi::api::core::v1::Pod>();
-    r.resource::<k8s_openapi::api::core::v1::PodTemplate>();
-    r.resource::<k8s_openapi::api::core::v1::ReplicationController>();
-    r.resource::<k8s_openapi::api::core::v1::ResourceQuota>();
-    r.resource::<k8s_openapi::api::core::v1::Secret>();
-    r.resource::<k8s_openapi::api::core::v1::Service>();
-    r.resource::<k8s_openapi::api::core::v1::ServiceAccount>();
-    r.resource::<k8s_openapi::api::discovery::v1::EndpointSlice>();
-    r.resource::<k8s_openapi::api::events::v1::Event>();
-    r.resource::<k8s_openapi::api::flowcontrol::v1::FlowSchema>();
-    r.resource::<k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration>();
+    r.visit::<k8s_openapi::api::certificates::v1beta1::PodCertificateRequest>();
+    r.visit::<k8s_openapi::api::coordination::v1::Lease>();
+    r.visit::<k8s_openapi::api::coordination::v1alpha2::LeaseCandidate>();
+    r.visit::<k8s_openapi::api::coordination::v1beta1::LeaseCandidate>();
+    r.visit::<k8s_openapi::api::core::v1::Binding>();
+    r.visit::<k8s_openapi::api::core::v1::ComponentStatus>();
+    r.visit::<k8s_openapi::api::core::v1::ConfigMap>();
+    r.visit::<k8s_openapi::api::core::v1::Endpoints>();
+    r.visit::<k8s_openapi::api::core::v1::Event>();
+    r.visit::<k8s_openapi::api::core::v1::LimitRange>();
+    r.visit::<k8s_openapi::api::core::v1::Namespace>();
+    r.visit::<k8s_openapi::api::core::v1::Node>();
+    r.visit::<k8s_openapi::api::core::v1::PersistentVolume>();
+    r.visit::<k8s_openapi::api::core::v1::PersistentVolumeClaim>();
+    r.visit::<k8s_openapi::api::core::v1::Pod>();
+    r.visit::<k8s_openapi::api::core::v1::PodTemplate>();
+    r.visit::<k8s_openapi::api::core::v1::ReplicationController>();
+    r.visit::<k8s_openapi::api::core::v1::ResourceQuota>();
+    r.visit::<k8s_openapi::api::core::v1::Secret>();
+    r.visit::<k8s_openapi::api::core::v1::Service>();
+    r.visit::<k8s_openapi::api::core::v1::ServiceAccount>();
+    r.visit::<k8s_openapi::api::discovery::v1::EndpointSlice>();
+    r.visit::<k8s_openapi::api::events::v1::Event>();
+    r.visit::<k8s_openapi::api::flowcontrol::v1::FlowSchema>();
+    r.visit::<k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::lifecycle::v1alpha1::Eviction>();
+    r.visit::<k8s_openapi::api::lifecycle::v1alpha1::Eviction>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest>();
-    r.resource::<k8s_openapi::api::networking::v1::IPAddress>();
-    r.resource::<k8s_openapi::api::networking::v1::Ingress>();
-    r.resource::<k8s_openapi::api::networking::v1::IngressClass>();
-    r.resource::<k8s_openapi::api::networking::v1::NetworkPolicy>();
-    r.resource::<k8s_openapi::api::networking::v1::ServiceCIDR>();
+    r.visit::<k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest>();
+    r.visit::<k8s_openapi::api::networking::v1::IPAddress>();
+    r.visit::<k8s_openapi::api::networking::v1::Ingress>();
+    r.visit::<k8s_openapi::api::networking::v1::IngressClass>();
+    r.visit::<k8s_openapi::api::networking::v1::NetworkPolicy>();
+    r.visit::<k8s_openapi::api::networking::v1::ServiceCIDR>();
     #[cfg(any(
         k8s_openapi = "1.33",
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36"
     ))]
-    r.resource::<k8s_openapi::api::networking::v1beta1::IPAddress>();
+    r.visit::<k8s_openapi::api::networking::v1beta1::IPAddress>();
     #[cfg(any(
         k8s_openapi = "1.33",
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36"
     ))]
-    r.resource::<k8s_openapi::api::networking::v1beta1::ServiceCIDR>();
-    r.resource::<k8s_openapi::api::node::v1::RuntimeClass>();
-    r.resource::<k8s_openapi::api::policy::v1::Eviction>();
-    r.resource::<k8s_openapi::api::policy::v1::PodDisruptionBudget>();
-    r.resource::<k8s_openapi::api::rbac::v1::ClusterRole>();
-    r.resource::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>();
-    r.resource::<k8s_openapi::api::rbac::v1::Role>();
-    r.resource::<k8s_openapi::api::rbac::v1::RoleBinding>();
+    r.visit::<k8s_openapi::api::networking::v1beta1::ServiceCIDR>();
+    r.visit::<k8s_openapi::api::node::v1::RuntimeClass>();
+    r.visit::<k8s_openapi::api::policy::v1::Eviction>();
+    r.visit::<k8s_openapi::api::policy::v1::PodDisruptionBudget>();
+    r.visit::<k8s_openapi::api::rbac::v1::ClusterRole>();
+    r.visit::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>();
+    r.visit::<k8s_openapi::api::rbac::v1::Role>();
+    r.visit::<k8s_openapi::api::rbac::v1::RoleBinding>();
     #[cfg(any(
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36",
         k8s_openapi = "1.37"
     ))]
-    r.resource::<k8s_openapi::api::resource::v1::DeviceClass>();
+    r.visit::<k8s_openapi::api::resource::v1::DeviceClass>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::resource::v1::DeviceTaintRule>();
+    r.visit::<k8s_openapi::api::resource::v1::DeviceTaintRule>();
     #[cfg(any(
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36",
         k8s_openapi = "1.37"
     ))]
-    r.resource::<k8s_openapi::api::resource::v1::ResourceClaim>();
+    r.visit::<k8s_openapi::api::resource::v1::ResourceClaim>();
     #[cfg(any(
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36",
         k8s_openapi = "1.37"
     ))]
-    r.resource::<k8s_openapi::api::resource::v1::ResourceClaimTemplate>();
+    r.visit::<k8s_openapi::api::resource::v1::ResourceClaimTemplate>();
     #[cfg(any(
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36",
         k8s_openapi = "1.37"
     ))]
-    r.resource::<k8s_openapi::api::resource::v1::ResourceSlice>();
-    r.resource::<k8s_openapi::api::resource::v1alpha3::DeviceTaintRule>();
+    r.visit::<k8s_openapi::api::resource::v1::ResourceSlice>();
+    r.visit::<k8s_openapi::api::resource::v1alpha3::DeviceTaintRule>();
     #[cfg(any(k8s_openapi = "1.36", k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest>();
-    r.resource::<k8s_openapi::api::resource::v1beta1::DeviceClass>();
-    r.resource::<k8s_openapi::api::resource::v1beta1::ResourceClaim>();
-    r.resource::<k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate>();
-    r.resource::<k8s_openapi::api::resource::v1beta1::ResourceSlice>();
-    r.resource::<k8s_openapi::api::resource::v1beta2::DeviceClass>();
+    r.visit::<k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest>();
+    r.visit::<k8s_openapi::api::resource::v1beta1::DeviceClass>();
+    r.visit::<k8s_openapi::api::resource::v1beta1::ResourceClaim>();
+    r.visit::<k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate>();
+    r.visit::<k8s_openapi::api::resource::v1beta1::ResourceSlice>();
+    r.visit::<k8s_openapi::api::resource::v1beta2::DeviceClass>();
     #[cfg(any(k8s_openapi = "1.36", k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::resource::v1beta2::DeviceTaintRule>();
-    r.resource::<k8s_openapi::api::resource::v1beta2::ResourceClaim>();
-    r.resource::<k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate>();
-    r.resource::<k8s_openapi::api::resource::v1beta2::ResourceSlice>();
-    r.resource::<k8s_openapi::api::scheduling::v1::PriorityClass>();
+    r.visit::<k8s_openapi::api::resource::v1beta2::DeviceTaintRule>();
+    r.visit::<k8s_openapi::api::resource::v1beta2::ResourceClaim>();
+    r.visit::<k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate>();
+    r.visit::<k8s_openapi::api::resource::v1beta2::ResourceSlice>();
+    r.visit::<k8s_openapi::api::scheduling::v1::PriorityClass>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>();
+    r.visit::<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::scheduling::v1alpha3::PodGroup>();
+    r.visit::<k8s_openapi::api::scheduling::v1alpha3::PodGroup>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::scheduling::v1alpha3::Workload>();
+    r.visit::<k8s_openapi::api::scheduling::v1alpha3::Workload>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::scheduling::v1beta1::PodGroup>();
+    r.visit::<k8s_openapi::api::scheduling::v1beta1::PodGroup>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::scheduling::v1beta1::Workload>();
-    r.resource::<k8s_openapi::api::storage::v1::CSIDriver>();
-    r.resource::<k8s_openapi::api::storage::v1::CSINode>();
-    r.resource::<k8s_openapi::api::storage::v1::CSIStorageCapacity>();
-    r.resource::<k8s_openapi::api::storage::v1::StorageClass>();
-    r.resource::<k8s_openapi::api::storage::v1::VolumeAttachment>();
+    r.visit::<k8s_openapi::api::scheduling::v1beta1::Workload>();
+    r.visit::<k8s_openapi::api::storage::v1::CSIDriver>();
+    r.visit::<k8s_openapi::api::storage::v1::CSINode>();
+    r.visit::<k8s_openapi::api::storage::v1::CSIStorageCapacity>();
+    r.visit::<k8s_openapi::api::storage::v1::StorageClass>();
+    r.visit::<k8s_openapi::api::storage::v1::VolumeAttachment>();
     #[cfg(any(
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36",
         k8s_openapi = "1.37"
     ))]
-    r.resource::<k8s_openapi::api::storage::v1::VolumeAttributesClass>();
+    r.visit::<k8s_openapi::api::storage::v1::VolumeAttributesClass>();
     #[cfg(any(k8s_openapi = "1.33", k8s_openapi = "1.34"))]
-    r.resource::<k8s_openapi::api::storage::v1alpha1::VolumeAttributesClass>();
+    r.visit::<k8s_openapi::api::storage::v1alpha1::VolumeAttributesClass>();
     #[cfg(any(
         k8s_openapi = "1.33",
         k8s_openapi = "1.34",
         k8s_openapi = "1.35",
         k8s_openapi = "1.36"
     ))]
-    r.resource::<k8s_openapi::api::storage::v1beta1::VolumeAttributesClass>();
+    r.visit::<k8s_openapi::api::storage::v1beta1::VolumeAttributesClass>();
     #[cfg(any(k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::storagemigration::v1::StorageVersionMigration>();
+    r.visit::<k8s_openapi::api::storagemigration::v1::StorageVersionMigration>();
     #[cfg(any(k8s_openapi = "1.35", k8s_openapi = "1.36", k8s_openapi = "1.37"))]
-    r.resource::<k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration>();
-    r.resource::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>();
-    r.resource::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup>();
-    r.resource::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList>();
-    r.resource::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList>();
-    r.resource::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions>();
-    r.resource::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>();
-    r.resource::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>();
+    r.visit::<k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration>();
+    r.visit::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>();
+    r.visit::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup>();
+    r.visit::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList>();
+    r.visit::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList>();
+    r.visit::<k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions>();
+    r.visit::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>();
+    r.visit::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>();
 }

@@ -40,7 +40,10 @@ mod special;
 
 pub use envelope::{
     CONTENT_TYPE, MAGIC, Split, Unknown, WATCH_CONTENT_TYPE, WatchEvent, decode, decode_message,
-    decode_message_with, encode, encode_as, split_frame,
+    decode_message_with, encode, encode_as, encode_raw, split_frame,
 };
-pub use registry::{Codec, codec, list_parts, object_meta};
+pub use registry::{
+    Codec, ResourceVisitor, codec, for_each_resource, list_parts, object_meta, object_meta_with,
+    without_managed_fields,
+};
 pub use runtime::{DecodeOptions, Error, Message};

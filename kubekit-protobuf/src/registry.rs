@@ -4,62 +4,71 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::LazyLock;
 
 use k8s_openapi::Resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 
-use crate::envelope::{Unknown, decode_message_with, encode};
-use crate::runtime::{DecodeOptions, Decoder, Error, Field, Message, WireType};
+use crate::envelope::{Unknown, decode_message_with, encode_raw};
+use crate::runtime::{DecodeOptions, Decoder, Encoder, Error, Field, Message, WireType};
 
-/// The protobuf codec of one resource type.
-#[derive(Debug)]
+/// Decodes a message into the `Option<W>` behind the `Any`.
+type DecodeFn = dyn Fn(&[u8], DecodeOptions, &mut dyn Any) -> Result<(), Error> + Send + Sync;
+
+/// Encodes the `W` behind the `Any` in an envelope; `None` if it is another type.
+type EncodeFn = dyn Fn(&dyn Any) -> Option<Vec<u8>> + Send + Sync;
+
+/// The protobuf codec of one resource type, or of a type that holds one in a form of its
+/// own ([`Codec::wrapping`]).
 pub struct Codec {
     api_version: &'static str,
     kind: &'static str,
     type_id: TypeId,
-    decode: fn(&[u8], DecodeOptions, &mut dyn Any) -> Result<(), Error>,
-    encode: fn(&dyn Any) -> Option<Vec<u8>>,
+    decode: Box<DecodeFn>,
+    encode: Box<EncodeFn>,
+}
+
+impl fmt::Debug for Codec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Codec")
+            .field("api_version", &self.api_version)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What visits every resource type that has a codec: see [`for_each_resource`].
+pub trait ResourceVisitor {
+    /// Called once for each resource type `T`.
+    fn visit<T: Resource + Message + Send + Sync + 'static>(&mut self);
+}
+
+/// Calls `visitor` with every k8s-openapi resource type that has a codec (of the
+/// Kubernetes version the program picked): for code that keeps resources in a form of its
+/// own and registers a [`Codec::wrapping`] for each.
+pub fn for_each_resource(visitor: &mut impl ResourceVisitor) {
+    crate::generated::register(visitor);
 }
 
 /// Where the generated code registers each resource type.
 #[derive(Default)]
-pub(crate) struct Registry(HashMap<TypeId, Codec>);
+struct Registry(HashMap<TypeId, Codec>);
 
-impl Registry {
-    /// Registers `T`.
-    pub(crate) fn resource<T: Resource + Message + Any>(&mut self) {
-        fn decode<T: Message + Any>(
-            raw: &[u8],
-            options: DecodeOptions,
-            slot: &mut dyn Any,
-        ) -> Result<(), Error> {
-            let slot = slot.downcast_mut::<Option<T>>().ok_or_else(|| {
-                Error::new(format!(
-                    "the codec of {} was asked for another type",
-                    T::NAME
-                ))
-            })?;
-            *slot = Some(decode_message_with::<T>(raw, options)?);
-            Ok(())
-        }
-        fn encode_any<T: Resource + Message + Any>(value: &dyn Any) -> Option<Vec<u8>> {
-            value.downcast_ref::<T>().map(encode)
-        }
-        let codec = Codec {
-            api_version: T::API_VERSION,
-            kind: T::KIND,
-            type_id: TypeId::of::<T>(),
-            decode: decode::<T>,
-            encode: encode_any::<T>,
-        };
+impl ResourceVisitor for Registry {
+    fn visit<T: Resource + Message + Send + Sync + 'static>(&mut self) {
+        let codec = Codec::wrapping::<T, T>(decode_message_with::<T>, |value| {
+            let mut e = Encoder::default();
+            value.encode_fields(&mut e);
+            Some(e.into_bytes())
+        });
         self.0.insert(TypeId::of::<T>(), codec);
     }
 }
 
 static REGISTRY: LazyLock<HashMap<TypeId, Codec>> = LazyLock::new(|| {
     let mut registry = Registry::default();
-    crate::generated::register(&mut registry);
+    for_each_resource(&mut registry);
     registry.0
 });
 
@@ -70,6 +79,35 @@ pub fn codec<K: Any>() -> Option<&'static Codec> {
 }
 
 impl Codec {
+    /// The codec of `W`, a type that holds a `T` in a form of its own (a cache that keeps
+    /// the message's bytes): `decode` makes a `W` of a `T` message, `encode` gives the `T`
+    /// message of a `W` (`None` when it has none at hand: the caller then writes it
+    /// otherwise). It reads and writes envelopes that name `T`'s kind.
+    pub fn wrapping<T: Resource, W: Any>(
+        decode: fn(&[u8], DecodeOptions) -> Result<W, Error>,
+        encode: fn(&W) -> Option<Vec<u8>>,
+    ) -> Codec {
+        Codec {
+            api_version: T::API_VERSION,
+            kind: T::KIND,
+            type_id: TypeId::of::<W>(),
+            decode: Box::new(move |raw, options, slot| {
+                let slot = slot.downcast_mut::<Option<W>>().ok_or_else(|| {
+                    Error::new(format!(
+                        "the codec of {} was asked for another type",
+                        T::KIND
+                    ))
+                })?;
+                *slot = Some(decode(raw, options)?);
+                Ok(())
+            }),
+            encode: Box::new(move |value| {
+                let message = encode(value.downcast_ref::<W>()?)?;
+                Some(encode_raw(T::API_VERSION, T::KIND, &message))
+            }),
+        }
+    }
+
     /// The `apiVersion` of the type, `apps/v1`.
     pub fn api_version(&self) -> &'static str {
         self.api_version
@@ -120,7 +158,7 @@ impl Codec {
     }
 
     /// Encodes `value`, which must be this codec's type, in an envelope; `None` if it is
-    /// another type.
+    /// another type (or a wrapped value without its message at hand).
     pub fn encode<K: Any>(&self, value: &K) -> Option<Vec<u8>> {
         (self.encode)(value)
     }
@@ -129,7 +167,53 @@ impl Codec {
 /// The `metadata` (field 1 of every Kubernetes object message) of an object's message,
 /// without decoding the rest: what a watch bookmark carries.
 pub fn object_meta(raw: &[u8]) -> Result<ObjectMeta, Error> {
-    field_one(raw)
+    object_meta_with(raw, DecodeOptions::default())
+}
+
+/// [`object_meta`], leaving out what `options` say.
+pub fn object_meta_with(raw: &[u8], options: DecodeOptions) -> Result<ObjectMeta, Error> {
+    field_one(raw, options)
+}
+
+/// `metadata.managedFields`' number in `ObjectMeta`.
+const MANAGED_FIELDS: u32 = 17;
+
+/// An object's message without `metadata.managedFields`, the rest byte for byte as it
+/// was; the object is otherwise not decoded.
+pub fn without_managed_fields(raw: &[u8]) -> Result<Vec<u8>, Error> {
+    let mut out = Encoder::new(Vec::with_capacity(raw.len()));
+    let mut d = Decoder::new(raw);
+    while !d.is_empty() {
+        let field = d.remaining();
+        match d.key()? {
+            (1, WireType::Len) => {
+                let mut metadata = Encoder::default();
+                copy_fields_but(d.len_delimited()?, MANAGED_FIELDS, &mut metadata)
+                    .map_err(|e| e.within("an object", 1))?;
+                out.key(1, WireType::Len);
+                out.bytes(&metadata.into_bytes());
+            }
+            (_, wire) => {
+                d.skip(wire)?;
+                out.raw(&field[..field.len() - d.remaining().len()]);
+            }
+        }
+    }
+    Ok(out.into_bytes())
+}
+
+/// Copies the fields of message `raw` to `out`, leaving out field `number`.
+fn copy_fields_but(raw: &[u8], number: u32, out: &mut Encoder) -> Result<(), Error> {
+    let mut d = Decoder::new(raw);
+    while !d.is_empty() {
+        let field = d.remaining();
+        let (n, wire) = d.key()?;
+        d.skip(wire)?;
+        if n != number {
+            out.raw(&field[..field.len() - d.remaining().len()]);
+        }
+    }
+    Ok(())
 }
 
 /// A list message's `metadata` and its items' messages, not yet decoded.
@@ -149,8 +233,11 @@ pub fn list_parts(raw: &[u8]) -> Result<(ListMeta, Vec<&[u8]>), Error> {
 }
 
 /// Field 1 of a message, decoded as a `T`; the other fields skipped.
-fn field_one<T: Message + Default + crate::runtime::Value>(raw: &[u8]) -> Result<T, Error> {
-    let mut d = Decoder::new(raw);
+fn field_one<T: Message + Default + crate::runtime::Value>(
+    raw: &[u8],
+    options: DecodeOptions,
+) -> Result<T, Error> {
+    let mut d = Decoder::with_options(raw, options);
     let mut value = T::default();
     while !d.is_empty() {
         match d.key()? {
@@ -166,7 +253,22 @@ fn field_one<T: Message + Default + crate::runtime::Value>(raw: &[u8]) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::envelope::encode;
     use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    fn config_map(name: &str) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        cm.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
+        cm.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("kubectl".into()),
+            operation: Some("Update".into()),
+            ..Default::default()
+        }]);
+        cm.data = Some([("k".to_string(), "v".to_string())].into());
+        cm
+    }
 
     #[test]
     fn resources_have_a_codec_and_other_types_none() {
@@ -205,5 +307,76 @@ mod tests {
         assert_eq!(metadata.resource_version.as_deref(), Some("7"));
         assert_eq!(items.len(), 2);
         assert_eq!(object_meta(items[0]).unwrap().name.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn without_managed_fields_leaves_every_other_field_as_it_was() {
+        let cm = config_map("x");
+        let raw = Unknown::read(&encode(&cm)).unwrap().raw.to_vec();
+        let stripped = without_managed_fields(&raw).unwrap();
+        assert!(stripped.len() < raw.len());
+        let decoded: ConfigMap = decode_message_with(&stripped, DecodeOptions::default()).unwrap();
+        let mut expected = cm;
+        expected.metadata.managed_fields = None;
+        assert_eq!(decoded, expected);
+        assert_eq!(
+            without_managed_fields(&stripped).unwrap(),
+            stripped,
+            "nothing to strip: the same bytes"
+        );
+        let err = without_managed_fields(&raw[..raw.len() - 1]).unwrap_err();
+        assert!(err.to_string().contains("runs past the end"), "{err}");
+    }
+
+    #[test]
+    fn object_meta_with_skips_what_the_options_say() {
+        let raw = Unknown::read(&encode(&config_map("x")))
+            .unwrap()
+            .raw
+            .to_vec();
+        let skip = DecodeOptions {
+            skip_managed_fields: true,
+        };
+        assert!(object_meta(&raw).unwrap().managed_fields.is_some());
+        let meta = object_meta_with(&raw, skip).unwrap();
+        assert!(meta.managed_fields.is_none());
+        assert_eq!(meta.name.as_deref(), Some("x"));
+    }
+
+    /// A type holding a ConfigMap's message as it came.
+    #[derive(Debug, PartialEq)]
+    struct Held(Vec<u8>);
+
+    #[test]
+    fn a_wrapping_codec_reads_and_writes_its_types_envelopes() {
+        let codec = Codec::wrapping::<ConfigMap, Held>(
+            |raw, _| Ok(Held(raw.to_vec())),
+            |held| Some(held.0.clone()),
+        );
+        let bytes = encode(&config_map("x"));
+        let held: Held = codec.decode(&bytes).unwrap();
+        assert_eq!(held.0, Unknown::read(&bytes).unwrap().raw);
+        assert_eq!(codec.encode(&held), Some(bytes));
+        assert!(
+            codec
+                .decode::<ConfigMap>(&encode(&config_map("y")))
+                .is_err()
+        );
+        let err = codec.decode::<Held>(&encode(&Pod::default())).unwrap_err();
+        assert!(err.to_string().contains("expected v1 ConfigMap"), "{err}");
+    }
+
+    #[test]
+    fn every_registered_resource_is_visited() {
+        struct Count(usize);
+        impl ResourceVisitor for Count {
+            fn visit<T: Resource + Message + Send + Sync + 'static>(&mut self) {
+                assert!(codec::<T>().is_some(), "{}", T::KIND);
+                self.0 += 1;
+            }
+        }
+        let mut count = Count(0);
+        for_each_resource(&mut count);
+        assert_eq!(count.0, REGISTRY.len());
     }
 }

@@ -87,6 +87,8 @@ pub struct Decoder<'a> {
     buf: &'a [u8],
     depth: u32,
     options: DecodeOptions,
+    /// The last key read, as encoded.
+    last_key: u64,
 }
 
 impl<'a> Decoder<'a> {
@@ -101,12 +103,18 @@ impl<'a> Decoder<'a> {
             buf,
             depth: 0,
             options,
+            last_key: 0,
         }
     }
 
     /// What this decoder leaves out.
     pub fn options(&self) -> DecodeOptions {
         self.options
+    }
+
+    /// The input not yet read.
+    pub fn remaining(&self) -> &'a [u8] {
+        self.buf
     }
 
     /// Whether all input is read.
@@ -134,6 +142,7 @@ impl<'a> Decoder<'a> {
     /// A field's key: its number and wire type.
     pub fn key(&mut self) -> Result<(u32, WireType), Error> {
         let key = self.varint()?;
+        self.last_key = key;
         let number = u32::try_from(key >> 3)
             .map_err(|_| Error::new(format!("field number {} out of range", key >> 3)))?;
         if number == 0 {
@@ -188,6 +197,7 @@ impl<'a> Decoder<'a> {
             buf,
             depth,
             options: self.options,
+            last_key: 0,
         };
         let value = f(&mut inner)?;
         if !inner.is_empty() {
@@ -211,6 +221,21 @@ impl<'a> Decoder<'a> {
             }
             Ok(())
         })
+    }
+
+    /// How many values of the field whose key was just read, of wire type `wire`, follow
+    /// one another from here, this one included (at least 1): a repeated field's length,
+    /// so that its list is allocated once. Go writes a repeated field's values together.
+    pub fn repeats(&self, wire: WireType) -> usize {
+        let mut ahead = Decoder { ..*self };
+        let mut n = 0;
+        while ahead.skip(wire).is_ok() {
+            n += 1;
+            if ahead.varint().ok() != Some(self.last_key) {
+                break;
+            }
+        }
+        n.max(1)
     }
 
     /// Skips a value of an unknown field.
@@ -265,6 +290,11 @@ impl Encoder {
     /// A field's key.
     pub fn key(&mut self, number: u32, wire: WireType) {
         self.varint((u64::from(number) << 3) | wire as u64);
+    }
+
+    /// Bytes already encoded: whole fields copied from another message.
+    pub fn raw(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
     }
 
     /// A length-delimited value.
@@ -559,6 +589,11 @@ impl<T: Value> Field for Option<T> {
 impl<T: Value> Field for Vec<T> {
     fn merge(&mut self, wire: WireType, d: &mut Decoder<'_>) -> Result<(), Error> {
         if wire == T::WIRE {
+            if self.capacity() == 0 {
+                // Allocated once at its length, not grown by doubling: a list of
+                // k8s-openapi structs wastes kilobytes per object otherwise.
+                self.reserve_exact(d.repeats(wire));
+            }
             self.push(T::decode(d)?);
             Ok(())
         } else if wire == WireType::Len {

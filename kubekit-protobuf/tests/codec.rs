@@ -446,3 +446,32 @@ fn a_decoder_told_to_skip_managed_fields_leaves_them_out_and_keeps_the_rest() {
     );
     assert_eq!(codec.decode_message::<ConfigMap>(&raw).unwrap(), cm);
 }
+
+#[test]
+fn repeated_fields_are_allocated_once_at_their_length() {
+    let container = |name: &str| Container {
+        name: name.into(),
+        args: Some(vec!["a".into(), "b".into(), "c".into()]),
+        ports: Some(vec![ContainerPort {
+            container_port: 80,
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let pod = Pod {
+        metadata: meta("p"),
+        spec: Some(PodSpec {
+            containers: vec![container("a"), container("b"), container("c")],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let decoded: Pod = decode(&encode(&pod)).unwrap();
+    assert_eq!(decoded, pod);
+    let containers = &decoded.spec.as_ref().unwrap().containers;
+    assert_eq!(containers.capacity(), 3, "three containers, room for three");
+    for c in containers {
+        assert_eq!(c.args.as_ref().unwrap().capacity(), 3);
+        assert_eq!(c.ports.as_ref().unwrap().capacity(), 1);
+    }
+}

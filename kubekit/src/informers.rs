@@ -224,8 +224,9 @@ impl SharedInformerFactoryBuilder {
     }
 
     /// Keeps `metadata.managedFields` in the informers' caches. By default they are
-    /// dropped, before decoding where the server sends protobuf (built-in types) and after
-    /// it otherwise: the server-side-apply bookkeeping is half of a decoded Pod's memory and
+    /// left out while decoding for typed informers (skipped in protobuf, cut from the JSON
+    /// of custom resources) and dropped after decoding for dynamic and metadata ones: the
+    /// server-side-apply bookkeeping is half of a decoded Pod's memory and
     /// few controllers read it (controller-runtime users get the same by
     /// `cache.TransformStripManagedFields`). Keep them for a controller that inspects field
     /// ownership.

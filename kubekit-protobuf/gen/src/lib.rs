@@ -201,13 +201,13 @@ pub fn generate(src: &Sources) -> Result<(String, Report), String> {
                     .collect(),
                 &all_versions,
             );
-            writeln!(registrations, "{cfg}r.resource::<{ty}>();").unwrap();
+            writeln!(registrations, "{cfg}r.visit::<{ty}>();").unwrap();
         }
         report.messages += 1;
     }
     writeln!(
         out,
-        "\n/// Registers every resource type's codec.\npub(crate) fn register(r: &mut crate::registry::Registry) {{\n{registrations}}}"
+        "\n/// Registers every resource type's codec.\npub(crate) fn register(r: &mut impl crate::registry::ResourceVisitor) {{\n{registrations}}}"
     )
     .unwrap();
     Ok((out, report))

@@ -156,7 +156,7 @@ pub(crate) fn per_type<T: 'static, S: Default + Send + Sync + 'static>() -> &'st
     }
 }
 
-/// One object's compressed JSON.
+/// One object's compressed bytes (JSON or a protobuf message).
 #[derive(Clone)]
 pub(crate) struct Frame {
     /// The zstd frame.
@@ -226,8 +226,8 @@ impl Frame {
         self.data.len()
     }
 
-    /// Bytes of the JSON.
-    pub(crate) fn json_len(&self) -> usize {
+    /// Bytes of the data before compression.
+    pub(crate) fn len(&self) -> usize {
         self.len as usize
     }
 
@@ -285,7 +285,7 @@ mod tests {
         );
         for (i, frame) in frames.iter().enumerate() {
             assert_eq!(frame.decompress().unwrap(), object(i));
-            assert_eq!(frame.json_len(), object(i).len());
+            assert_eq!(frame.len(), object(i).len());
         }
     }
 

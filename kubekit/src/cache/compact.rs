@@ -1,11 +1,13 @@
-//! [`Compact<K>`]: an object kept as compressed JSON with its metadata at hand, decoded
-//! only when it is read — the informer cache for many objects in little memory.
+//! [`Compact<K>`]: an object kept compressed as the server sent it, with its metadata at
+//! hand, decoded only when it is read — the informer cache for many objects in little
+//! memory.
 //!
 //! A typed `k8s-openapi` Pod costs ~40–50 KiB of heap for ~6 KiB of JSON. Most controllers
 //! cache thousands of objects and read a few fields of a few of them: for them, an
-//! informer of `Compact<K>` keeps each object as the JSON the server sent, compressed with
-//! zstd (typically 3–5x smaller than the JSON, 15–30x smaller than the typed object), plus
-//! its metadata decoded once. `Compact<K>` is a [`kube::Resource`] of the same kind as `K`,
+//! informer of `Compact<K>` keeps each object in the encoding the server sent (protobuf for
+//! the built-in types a client asks protobuf of, JSON otherwise), compressed with zstd
+//! (typically 3–5x smaller, 15–30x smaller than the typed object), plus its metadata decoded
+//! once. `Compact<K>` is a [`kube::Resource`] of the same kind as `K`,
 //! so the whole informer machinery — reflector, `DeltaFifo`, [`Indexer`](super::Indexer)
 //! with its indexes, listers, handlers, the factory, `controller::enqueue_handler` — works
 //! on it unchanged.
@@ -23,8 +25,13 @@
 //!   with valid metadata; the rest of the object is checked when it is first decoded: an
 //!   object the server sent that is not a valid `K` is an error from `get`, never a panic,
 //!   and the other objects are unaffected.
-//! - **Bytes kept.** The object's JSON as received (re-serialised by `Serialize`, so a
-//!   `Compact<K>` can be written back to the server unchanged).
+//! - **Bytes kept.** The object as received: its JSON (re-serialised by `Serialize`, so a
+//!   `Compact<K>` can be written back to the server unchanged), or its protobuf message
+//!   ([`Encoding`]). A protobuf object's `metadata.managedFields` are left out of the bytes
+//!   when the client that read it skips them (the informer factory's default, see
+//!   [`keep_managed_fields`](crate::informers::SharedInformerFactoryBuilder::keep_managed_fields)),
+//!   so its [`get`](Compact::get) has none; `Serialize` writes a protobuf object as the
+//!   JSON of its decoded `K`.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::Pod;
@@ -41,15 +48,17 @@
 //! assert!(std::sync::Arc::ptr_eq(&typed, &pod.get().unwrap())); // still held: shared
 //! ```
 
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, LazyLock, Weak};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
+use kubekit_protobuf::{Codec, DecodeOptions, ResourceVisitor};
 use parking_lot::Mutex;
 use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -62,26 +71,47 @@ use crate::rest::leading::read_metadata;
 /// An object of type `K` kept compressed; see the [module docs](self).
 pub struct Compact<K> {
     meta: ObjectMeta,
-    /// The object's JSON, compressed.
+    /// The object as received, compressed.
     frame: Frame,
+    /// What the frame holds.
+    encoding: Encoding,
     /// Names this object (and its clones) in the table of decoded objects.
     id: u64,
     _kind: PhantomData<fn() -> K>,
 }
 
+/// The encoding a [`Compact`] object was received, and is kept, in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// The object's JSON.
+    Json,
+    /// The object's protobuf message, without the `k8s\0` envelope.
+    Protobuf,
+}
+
+/// Stands for `K`'s protobuf messages where [`per_type`] state is kept per type: they get a
+/// compression dictionary of their own, apart from `K`'s JSON.
+struct ProtobufOf<K>(PhantomData<K>);
+
 impl<K> Compact<K> {
-    /// Bytes of compressed JSON this object keeps.
+    /// Bytes of compressed data this object keeps.
     pub fn compressed_len(&self) -> usize {
         self.frame.compressed_len()
     }
 
-    /// Bytes of the object's JSON.
-    pub fn json_len(&self) -> usize {
-        self.frame.json_len()
+    /// Bytes of the object as received, in its [`encoding`](Self::encoding).
+    pub fn encoded_len(&self) -> usize {
+        self.frame.len()
     }
 
-    /// The object's JSON, decompressed.
-    pub fn json(&self) -> Result<Vec<u8>, Error> {
+    /// The encoding the object was received and is kept in.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The object as received, decompressed: JSON, or a protobuf message
+    /// ([`encoding`](Self::encoding)).
+    pub fn encoded(&self) -> Result<Vec<u8>, Error> {
         self.frame
             .decompress()
             .map_err(|e| Error::Request(format!("the cached object {}: {e}", self.describe())))
@@ -107,13 +137,26 @@ impl<K: DeserializeOwned> Compact<K> {
         if let Some(obj) = decoded.get(self.id) {
             return Ok(obj);
         }
-        let json = self.json()?;
-        let obj: Arc<K> =
-            Arc::new(crate::rest::json::from_slice(&json).map_err(|e| {
-                Error::decode(format!("cached object {}", self.describe()), e, &json)
-            })?);
+        let obj = Arc::new(self.decode()?);
         // Someone may have decoded it meanwhile: then theirs, so there is one copy.
         Ok(decoded.insert(self.id, obj))
+    }
+
+    /// Decodes the object.
+    fn decode(&self) -> Result<K, Error>
+    where
+        K: 'static,
+    {
+        let bytes = self.encoded()?;
+        let what = format!("cached object {}", self.describe());
+        match self.encoding {
+            Encoding::Json => {
+                crate::rest::json::from_slice(&bytes).map_err(|e| Error::decode(what, e, &bytes))
+            }
+            Encoding::Protobuf => crate::rest::client::codec_for::<K>(&what)?
+                .decode_message(&bytes)
+                .map_err(|e| crate::rest::client::protobuf_error(what, e, &bytes)),
+        }
     }
 }
 
@@ -192,6 +235,7 @@ impl<K> Clone for Compact<K> {
         Self {
             meta: self.meta.clone(),
             frame: self.frame.clone(),
+            encoding: self.encoding,
             // Same content: the clone shares the decoded object.
             id: self.id,
             _kind: PhantomData,
@@ -203,7 +247,8 @@ impl<K> fmt::Debug for Compact<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Compact")
             .field("meta", &self.meta)
-            .field("json_len", &self.json_len())
+            .field("encoding", &self.encoding)
+            .field("encoded_len", &self.encoded_len())
             .field("compressed_len", &self.compressed_len())
             .finish()
     }
@@ -280,13 +325,75 @@ impl<K: 'static> Compact<K> {
     pub fn from_json(json: &[u8]) -> Result<Self, serde_json::Error> {
         let metadata: Option<MetaWire> = read_metadata(json)?;
         let frame = Frame::compress::<K>(json).map_err(serde_json::Error::custom)?;
-        Ok(Self {
-            meta: metadata.map(Into::into).unwrap_or_default(),
+        Ok(Self::new(
+            metadata.map(Into::into).unwrap_or_default(),
             frame,
+            Encoding::Json,
+        ))
+    }
+
+    /// Keeps `raw`, a `K`'s protobuf message (no envelope), compressed, with its metadata
+    /// decoded; without `metadata.managedFields` when `options` skip them. What follows the
+    /// metadata is checked when the object is first decoded ([`get`](Self::get)).
+    pub fn from_protobuf(
+        raw: &[u8],
+        options: DecodeOptions,
+    ) -> Result<Self, kubekit_protobuf::Error> {
+        let skip = DecodeOptions {
+            skip_managed_fields: true,
+        };
+        let mut meta = kubekit_protobuf::object_meta_with(raw, skip)?;
+        meta.annotations = None;
+        let stripped;
+        let kept = if options.skip_managed_fields {
+            stripped = kubekit_protobuf::without_managed_fields(raw)?;
+            &stripped[..]
+        } else {
+            raw
+        };
+        let frame = Frame::compress::<ProtobufOf<K>>(kept).map_err(kubekit_protobuf::Error::new)?;
+        Ok(Self::new(meta, frame, Encoding::Protobuf))
+    }
+
+    fn new(meta: ObjectMeta, frame: Frame, encoding: Encoding) -> Self {
+        Self {
+            meta,
+            frame,
+            encoding,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             _kind: PhantomData,
-        })
+        }
     }
+
+    /// The object's protobuf message, if it is kept as one and decompresses.
+    fn protobuf_message(&self) -> Option<Vec<u8>> {
+        match self.encoding {
+            Encoding::Protobuf => self.frame.decompress().ok(),
+            Encoding::Json => None,
+        }
+    }
+}
+
+/// The protobuf codec of `K` when it is `Compact<T>` of a resource type `T` that has one.
+pub(crate) fn protobuf_codec<K: 'static>() -> Option<&'static Codec> {
+    /// A [`Codec::wrapping`] of `Compact<T>` for each resource type `T`.
+    #[derive(Default)]
+    struct Codecs(HashMap<TypeId, Codec>);
+    impl ResourceVisitor for Codecs {
+        fn visit<T: k8s_openapi::Resource + kubekit_protobuf::Message + Send + Sync + 'static>(
+            &mut self,
+        ) {
+            let codec =
+                Codec::wrapping::<T, Compact<T>>(Compact::from_protobuf, Compact::protobuf_message);
+            self.0.insert(TypeId::of::<Compact<T>>(), codec);
+        }
+    }
+    static CODECS: LazyLock<HashMap<TypeId, Codec>> = LazyLock::new(|| {
+        let mut codecs = Codecs::default();
+        kubekit_protobuf::for_each_resource(&mut codecs);
+        codecs.0
+    });
+    CODECS.get(&TypeId::of::<K>())
 }
 
 impl<'de, K: 'static> Deserialize<'de> for Compact<K> {
@@ -296,12 +403,20 @@ impl<'de, K: 'static> Deserialize<'de> for Compact<K> {
     }
 }
 
-impl<K> Serialize for Compact<K> {
+impl<K: Serialize + DeserializeOwned + 'static> Serialize for Compact<K> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::Error as _;
-        let json = self.json().map_err(S::Error::custom)?;
-        let raw: Box<RawValue> = serde_json::from_slice(&json).map_err(S::Error::custom)?;
-        raw.serialize(serializer)
+        match self.encoding {
+            Encoding::Json => {
+                let json = self.encoded().map_err(S::Error::custom)?;
+                let raw: Box<RawValue> = serde_json::from_slice(&json).map_err(S::Error::custom)?;
+                raw.serialize(serializer)
+            }
+            Encoding::Protobuf => self
+                .decode()
+                .map_err(S::Error::custom)?
+                .serialize(serializer),
+        }
     }
 }
 
@@ -320,7 +435,8 @@ mod tests {
         assert_eq!(meta.resource_version.as_deref(), Some("42"));
         assert_eq!(meta.owner_references.as_ref().unwrap()[0].name, "rs");
         assert!(meta.managed_fields.is_none() && meta.annotations.is_none());
-        assert_eq!(pod.json_len(), POD.len());
+        assert_eq!(pod.encoded_len(), POD.len());
+        assert_eq!(pod.encoding(), Encoding::Json);
         assert_eq!(
             crate::cache::meta_namespace_key(&pod).unwrap(),
             "demo/web",
@@ -413,5 +529,92 @@ mod tests {
         let bad_meta = r#"{"metadata":{"name":5}}"#;
         assert!(serde_json::from_str::<Compact<Pod>>(bad_meta).is_err());
         assert!(serde_json::from_str::<Compact<Pod>>("[1]").is_err());
+    }
+
+    /// `POD` as kube-apiserver sends it in protobuf: the message, without envelope.
+    fn pod_message() -> Vec<u8> {
+        let pod: Pod = serde_json::from_str(POD).unwrap();
+        let bytes = kubekit_protobuf::encode(&pod);
+        kubekit_protobuf::Unknown::read(&bytes)
+            .unwrap()
+            .raw
+            .to_vec()
+    }
+
+    const SKIP: DecodeOptions = DecodeOptions {
+        skip_managed_fields: true,
+    };
+
+    #[test]
+    fn a_protobuf_object_keeps_its_message_and_decodes_from_it() {
+        let raw = pod_message();
+        let pod = Compact::<Pod>::from_protobuf(&raw, DecodeOptions::default()).unwrap();
+        assert_eq!(pod.encoding(), Encoding::Protobuf);
+        assert_eq!(pod.encoded().unwrap(), raw, "the message as received");
+        let meta = pod.meta();
+        assert_eq!(meta.name.as_deref(), Some("web"));
+        assert_eq!(meta.owner_references.as_ref().unwrap()[0].name, "rs");
+        assert!(meta.managed_fields.is_none() && meta.annotations.is_none());
+        let typed = pod.get().unwrap();
+        assert_eq!(*typed, serde_json::from_str::<Pod>(POD).unwrap());
+        assert_eq!(
+            serde_json::to_value(&pod).unwrap(),
+            serde_json::to_value(&*typed).unwrap(),
+            "serialised as the JSON of the decoded object"
+        );
+    }
+
+    #[test]
+    fn a_protobuf_object_read_skipping_managed_fields_keeps_none() {
+        let raw = pod_message();
+        let pod = Compact::<Pod>::from_protobuf(&raw, SKIP).unwrap();
+        assert!(pod.encoded_len() < raw.len());
+        let typed = pod.get().unwrap();
+        assert!(typed.metadata.managed_fields.is_none());
+        assert_eq!(typed.metadata.annotations.as_ref().unwrap()["a"], "b");
+        assert_eq!(
+            typed.spec.as_ref().unwrap().containers[0].image.as_deref(),
+            Some("nginx")
+        );
+    }
+
+    #[test]
+    fn compact_resources_have_a_protobuf_codec_reading_their_types_envelopes() {
+        let codec = protobuf_codec::<Compact<Pod>>().expect("Compact<Pod> has a codec");
+        assert!(protobuf_codec::<Pod>().is_none(), "only Compact types here");
+        let pod: Pod = serde_json::from_str(POD).unwrap();
+        let bytes = kubekit_protobuf::encode(&pod);
+        let compact: Compact<Pod> = codec.decode_with(&bytes, SKIP).unwrap();
+        assert_eq!(compact.meta().name.as_deref(), Some("web"));
+        assert_eq!(
+            kubekit_protobuf::decode::<Pod>(&codec.encode(&compact).unwrap()).unwrap(),
+            Pod {
+                metadata: ObjectMeta {
+                    managed_fields: None,
+                    ..pod.metadata.clone()
+                },
+                ..pod
+            },
+            "written back as the message it keeps"
+        );
+        let json: Compact<Pod> = serde_json::from_str(POD).unwrap();
+        assert_eq!(
+            codec.encode(&json),
+            None,
+            "a JSON object has no message at hand"
+        );
+        let other = kubekit_protobuf::encode(&k8s_openapi::api::core::v1::ConfigMap::default());
+        assert!(codec.decode::<Compact<Pod>>(&other).is_err());
+    }
+
+    #[test]
+    fn a_protobuf_object_invalid_for_k_is_an_error_on_get_not_on_store() {
+        // metadata { name: "x" }, then field 3 (status) holding a length past its end.
+        let raw = [0x0a, 0x03, 0x0a, 0x01, b'x', 0x1a, 0x02, 0x0a, 0x7f];
+        let pod = Compact::<Pod>::from_protobuf(&raw, DecodeOptions::default()).unwrap();
+        assert_eq!(pod.meta().name.as_deref(), Some("x"));
+        let err = pod.get().unwrap_err();
+        assert!(err.to_string().contains("cached object x"), "{err}");
+        assert!(Compact::<Pod>::from_protobuf(&[0x0a, 0x7f], SKIP).is_err());
     }
 }

@@ -38,7 +38,7 @@ pub mod store;
 #[cfg(test)]
 pub(crate) mod test_support;
 
-pub use compact::Compact;
+pub use compact::{Compact, Encoding};
 pub use controller::{Controller, ControllerConfig, ProcessError, ProcessFunc};
 pub use delta_fifo::{Closed, Delta, DeltaFifo, DeltaType, Deltas};
 pub use handler::{ResourceEventHandler, ResourceEventHandlerFuncs};

@@ -90,7 +90,7 @@ impl Endpoint {
         self
     }
 
-    /// The same endpoint, its protobuf answers decoded leaving out what `options` say.
+    /// The same endpoint, its answers decoded leaving out what `options` say.
     pub(crate) fn with_decode_options(mut self, options: DecodeOptions) -> Self {
         self.decode_options = options;
         self

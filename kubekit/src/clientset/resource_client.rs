@@ -135,7 +135,7 @@ impl<K: Resource<DynamicType = ()> + 'static> ResourceClient<K> {
     fn at(rest: RestClient, namespace: &str) -> Self {
         // client-go's typed clients ask for protobuf; the server falls back to JSON for
         // what has no protobuf form, and kubekit asks only for types that have one.
-        let accept = if rest.protobuf() && kubekit_protobuf::codec::<K>().is_some() {
+        let accept = if rest.protobuf() && crate::rest::client::protobuf_codec::<K>().is_some() {
             Accept::PROTOBUF
         } else {
             Accept::JSON
@@ -147,8 +147,9 @@ impl<K: Resource<DynamicType = ()> + 'static> ResourceClient<K> {
         }
     }
 
-    /// The same client, decoding protobuf answers without `metadata.managedFields` (for
-    /// the informer factory's caches; JSON answers are decoded whole).
+    /// The same client, decoding lists and watch events without `metadata.managedFields`
+    /// (for the informer factory's caches): skipped while decoding protobuf, cut from the
+    /// JSON before it is decoded.
     pub(crate) fn skipping_managed_fields(mut self) -> Self {
         let options = DecodeOptions {
             skip_managed_fields: true,
@@ -375,6 +376,11 @@ mod tests {
             cm
         }
 
+        /// Every event of a watch that opened.
+        async fn collected<S: futures_util::Stream>(watch: Result<S>) -> Vec<S::Item> {
+            watch.unwrap().collect().await
+        }
+
         /// A watch body of `events`, each (type, enveloped object), as kube-apiserver frames it.
         fn frames(events: &[(&str, Vec<u8>)]) -> Vec<u8> {
             let mut out = Vec::new();
@@ -490,12 +496,7 @@ mod tests {
                 Some("Success")
             );
 
-            let events: Vec<_> = cms
-                .watch(&ListOptions::default())
-                .await
-                .unwrap()
-                .collect()
-                .await;
+            let events = collected(cms.watch(&ListOptions::default()).await).await;
             assert!(
                 matches!(&events[0], Ok(WatchEvent::Added(cm)) if cm == &config_map("a")),
                 "{events:?}"
@@ -509,6 +510,48 @@ mod tests {
                 "{events:?}"
             );
             assert_eq!(events.len(), 3);
+        }
+
+        #[tokio::test]
+        async fn compact_clients_of_built_in_types_read_protobuf_and_keep_the_messages() {
+            use crate::cache::{Compact, Encoding};
+            let list = k8s_openapi::List {
+                items: vec![config_map("a"), config_map("b")],
+                metadata: Default::default(),
+            };
+            let (list_body, object) = (
+                kubekit_protobuf::encode(&list),
+                kubekit_protobuf::encode(&config_map("c")),
+            );
+            let watch_body = frames(&[("MODIFIED", object.clone())]);
+            let server = TestServer::start(move |line| {
+                if line.contains("watch=true") {
+                    watch_reply(watch_body.clone())
+                } else if line.contains("/configmaps/c") {
+                    reply(object.clone(), PROTOBUF, 200)
+                } else {
+                    reply(list_body.clone(), PROTOBUF, 200)
+                }
+            })
+            .await;
+            let cms = ResourceClient::<Compact<ConfigMap>>::namespaced(server.client(), "demo");
+            let got = cms.list(&ListOptions::default()).await.unwrap();
+            let names: Vec<_> = got.items.iter().map(|c| c.meta().name.clone()).collect();
+            assert_eq!(names, [Some("a".into()), Some("b".into())]);
+            assert_eq!(got.items[1].encoding(), Encoding::Protobuf);
+            assert_eq!(*got.items[1].get().unwrap(), config_map("b"));
+            let c = cms.get("c", &GetOptions::default()).await.unwrap();
+            assert_eq!(*c.get().unwrap(), config_map("c"));
+            let events = collected(cms.watch(&ListOptions::default()).await).await;
+            assert!(
+                matches!(&events[..], [Ok(WatchEvent::Modified(cm))] if *cm.get().unwrap() == config_map("c")),
+                "{events:?}"
+            );
+            assert!(
+                server.accepts().iter().all(|a| a.starts_with(PROTOBUF)),
+                "{:?}",
+                server.accepts()
+            );
         }
 
         #[tokio::test]
@@ -551,12 +594,7 @@ mod tests {
                 got.skipped[0]
             );
 
-            let events: Vec<_> = cms
-                .watch(&ListOptions::default())
-                .await
-                .unwrap()
-                .collect()
-                .await;
+            let events = collected(cms.watch(&ListOptions::default()).await).await;
             assert!(matches!(&events[0], Ok(WatchEvent::Added(_))));
             let last = events.last().unwrap().as_ref().unwrap_err().to_string();
             assert!(last.contains("stream ended mid-event"), "{last}");

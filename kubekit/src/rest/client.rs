@@ -44,6 +44,7 @@
 //!   cut is logged); a watch is read one event at a time, each of at most
 //!   [`MAX_WATCH_EVENT_BYTES`](super::MAX_WATCH_EVENT_BYTES).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -296,7 +297,7 @@ pub struct Request {
     body: Option<Bytes>,
     content_type: &'static str,
     accept: &'static str,
-    /// What decoding a protobuf answer leaves out.
+    /// What decoding the answer leaves out.
     decode_options: DecodeOptions,
     /// The timeout set on this request; without one, the client's applies (watches
     /// excepted).
@@ -396,7 +397,8 @@ impl Request {
         self
     }
 
-    /// What decoding the answer leaves out when it is protobuf (nothing unless set).
+    /// What decoding the answer leaves out (nothing unless set): skipped while decoding
+    /// protobuf; cut from JSON lists and watch events before they are decoded.
     pub(crate) fn decode_options(mut self, options: DecodeOptions) -> Self {
         self.decode_options = options;
         self
@@ -529,10 +531,11 @@ impl Request {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok());
         let decoder = if content_type.is_some_and(is_protobuf) {
-            WatchDecoder::<K>::protobuf(this.describe()).with_decode_options(this.decode_options)
+            WatchDecoder::<K>::protobuf(this.describe())
         } else {
             WatchDecoder::<K>::new(this.describe())
         };
+        let decoder = decoder.with_decode_options(this.decode_options);
         Ok(DecodedWatch::new(res.into_body(), decoder, move |e| {
             this.transport_error(&url, e)
         }))
@@ -1011,7 +1014,7 @@ impl Response {
         if self.is_protobuf() {
             return decode_protobuf_list(&self.body, &self.what, self.decode_options);
         }
-        decode_list(&self.body, &self.what)
+        decode_json_list(&self.body, &self.what, self.decode_options)
     }
 
     /// A `*List` response as a [`ListPage`]: its metadata read at once (without scanning
@@ -1057,14 +1060,37 @@ pub fn decode<K: DeserializeOwned>(json: &[u8], what: &str) -> Result<K> {
 /// Decodes a JSON `*List` body item by item, on every core; see
 /// [`Response::decode_list`].
 pub fn decode_list<K: DeserializeOwned + Send>(body: &[u8], what: &str) -> Result<ObjectList<K>> {
+    decode_json_list(body, what, DecodeOptions::default())
+}
+
+/// [`decode_list`], each item without `metadata.managedFields` when `options` skip them.
+fn decode_json_list<K: DeserializeOwned + Send>(
+    body: &[u8],
+    what: &str,
+    options: DecodeOptions,
+) -> Result<ObjectList<K>> {
     let raw: RawList<'_> = serde_json::from_slice(body)
         .map_err(|e| Error::decode(format!("list of {what}"), e, body))?;
     let raw_items = raw.items.unwrap_or_default();
     Ok(decode_items(raw.metadata, &raw_items, |item, i| {
-        let json = item.get().as_bytes();
-        super::json::from_slice(json)
-            .map_err(|e| Error::decode(format!("item {i} of {what}"), e, json))
+        let json = json_without(item.get().as_bytes(), &[], options);
+        super::json::from_slice(&json)
+            .map_err(|e| Error::decode(format!("item {i} of {what}"), e, &json))
     }))
+}
+
+/// `json`, which holds an object at `path`, without what `options` leave out (see
+/// `rest::json::without_managed_fields`).
+pub(crate) fn json_without<'a>(
+    json: &'a [u8],
+    path: &[&[u8]],
+    options: DecodeOptions,
+) -> Cow<'a, [u8]> {
+    if options.skip_managed_fields {
+        super::json::without_managed_fields(json, path)
+    } else {
+        Cow::Borrowed(json)
+    }
 }
 
 /// Whether a `Content-Type` is kube-apiserver's protobuf (an object, a list or a watch).
@@ -1081,9 +1107,15 @@ pub(crate) fn protobuf_error(
     Error::decode(what, serde::de::Error::custom(e), body)
 }
 
+/// The protobuf codec of `K`: of a built-in type, or of a [`Compact`](crate::cache::Compact)
+/// one.
+pub(crate) fn protobuf_codec<K: 'static>() -> Option<&'static kubekit_protobuf::Codec> {
+    kubekit_protobuf::codec::<K>().or_else(crate::cache::compact::protobuf_codec::<K>)
+}
+
 /// The protobuf codec of `K`, or the error of a protobuf body for a type that has none.
 pub(crate) fn codec_for<K: 'static>(what: &str) -> Result<&'static kubekit_protobuf::Codec> {
-    kubekit_protobuf::codec::<K>().ok_or_else(|| {
+    protobuf_codec::<K>().ok_or_else(|| {
         let e = kubekit_protobuf::Error::new(format!(
             "{} has no protobuf form, and the server answered in protobuf",
             std::any::type_name::<K>()

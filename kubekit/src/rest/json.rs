@@ -13,8 +13,10 @@
 //! only serde_json accepts (a `serde_json::value::RawValue` field in a user's type) still
 //! decodes.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashSet;
+use std::ops::Range;
 
 use serde::de::{DeserializeOwned, DeserializeSeed};
 
@@ -82,6 +84,137 @@ pub(crate) fn from_slice<T: DeserializeOwned>(json: &[u8]) -> serde_json::Result
     decode_with::<T, T>(json, std::marker::PhantomData::<T>, || {
         serde_json::from_slice(json)
     })
+}
+
+/// `json` without `metadata.managedFields` of the object it holds at `path` (the keys that
+/// lead to it: none for an object, `["object"]` for a watch event), the rest byte for byte
+/// as it was. Only the structure up to the end of `managedFields` is scanned (strings and
+/// nesting), nothing is decoded. JSON that is not as expected comes back unchanged, for the
+/// decoder to report.
+pub(crate) fn without_managed_fields<'a>(json: &'a [u8], path: &[&[u8]]) -> Cow<'a, [u8]> {
+    let Some(cut) = managed_fields_span(json, path) else {
+        return Cow::Borrowed(json);
+    };
+    let mut out = Vec::with_capacity(json.len() - cut.len());
+    out.extend_from_slice(&json[..cut.start]);
+    out.extend_from_slice(&json[cut.end..]);
+    Cow::Owned(out)
+}
+
+/// The bytes to remove for [`without_managed_fields`]: the member with a comma beside it.
+fn managed_fields_span(json: &[u8], path: &[&[u8]]) -> Option<Range<usize>> {
+    let mut object = skip_whitespace(json, 0);
+    for key in path.iter().copied().chain([&b"metadata"[..]]) {
+        object = skip_whitespace(json, find_member(json, object, key)?.value.start);
+    }
+    let member = find_member(json, object, b"managedFields")?;
+    Some(match (member.comma_before, member.comma_after) {
+        (Some(comma), _) => comma..member.value.end,
+        (None, Some(comma)) => member.key_start..comma + 1,
+        (None, None) => member.key_start..member.value.end,
+    })
+}
+
+/// Where one member of a JSON object stands.
+struct Member {
+    /// The opening quote of its key.
+    key_start: usize,
+    /// Its value.
+    value: Range<usize>,
+    /// The comma before its key, if it is not the first member.
+    comma_before: Option<usize>,
+    /// The comma after its value, if it is not the last member.
+    comma_after: Option<usize>,
+}
+
+/// The member named `key` of the object that starts at `start` (its `{`).
+fn find_member(json: &[u8], start: usize, key: &[u8]) -> Option<Member> {
+    if json.get(start) != Some(&b'{') {
+        return None;
+    }
+    let mut at = skip_whitespace(json, start + 1);
+    let mut comma_before = None;
+    loop {
+        let key_start = at;
+        let key_end = skip_string(json, key_start)?;
+        at = skip_whitespace(json, key_end);
+        if json.get(at) != Some(&b':') {
+            return None;
+        }
+        let value_start = skip_whitespace(json, at + 1);
+        let value_end = skip_value(json, value_start)?;
+        at = skip_whitespace(json, value_end);
+        let comma_after = (json.get(at) == Some(&b',')).then_some(at);
+        if &json[key_start + 1..key_end - 1] == key {
+            return Some(Member {
+                key_start,
+                value: value_start..value_end,
+                comma_before,
+                comma_after,
+            });
+        }
+        let comma = comma_after?;
+        comma_before = Some(comma);
+        at = skip_whitespace(json, comma + 1);
+    }
+}
+
+fn skip_whitespace(json: &[u8], mut at: usize) -> usize {
+    while json.get(at).is_some_and(u8::is_ascii_whitespace) {
+        at += 1;
+    }
+    at
+}
+
+/// The end (past the closing quote) of the string whose opening quote is at `start`.
+fn skip_string(json: &[u8], start: usize) -> Option<usize> {
+    if json.get(start) != Some(&b'"') {
+        return None;
+    }
+    let mut at = start + 1;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', json.get(at..)?)?;
+        match json[at] {
+            b'"' => return Some(at + 1),
+            _ => at += 2,
+        }
+    }
+}
+
+/// The end of the value that starts at `start`. Inside objects and arrays, strings are
+/// skipped by a vectorised search for their end, and only the bytes between them are
+/// looked at one by one: short runs of punctuation, numbers and literals.
+fn skip_value(json: &[u8], start: usize) -> Option<usize> {
+    match json.get(start)? {
+        b'"' => skip_string(json, start),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut at = start;
+            loop {
+                let gap_end = memchr::memchr(b'"', json.get(at..)?).map_or(json.len(), |q| at + q);
+                for (i, byte) in json[at..gap_end].iter().enumerate() {
+                    match byte {
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Some(at + i + 1);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                at = skip_string(json, gap_end)?;
+            }
+        }
+        _ => {
+            let len = json[start..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace())
+                .unwrap_or(json.len() - start);
+            (len > 0).then_some(start + len)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -166,5 +299,68 @@ mod tests {
         SCRATCH.with(|s| assert!(s.borrow().input.capacity() <= KEPT_SCRATCH_BYTES));
         let small: Pod = from_slice(br#"{"metadata":{"name":"a"}}"#).unwrap();
         assert_eq!(small.metadata.name.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn managed_fields_are_cut_wherever_they_stand_in_the_metadata() {
+        let managed = r#"[{"manager":"k","fieldsV1":{"f:a":{"}":"{["}}}]"#;
+        for metadata in [
+            format!(r#"{{"name":"p","managedFields":{managed},"uid":"u"}}"#),
+            format!(r#"{{"managedFields":{managed},"name":"p","uid":"u"}}"#),
+            format!(r#"{{"name":"p","uid":"u", "managedFields" : {managed} }}"#),
+        ] {
+            let json = format!(
+                r#"{{"kind":"Pod","spec":{{"managedFields":1}},"metadata":{metadata},"status":{{}}}}"#
+            );
+            let cut = without_managed_fields(json.as_bytes(), &[]);
+            let value: serde_json::Value = serde_json::from_slice(&cut).unwrap();
+            let mut expected: serde_json::Value = serde_json::from_str(&json).unwrap();
+            expected["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("managedFields");
+            assert_eq!(value, expected, "{json}");
+            assert_eq!(value["spec"]["managedFields"], 1, "only the metadata's");
+        }
+        let only = format!(r#"{{"metadata":{{"managedFields":{managed}}}}}"#);
+        assert_eq!(
+            &*without_managed_fields(only.as_bytes(), &[]),
+            br#"{"metadata":{}}"#
+        );
+        let event = format!(r#"{{"type":"ADDED","object":{only}}}"#);
+        assert_eq!(
+            &*without_managed_fields(event.as_bytes(), &[b"object"]),
+            br#"{"type":"ADDED","object":{"metadata":{}}}"#
+        );
+    }
+
+    #[test]
+    fn json_without_managed_fields_or_malformed_is_left_as_it_is() {
+        for json in [
+            &br#"{"metadata":{"name":"p"}}"#[..],
+            br#"{"metadata":{"name":"p","managedFields":[{"a":"\"]"}]"#,
+            br#"{"metadata":"x"}"#,
+            br#"[1,2]"#,
+            br#"{"metadata":{"name":"p" "managedFields":[]}}"#,
+            b"",
+        ] {
+            assert!(
+                matches!(without_managed_fields(json, &[]), Cow::Borrowed(_)),
+                "{}",
+                String::from_utf8_lossy(json)
+            );
+        }
+    }
+
+    #[test]
+    fn a_pod_decoded_without_its_managed_fields_equals_it_with_them_dropped() {
+        let json = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"b"},
+            "managedFields":[{"manager":"kubectl","operation":"Update","fieldsV1":{"f:metadata":{"f:labels":{".":{}}}}}],
+            "annotations":{"x":"{\"managedFields\":[]}"}},"spec":{"containers":[{"name":"c"}]}}"#;
+        let mut full: Pod = from_slice(json).unwrap();
+        assert!(full.metadata.managed_fields.is_some());
+        full.metadata.managed_fields = None;
+        let cut: Pod = from_slice(&without_managed_fields(json, &[])).unwrap();
+        assert_eq!(cut, full);
     }
 }

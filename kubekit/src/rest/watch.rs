@@ -268,11 +268,24 @@ pub fn decode_event<K: DeserializeOwned>(line: &[u8], what: &str) -> Result<Watc
     })
 }
 
+/// Decodes one JSON watch line, without `metadata.managedFields` when `options` skip them
+/// (cut from the line before it is decoded).
+fn decode_json_event<K: DeserializeOwned>(
+    line: &[u8],
+    what: &str,
+    options: DecodeOptions,
+) -> Result<WatchEvent<K>> {
+    decode_event(
+        &super::client::json_without(line, &[b"object"], options),
+        what,
+    )
+}
+
 /// How a watch stream separates its events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Framing {
-    /// One JSON event per line.
-    Lines,
+    /// One JSON event per line, decoded leaving out what the options say.
+    Lines(DecodeOptions),
     /// Length-prefixed protobuf frames, decoded leaving out what the options say.
     Protobuf(DecodeOptions),
 }
@@ -285,7 +298,7 @@ impl Framing {
         what: &str,
     ) -> Result<WatchEvent<K>> {
         match self {
-            Framing::Lines => decode_event(unit, what),
+            Framing::Lines(options) => decode_json_event(unit, what, options),
             Framing::Protobuf(options) => decode_protobuf_event(unit, what, options),
         }
     }
@@ -352,7 +365,7 @@ impl<K: DeserializeOwned + 'static> WatchDecoder<K> {
     pub fn new(what: impl Into<String>) -> Self {
         Self {
             buf: BytesMut::new(),
-            framing: Framing::Lines,
+            framing: Framing::Lines(DecodeOptions::default()),
             scanned: 0,
             max_event_bytes: MAX_WATCH_EVENT_BYTES,
             failed: false,
@@ -370,10 +383,10 @@ impl<K: DeserializeOwned + 'static> WatchDecoder<K> {
         }
     }
 
-    /// The same protobuf decoder, leaving out what `options` say (no effect on JSON).
+    /// The same decoder, leaving out what `options` say.
     pub fn with_decode_options(mut self, options: DecodeOptions) -> Self {
-        if let Framing::Protobuf(o) = &mut self.framing {
-            *o = options;
+        match &mut self.framing {
+            Framing::Lines(o) | Framing::Protobuf(o) => *o = options,
         }
         self
     }
@@ -491,7 +504,7 @@ impl<K> WatchDecoder<K> {
         let rest = std::mem::take(&mut self.buf).freeze();
         self.scanned = 0;
         let blank = match self.framing {
-            Framing::Lines => rest.iter().all(u8::is_ascii_whitespace),
+            Framing::Lines(_) => rest.iter().all(u8::is_ascii_whitespace),
             Framing::Protobuf(_) => rest.is_empty(),
         };
         (!blank).then_some(rest)
@@ -506,7 +519,7 @@ pub(crate) fn decode_last_event<K: DeserializeOwned + 'static>(
     what: &str,
 ) -> Result<WatchEvent<K>> {
     let decoded = match framing {
-        Framing::Lines => decode_event(line, what),
+        Framing::Lines(options) => decode_json_event(line, what, options),
         // A frame cut short: what is left does not start a whole frame.
         Framing::Protobuf(_) => match kubekit_protobuf::split_frame(line, usize::MAX) {
             Ok(Some((frame, _))) => framing.decode(frame, what),
@@ -536,7 +549,7 @@ impl<K> WatchDecoder<K> {
     /// searched in a protobuf stream, whose frames say their length).
     pub(crate) fn unscanned(&self) -> usize {
         match self.framing {
-            Framing::Lines => self.buf.len() - self.scanned,
+            Framing::Lines(_) => self.buf.len() - self.scanned,
             Framing::Protobuf(_) => 0,
         }
     }
@@ -619,6 +632,29 @@ mod tests {
                 assert!(b.is_initial_events_end());
             }
             other => panic!("expected a bookmark, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_json_decoder_told_to_skip_managed_fields_leaves_them_out() {
+        let line = br#"{"type":"MODIFIED","object":{"metadata":{"name":"a","managedFields":[{"manager":"m","operation":"Update"}]}}}
+"#;
+        let events = |options| {
+            let mut d = WatchDecoder::<Pod>::new("pods").with_decode_options(options);
+            d.feed(line);
+            all(&mut d)
+        };
+        let skip = DecodeOptions {
+            skip_managed_fields: true,
+        };
+        for (options, managed) in [(DecodeOptions::default(), true), (skip, false)] {
+            match &events(options)[..] {
+                [Ok(WatchEvent::Modified(p))] => {
+                    assert_eq!(p.metadata.name.as_deref(), Some("a"));
+                    assert_eq!(p.metadata.managed_fields.is_some(), managed);
+                }
+                other => panic!("expected one MODIFIED, got {other:?}"),
+            }
         }
     }
 
