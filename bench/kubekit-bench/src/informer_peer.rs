@@ -80,19 +80,35 @@ pub fn parse(args: impl Iterator<Item = String>) -> Result<(Cache, PeerOptions),
     Ok((cache, PeerOptions::parse(rest.into_iter())?))
 }
 
-/// Runs the peer until it has reported.
-pub fn run((cache, options): (Cache, PeerOptions)) -> Result<(), String> {
+/// Runs `peer` on a multi-threaded runtime with the client configuration of `target`, as
+/// the benchmark's clients are configured: no client-side rate limit, kubekit's defaults
+/// otherwise.
+pub(crate) fn run_with_config<F>(
+    target: &Target,
+    peer: impl FnOnce(Config) -> F,
+) -> Result<(), String>
+where
+    F: Future<Output = Result<(), String>>,
+{
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("building the runtime: {e}"))?;
     runtime.block_on(async {
-        let config = match &options.target {
+        let config = match target {
             Target::Server(url) => Config::from_url(url),
             Target::Kubeconfig(path) => Config::from_kubeconfig(path).await,
         }
         .map_err(|e| e.to_string())?
         .with_rate_limit(-1.0, 0);
+        peer(config).await
+    })
+}
+
+/// Runs the peer until it has reported.
+pub fn run((cache, options): (Cache, PeerOptions)) -> Result<(), String> {
+    let target = options.target.clone();
+    run_with_config(&target, |config| async move {
         let clientset = Clientset::new(&config).map_err(|e| e.to_string())?;
         let factory = SharedInformerFactory::builder(clientset)
             .keep_managed_fields(cache == Cache::Metadata)

@@ -13,9 +13,11 @@
 //! - `fake`: starting kubekit-fake and running the App controller's e2e scenario against it,
 //!   next to the same scenario on the real local control plane.
 //! - `informer-peer`: kubekit's side of `informer`, run by it as a child process.
+//! - `floor-peer`: the readers that decode nothing, the floor of `informer` (run by it).
 
 mod compact;
 mod fake;
+mod floor_peer;
 mod informer;
 mod informer_peer;
 mod relist;
@@ -66,7 +68,9 @@ benchmarks:
               options: --server URL | --kubeconfig PATH, --updates M,
                        --compact   cache Compact<Pod> instead of typed Pods
                        --metadata  cache the Pods' PartialObjectMetadata (factory.for_metadata)
-                       --metadata-strip  the same without managedFields";
+                       --metadata-strip  the same without managedFields
+  floor-peer     the readers that decode nothing, the floor of `informer` (run by it)
+              options: --server URL | --kubeconfig PATH, --updates M, --json | --protobuf";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
         Some("compact") => compact::Options::parse(args).and_then(compact::run),
         Some("fake") => fake::Options::parse(args).and_then(fake::run),
         Some("informer-peer") => informer_peer::parse(args).and_then(informer_peer::run),
+        Some("floor-peer") => floor_peer::parse(args).and_then(floor_peer::run),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

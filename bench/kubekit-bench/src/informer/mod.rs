@@ -9,9 +9,12 @@
 //! and triggers the M events into it; the peer prints `updated {json}` once it has seen
 //! the M-th and exits. See [`informer_protocol`] for the lines.
 //!
-//! With `--kubeconfig`, the pods are created in a real cluster instead and the peers only
-//! sync (`--updates 0`): this confirms that the replay server's figures hold against a
-//! real API server.
+//! With `--kubeconfig`, the pods are created in a real cluster instead, the readers that
+//! decode nothing (`kubekit-bench floor-peer`, JSON and protobuf) join the clients as the
+//! floor, and the M updates are real: once a peer has synced, a writer patches a label of
+//! M pods (32 patches in flight) while the peer watches. The server bounds their rate, so
+//! the figures of the watch are the peer's CPU per event and how long after the writer's
+//! last patch the peer had seen them all.
 
 mod fixture;
 mod real;
@@ -25,6 +28,7 @@ use informer_protocol::{Line, Synced, Updated};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
+use crate::floor_peer::Encoding;
 use crate::informer_peer::Cache;
 pub(crate) use fixture::Fixture;
 use real::Cluster;
@@ -43,6 +47,8 @@ enum Client {
     KubekitMetadataStrip,
     KubeRs,
     Go,
+    /// A reader that decodes nothing (against a real cluster).
+    Floor(Encoding),
 }
 
 impl Client {
@@ -54,20 +60,29 @@ impl Client {
         Client::Go,
     ];
 
-    const ALL: [Client; 6] = [
+    /// The floor, added to the default clients against a real cluster.
+    const FLOORS: [Client; 2] = [
+        Client::Floor(Encoding::Json),
+        Client::Floor(Encoding::Protobuf),
+    ];
+
+    const ALL: [Client; 8] = [
         Client::Kubekit,
         Client::KubekitCompact,
         Client::KubekitMetadata,
         Client::KubekitMetadataStrip,
         Client::KubeRs,
         Client::Go,
+        Client::Floor(Encoding::Json),
+        Client::Floor(Encoding::Protobuf),
     ];
 
     fn name(self) -> &'static str {
-        match self.cache() {
-            Some(cache) => cache.client_name(),
-            None if self == Client::KubeRs => "kube-rs",
-            None => "client-go",
+        match self {
+            Client::KubeRs => "kube-rs",
+            Client::Go => "client-go",
+            Client::Floor(encoding) => encoding.client_name(),
+            _ => self.cache().map_or("", Cache::client_name),
         }
     }
 
@@ -78,7 +93,7 @@ impl Client {
             Client::KubekitCompact => Some(Cache::Compact),
             Client::KubekitMetadata => Some(Cache::Metadata),
             Client::KubekitMetadataStrip => Some(Cache::MetadataStrip),
-            Client::KubeRs | Client::Go => None,
+            Client::KubeRs | Client::Go | Client::Floor(_) => None,
         }
     }
 
@@ -106,6 +121,7 @@ impl Options {
     /// Parses the options that follow the `informer` subcommand.
     pub fn parse(args: impl Iterator<Item = String>) -> Result<Self, String> {
         let args: Vec<String> = args.collect();
+        let mut clients_given = false;
         let mut options = Self {
             pods: 10_000,
             updates: 10_000,
@@ -135,7 +151,10 @@ impl Options {
                     let seconds = number("--timeout", value("--timeout")?)?;
                     options.timeout = Duration::from_secs(seconds as u64);
                 }
-                "--clients" => options.clients = parse_clients(&value("--clients")?)?,
+                "--clients" => {
+                    options.clients = parse_clients(&value("--clients")?)?;
+                    clients_given = true;
+                }
                 "--go-bin" => options.go_bin = Some(value("--go-bin")?.into()),
                 "--kube-rs-bin" => options.kube_rs_bin = Some(value("--kube-rs-bin")?.into()),
                 "--fixture" => options.fixture = value("--fixture")?.into(),
@@ -147,9 +166,8 @@ impl Options {
         if options.pods == 0 || options.runs == 0 {
             return Err("--pods and --runs must be positive".into());
         }
-        if options.kubeconfig.is_some() {
-            // Against a real cluster the peers only sync.
-            options.updates = 0;
+        if options.kubeconfig.is_some() && !clients_given {
+            options.clients.extend(Client::FLOORS);
         }
         Ok(options)
     }
@@ -172,7 +190,7 @@ fn parse_clients(list: &str) -> Result<Vec<Client>, String> {
             .into_iter()
             .find(|c| c.name() == name)
             .ok_or(format!(
-                "--clients: unknown client {name:?} (kubekit, kubekit-compact, kubekit-metadata, kubekit-metadata-strip, kube-rs, client-go)"
+                "--clients: unknown client {name:?} (kubekit, kubekit-compact, kubekit-metadata, kubekit-metadata-strip, kube-rs, client-go, reader-json, reader-protobuf)"
             ))?;
         if !clients.contains(&client) {
             clients.push(client);
@@ -204,6 +222,10 @@ fn programs(options: &Options) -> Result<Vec<Program>, String> {
                     let args = ["informer-peer"].into_iter().chain(flag);
                     (this.clone(), args.map(str::to_string).collect())
                 }
+                Client::Floor(encoding) => (
+                    this.clone(),
+                    vec!["floor-peer".to_string(), encoding.flag().to_string()],
+                ),
                 Client::KubeRs => (
                     options
                         .kube_rs_bin
@@ -253,6 +275,9 @@ impl Source {
 struct Sample {
     synced: Synced,
     updated: Option<Updated>,
+    /// Against a real cluster: seconds from the writer's last patch to the peer's
+    /// `updated` line.
+    lag_seconds: Option<f64>,
 }
 
 /// What the orchestrator expects of each peer.
@@ -323,16 +348,32 @@ async fn run_peer(
             Line::Updated(_) => return Err("printed `updated` before `synced`".to_string()),
         };
         expect.check_synced(client, &synced)?;
-        let mut updated = None;
+        let (mut updated, mut lag_seconds) = (None, None);
         if expect.updates > 0 {
-            let Source::Replay(server) = source else {
-                return Err("updates need the replay server".into());
+            let report = match source {
+                Source::Replay(server) => {
+                    tokio::select! {
+                        () = server.wait_watching() => server.trigger(),
+                        _ = child.wait() => return Err("exited before its watch was open".into()),
+                    }
+                    next_line(&mut lines, "updated").await?
+                }
+                Source::Cluster(cluster, _) => {
+                    // The writer's patches and the peer's report, side by side.
+                    let writes = async {
+                        cluster.patch_pods(expect.updates).await?;
+                        Ok::<_, String>(std::time::Instant::now())
+                    };
+                    let report = async {
+                        let line = next_line(&mut lines, "updated").await;
+                        (line, std::time::Instant::now())
+                    };
+                    let (written, (line, reported)) = tokio::join!(writes, report);
+                    lag_seconds = Some(reported.saturating_duration_since(written?).as_secs_f64());
+                    line?
+                }
             };
-            tokio::select! {
-                () = server.wait_watching() => server.trigger(),
-                _ = child.wait() => return Err("exited before its watch was open".into()),
-            }
-            let report = match next_line(&mut lines, "updated").await? {
+            let report = match report {
                 Line::Updated(report) => report,
                 Line::Synced(_) => return Err("printed `synced` twice".to_string()),
             };
@@ -343,7 +384,11 @@ async fn run_peer(
             return Err(format!("printed more than expected: {line:?}"));
         }
         match child.wait().await {
-            Ok(status) if status.success() => Ok(Sample { synced, updated }),
+            Ok(status) if status.success() => Ok(Sample {
+                synced,
+                updated,
+                lag_seconds,
+            }),
             _ => Err("did not exit successfully".into()),
         }
     })
@@ -378,7 +423,7 @@ struct Figure {
     of_updates: bool,
 }
 
-const FIGURES: [Figure; 7] = [
+const FIGURES: [Figure; 9] = [
     Figure {
         label: "sync wall (s)",
         value: |s, _| Some(s.synced.sync_seconds),
@@ -412,6 +457,22 @@ const FIGURES: [Figure; 7] = [
     Figure {
         label: "watch events/s",
         value: |s, _| s.updated.as_ref().map(|u| u.events_per_second),
+        decimals: 0,
+        of_updates: true,
+    },
+    Figure {
+        label: "CPU per event (µs)",
+        value: |s, _| {
+            let updated = s.updated.as_ref()?;
+            let cpu = updated.cpu_seconds - s.synced.cpu_seconds;
+            Some(cpu / updated.updates as f64 * 1e6)
+        },
+        decimals: 0,
+        of_updates: true,
+    },
+    Figure {
+        label: "last event after writes (ms)",
+        value: |s, _| Some(s.lag_seconds? * 1e3),
         decimals: 0,
         of_updates: true,
     },
@@ -467,6 +528,11 @@ impl ClientRuns {
 fn print_table(results: &[ClientRuns], pods: usize, updates: usize, runs: usize) {
     let (ours, peers): (Vec<&ClientRuns>, Vec<&ClientRuns>) =
         results.iter().partition(|r| r.client.is_kubekit());
+    // Against the floor, only the protobuf reader: the JSON one is slower than it.
+    let peers: Vec<&ClientRuns> = peers
+        .into_iter()
+        .filter(|r| r.client != Client::Floor(Encoding::Json))
+        .collect();
     let pairs: Vec<(&ClientRuns, &ClientRuns)> = ours
         .iter()
         .flat_map(|&kubekit| peers.iter().map(move |&peer| (kubekit, peer)))
@@ -533,9 +599,10 @@ pub fn run(options: Options) -> Result<(), String> {
         let source = match &options.kubeconfig {
             Some(kubeconfig) => {
                 println!(
-                    "informer: {} pods in a real cluster ({}), sync only; {} runs",
+                    "informer: {} pods in a real cluster ({}), then {} label patches; {} runs",
                     options.pods,
                     kubeconfig.display(),
+                    options.updates,
                     options.runs
                 );
                 let cluster = Cluster::populate(kubeconfig, &fixture, options.pods).await?;
@@ -661,7 +728,14 @@ mod tests {
         assert_eq!((o.pods, o.updates, o.runs), (5, 7, 1));
         assert_eq!(o.clients, Client::DEFAULT);
         let o = Options::parse(args("--kubeconfig k --updates 7").into_iter()).unwrap();
-        assert_eq!(o.updates, 0);
+        assert_eq!(o.updates, 7);
+        assert_eq!(
+            o.clients[4..],
+            Client::FLOORS,
+            "the floor joins against a cluster"
+        );
+        let o = Options::parse(args("--kubeconfig k --clients kubekit").into_iter()).unwrap();
+        assert_eq!(o.clients, [Client::Kubekit], "unless the clients are given");
         for bad in ["--pods 0", "--pods", "--runs x", "--what"] {
             assert!(Options::parse(args(bad).into_iter()).is_err(), "{bad}");
         }

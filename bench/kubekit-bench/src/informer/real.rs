@@ -7,20 +7,25 @@
 //! spec.nodeName: no node exists, and the pod garbage collector deletes pods bound to a
 //! missing node), then given the template's status by a status update, as a kubelet
 //! would: each pod carries a status and the managedFields the server writes for both.
+//!
+//! The watch updates are merge patches of a label, each a new value: every patch is one
+//! MODIFIED event for each informer watching.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{Namespace, Pod, PodStatus};
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, UpdateOptions,
+    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, Patch, PatchOptions,
+    UpdateOptions,
 };
 use kubekit::rest::Config;
 
 use super::fixture::Fixture;
 
-/// Creates in flight at once.
+/// Creates, and patches, in flight at once.
 const CONCURRENT_CREATES: usize = 32;
 /// Namespaces the pods are spread over.
 const NAMESPACES: usize = 10;
@@ -31,6 +36,10 @@ const NAMESPACE_DELETION: Duration = Duration::from_secs(300);
 pub struct Cluster {
     clientset: Clientset,
     namespaces: Vec<String>,
+    /// The pods made, (namespace, name).
+    pods: Vec<(String, String)>,
+    /// Patches written so far: the next patch's label value, and which pod it goes to.
+    patches: AtomicUsize,
 }
 
 /// A template of the fixture as a pod to create, and the status to give it.
@@ -65,6 +74,10 @@ impl Cluster {
         let cluster = Self {
             clientset: Clientset::new(&config).map_err(|e| e.to_string())?,
             namespaces: (0..NAMESPACES).map(|k| format!("bench-{k}")).collect(),
+            pods: (0..pods)
+                .map(|i| (format!("bench-{}", i % NAMESPACES), fixture.pod_name(i)))
+                .collect(),
+            patches: AtomicUsize::new(0),
         };
         cluster.delete_namespaces().await?;
         match cluster.fill(fixture, pods).await {
@@ -162,6 +175,27 @@ impl Cluster {
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
+    }
+
+    /// Patches a label of `count` pods, the pods in turn, each patch a new value.
+    pub async fn patch_pods(&self, count: usize) -> Result<(), String> {
+        let first = self.patches.fetch_add(count, Ordering::Relaxed);
+        stream::iter(first..first + count)
+            .map(|n| async move {
+                let (namespace, name) = &self.pods[n % self.pods.len()];
+                let patch =
+                    serde_json::json!({"metadata": {"labels": {"bench-update": n.to_string()}}});
+                self.clientset
+                    .core_v1()
+                    .pods(namespace)
+                    .patch(name, &Patch::Merge(patch), &PatchOptions::default())
+                    .await
+                    .map(drop)
+                    .map_err(|e| format!("patching pod {namespace}/{name}: {e}"))
+            })
+            .buffer_unordered(CONCURRENT_CREATES)
+            .try_for_each(|()| async { Ok(()) })
+            .await
     }
 
     /// Deletes the namespaces (and so the pods) and waits until they are gone.
