@@ -89,8 +89,8 @@ pub(crate) fn from_slice<T: DeserializeOwned>(json: &[u8]) -> serde_json::Result
 /// `json` without `metadata.managedFields` of the object it holds at `path` (the keys that
 /// lead to it: none for an object, `["object"]` for a watch event), the rest byte for byte
 /// as it was. Only the structure up to the end of `managedFields` is scanned (strings and
-/// nesting), nothing is decoded. JSON that is not as expected comes back unchanged, for the
-/// decoder to report.
+/// nesting), nothing is decoded, and what follows is not looked at. JSON that is not as
+/// expected up to there comes back unchanged, for the decoder to report.
 pub(crate) fn without_managed_fields<'a>(json: &'a [u8], path: &[&[u8]]) -> Cow<'a, [u8]> {
     let Some(cut) = managed_fields_span(json, path) else {
         return Cow::Borrowed(json);
@@ -105,29 +105,31 @@ pub(crate) fn without_managed_fields<'a>(json: &'a [u8], path: &[&[u8]]) -> Cow<
 fn managed_fields_span(json: &[u8], path: &[&[u8]]) -> Option<Range<usize>> {
     let mut object = skip_whitespace(json, 0);
     for key in path.iter().copied().chain([&b"metadata"[..]]) {
-        object = skip_whitespace(json, find_member(json, object, key)?.value.start);
+        object = find_member(json, object, key)?.value_start;
     }
     let member = find_member(json, object, b"managedFields")?;
-    Some(match (member.comma_before, member.comma_after) {
-        (Some(comma), _) => comma..member.value.end,
-        (None, Some(comma)) => member.key_start..comma + 1,
-        (None, None) => member.key_start..member.value.end,
+    let value_end = skip_value(json, member.value_start)?;
+    let after = skip_whitespace(json, value_end);
+    Some(match (member.comma_before, json.get(after)?) {
+        (Some(comma), b',' | b'}') => comma..value_end,
+        (None, b',') => member.key_start..after + 1,
+        (None, b'}') => member.key_start..value_end,
+        _ => return None,
     })
 }
 
-/// Where one member of a JSON object stands.
+/// Where one member of a JSON object starts.
 struct Member {
     /// The opening quote of its key.
     key_start: usize,
-    /// Its value.
-    value: Range<usize>,
+    /// The first byte of its value.
+    value_start: usize,
     /// The comma before its key, if it is not the first member.
     comma_before: Option<usize>,
-    /// The comma after its value, if it is not the last member.
-    comma_after: Option<usize>,
 }
 
-/// The member named `key` of the object that starts at `start` (its `{`).
+/// The member named `key` of the object that starts at `start` (its `{`); the members
+/// before it are skipped, its value and what follows are not looked at.
 fn find_member(json: &[u8], start: usize, key: &[u8]) -> Option<Member> {
     if json.get(start) != Some(&b'{') {
         return None;
@@ -142,20 +144,19 @@ fn find_member(json: &[u8], start: usize, key: &[u8]) -> Option<Member> {
             return None;
         }
         let value_start = skip_whitespace(json, at + 1);
-        let value_end = skip_value(json, value_start)?;
-        at = skip_whitespace(json, value_end);
-        let comma_after = (json.get(at) == Some(&b',')).then_some(at);
         if &json[key_start + 1..key_end - 1] == key {
             return Some(Member {
                 key_start,
-                value: value_start..value_end,
+                value_start,
                 comma_before,
-                comma_after,
             });
         }
-        let comma = comma_after?;
-        comma_before = Some(comma);
-        at = skip_whitespace(json, comma + 1);
+        at = skip_whitespace(json, skip_value(json, value_start)?);
+        if json.get(at) != Some(&b',') {
+            return None;
+        }
+        comma_before = Some(at);
+        at = skip_whitespace(json, at + 1);
     }
 }
 
@@ -331,6 +332,12 @@ mod tests {
         assert_eq!(
             &*without_managed_fields(event.as_bytes(), &[b"object"]),
             br#"{"type":"ADDED","object":{"metadata":{}}}"#
+        );
+        // What follows the metadata is left for the decoder, even when it is malformed.
+        let cut_short = format!(r#"{{"object":{only},"status":{{"#);
+        assert_eq!(
+            &*without_managed_fields(cut_short.as_bytes(), &[b"object"]),
+            br#"{"object":{"metadata":{}},"status":{"#
         );
     }
 
