@@ -66,7 +66,9 @@
 //! defaulting or schema validation (an added container gets no `imagePullPolicy`; empty
 //! lists and maps are kept where the real server's encoding leaves them out), no
 //! managedFields, no server-side apply, no OpenAPI schemas (`kubectl
-//! explain` has nothing to show) and no OpenAPI v2, no protobuf or YAML bodies, no server
+//! explain` has nothing to show) and no OpenAPI v2, no YAML bodies, no protobuf answers
+//! (a create or update may send protobuf; the answer is JSON, which every client that
+//! asks for protobuf also accepts), no server
 //! side tables (`kubectl get` shows names and ages only), no dry run, no periodic watch
 //! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
 //! and namespace deletion, which happen at once.

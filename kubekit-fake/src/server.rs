@@ -10,8 +10,11 @@
 //!   `405 MethodNotAllowed`.
 //! - Patches: JSON patch, JSON merge patch, strategic merge patch of built-in types (see
 //!   `smp`); anything else, server-side apply included, is `415 UnsupportedMediaType`.
-//! - Bodies are JSON (no protobuf, no YAML), at most [`MAX_BODY_BYTES`]; a body that is
-//!   not a JSON object is `400 BadRequest`. `dryRun` is refused with `400`.
+//! - Bodies are JSON (no YAML), at most [`MAX_BODY_BYTES`]; a create or update of a
+//!   built-in kind may also send protobuf (`application/vnd.kubernetes.protobuf`, as
+//!   kubectl and client-go's typed clients do), read through `kubekit_protobuf::json_codec`.
+//!   A body that is not an object is `400 BadRequest`; protobuf of a kind without a
+//!   protobuf form (a custom resource) is `415`. `dryRun` is refused with `400`.
 //! - Every error is a `metav1.Status`. No client input panics the server.
 
 use std::collections::HashMap;
@@ -327,8 +330,8 @@ async fn serve_resource(
     let result = match verb {
         "get" => get(shared, &target),
         "list" => list(shared, &target),
-        "create" => object_body(&body).and_then(|obj| create(shared, &target, obj)),
-        "update" => object_body(&body).and_then(|obj| update(shared, &target, obj)),
+        "create" => object_body(&content_type, &body).and_then(|obj| create(shared, &target, obj)),
+        "update" => object_body(&content_type, &body).and_then(|obj| update(shared, &target, obj)),
         "patch" => patch(shared, &target, &content_type, &body),
         "delete" => delete(shared, &target, &body),
         _ => delete_collection(shared, &target, &body),
@@ -348,9 +351,28 @@ fn json_body(body: &[u8]) -> ApiResult<Value> {
         .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
 }
 
-/// The request body, which must be a JSON object.
-fn object_body(body: &[u8]) -> ApiResult<Value> {
-    let v = json_body(body)?;
+/// A protobuf request body (`k8s\0` and a `runtime.Unknown`) as the JSON object it encodes;
+/// a kind without a protobuf form (a custom resource) is `415`, as on the real server.
+fn protobuf_body(body: &[u8]) -> ApiResult<Value> {
+    let invalid = |e: kubekit_protobuf::Error| {
+        ApiError::bad_request(format!(
+            "the request body is not a valid protobuf object: {e}"
+        ))
+    };
+    let unknown = kubekit_protobuf::Unknown::read(body).map_err(invalid)?;
+    let codec = kubekit_protobuf::json_codec(&unknown.api_version, &unknown.kind)
+        .ok_or_else(|| ApiError::unsupported_media_type(&["application/json"]))?;
+    codec.to_json(unknown.raw).map_err(invalid)
+}
+
+/// The request body of a create or update, which must be an object: JSON, or protobuf of a
+/// built-in kind (what kubectl and client-go's typed clients send).
+fn object_body(content_type: &str, body: &[u8]) -> ApiResult<Value> {
+    let v = if content_type == kubekit_protobuf::CONTENT_TYPE {
+        protobuf_body(body)?
+    } else {
+        json_body(body)?
+    };
     if v.is_object() {
         Ok(v)
     } else {
@@ -618,13 +640,13 @@ fn unsupported_patch(t: &Target, content_type: &str) -> ApiError {
     if t.info.builtin {
         accepted.push("application/strategic-merge-patch+json");
     }
-    let mut e = ApiError::unsupported_patch(&accepted);
+    let mut e = ApiError::unsupported_media_type(&accepted);
     if content_type == "application/apply-patch+yaml" {
         e.message
             .push_str(" (kubekit-fake does not implement server-side apply)");
     } else if !t.info.builtin {
         // The real server's list for a custom resource names server-side apply too.
-        e = ApiError::unsupported_patch(&[
+        e = ApiError::unsupported_media_type(&[
             "application/json-patch+json",
             "application/merge-patch+json",
             "application/apply-patch+yaml",

@@ -128,8 +128,9 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
-    /// `415 UnsupportedMediaType` listing the patch types that are accepted.
-    pub fn unsupported_patch(accepted: &[&str]) -> Self {
+    /// `415 UnsupportedMediaType` listing the media types (of a body or a patch) that are
+    /// accepted.
+    pub fn unsupported_media_type(accepted: &[&str]) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",

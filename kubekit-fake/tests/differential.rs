@@ -1146,6 +1146,57 @@ async fn kubectl_apply_of_changed_manifests_gives_alike_objects() {
     .await;
 }
 
+#[tokio::test]
+async fn kubectl_create_sends_protobuf_bodies_that_both_servers_read_alike() {
+    differential("kubectl-create", async |t: &Target, r: &mut Record| {
+        let creates: [(&str, &str, &[&str]); 3] = [
+            (
+                "configmaps",
+                "settings",
+                &["configmap", "settings", "--from-literal=mode=fast"],
+            ),
+            (
+                "secrets",
+                "token",
+                &["secret", "generic", "token", "--from-literal=key=value"],
+            ),
+            (
+                "deployments",
+                "web",
+                &["deployment", "web", "--image=nginx:1", "--replicas=2"],
+            ),
+        ];
+        for (resource, name, args) in creates {
+            let out = kubectl(t, &[&["create"], args].concat(), String::new()).await;
+            r.push(
+                &format!("kubectl create {resource}"),
+                json!({
+                    "success": out.status.success(),
+                    "stdout": String::from_utf8_lossy(&out.stdout),
+                    "stderr": String::from_utf8_lossy(&out.stderr),
+                }),
+            );
+            // What kubectl sent; what the real server adds (defaults: a Secret's type, a
+            // Deployment's strategy) is left out.
+            r.answer(
+                resource,
+                t.on(resource).get(name).await.map(|obj| {
+                    let template = &obj["spec"]["template"]["spec"]["containers"][0];
+                    json!({
+                        "name": obj["metadata"]["name"],
+                        "labels": obj["metadata"]["labels"],
+                        "data": obj["data"],
+                        "replicas": obj["spec"]["replicas"],
+                        "selector": obj["spec"]["selector"],
+                        "container": [template["name"], template["image"]],
+                    })
+                }),
+            );
+        }
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t

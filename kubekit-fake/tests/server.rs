@@ -155,6 +155,75 @@ async fn malformed_bodies_and_unknown_paths_are_answered_with_a_status() {
 }
 
 #[tokio::test]
+async fn protobuf_bodies_of_built_in_kinds_are_read_and_others_refused() {
+    let (_server, rest) = start().await;
+    let cms = |req: kubekit::rest::Request| {
+        req.group_version("", "v1")
+            .namespace("default")
+            .resource("configmaps")
+    };
+    let protobuf = |cm: Value| {
+        kubekit_protobuf::json_codec("v1", "ConfigMap")
+            .expect("a built-in kind")
+            .from_json(&cm)
+            .expect("a ConfigMap")
+    };
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "settings"}, "data": {"mode": "fast"}});
+    let created: Value = cms(rest.post())
+        .body_bytes(protobuf(cm.clone()), kubekit_protobuf::CONTENT_TYPE)
+        .send()
+        .await
+        .expect("created from protobuf")
+        .decode()
+        .unwrap();
+    assert_eq!(created["data"], json!({"mode": "fast"}));
+    let mut changed = created.clone();
+    changed["data"]["mode"] = json!("slow");
+    let updated: Value = cms(rest.put())
+        .name("settings")
+        .body_bytes(protobuf(changed), kubekit_protobuf::CONTENT_TYPE)
+        .send()
+        .await
+        .expect("updated from protobuf")
+        .decode()
+        .unwrap();
+    assert_eq!(updated["data"], json!({"mode": "slow"}));
+    assert_ne!(
+        updated["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+
+    let malformed = cms(rest.post())
+        .body_bytes(b"k8s\0\x0a\xff".to_vec(), kubekit_protobuf::CONTENT_TYPE)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (malformed.code(), malformed.reason()),
+        (Some(400), Some("BadRequest")),
+        "{malformed}"
+    );
+    assert!(
+        malformed
+            .to_string()
+            .contains("not a valid protobuf object"),
+        "{malformed}"
+    );
+    let custom = kubekit_protobuf::encode_raw("example.com/v1", "Gadget", b"");
+    let refused = cms(rest.post())
+        .body_bytes(custom, kubekit_protobuf::CONTENT_TYPE)
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.code(), refused.reason()),
+        (Some(415), Some("UnsupportedMediaType")),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
 async fn a_watch_with_a_timeout_beyond_any_instant_is_served_without_one() {
     let (_server, rest) = start().await;
     let watch = rest

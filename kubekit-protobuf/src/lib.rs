@@ -34,6 +34,7 @@
 mod envelope;
 #[allow(clippy::all)]
 mod generated;
+mod json;
 mod registry;
 pub mod runtime;
 mod special;
@@ -42,8 +43,9 @@ pub use envelope::{
     CONTENT_TYPE, MAGIC, Split, Unknown, WATCH_CONTENT_TYPE, WatchEvent, decode, decode_message,
     decode_message_with, encode, encode_as, encode_raw, split_frame,
 };
+pub use json::{JsonCodec, json_codec};
 pub use registry::{
-    Codec, ResourceVisitor, codec, for_each_resource, list_parts, object_meta, object_meta_with,
-    without_managed_fields,
+    Codec, ResourceMessage, ResourceVisitor, codec, for_each_resource, list_parts, object_meta,
+    object_meta_with, without_managed_fields,
 };
 pub use runtime::{DecodeOptions, Error, Message};

@@ -9,6 +9,8 @@ use std::sync::LazyLock;
 
 use k8s_openapi::Resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::envelope::{Unknown, decode_message_with, encode_raw};
 use crate::runtime::{DecodeOptions, Decoder, Encoder, Error, Field, Message, WireType};
@@ -38,10 +40,22 @@ impl fmt::Debug for Codec {
     }
 }
 
+/// A k8s-openapi resource type that has a codec: what [`ResourceVisitor`] visits. Every
+/// such type also has its JSON form (serde).
+pub trait ResourceMessage:
+    Resource + Message + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+}
+
+impl<T: Resource + Message + Serialize + DeserializeOwned + Send + Sync + 'static> ResourceMessage
+    for T
+{
+}
+
 /// What visits every resource type that has a codec: see [`for_each_resource`].
 pub trait ResourceVisitor {
     /// Called once for each resource type `T`.
-    fn visit<T: Resource + Message + Send + Sync + 'static>(&mut self);
+    fn visit<T: ResourceMessage>(&mut self);
 }
 
 /// Calls `visitor` with every k8s-openapi resource type that has a codec (of the
@@ -56,7 +70,7 @@ pub fn for_each_resource(visitor: &mut impl ResourceVisitor) {
 struct Registry(HashMap<TypeId, Codec>);
 
 impl ResourceVisitor for Registry {
-    fn visit<T: Resource + Message + Send + Sync + 'static>(&mut self) {
+    fn visit<T: ResourceMessage>(&mut self) {
         let codec = Codec::wrapping::<T, T>(decode_message_with::<T>, |value| {
             let mut e = Encoder::default();
             value.encode_fields(&mut e);
@@ -370,7 +384,7 @@ mod tests {
     fn every_registered_resource_is_visited() {
         struct Count(usize);
         impl ResourceVisitor for Count {
-            fn visit<T: Resource + Message + Send + Sync + 'static>(&mut self) {
+            fn visit<T: ResourceMessage>(&mut self) {
                 assert!(codec::<T>().is_some(), "{}", T::KIND);
                 self.0 += 1;
             }

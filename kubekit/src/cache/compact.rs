@@ -380,9 +380,7 @@ pub(crate) fn protobuf_codec<K: 'static>() -> Option<&'static Codec> {
     #[derive(Default)]
     struct Codecs(HashMap<TypeId, Codec>);
     impl ResourceVisitor for Codecs {
-        fn visit<T: k8s_openapi::Resource + kubekit_protobuf::Message + Send + Sync + 'static>(
-            &mut self,
-        ) {
+        fn visit<T: kubekit_protobuf::ResourceMessage>(&mut self) {
             let codec =
                 Codec::wrapping::<T, Compact<T>>(Compact::from_protobuf, Compact::protobuf_message);
             self.0.insert(TypeId::of::<Compact<T>>(), codec);

@@ -15,7 +15,11 @@
 //!   ([`Endpoint::with_accept`]): one for answers that are an object (get, create,
 //!   update, patch, delete, watch events), one for answers that are a list (list,
 //!   delete_collection). The metadata client asks for `PartialObjectMetadata` that way.
+//! - Create and update send the object in protobuf when the endpoint asks for protobuf
+//!   (as client-go's typed clients do), in JSON otherwise; patches and delete options are
+//!   JSON.
 
+use std::any::Any;
 use std::fmt;
 use std::pin::Pin;
 
@@ -28,6 +32,7 @@ use super::options::{
 };
 use super::patch::Patch;
 use crate::meta::GroupVersionResource;
+use crate::rest::client::protobuf_codec;
 use crate::rest::{Error, Request, Response, RestClient, Result, WatchEvent};
 use kubekit_protobuf::DecodeOptions;
 
@@ -147,12 +152,24 @@ impl Endpoint {
         req
     }
 
-    pub(crate) async fn create<T: Serialize + ?Sized>(
+    /// `req` carrying `obj`: in protobuf when this endpoint asks for protobuf and `T` has
+    /// its message at hand (what client-go's typed clients send), in JSON otherwise.
+    fn with_body<T: Serialize + Any>(&self, req: Request, obj: &T) -> Request {
+        let protobuf = (self.accept == Accept::PROTOBUF)
+            .then(|| protobuf_codec::<T>()?.encode(obj))
+            .flatten();
+        match protobuf {
+            Some(bytes) => req.body_bytes(bytes, kubekit_protobuf::CONTENT_TYPE),
+            None => req.body(obj),
+        }
+    }
+
+    pub(crate) async fn create<T: Serialize + Any>(
         &self,
         obj: &T,
         opts: &CreateOptions,
     ) -> Result<Response> {
-        let req = self.target(self.rest.post(), None, None).body(obj);
+        let req = self.with_body(self.target(self.rest.post(), None, None), obj);
         with_params(req, &opts.params()).send().await
     }
 
@@ -180,7 +197,7 @@ impl Endpoint {
         Ok(events.boxed())
     }
 
-    pub(crate) async fn update<T: Serialize + ?Sized>(
+    pub(crate) async fn update<T: Serialize + Any>(
         &self,
         name: Option<&str>,
         subresource: Option<&str>,
@@ -188,9 +205,7 @@ impl Endpoint {
         opts: &UpdateOptions,
     ) -> Result<Response> {
         let name = self.require_name(name, "update")?;
-        let req = self
-            .target(self.rest.put(), Some(name), subresource)
-            .body(obj);
+        let req = self.with_body(self.target(self.rest.put(), Some(name), subresource), obj);
         with_params(req, &opts.params()).send().await
     }
 

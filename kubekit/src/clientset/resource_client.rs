@@ -426,6 +426,33 @@ mod tests {
         }
 
         #[tokio::test]
+        async fn creates_and_updates_send_protobuf_bodies_unless_json_is_forced() {
+            let server = TestServer::start(|_| {
+                reply(kubekit_protobuf::encode(&config_map("a")), PROTOBUF, 200)
+            })
+            .await;
+            let cms = ResourceClient::<ConfigMap>::namespaced(server.client(), "demo");
+            let cm = config_map("a");
+            cms.create(&cm, &CreateOptions::default()).await.unwrap();
+            cms.update(&cm, &UpdateOptions::default()).await.unwrap();
+            let mut json_only = server.config();
+            json_only.protobuf = false;
+            ResourceClient::<ConfigMap>::namespaced(RestClient::new(&json_only).unwrap(), "demo")
+                .create(&cm, &CreateOptions::default())
+                .await
+                .unwrap();
+            let bodies = server.bodies();
+            assert_eq!(bodies.len(), 3);
+            for (content_type, body) in &bodies[..2] {
+                assert_eq!(content_type, PROTOBUF);
+                assert_eq!(kubekit_protobuf::decode::<ConfigMap>(body).unwrap(), cm);
+            }
+            assert_eq!(bodies[2].0, "application/json");
+            let sent: ConfigMap = serde_json::from_slice(&bodies[2].1).unwrap();
+            assert_eq!(sent, cm);
+        }
+
+        #[tokio::test]
         async fn protobuf_lists_watches_errors_and_delete_statuses_decode() {
             let list = k8s_openapi::List {
                 items: vec![config_map("a"), config_map("b")],

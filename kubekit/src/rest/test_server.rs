@@ -1,7 +1,7 @@
 //! Test support: a loopback HTTP/1.1 server that answers as the test scripts it, and
 //! misbehaves as hostile or broken servers do (answers never sent, bodies larger than
-//! promised). Every request line it reads is recorded, with its `Accept` header; dropping
-//! it ends its tasks.
+//! promised). Every request line it reads is recorded, with its `Accept` header and its
+//! body; dropping it ends its tasks.
 
 use std::sync::Arc;
 
@@ -47,8 +47,16 @@ impl Reply {
     }
 }
 
-/// What the server records of each request: its line, and its `Accept` header.
-type Seen = (Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>);
+/// What the server records of the requests.
+#[derive(Default)]
+struct Seen {
+    /// Each request's line.
+    requests: Vec<String>,
+    /// Each request's `Accept` header (empty when it had none).
+    accepts: Vec<String>,
+    /// Each request body: its `Content-Type` and its bytes.
+    bodies: Vec<(String, Vec<u8>)>,
+}
 
 /// The handler: from the request line (`GET /api/v1/...?...`) to the reply.
 type Handler = Arc<dyn Fn(&str) -> Reply + Send + Sync>;
@@ -56,8 +64,7 @@ type Handler = Arc<dyn Fn(&str) -> Reply + Send + Sync>;
 /// A loopback server; see the [module docs](self).
 pub(crate) struct TestServer {
     url: String,
-    requests: Arc<Mutex<Vec<String>>>,
-    accepts: Arc<Mutex<Vec<String>>>,
+    seen: Arc<Mutex<Seen>>,
     task: tokio::task::AbortHandle,
 }
 
@@ -74,11 +81,10 @@ impl TestServer {
             .await
             .expect("bind loopback");
         let url = format!("http://{}", listener.local_addr().expect("local address"));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let accepts = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Seen::default()));
         let handler: Handler = Arc::new(handler);
         let task = tokio::spawn({
-            let seen = (requests.clone(), accepts.clone());
+            let seen = seen.clone();
             async move {
                 // Dropped with the accept loop when the server is: no connection outlives it.
                 let mut connections = JoinSet::new();
@@ -89,20 +95,24 @@ impl TestServer {
         });
         Self {
             url,
-            requests,
-            accepts,
+            seen,
             task: task.abort_handle(),
         }
     }
 
     /// The request lines read so far.
     pub(crate) fn requests(&self) -> Vec<String> {
-        self.requests.lock().clone()
+        self.seen.lock().requests.clone()
     }
 
     /// The `Accept` header of each request read so far (empty when it had none).
     pub(crate) fn accepts(&self) -> Vec<String> {
-        self.accepts.lock().clone()
+        self.seen.lock().accepts.clone()
+    }
+
+    /// The bodies of the requests read so far that had one: `Content-Type` and bytes.
+    pub(crate) fn bodies(&self) -> Vec<(String, Vec<u8>)> {
+        self.seen.lock().bodies.clone()
     }
 
     /// A configuration for this server: no client-side rate limit, no retries.
@@ -120,32 +130,70 @@ impl TestServer {
     }
 }
 
-/// Answers the requests of one connection (bodies of requests are not read: the tests'
-/// requests have none).
-async fn serve(mut stream: TcpStream, handler: Handler, (requests, accepts): Seen) {
+/// Reads from `stream` into `buf` until `done` says how much of it is wanted; `None` when
+/// the connection ends first.
+async fn read_until(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    done: impl Fn(&[u8]) -> Option<usize>,
+) -> Option<usize> {
+    loop {
+        if let Some(n) = done(buf) {
+            return Some(n);
+        }
+        let mut chunk = [0u8; 4096];
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// Answers the requests of one connection (request bodies with a `Content-Length`).
+async fn serve(mut stream: TcpStream, handler: Handler, seen: Arc<Mutex<Seen>>) {
     let mut buf = Vec::new();
     loop {
-        let head_end = loop {
-            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break end + 4;
-            }
-            let mut chunk = [0u8; 4096];
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
+        let Some(head_end) = read_until(&mut stream, &mut buf, |b| {
+            b.windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map(|end| end + 4)
+        })
+        .await
+        else {
+            return;
         };
         let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
         buf.drain(..head_end);
+        let header = |wanted: &str| {
+            head.lines().find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case(wanted)
+                    .then(|| value.trim().to_string())
+            })
+        };
+        let length: usize = header("content-length")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        if read_until(&mut stream, &mut buf, |b| {
+            (b.len() >= length).then_some(length)
+        })
+        .await
+        .is_none()
+        {
+            return;
+        }
+        let body: Vec<u8> = buf.drain(..length).collect();
         let line = head.lines().next().unwrap_or_default();
         let line = line.trim_end_matches(" HTTP/1.1").to_string();
-        requests.lock().push(line.clone());
-        let accept = head.lines().find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("accept")
-                .then(|| value.trim().to_string())
-        });
-        accepts.lock().push(accept.unwrap_or_default());
+        {
+            let mut seen = seen.lock();
+            seen.requests.push(line.clone());
+            seen.accepts.push(header("accept").unwrap_or_default());
+            if length > 0 {
+                seen.bodies
+                    .push((header("content-type").unwrap_or_default(), body));
+            }
+        }
         let bytes = match handler(&line) {
             Reply::Hang => return std::future::pending().await,
             Reply::Full {

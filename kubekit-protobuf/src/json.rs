@@ -1,0 +1,180 @@
+//! Between the protobuf and the JSON form of a resource known by its `apiVersion` and `kind`
+//! alone: for code that holds objects as JSON values (an API server, a dynamic client) and
+//! reads or writes protobuf bodies.
+//!
+//! ```
+//! use kubekit_protobuf::{Unknown, json_codec};
+//! use serde_json::json;
+//!
+//! let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+//!                 "metadata": {"name": "settings"}, "data": {"mode": "fast"}});
+//! let codec = json_codec("v1", "ConfigMap").expect("a built-in kind");
+//! let bytes = codec.from_json(&cm).unwrap(); // k8s\0 + runtime.Unknown
+//! let unknown = Unknown::read(&bytes).unwrap();
+//! let codec = json_codec(&unknown.api_version, &unknown.kind).unwrap();
+//! assert_eq!(codec.to_json(unknown.raw).unwrap(), cm);
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::LazyLock;
+
+use serde_json::Value;
+
+use crate::envelope::{decode_message, encode};
+use crate::registry::{ResourceMessage, ResourceVisitor, for_each_resource};
+use crate::runtime::Error;
+
+/// Converts one resource type between its protobuf message and its JSON form: see
+/// [`json_codec`].
+pub struct JsonCodec {
+    api_version: &'static str,
+    kind: &'static str,
+    to_json: fn(&[u8]) -> Result<Value, Error>,
+    from_json: fn(&Value) -> Result<Vec<u8>, Error>,
+}
+
+impl fmt::Debug for JsonCodec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JsonCodec")
+            .field("api_version", &self.api_version)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsonCodec {
+    /// The `apiVersion` of the type, `apps/v1`.
+    pub fn api_version(&self) -> &'static str {
+        self.api_version
+    }
+
+    /// The kind of the type, `Deployment`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The JSON form of a message (no envelope) of this type, `apiVersion` and `kind`
+    /// included: the object the server's JSON encoding of the same object decodes to.
+    pub fn to_json(&self, raw: &[u8]) -> Result<Value, Error> {
+        (self.to_json)(raw)
+    }
+
+    /// The object whose JSON form is `value`, encoded in an envelope; an error when
+    /// `value` is not an object of this type.
+    pub fn from_json(&self, value: &Value) -> Result<Vec<u8>, Error> {
+        (self.from_json)(value)
+    }
+}
+
+fn to_json<T: ResourceMessage>(raw: &[u8]) -> Result<Value, Error> {
+    let value: T = decode_message(raw)?;
+    serde_json::to_value(&value)
+        .map_err(|e| Error::new(format!("{} {} as JSON: {e}", T::API_VERSION, T::KIND)))
+}
+
+fn from_json<T: ResourceMessage>(value: &Value) -> Result<Vec<u8>, Error> {
+    let value = T::deserialize(value)
+        .map_err(|e| Error::new(format!("not a {} {}: {e}", T::API_VERSION, T::KIND)))?;
+    Ok(encode(&value))
+}
+
+/// The JSON codecs, by kind, then by `apiVersion`.
+#[derive(Default)]
+struct JsonCodecs(HashMap<&'static str, HashMap<&'static str, JsonCodec>>);
+
+impl ResourceVisitor for JsonCodecs {
+    fn visit<T: ResourceMessage>(&mut self) {
+        let codec = JsonCodec {
+            api_version: T::API_VERSION,
+            kind: T::KIND,
+            to_json: to_json::<T>,
+            from_json: from_json::<T>,
+        };
+        self.0
+            .entry(T::KIND)
+            .or_default()
+            .insert(T::API_VERSION, codec);
+    }
+}
+
+static JSON_CODECS: LazyLock<JsonCodecs> = LazyLock::new(|| {
+    let mut codecs = JsonCodecs::default();
+    for_each_resource(&mut codecs);
+    codecs
+});
+
+/// The JSON codec of the resource type named by `api_version` and `kind` (as an envelope's
+/// [`Unknown`](crate::Unknown) names it); `None` when it has no protobuf form (a custom
+/// resource, a kind of another Kubernetes version).
+pub fn json_codec(api_version: &str, kind: &str) -> Option<&'static JsonCodec> {
+    JSON_CODECS.0.get(kind)?.get(api_version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::Unknown;
+    use serde_json::json;
+
+    #[test]
+    fn a_deployment_goes_to_protobuf_and_back_to_the_same_json() {
+        let deployment = json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "web"}},
+                "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{
+                        "name": "nginx",
+                        "image": "nginx",
+                        "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}},
+                    }]},
+                },
+            },
+        });
+        let codec = json_codec("apps/v1", "Deployment").unwrap();
+        let bytes = codec.from_json(&deployment).unwrap();
+        let unknown = Unknown::read(&bytes).unwrap();
+        assert!(unknown.is("apps/v1", "Deployment"));
+        assert_eq!(codec.to_json(unknown.raw).unwrap(), deployment);
+    }
+
+    #[test]
+    fn kinds_without_a_protobuf_form_have_no_json_codec() {
+        assert!(json_codec("example.com/v1", "App").is_none());
+        assert!(
+            json_codec("apps/v1", "ConfigMap").is_none(),
+            "kind of another group"
+        );
+        assert!(json_codec("autoscaling/v2", "HorizontalPodAutoscaler").is_some());
+        assert!(json_codec("autoscaling/v1", "HorizontalPodAutoscaler").is_some());
+    }
+
+    #[test]
+    fn json_of_another_kind_or_shape_is_an_error_naming_the_kind() {
+        let codec = json_codec("v1", "ConfigMap").unwrap();
+        for bad in [
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"n": 1}}),
+            json!([1, 2]),
+        ] {
+            let err = codec.from_json(&bad).unwrap_err().to_string();
+            assert!(err.contains("not a v1 ConfigMap"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_malformed_message_is_an_error_not_a_value() {
+        let codec = json_codec("v1", "Pod").unwrap();
+        assert!(
+            codec
+                .to_json(&[0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f])
+                .is_err()
+        );
+    }
+}
