@@ -162,6 +162,133 @@ async fn every_kind_read_as_protobuf_equals_its_json() {
     assert!(compared > 150, "only {compared} objects compared");
 }
 
+/// A JSON `*List`'s items, as `T`.
+#[derive(serde::Deserialize)]
+struct JsonItems<T> {
+    items: Vec<T>,
+}
+
+/// Lists `path` as JSON and as protobuf at the JSON list's resourceVersion, item by item as
+/// `T`; the two must be equal. Returns how many items it compared.
+async fn same_items<T: kubekit_protobuf::ResourceMessage>(
+    client: kube::Client,
+    path: String,
+) -> usize {
+    let (status, body) = get(&client, &path, JSON).await;
+    assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+    let list: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    let from_json: JsonItems<T> =
+        serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{path} as JSON: {e}"));
+    // What is not stored (componentstatuses) has no resourceVersion to read at.
+    let exact = match list["metadata"]["resourceVersion"].as_str() {
+        Some(rv) => format!("{path}?resourceVersion={rv}&resourceVersionMatch=Exact"),
+        None => path.clone(),
+    };
+    let (status, body) = get(&client, &exact, CONTENT_TYPE).await;
+    assert_eq!(status, 200, "{exact}");
+    let unknown = kubekit_protobuf::Unknown::read(&body).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let (_, items) =
+        kubekit_protobuf::list_parts(unknown.raw).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert_eq!(items.len(), from_json.items.len(), "{path}");
+    for (raw, j) in items.iter().zip(&from_json.items) {
+        let p: T = kubekit_protobuf::decode_message(raw).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(
+            serde_json::to_value(&p).unwrap(),
+            serde_json::to_value(j).unwrap(),
+            "{path}: an item differs"
+        );
+    }
+    items.len()
+}
+
+/// Compares one resource type's lists; see [`same_items`].
+type Compare = fn(kube::Client, String) -> futures_util::future::BoxFuture<'static, usize>;
+
+/// The comparison of every type that has a codec, by `apiVersion` and kind.
+#[derive(Default)]
+struct Comparisons(std::collections::HashMap<(String, String), Compare>);
+
+impl kubekit_protobuf::ResourceVisitor for Comparisons {
+    fn visit<T: kubekit_protobuf::ResourceMessage>(&mut self) {
+        let compare: Compare = |client, path| Box::pin(same_items::<T>(client, path));
+        self.0
+            .insert((T::API_VERSION.to_string(), T::KIND.to_string()), compare);
+    }
+}
+
+/// Every listable resource the server serves: (groupVersion, kind, plural), from discovery.
+async fn served_resources(client: &kube::Client) -> Vec<(String, String, String)> {
+    let json = |body: Vec<u8>| serde_json::from_slice::<serde_json::Value>(&body).unwrap();
+    let mut group_versions = vec!["v1".to_string()];
+    let groups = json(get(client, "/apis", JSON).await.1);
+    for group in groups["groups"].as_array().expect("groups") {
+        for version in group["versions"].as_array().expect("versions") {
+            group_versions.push(version["groupVersion"].as_str().unwrap().to_string());
+        }
+    }
+    let mut served = Vec::new();
+    for gv in group_versions {
+        let path = if gv == "v1" {
+            "/api/v1".to_string()
+        } else {
+            format!("/apis/{gv}")
+        };
+        let resources = json(get(client, &path, JSON).await.1);
+        for r in resources["resources"].as_array().expect("resources") {
+            let name = r["name"].as_str().unwrap();
+            let listable = r["verbs"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|v| v == "list"));
+            if listable && !name.contains('/') {
+                let kind = r["kind"].as_str().unwrap().to_string();
+                served.push((gv.clone(), kind, name.to_string()));
+            }
+        }
+    }
+    served
+}
+
+#[tokio::test]
+async fn every_served_built_in_kind_lists_as_protobuf_equal_to_its_json() {
+    let cp = testenv::control_plane();
+    let client = cp.client().await;
+    let mut comparisons = Comparisons::default();
+    kubekit_protobuf::for_each_resource(&mut comparisons);
+    let crds: List<CustomResourceDefinition> = serde_json::from_slice(
+        &get(
+            &client,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            JSON,
+        )
+        .await
+        .1,
+    )
+    .unwrap();
+    let custom_groups: Vec<String> = crds.items.into_iter().map(|c| c.spec.group).collect();
+    let (mut kinds, mut items) = (0, 0);
+    for (gv, kind, plural) in served_resources(&client).await {
+        if custom_groups
+            .iter()
+            .any(|g| gv.starts_with(&format!("{g}/")))
+        {
+            continue; // custom resources have no protobuf form
+        }
+        let compare = comparisons
+            .0
+            .get(&(gv.clone(), kind.clone()))
+            .unwrap_or_else(|| panic!("{gv} {kind} is served and has no codec"));
+        let path = if gv == "v1" {
+            format!("/api/v1/{plural}")
+        } else {
+            format!("/apis/{gv}/{plural}")
+        };
+        items += compare(client.clone(), path).await;
+        kinds += 1;
+    }
+    println!("{kinds} served kinds, {items} objects compared");
+    assert!(kinds > 50, "only {kinds} kinds served");
+}
+
 async fn post(client: &kube::Client, path: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
     let req = Request::post(path)
         .header("Content-Type", CONTENT_TYPE)
