@@ -9,7 +9,7 @@
 //!   plain JSON, with that content type; otherwise the legacy document. `v2beta1` is not
 //!   offered (kube-apiserver 1.35 answers it with the legacy document too).
 //! - Entries carry what kube-apiserver 1.35 gives for the same resources: verbs, scope,
-//!   singular name, short names, categories, the `status` subresource, `responseKind`
+//!   singular name, short names, categories, the `scale` and `status` subresources, `responseKind`
 //!   (with an empty group and version for a built-in resource), freshness `Current`.
 
 use http::HeaderMap;
@@ -60,6 +60,9 @@ pub fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
 }
 
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// The verbs of a `scale` subresource.
+pub const SCALE_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// Whether `Accept` asks for aggregated discovery (v2) before anything the fake would
 /// answer with a legacy document.
@@ -146,6 +149,13 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Val
         });
         add_names(&mut entry, r);
         resources.push(entry);
+        if r.scale.is_some() {
+            resources.push(json!({
+                "name": format!("{}/scale", r.plural), "singularName": "",
+                "namespaced": r.namespaced, "group": "autoscaling", "version": "v1",
+                "kind": "Scale", "verbs": SCALE_VERBS,
+            }));
+        }
         if r.status {
             resources.push(json!({
                 "name": format!("{}/status", r.plural), "singularName": "",
@@ -191,10 +201,23 @@ fn resource_entry(r: &ResourceInfo, version: &str) -> Value {
         "verbs": verbs(r),
     });
     add_names(&mut entry, r);
+    let mut subresources = Vec::new();
     if r.status {
-        entry["subresources"] = json!([{
+        subresources.push(json!({
             "subresource": "status", "responseKind": response_kind, "verbs": STATUS_VERBS,
-        }]);
+        }));
+    }
+    if r.scale.is_some() {
+        let scale = json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": SCALE_VERBS,
+        });
+        // The real server lists a built-in resource's scale first, a custom one's last.
+        subresources.insert(if r.builtin { 0 } else { subresources.len() }, scale);
+    }
+    if !subresources.is_empty() {
+        entry["subresources"] = json!(subresources);
     }
     entry
 }

@@ -28,7 +28,9 @@
 //!   (label selectors, `metadata.name`/`metadata.namespace` field selectors, `limit` and
 //!   `continue` over one consistent snapshot, `resourceVersion` and
 //!   `resourceVersionMatch`), watch (see below), update (409 on a stale
-//!   resourceVersion), the status subresource, JSON patch and JSON merge patch, delete
+//!   resourceVersion), the status subresource, the scale subresource (`autoscaling/v1`
+//!   `Scale` of Deployments, ReplicaSets and CRDs that declare one: get, update, patch;
+//!   `kubectl scale`), JSON patch and JSON merge patch, delete
 //!   (preconditions, finalizers, garbage collection through ownerReferences: background,
 //!   foreground, orphan), deletecollection (not of namespaces: `405`, as on the real
 //!   server).
@@ -49,7 +51,8 @@
 //!   [`FakeApiServer::compact`]).
 //! - Errors are `metav1.Status` objects with the real server's codes, reasons and messages.
 //! - Discovery, legacy and aggregated (`apidiscovery.k8s.io/v2` for `/api` and `/apis`),
-//!   with verbs, scope, short names, categories and the `status` subresource as the real
+//!   with verbs, scope, short names, categories and the `scale` and `status` subresources
+//!   as the real
 //!   server gives them, CRDs included.
 //! - A minimal OpenAPI v3 (`/openapi/v3`: each resource's `patch` operation, no schemas):
 //!   enough for `kubectl get/apply/label/delete` with its default validation, which it then
@@ -77,6 +80,7 @@ mod discovery;
 mod faults;
 mod openapi;
 mod resources;
+mod scale;
 mod selectors;
 mod server;
 mod smp;

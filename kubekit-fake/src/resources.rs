@@ -43,6 +43,65 @@ pub struct ResourceInfo {
     /// Whether this is a built-in type (list items carry no `kind`/`apiVersion`, as in the
     /// real server's typed lists) rather than a custom resource.
     pub builtin: bool,
+    /// Where the `scale` subresource reads and writes, if the type has one.
+    pub scale: Option<ScalePaths>,
+}
+
+/// Where a `scale` subresource reads and writes: JSON pointers into the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// The desired replicas (`/spec/replicas`), read and written.
+    pub spec_replicas: String,
+    /// The observed replicas (`/status/replicas`).
+    pub status_replicas: String,
+    /// Where the label selector is.
+    pub selector: ScaleSelector,
+}
+
+/// Where a `scale` subresource finds its label selector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScaleSelector {
+    /// A `metav1.LabelSelector` (built-in types: `/spec/selector`), printed as a string.
+    LabelSelector(String),
+    /// A string (a custom resource's `labelSelectorPath`).
+    Text(String),
+    /// None.
+    None,
+}
+
+impl ScalePaths {
+    /// The scale of a Deployment or a ReplicaSet.
+    fn of_replica_sets() -> Self {
+        Self {
+            spec_replicas: "/spec/replicas".into(),
+            status_replicas: "/status/replicas".into(),
+            selector: ScaleSelector::LabelSelector("/spec/selector".into()),
+        }
+    }
+
+    /// The scale a CRD version declares (`subresources.scale`, with JSON paths such as
+    /// `.spec.replicas`).
+    fn of_crd(scale: &Value) -> Result<Self, String> {
+        let path = |field: &str| -> Result<Option<String>, String> {
+            match scale.get(field).and_then(Value::as_str) {
+                None => Ok(None),
+                Some(p) if p.starts_with('.') && p.len() > 1 => Ok(Some(p.replace('.', "/"))),
+                Some(p) => Err(format!(
+                    "spec.versions[].subresources.scale.{field}: Invalid value: \"{p}\": should be a json path under .spec or .status"
+                )),
+            }
+        };
+        let required = |field: &str| {
+            path(field)?.ok_or_else(|| {
+                format!("spec.versions[].subresources.scale.{field}: Required value")
+            })
+        };
+        Ok(Self {
+            spec_replicas: required("specReplicasPath")?,
+            status_replicas: required("statusReplicasPath")?,
+            selector: path("labelSelectorPath")?.map_or(ScaleSelector::None, ScaleSelector::Text),
+        })
+    }
 }
 
 impl ResourceInfo {
@@ -211,6 +270,8 @@ pub fn builtin() -> Vec<ResourceInfo> {
                     generation,
                     returns_deleted_object: returns,
                     builtin: true,
+                    scale: matches!(plural, "deployments" | "replicasets")
+                        .then(ScalePaths::of_replica_sets),
                 }
             },
         )
@@ -251,6 +312,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
     let namespaced = text(spec, "scope")? == "Namespaced";
     // (name, storage, has a status subresource) of each served version.
     let mut served = Vec::new();
+    let mut scale = None;
     let all = spec.get("versions").and_then(Value::as_array);
     for (i, v) in all.into_iter().flatten().enumerate() {
         let name = v
@@ -259,6 +321,11 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
             .ok_or_else(|| format!("spec.versions[{i}].name: Required value"))?;
         if v.get("served").and_then(Value::as_bool) != Some(false) {
             let storage = v.get("storage").and_then(Value::as_bool) == Some(true);
+            if let Some(s) = v.pointer("/subresources/scale")
+                && scale.is_none()
+            {
+                scale = Some(ScalePaths::of_crd(s)?);
+            }
             served.push((
                 name.to_string(),
                 storage,
@@ -292,6 +359,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         generation: true,
         returns_deleted_object: false,
         builtin: false,
+        scale,
     })
 }
 

@@ -3,7 +3,7 @@
 //! # Contract
 //!
 //! - Paths: `/api/v1/...` and `/apis/<group>/<version>/...` for resources
-//!   (`[namespaces/<ns>/]<resource>[/<name>[/status]]`), `/api`, `/apis`, `/api/v1` and
+//!   (`[namespaces/<ns>/]<resource>[/<name>[/status|/scale]]`), `/api`, `/apis`, `/api/v1` and
 //!   `/apis/<group>/<version>` (discovery: see `discovery`), `/openapi/v3[/...]` (see
 //!   `openapi`), `/version`, `/healthz`, `/livez`, `/readyz`. Anything else is
 //!   `404 NotFound`. A verb a resource does not have (deletecollection of namespaces) is
@@ -36,6 +36,7 @@ use crate::discovery;
 use crate::faults::Faults;
 use crate::openapi;
 use crate::resources::ResourceInfo;
+use crate::scale;
 use crate::selectors::Filter;
 use crate::smp;
 use crate::status::{ApiError, ApiResult, details};
@@ -168,6 +169,8 @@ struct Target {
     ns: String,
     name: Option<String>,
     status: bool,
+    /// The `scale` subresource (see `scale`).
+    scale: bool,
     query: HashMap<String, String>,
 }
 
@@ -213,9 +216,10 @@ fn parse_target(
         _ => (None, None, None),
     };
     let info = info.ok_or_else(ApiError::no_route)?;
-    let status = match sub {
-        None => false,
-        Some("status") if info.status => true,
+    let (status, scale) = match sub {
+        None => (false, false),
+        Some("status") if info.status => (true, false),
+        Some("scale") if info.scale.is_some() => (false, true),
         Some(_) => return Err(ApiError::no_route()),
     };
     if !info.namespaced && !ns.is_empty() {
@@ -227,6 +231,7 @@ fn parse_target(
         ns,
         name: name.map(str::to_string),
         status,
+        scale,
         query,
     })
 }
@@ -274,7 +279,12 @@ async fn serve_resource(
             ),
         ));
     };
-    if !discovery::verbs(&target.info).contains(&verb) {
+    let verbs = if target.scale {
+        discovery::SCALE_VERBS
+    } else {
+        discovery::verbs(&target.info)
+    };
+    if !verbs.contains(&verb) {
         let mut e = ApiError::new(
             405,
             "MethodNotAllowed",
@@ -328,6 +338,7 @@ async fn serve_resource(
         };
     }
     let result = match verb {
+        _ if target.scale => scale(shared, &target, verb, &content_type, &body),
         "get" => get(shared, &target),
         "list" => list(shared, &target),
         "create" => object_body(&content_type, &body).and_then(|obj| create(shared, &target, obj)),
@@ -587,26 +598,33 @@ fn update(shared: &Shared, t: &Target, obj: Value) -> Answer {
     Ok((200, t.present(&updated)))
 }
 
-fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer {
-    enum Kind {
-        Json(json_patch::Patch),
-        Merge(Value),
-        Strategic(Value),
+/// A patch of a request, parsed.
+enum PatchBody {
+    Json(json_patch::Patch),
+    Merge(Value),
+    Strategic(Value),
+}
+
+impl PatchBody {
+    fn parse(t: &Target, content_type: &str, body: &[u8]) -> ApiResult<Self> {
+        Ok(match content_type {
+            "application/json-patch+json" => {
+                Self::Json(serde_json::from_slice(body).map_err(|e| {
+                    ApiError::bad_request(format!("the request body is not a JSON patch: {e}"))
+                })?)
+            }
+            "application/merge-patch+json" => Self::Merge(json_body(body)?),
+            "application/strategic-merge-patch+json" if t.info.builtin => {
+                Self::Strategic(json_body(body)?)
+            }
+            _ => return Err(unsupported_patch(t, content_type)),
+        })
     }
-    let kind = match content_type {
-        "application/json-patch+json" => Kind::Json(serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(format!("the request body is not a JSON patch: {e}"))
-        })?),
-        "application/merge-patch+json" => Kind::Merge(json_body(body)?),
-        "application/strategic-merge-patch+json" if t.info.builtin => {
-            Kind::Strategic(json_body(body)?)
-        }
-        _ => return Err(unsupported_patch(t, content_type)),
-    };
-    let patched = shared.write(|s| {
-        let mut obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
-        match kind {
-            Kind::Json(p) => json_patch::patch(&mut obj, &p).map_err(|e| {
+
+    /// `obj` patched; strategic merge patches merge lists by the keys of `kind`.
+    fn apply(self, mut obj: Value, kind: &str) -> ApiResult<Value> {
+        match self {
+            Self::Json(p) => json_patch::patch(&mut obj, &p).map_err(|e| {
                 tracing::debug!("kubekit-fake: a JSON patch failed: {e}");
                 let mut e = ApiError::new(
                     422,
@@ -616,17 +634,51 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
                 e.details = Some(json!({}));
                 e
             })?,
-            Kind::Merge(p) => json_patch::merge(&mut obj, &p),
-            Kind::Strategic(p) => obj = smp::apply(obj, p, smp::Ty::of_kind(&t.info.kind))?,
+            Self::Merge(p) => json_patch::merge(&mut obj, &p),
+            Self::Strategic(p) => obj = smp::apply(obj, p, smp::Ty::of_kind(kind))?,
         }
         if !obj.is_object() {
             return Err(ApiError::bad_request(
                 "the patched object is not a JSON object",
             ));
         }
+        Ok(obj)
+    }
+}
+
+fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer {
+    let patch = PatchBody::parse(t, content_type, body)?;
+    let patched = shared.write(|s| {
+        let obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
+        let obj = patch.apply(obj, &t.info.kind)?;
         s.update(&t.info, &t.ns, name(t), obj, t.status)
     })?;
     Ok((200, t.present(&patched)))
+}
+
+/// A request to the `scale` subresource: get, update (a `Scale` body) or patch (of the
+/// `Scale`); see `scale`.
+fn scale(shared: &Shared, t: &Target, verb: &str, content_type: &str, body: &[u8]) -> Answer {
+    let paths = t.info.scale.as_ref().ok_or_else(ApiError::no_route)?;
+    if verb == "get" {
+        let obj = shared.store.lock().get(&t.info, &t.ns, name(t))?;
+        return Ok((200, scale::of(paths, &obj)));
+    }
+    // The Scale sent (update), or the patch of the current one.
+    let sent = match verb {
+        "patch" => Err(PatchBody::parse(t, content_type, body)?),
+        _ => Ok(object_body(content_type, body)?),
+    };
+    let updated = shared.write(|s| {
+        let obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
+        let wanted = match sent {
+            Ok(scale) => scale,
+            Err(patch) => patch.apply(scale::of(paths, &obj), "Scale")?,
+        };
+        let obj = scale::apply(&t.info, paths, obj, &wanted)?;
+        s.update(&t.info, &t.ns, name(t), obj, false)
+    })?;
+    Ok((200, scale::of(paths, &updated)))
 }
 
 /// `415 UnsupportedMediaType` for a patch type the fake does not apply to `t`: strategic

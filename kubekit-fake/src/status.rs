@@ -141,7 +141,8 @@ impl ApiError {
         )
     }
 
-    /// `422 Invalid` of `name` of kind `info.kind`: `field` fails with `cause_reason`
+    /// `422 Invalid` of `name` of kind `info.kind` (`Kind.group` in the message): `field`
+    /// fails with `cause_reason`
     /// (e.g. `FieldValueRequired`) and `detail` (e.g. `Required value: ...`).
     pub fn invalid(
         info: &ResourceInfo,
@@ -160,10 +161,16 @@ impl ApiError {
         if !info.group.is_empty() {
             d["group"] = json!(info.group);
         }
+        // The real server names the kind qualified by its group: `Deployment.apps`.
+        let kind = if info.group.is_empty() {
+            info.kind.clone()
+        } else {
+            format!("{}.{}", info.kind, info.group)
+        };
         Self::new(
             422,
             "Invalid",
-            format!("{} \"{name}\" is invalid: {field}: {detail}", info.kind),
+            format!("{kind} \"{name}\" is invalid: {field}: {detail}"),
         )
         .with_details(d)
     }

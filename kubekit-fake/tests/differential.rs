@@ -250,7 +250,10 @@ async fn ensure_widgets(t: &Target) {
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
             "versions": [{
                 "name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
+                "subresources": {"status": {}, "scale": {
+                    "specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size",
+                    "labelSelectorPath": ".status.selector",
+                }},
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
             }],
         },
@@ -1193,6 +1196,109 @@ async fn kubectl_create_sends_protobuf_bodies_that_both_servers_read_alike() {
                 }),
             );
         }
+    })
+    .await;
+}
+
+/// A `Scale` without `status.replicas` and `resourceVersion`, which the real server's
+/// controllers change at their pace (a stale resourceVersion is checked as a conflict);
+/// errors are kept whole.
+fn scale_without_observed(answer: kubekit::rest::Result<Value>) -> kubekit::rest::Result<Value> {
+    answer.map(|mut scale| {
+        if let Some(status) = scale["status"].as_object_mut() {
+            status.remove("replicas");
+        }
+        if let Some(meta) = scale["metadata"].as_object_mut() {
+            meta.remove("resourceVersion");
+        }
+        scale
+    })
+}
+
+#[tokio::test]
+async fn the_scale_subresource_reads_and_writes_replicas_alike() {
+    differential("scale", async |t: &Target, r: &mut Record| {
+        let deployments = t.on("deployments");
+        let web = deployment("web", json!([container("web", "web:1", &[80], json!([]))]));
+        deployments.create(web).await.expect("web created");
+        let scale = |r: Request| deployments.req(r).name("web").subresource("scale");
+        let send = |req: Request| async move { req.send().await?.decode::<Value>() };
+        let read = send(scale(t.rest.get())).await.expect("a scale");
+        r.answer("get", scale_without_observed(Ok(read.clone())));
+        // Without a resourceVersion: the real server's controllers may write the
+        // Deployment's status at any moment.
+        let mut wanted = read.clone();
+        wanted["spec"]["replicas"] = json!(3);
+        if let Some(meta) = wanted["metadata"].as_object_mut() {
+            meta.remove("resourceVersion");
+        }
+        let put = send(scale(t.rest.put()).body(&wanted)).await;
+        r.answer("update to 3", scale_without_observed(put));
+        let mut stale = read;
+        stale["spec"]["replicas"] = json!(2);
+        let conflict = send(scale(t.rest.put()).body(&stale)).await;
+        r.answer("a stale scale is a conflict", conflict);
+        for (label, how, replicas) in [
+            ("merge patch to 5", PatchType::Merge, 5),
+            ("strategic merge patch to 6", PatchType::StrategicMerge, 6),
+        ] {
+            let patch = json!({"spec": {"replicas": replicas}});
+            let patched = send(scale(t.rest.patch(how)).body(&patch)).await;
+            r.answer(label, scale_without_observed(patched));
+        }
+        let json_patch = json!([{"op": "replace", "path": "/spec/replicas", "value": 1}]);
+        let patched = send(scale(t.rest.patch(PatchType::Json)).body(&json_patch)).await;
+        r.answer("JSON patch to 1", scale_without_observed(patched));
+        let negative = json!({"spec": {"replicas": -1}});
+        let refused = send(scale(t.rest.patch(PatchType::Merge)).body(&negative)).await;
+        r.answer("negative replicas", refused);
+        r.answer(
+            "the deployment",
+            spec_and_labels(deployments.get("web").await),
+        );
+        let missing = deployments
+            .req(t.rest.get())
+            .name("missing")
+            .subresource("scale");
+        r.answer("a missing deployment's scale", send(missing).await);
+        let out = kubectl(
+            t,
+            &["scale", "deployment/web", "--replicas=4"],
+            String::new(),
+        )
+        .await;
+        r.push(
+            "kubectl scale",
+            json!({
+                "success": out.status.success(),
+                "stdout": String::from_utf8_lossy(&out.stdout),
+                "stderr": String::from_utf8_lossy(&out.stderr),
+            }),
+        );
+        let scaled = deployments
+            .get("web")
+            .await
+            .map(|d| d["spec"]["replicas"].clone());
+        r.answer("replicas after kubectl scale", scaled);
+        // A custom resource's scale, at the paths its CRD declares.
+        ensure_widgets(t).await;
+        let widgets = t.on("widgets");
+        let mut w = widget("w", json!({}));
+        w["spec"] = json!({"size": 2});
+        let created = widgets.create(w).await.expect("w created");
+        let mut with_status = created;
+        with_status["status"] = json!({"size": 1, "selector": "team=a"});
+        widgets
+            .update("w", &with_status, true)
+            .await
+            .expect("w's status");
+        let widget_scale = |r: Request| widgets.req(r).name("w").subresource("scale");
+        r.answer("a widget's scale", send(widget_scale(t.rest.get())).await);
+        let patch = json!({"spec": {"replicas": 4}});
+        let patched = send(widget_scale(t.rest.patch(PatchType::Merge)).body(&patch)).await;
+        r.answer("a widget's scale patched", patched);
+        let spec = widgets.get("w").await.map(|w| w["spec"].clone());
+        r.answer("the widget's spec", spec);
     })
     .await;
 }
