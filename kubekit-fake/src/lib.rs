@@ -22,7 +22,8 @@
 //! - Resources: namespaces, configmaps, secrets, pods, services, events (core and
 //!   `events.k8s.io`), serviceaccounts, deployments, replicasets, leases,
 //!   customresourcedefinitions, and the resources of every CRD created through it (served
-//!   at once). Objects are schema-less JSON: no defaulting, no validation beyond a name,
+//!   at once: the CRD is created `NamesAccepted` and `Established`, as the real server
+//!   reports a moment later; `kubectl wait --for=condition=Established` returns). Objects are schema-less JSON: no defaulting, no validation beyond a name,
 //!   no conversion between versions.
 //! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
 //!   (label selectors, `metadata.name`/`metadata.namespace` field selectors, `limit` and

@@ -11,7 +11,7 @@
 //!   takes a moment to establish them) and stop being served when it is deleted; its
 //!   objects are deleted with it.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// What the fake knows about one served resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,6 +360,45 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         returns_deleted_object: false,
         builtin: false,
         scale,
+    })
+}
+
+/// The status of a CRD whose resource `info` is served: its names accepted
+/// (`NamesAccepted`, `Established` conditions at `now`, with the real server's reasons and
+/// messages), its storage version stored.
+pub fn established_crd_status(crd: &Value, info: &ResourceInfo, now: &str) -> Value {
+    let mut accepted = json!({
+        "plural": info.plural,
+        "singular": info.singular,
+        "kind": info.kind,
+        "listKind": crd
+            .pointer("/spec/names/listKind")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("{}List", info.kind), str::to_string),
+    });
+    if !info.short_names.is_empty() {
+        accepted["shortNames"] = json!(info.short_names);
+    }
+    if !info.categories.is_empty() {
+        accepted["categories"] = json!(info.categories);
+    }
+    let condition = |kind: &str, reason: &str, message: &str| {
+        json!({
+            "type": kind, "status": "True", "lastTransitionTime": now,
+            "reason": reason, "message": message,
+        })
+    };
+    json!({
+        "acceptedNames": accepted,
+        "conditions": [
+            condition("NamesAccepted", "NoConflicts", "no conflicts found"),
+            condition(
+                "Established",
+                "InitialNamesAccepted",
+                "the initial names have been accepted",
+            ),
+        ],
+        "storedVersions": [info.versions[0]],
     })
 }
 

@@ -445,6 +445,9 @@ impl Store {
             m.remove("generation");
         }
         if let Some(crd) = crd {
+            // Served at once: its names accepted and established, as the real server's
+            // controllers report a moment after the create.
+            obj["status"] = resources::established_crd_status(&obj, &crd, &now());
             self.resources
                 .retain(|r| !(r.group == crd.group && r.plural == crd.plural));
             self.resources.push(crd);

@@ -1303,6 +1303,48 @@ async fn the_scale_subresource_reads_and_writes_replicas_alike() {
     .await;
 }
 
+#[tokio::test]
+async fn a_created_crd_is_established_with_its_names_accepted_alike() {
+    differential("crd-established", async |t: &Target, r: &mut Record| {
+        let name = format!("gizmos.{GROUP}");
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {
+                "group": GROUP, "scope": "Namespaced",
+                "names": {"plural": "gizmos", "kind": "Gizmo", "shortNames": ["gz"]},
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                }],
+            },
+        });
+        let crds = |req: Request| {
+            req.group_version("apiextensions.k8s.io", "v1")
+                .resource("customresourcedefinitions")
+        };
+        let created = crds(t.rest.post()).body(&crd).send().await;
+        if let Err(e) = created {
+            assert!(e.is_already_exists(), "create the Gizmo CRD: {e}");
+        }
+        let crd_name = format!("crd/{name}");
+        let args = ["wait", "--for=condition=Established", &crd_name, "--timeout=60s"];
+        let out = kubectl(t, &args, String::new()).await;
+        r.push(
+            "kubectl wait --for=condition=Established",
+            json!({
+                "success": out.status.success(),
+                "stdout": String::from_utf8_lossy(&out.stdout),
+                "stderr": String::from_utf8_lossy(&out.stderr),
+            }),
+        );
+        let status = crds(t.rest.get()).name(&name).send().await;
+        let status = status.and_then(|r| r.decode::<Value>()).map(|crd| crd["status"].clone());
+        r.answer("the CRD's status", status);
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t
