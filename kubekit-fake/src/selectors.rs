@@ -32,7 +32,7 @@ impl Filter {
         let labels = labels
             .unwrap_or("")
             .parse::<Selector>()
-            .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
+            .map_err(|e| ApiError::bad_request(e.reason))?;
         let mut parsed = Vec::new();
         for term in fields.unwrap_or("").split(',').filter(|t| !t.is_empty()) {
             let (key, equal, value) = if let Some((k, v)) = term.split_once("!=") {

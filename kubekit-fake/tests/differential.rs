@@ -1345,6 +1345,59 @@ async fn a_created_crd_is_established_with_its_names_accepted_alike() {
     .await;
 }
 
+#[tokio::test]
+async fn label_selectors_parse_as_apimachinery_does_with_its_errors() {
+    differential("selectors", async |t: &Target, r: &mut Record| {
+        let cms = t.on("configmaps");
+        for (name, labels) in [
+            ("plain", json!({"sel": "x"})),
+            ("empty", json!({"sel": ""})),
+            ("other", json!({"sel": "y", "b": "1"})),
+        ] {
+            cms.create(cm(name, labels)).await.expect("created");
+        }
+        let names = |list: Value| {
+            let mut names: Vec<Value> = list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| i["metadata"]["name"].clone())
+                // What the real cluster puts in every namespace.
+                .filter(|n| n != "kube-root-ca.crt")
+                .collect();
+            names.sort_by_key(|n| n.to_string());
+            json!(names)
+        };
+        for selector in [
+            "sel in ()",
+            "sel notin ( )",
+            "sel,b notin (),z notin ()",
+            "sel in (x,,)",
+            "sel in (in,notin)",
+            "sel=",
+            "b>0",
+            "!b,sel",
+            "sel in (x",
+            "sel in (x) b",
+            "a (b)",
+            "x,,y",
+            "=x",
+            "b<a",
+            "b>-1",
+            "A_",
+            "a/b/c",
+            "-a=b",
+            "sel in (b,-c)",
+            "sel=a=b",
+            "!sel=x",
+        ] {
+            let answer = cms.list(&[("labelSelector", selector)]).await.map(names);
+            r.answer(selector, answer);
+        }
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t

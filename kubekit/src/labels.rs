@@ -1,5 +1,8 @@
 //! Label selectors (apimachinery's `labels` package): parse the selector syntax the API
-//! server and kubectl accept, and match it against an object's labels.
+//! server and kubectl accept, and match it against an object's labels. The parser is
+//! apimachinery's `labels.Parse`, token for token: what it accepts (`x in ()` and
+//! `x notin (a,,)` hold the empty value), what it refuses, and its error messages
+//! ([`ParseError::reason`]), which kubekit-fake answers as the real server does.
 //!
 //! Syntax: requirements separated by commas, all of which must hold —
 //! `key=value` (or `==`), `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key` (exists),
@@ -21,7 +24,7 @@
 //! assert!("app in (web".parse::<Selector>().is_err());
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
@@ -31,7 +34,7 @@ use std::str::FromStr;
 pub struct ParseError {
     /// The selector as given.
     pub selector: String,
-    /// What is wrong with it.
+    /// What is wrong with it: apimachinery's message, as the API server answers it.
     pub reason: String,
 }
 
@@ -104,16 +107,13 @@ impl fmt::Display for Requirement {
     }
 }
 
-/// The values of a set, comma-separated; a set of only the empty value prints as `,`
-/// (`()` would be an empty set, which does not parse).
+/// The values of a set, comma-separated (a set of only the empty value prints as `()`,
+/// which parses back to it).
 struct Values<'a>(&'a [String]);
 
 impl fmt::Display for Values<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            [only] if only.is_empty() => f.write_str(","),
-            values => f.write_str(&values.join(",")),
-        }
+        f.write_str(&self.0.join(","))
     }
 }
 
@@ -205,156 +205,437 @@ fn is_dns_subdomain(s: &str) -> bool {
     })
 }
 
-/// apimachinery's `validateLabelKey` (`IsQualifiedName`): `[prefix/]name`.
-fn validate_key(key: &str) -> Result<(), String> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    let bad = |why: String| Err(format!("invalid label key {key:?}: {why}"));
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            return bad("prefix part must be non-empty".into());
-        }
-        if prefix.len() > MAX_LABEL_PREFIX_LEN {
-            return bad(format!(
-                "prefix part must be no more than {MAX_LABEL_PREFIX_LEN} characters"
-            ));
-        }
-        if !is_dns_subdomain(prefix) {
-            return bad("prefix part must be a lowercase DNS subdomain".into());
-        }
-    }
-    if name.is_empty() {
-        return bad("name part must be non-empty".into());
-    }
-    if name.len() > MAX_LABEL_VALUE_LEN {
-        return bad(format!(
-            "name part must be no more than {MAX_LABEL_VALUE_LEN} characters"
-        ));
-    }
-    if !is_label_value(name) {
-        return bad("name part must consist of alphanumerics, '-', '_' or '.', and start and end with an alphanumeric".into());
-    }
-    Ok(())
+/// apimachinery's `RegexError`: `msg`, its examples and the regex (spaced as there:
+/// `(e.g. 'a',  or 'b', regex used …)`).
+fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
+    let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!(
+        "{msg} (e.g. {}regex used for validation is '{re}')",
+        examples.join(" or ")
+    )
 }
 
-/// apimachinery's `validateLabelValue`.
-fn validate_value(value: &str) -> Result<(), String> {
-    if value.len() > MAX_LABEL_VALUE_LEN {
-        return Err(format!(
-            "invalid label value of {} characters: must be no more than {MAX_LABEL_VALUE_LEN}",
-            value.len()
+const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const LABEL_KEY_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+
+/// apimachinery's `IsLabelKey` (`IsQualifiedName`): `[prefix/]name`, every fault.
+fn label_key_errors(key: &str) -> Vec<String> {
+    let key_regex = || {
+        regex_error(
+            LABEL_KEY_ERR,
+            LABEL_KEY_FMT,
+            &["MyName", "my.name", "123-abc"],
+        )
+    };
+    let parts: Vec<&str> = key.split('/').collect();
+    let mut errs = Vec::new();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                if prefix.len() > MAX_LABEL_PREFIX_LEN {
+                    errs.push(format!(
+                        "prefix part must be no more than {MAX_LABEL_PREFIX_LEN} bytes"
+                    ));
+                }
+                if !is_dns_subdomain(prefix) {
+                    errs.push(format!(
+                        "prefix part {}",
+                        regex_error(
+                            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
+                            &["example.com"],
+                        )
+                    ));
+                }
+            }
+            *name
+        }
+        _ => {
+            return vec![format!(
+                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                key_regex()
+            )];
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".into());
+    } else if name.len() > MAX_LABEL_VALUE_LEN {
+        errs.push(format!(
+            "name part must be no more than {MAX_LABEL_VALUE_LEN} bytes"
         ));
+    }
+    if name.is_empty() || !is_label_value(name) {
+        errs.push(format!("name part {}", key_regex()));
+    }
+    errs
+}
+
+/// apimachinery's `IsLabelValue`, every fault.
+fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > MAX_LABEL_VALUE_LEN {
+        errs.push(format!("must be no more than {MAX_LABEL_VALUE_LEN} bytes"));
     }
     if !is_label_value(value) {
-        return Err(format!(
-            "invalid label value {value:?}: must be empty or consist of alphanumerics, '-', '_' or '.', and start and end with an alphanumeric"
+        errs.push(regex_error(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            &format!("({LABEL_KEY_FMT})?"),
+            &["MyValue", "my_value", "12345"],
         ));
     }
-    Ok(())
+    errs
 }
 
-/// Splits at commas outside parentheses.
-fn split_requirements(s: &str) -> Result<Vec<&str>, String> {
-    let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
+/// A string as Go's `%q` prints it.
+fn go_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
         match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&s[start..i]);
-                start = i + 1;
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
             }
-            _ => {}
-        }
-        if !(0..=1).contains(&depth) {
-            return Err("unbalanced parentheses".into());
+            c => out.push(c),
         }
     }
-    if depth != 0 {
-        return Err("unbalanced parentheses".into());
-    }
-    parts.push(&s[start..]);
-    Ok(parts)
+    out.push('"');
+    out
 }
 
-fn parse_set(rest: &str) -> Result<Vec<String>, String> {
-    let inner = rest
-        .trim()
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| format!("expected a parenthesised list of values, found {rest:?}"))?;
-    if inner.trim().is_empty() {
-        return Err("for 'in', 'notin' operators, values set can't be empty".into());
-    }
-    let mut values = inner
-        .split(',')
-        .map(|v| {
-            let v = v.trim();
-            validate_value(v).map(|()| v.to_string())
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    values.sort();
-    values.dedup();
-    Ok(values)
+/// apimachinery's `field.Invalid(path, value, detail).Error()`.
+fn invalid(path: &str, value: &str, detail: &str) -> String {
+    format!("{path}: Invalid value: {}: {detail}", go_quoted(value))
 }
 
-fn parse_requirement(part: &str) -> Result<Requirement, String> {
-    let part = part.trim();
-    if part.is_empty() {
-        return Err("empty requirement".into());
-    }
-    if let Some(key) = part.strip_prefix('!') {
-        let key = key.trim();
-        validate_key(key)?;
-        return Ok(Requirement {
-            key: key.to_string(),
-            op: Op::DoesNotExist,
-        });
-    }
-    let key_end = part
-        .find(|c: char| c.is_whitespace() || matches!(c, '=' | '!' | '<' | '>'))
-        .unwrap_or(part.len());
-    let key = &part[..key_end];
-    validate_key(key)?;
-    let rest = part[key_end..].trim_start();
-    let single = |v: &str| -> Result<String, String> {
-        let v = v.trim();
-        validate_value(v).map(|()| v.to_string())
-    };
-    let number = |v: &str| -> Result<i64, String> {
-        v.trim()
-            .parse()
-            .map_err(|_| format!("{:?} is not an integer", v.trim()))
-    };
-    let op = if rest.is_empty() {
-        Op::Exists
-    } else if let Some(v) = rest.strip_prefix("==") {
-        Op::Equals {
-            value: single(v)?,
-            double: true,
+/// The tokens of apimachinery's selector lexer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    End,
+    ClosedPar,
+    Comma,
+    DoesNotExist,
+    DoubleEquals,
+    Equals,
+    GreaterThan,
+    Identifier,
+    In,
+    LessThan,
+    NotEquals,
+    NotIn,
+    OpenPar,
+}
+
+/// The token a literal is, when it is one (`in`, `notin` and the symbols).
+fn keyword(s: &str) -> Option<Token> {
+    Some(match s {
+        ")" => Token::ClosedPar,
+        "," => Token::Comma,
+        "!" => Token::DoesNotExist,
+        "==" => Token::DoubleEquals,
+        "=" => Token::Equals,
+        ">" => Token::GreaterThan,
+        "in" => Token::In,
+        "<" => Token::LessThan,
+        "!=" => Token::NotEquals,
+        "notin" => Token::NotIn,
+        "(" => Token::OpenPar,
+        _ => return None,
+    })
+}
+
+fn is_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn is_special(b: u8) -> bool {
+    matches!(b, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
+}
+
+/// Splits a selector into tokens as apimachinery's lexer does; the last one is
+/// [`Token::End`]. A NUL byte ends the token it follows (and is skipped), or the selector
+/// where a token would start, as there.
+fn tokens(s: &str) -> Vec<(Token, &str)> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut at = 0;
+    loop {
+        while at < b.len() && is_whitespace(b[at]) {
+            at += 1;
         }
-    } else if let Some(v) = rest.strip_prefix("!=") {
-        Op::NotEquals(single(v)?)
-    } else if let Some(v) = rest.strip_prefix('=') {
-        Op::Equals {
-            value: single(v)?,
-            double: false,
+        if at == b.len() || b[at] == 0 {
+            out.push((Token::End, ""));
+            return out;
         }
-    } else if let Some(v) = rest.strip_prefix('>') {
-        Op::Gt(number(v)?)
-    } else if let Some(v) = rest.strip_prefix('<') {
-        Op::Lt(number(v)?)
-    } else if let Some(v) = rest.strip_prefix("notin") {
-        Op::NotIn(parse_set(v)?)
-    } else if let Some(v) = rest.strip_prefix("in") {
-        Op::In(parse_set(v)?)
-    } else {
-        return Err(format!("unknown operator in {part:?}"));
+        let start = at;
+        let token = if is_special(b[at]) {
+            // The longest run of symbols that is a token (every single symbol is one).
+            let mut last = None;
+            while at < b.len() && is_special(b[at]) {
+                match keyword(&s[start..=at]) {
+                    Some(t) => last = Some((t, at + 1)),
+                    None if last.is_some() => break,
+                    None => {}
+                }
+                at += 1;
+            }
+            let (token, end) = last.expect("a single symbol is a token");
+            at = end;
+            token
+        } else {
+            while at < b.len() && b[at] != 0 && !is_special(b[at]) && !is_whitespace(b[at]) {
+                at += 1;
+            }
+            keyword(&s[start..at]).unwrap_or(Token::Identifier)
+        };
+        out.push((token, &s[start..at]));
+        if b.get(at) == Some(&0) {
+            at += 1;
+        }
+    }
+}
+
+/// Where the parser is: `in` and `notin` are values inside a set and after an operator.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Context {
+    KeyAndOperator,
+    Values,
+}
+
+/// apimachinery's selector parser, with its error messages.
+struct Parser<'a> {
+    tokens: Vec<(Token, &'a str)>,
+    position: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn lookahead(&self, context: Context) -> (Token, &'a str) {
+        let (token, literal) = self.tokens[self.position.min(self.tokens.len() - 1)];
+        match token {
+            Token::In | Token::NotIn if context == Context::Values => (Token::Identifier, literal),
+            _ => (token, literal),
+        }
+    }
+
+    fn consume(&mut self, context: Context) -> (Token, &'a str) {
+        let item = self.lookahead(context);
+        self.position += 1;
+        item
+    }
+
+    fn parse(&mut self) -> Result<Vec<Requirement>, String> {
+        let mut requirements = Vec::new();
+        loop {
+            let (token, literal) = self.lookahead(Context::Values);
+            match token {
+                Token::Identifier | Token::DoesNotExist => {
+                    let r = self
+                        .requirement()
+                        .map_err(|e| format!("unable to parse requirement: {e}"))?;
+                    requirements.push(r);
+                    match self.consume(Context::Values) {
+                        (Token::End, _) => return Ok(requirements),
+                        (Token::Comma, _) => {
+                            let (next, literal) = self.lookahead(Context::Values);
+                            if next != Token::Identifier && next != Token::DoesNotExist {
+                                return Err(format!(
+                                    "found '{literal}', expected: identifier after ','"
+                                ));
+                            }
+                        }
+                        (_, literal) => {
+                            return Err(format!(
+                                "found '{literal}', expected: ',' or 'end of string'"
+                            ));
+                        }
+                    }
+                }
+                Token::End => return Ok(requirements),
+                _ => {
+                    return Err(format!(
+                        "found '{literal}', expected: !, identifier, or 'end of string'"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn requirement(&mut self) -> Result<Requirement, String> {
+        let (mut token, mut literal) = self.consume(Context::Values);
+        let negated = token == Token::DoesNotExist;
+        if negated {
+            (token, literal) = self.consume(Context::Values);
+        }
+        if token != Token::Identifier {
+            return Err(format!("found '{literal}', expected: identifier"));
+        }
+        let key = literal;
+        let key_errors = label_key_errors(key);
+        if !key_errors.is_empty() {
+            return Err(invalid("<nil>", key, &key_errors.join("; ")));
+        }
+        let unary = matches!(self.lookahead(Context::Values).0, Token::End | Token::Comma);
+        if negated || unary {
+            let op = if negated {
+                Op::DoesNotExist
+            } else {
+                Op::Exists
+            };
+            return new_requirement(key, op);
+        }
+        let (token, literal) = self.consume(Context::KeyAndOperator);
+        let op = match token {
+            Token::In => Op::In(self.set()?),
+            Token::NotIn => Op::NotIn(self.set()?),
+            Token::Equals | Token::DoubleEquals => Op::Equals {
+                value: self.exact_value()?,
+                double: token == Token::DoubleEquals,
+            },
+            Token::NotEquals => Op::NotEquals(self.exact_value()?),
+            Token::GreaterThan => Op::Gt(self.number(key)?),
+            Token::LessThan => Op::Lt(self.number(key)?),
+            _ => {
+                return Err(format!(
+                    "found '{literal}', expected: in, notin, =, ==, !=, gt, lt"
+                ));
+            }
+        };
+        new_requirement(key, op)
+    }
+
+    /// `(a,b)`: a set, sorted; `()`, and a missing value between commas, are `""`.
+    fn set(&mut self) -> Result<Vec<String>, String> {
+        let (token, literal) = self.consume(Context::Values);
+        if token != Token::OpenPar {
+            return Err(format!("found '{literal}' expected: '('"));
+        }
+        let (token, literal) = self.lookahead(Context::Values);
+        let values = match token {
+            Token::Identifier | Token::Comma => {
+                let values = self.values()?;
+                if self.consume(Context::Values).0 != Token::ClosedPar {
+                    return Err(format!("found '{literal}', expected: ')'"));
+                }
+                values
+            }
+            Token::ClosedPar => {
+                self.consume(Context::Values);
+                BTreeSet::from([String::new()])
+            }
+            _ => {
+                return Err(format!(
+                    "found '{literal}', expected: ',', ')' or identifier"
+                ));
+            }
+        };
+        Ok(values.into_iter().collect())
+    }
+
+    /// The comma-separated values of a set, up to its `)`.
+    fn values(&mut self) -> Result<BTreeSet<String>, String> {
+        let mut values = BTreeSet::new();
+        loop {
+            match self.consume(Context::Values) {
+                (Token::Identifier, literal) => {
+                    values.insert(literal.to_string());
+                    match self.lookahead(Context::Values) {
+                        (Token::Comma, _) => {}
+                        (Token::ClosedPar, _) => return Ok(values),
+                        (_, next) => {
+                            return Err(format!("found '{next}', expected: ',' or ')'"));
+                        }
+                    }
+                }
+                (Token::Comma, _) => {
+                    // `(,`, `,,` and `,)` hold the empty value.
+                    let next = self.lookahead(Context::Values).0;
+                    if values.is_empty() || matches!(next, Token::ClosedPar | Token::Comma) {
+                        values.insert(String::new());
+                    }
+                    if next == Token::ClosedPar {
+                        return Ok(values);
+                    }
+                }
+                (_, literal) => {
+                    return Err(format!("found '{literal}', expected: ',', or identifier"));
+                }
+            }
+        }
+    }
+
+    /// The value after `=`, `==`, `!=`, `>` or `<`; none is `""`.
+    fn exact_value(&mut self) -> Result<String, String> {
+        if matches!(self.lookahead(Context::Values).0, Token::End | Token::Comma) {
+            return Ok(String::new());
+        }
+        match self.consume(Context::Values) {
+            (Token::Identifier, literal) => Ok(literal.to_string()),
+            (_, literal) => Err(format!("found '{literal}', expected: identifier")),
+        }
+    }
+
+    /// The integer after `>` or `<`.
+    fn number(&mut self, key: &str) -> Result<i64, String> {
+        let value = self.exact_value()?;
+        let mut errs = Vec::new();
+        let n = value.parse::<i64>();
+        if n.is_err() {
+            errs.push(invalid(
+                "values[0]",
+                &value,
+                "for 'Gt', 'Lt' operators, the value must be an integer",
+            ));
+        }
+        errs.extend(value_error(key, 0, &value));
+        match n {
+            Ok(n) if errs.is_empty() => Ok(n),
+            _ => Err(aggregate(errs)),
+        }
+    }
+}
+
+/// The fault of a requirement's `i`th value, as apimachinery's `validateLabelValue`.
+fn value_error(key: &str, i: usize, value: &str) -> Option<String> {
+    let errs = label_value_errors(value);
+    (!errs.is_empty()).then(|| invalid(&format!("values[{i}][{key}]"), value, &errs.join("; ")))
+}
+
+/// apimachinery's aggregate error: one message, or `[a, b]` without repeats.
+fn aggregate(errs: Vec<String>) -> String {
+    let mut unique: Vec<String> = Vec::new();
+    for e in errs {
+        if !unique.contains(&e) {
+            unique.push(e);
+        }
+    }
+    match unique.as_slice() {
+        [one] => one.clone(),
+        all => format!("[{}]", all.join(", ")),
+    }
+}
+
+/// apimachinery's `NewRequirement`: the values are checked (the key already is).
+fn new_requirement(key: &str, op: Op) -> Result<Requirement, String> {
+    let values: Vec<&String> = match &op {
+        Op::In(v) | Op::NotIn(v) => v.iter().collect(),
+        Op::Equals { value, .. } | Op::NotEquals(value) => vec![value],
+        _ => Vec::new(),
     };
+    let errs: Vec<String> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| value_error(key, i, v))
+        .collect();
+    if !errs.is_empty() {
+        return Err(aggregate(errs));
+    }
     Ok(Requirement {
         key: key.to_string(),
         op,
@@ -364,21 +645,19 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
 impl FromStr for Selector {
     type Err = ParseError;
 
+    /// Parses as apimachinery's `labels.Parse`, with its error messages (as `reason`).
     fn from_str(s: &str) -> Result<Self, ParseError> {
-        let error = |reason: String| ParseError {
-            selector: s.to_string(),
-            reason,
+        let mut parser = Parser {
+            tokens: tokens(s),
+            position: 0,
         };
-        if s.trim().is_empty() {
-            return Ok(Self::everything());
-        }
-        let requirements = split_requirements(s)
-            .map_err(error)?
-            .into_iter()
-            .map(parse_requirement)
-            .collect::<Result<_, _>>()
-            .map_err(error)?;
-        Ok(Self::sorted(requirements))
+        parser
+            .parse()
+            .map(Self::sorted)
+            .map_err(|reason| ParseError {
+                selector: s.to_string(),
+                reason,
+            })
     }
 }
 
@@ -474,7 +753,6 @@ mod tests {
             "a-=b".into(),
             "a=_b".into(),
             "a=b-".into(),
-            "x in ()".into(),
         ] {
             let err = bad.parse::<Selector>().expect_err(&bad);
             assert_eq!(err.selector, bad);
@@ -507,7 +785,12 @@ mod tests {
         assert_eq!(sel("y in (jkl)").to_string(), "y in (jkl)");
         assert_eq!(sel("y!=jkl").to_string(), "y!=jkl");
         assert_eq!(sel("y in (b,a,b)").to_string(), "y in (a,b)");
-        assert_eq!(sel("y in (,)").to_string(), "y in (,)");
+        assert_eq!(sel("y in (,)").to_string(), "y in ()");
+        assert_eq!(
+            sel("y in ()"),
+            sel("y in (,)"),
+            "both are the set of the empty value"
+        );
         assert_eq!(sel("y in (,a)").to_string(), "y in (,a)");
         assert_eq!(
             sel("z,!b,a>1,c notin (q)").to_string(),
@@ -515,6 +798,98 @@ mod tests {
         );
         let one = labels(&[("y", "jkl")]);
         assert!(sel("y==jkl").matches(&one) && !sel("y notin (jkl)").matches(&one));
+    }
+
+    /// apimachinery's own cases (`labels/selector_test.go`: `TestSelectorParse`,
+    /// `TestSetSelectorParser`): (selector, valid, how it prints when valid).
+    #[test]
+    fn apimachinerys_parser_cases_parse_and_print_alike() {
+        for (input, printed) in [
+            ("x=a,y=b,z=c", "x=a,y=b,z=c"),
+            ("", ""),
+            ("x!=a,y=b", "x!=a,y=b"),
+            ("x=", "x="),
+            ("x= ", "x="),
+            ("x=,z= ", "x=,z="),
+            ("x= ,z= ", "x=,z="),
+            ("!x", "!x"),
+            ("x>1", "x>1"),
+            ("x>1,z<5", "x>1,z<5"),
+            ("x  notin\t\t(abc,def)", "x notin (abc,def)"),
+            ("x in (abc,)", "x in (,abc)"),
+            ("x in (abc,abc)", "x in (abc)"),
+            ("x in ()", "x in ()"),
+            ("x in (a,,)", "x in (,a)"),
+            ("x in (a,,,,,,)", "x in (,a)"),
+            ("x in (a,,a,,a,,a,,)", "x in (,a)"),
+            (
+                "x notin (abc,,def),bar,z in (),w",
+                "bar,w,x notin (,abc,def),z in ()",
+            ),
+            ("x,y in (a)", "x,y in (a)"),
+            ("x notin ( )", "x notin ()"),
+            ("x notin (, a)", "x notin (,a)"),
+            (
+                "x notin (abc),y in (jkl,mno),z notin ()",
+                "x notin (abc),y in (jkl,mno),z notin ()",
+            ),
+            ("a ", "a"),
+            ("a in (x,y,notin, z,in)", "a in (in,notin,x,y,z)"),
+        ] {
+            let parsed: Selector = input.parse().unwrap_or_else(|e| panic!("{input:?}: {e}"));
+            assert_eq!(parsed.to_string(), printed, "{input:?}");
+        }
+        for bad in [
+            "x=a||y=b",
+            "x==a==b",
+            "!x=a",
+            "x<a",
+            "x,,y",
+            ",x,y",
+            "x nott in (y)",
+            "a in (xyz),",
+            "a in (xyz)b notin ()",
+            "a in (xyz abc)",
+            "a notin(",
+            "a (",
+            "(",
+        ] {
+            assert!(bad.parse::<Selector>().is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn errors_are_apimachinerys_messages() {
+        let reason = |s: &str| s.parse::<Selector>().unwrap_err().reason;
+        assert_eq!(
+            reason("a in (b"),
+            "unable to parse requirement: found '', expected: ',' or ')'"
+        );
+        assert_eq!(reason("x,,y"), "found ',', expected: identifier after ','");
+        assert_eq!(
+            reason("a (b)"),
+            "unable to parse requirement: found '(', expected: in, notin, =, ==, !=, gt, lt"
+        );
+        assert_eq!(
+            reason("a=b c"),
+            "found 'c', expected: ',' or 'end of string'"
+        );
+        assert_eq!(
+            reason("=a"),
+            "found '=', expected: !, identifier, or 'end of string'"
+        );
+        assert_eq!(
+            reason("x<a"),
+            "unable to parse requirement: values[0]: Invalid value: \"a\": for 'Gt', 'Lt' operators, the value must be an integer"
+        );
+        assert_eq!(
+            reason("A_"),
+            "unable to parse requirement: <nil>: Invalid value: \"A_\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+        );
+        assert_eq!(
+            reason("a in (b,-c)"),
+            "unable to parse requirement: values[0][a]: Invalid value: \"-c\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+        );
     }
 
     #[test]
