@@ -26,7 +26,9 @@
 //!   reports a moment later; `kubectl wait --for=condition=Established` returns). Objects are schema-less JSON: no defaulting, no validation beyond a name,
 //!   no conversion between versions.
 //! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
-//!   (label selectors, `metadata.name`/`metadata.namespace` field selectors, `limit` and
+//!   (label selectors; field selectors on the fields the real server selects on: the
+//!   metadata, a Pod's `spec.nodeName`, `status.phase`, ..., an Event's `involvedObject.*`,
+//!   a Secret's `type`, a Service's `spec.type`, with its errors for the others; `limit` and
 //!   `continue` over one consistent snapshot, `resourceVersion` and
 //!   `resourceVersionMatch`), watch (see below), update (409 on a stale
 //!   resourceVersion), the status subresource, the scale subresource (`autoscaling/v1`

@@ -434,7 +434,7 @@ fn parse_rv(s: &str) -> ApiResult<u64> {
 }
 
 fn list(shared: &Shared, t: &Target) -> Answer {
-    let filter = Filter::parse(t.param("labelSelector"), t.param("fieldSelector"))?;
+    let filter = Filter::parse(&t.info, t.param("labelSelector"), t.param("fieldSelector"))?;
     let limit: usize = match t.param("limit") {
         Some(l) => l
             .parse()
@@ -755,7 +755,7 @@ fn deleted_response(t: &Target, deleted: &Deleted) -> Value {
 
 fn delete_collection(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
     let req = delete_request(t, body)?;
-    let filter = Filter::parse(t.param("labelSelector"), t.param("fieldSelector"))?;
+    let filter = Filter::parse(&t.info, t.param("labelSelector"), t.param("fieldSelector"))?;
     let ns = (!t.ns.is_empty()).then_some(t.ns.as_str());
     let (rv, deleted) = shared.write(|s| -> ApiResult<(u64, Vec<Value>)> {
         let (rv, objects) = s.snapshot(&t.info, ns, None)?;

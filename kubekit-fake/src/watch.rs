@@ -59,7 +59,7 @@ impl WatchRequest {
         query: &HashMap<String, String>,
     ) -> ApiResult<Self> {
         let param = |k: &str| query.get(k).map(String::as_str);
-        let filter = Filter::parse(param("labelSelector"), param("fieldSelector"))?;
+        let filter = Filter::parse(info, param("labelSelector"), param("fieldSelector"))?;
         let rv = param("resourceVersion").filter(|rv| !rv.is_empty());
         let send_initial_events = match param("sendInitialEvents") {
             Some("true") => Some(true),

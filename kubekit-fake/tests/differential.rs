@@ -1398,6 +1398,81 @@ async fn label_selectors_parse_as_apimachinery_does_with_its_errors() {
     .await;
 }
 
+#[tokio::test]
+async fn field_selectors_select_the_servers_fields_with_its_errors() {
+    differential("fields", async |t: &Target, r: &mut Record| {
+        let pods = t.on("pods");
+        let container = json!([{"name": "c", "image": "busybox"}]);
+        let on_node = json!({"metadata": {"name": "a"},
+                             "spec": {"nodeName": "n1", "containers": container}});
+        let a = pods.create(on_node).await.expect("a created");
+        let unbound = json!({"metadata": {"name": "b"}, "spec": {"containers": container}});
+        pods.create(unbound).await.expect("b created");
+        let mut running = a;
+        running["status"] = json!({"phase": "Running", "podIP": "10.1.1.1",
+                                   "podIPs": [{"ip": "10.1.1.1"}]});
+        pods.update("a", &running, true).await.expect("a running");
+        let secrets = t.on("secrets");
+        for (name, kind) in [("plain", "Opaque"), ("custom", "example.com/custom")] {
+            let secret = json!({"metadata": {"name": name}, "type": kind});
+            secrets.create(secret).await.expect("secret created");
+        }
+        let names = |list: Value| {
+            let mut names: Vec<String> = list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["metadata"]["name"].as_str().map(str::to_string))
+                .filter(|n| n != "kube-root-ca.crt" && !n.starts_with("default-token"))
+                .collect();
+            names.sort();
+            json!(names)
+        };
+        let ns_name = format!("metadata.namespace={}", t.ns);
+        let queries: Vec<(&str, &str)> = vec![
+            ("pods", "spec.nodeName=n1"),
+            ("pods", "spec.nodeName="),
+            ("pods", "spec.nodeName!=n1"),
+            ("pods", "spec.host=n1"),
+            ("pods", "status.phase=Running,spec.hostNetwork=false"),
+            ("pods", "status.podIP=10.1.1.1"),
+            ("pods", "status.podIPs="),
+            ("pods", "metadata.name==b"),
+            ("pods", &ns_name),
+            ("pods", "spec.foo=x"),
+            ("pods", "spec.nodeName"),
+            ("pods", "spec.nodeName=a=b"),
+            ("pods", "spec.nodeName=a\\"),
+            ("pods", "spec.nodeName=a\\x"),
+            ("pods", "z=1,spec.foo=2"),
+            ("secrets", "type=example.com/custom"),
+            ("secrets", "type!=example.com/custom,metadata.name!=x"),
+            ("configmaps", "spec.x=1"),
+            ("configmaps", "metadata.name = x"),
+        ];
+        for (resource, selector) in queries {
+            let answer = t
+                .on(resource)
+                .list(&[("fieldSelector", selector)])
+                .await
+                .map(names);
+            let label = format!("{resource} {}", selector.replace(&t.ns, "<ns>"));
+            r.answer(&label, answer);
+        }
+        let namespaces = t
+            .rest
+            .get()
+            .group_version("", "v1")
+            .resource("namespaces")
+            .param("fieldSelector", "metadata.namespace=x")
+            .send()
+            .await
+            .and_then(|r| r.decode::<Value>());
+        r.answer("namespaces metadata.namespace=x", namespaces);
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t
