@@ -49,7 +49,8 @@
 //! - Server-side apply (`application/apply-patch+yaml`) is not implemented: it is refused
 //!   with `415 UnsupportedMediaType` whose message says so (`kubectl apply --server-side`
 //!   prints it); client-side `kubectl apply` works.
-//! - Watch from a resourceVersion with selectors, `sendInitialEvents` streaming lists, and
+//! - Watch from a resourceVersion with selectors, `sendInitialEvents` streaming lists (a
+//!   list that asks for `sendInitialEvents` is `422`, as on the real server), and
 //!   `410 Expired` beyond the last [`HISTORY_LIMIT`] changes of a resource (or after
 //!   [`FakeApiServer::compact`]).
 //! - Errors are `metav1.Status` objects with the real server's codes, reasons and messages.

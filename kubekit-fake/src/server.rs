@@ -434,6 +434,12 @@ fn parse_rv(s: &str) -> ApiResult<u64> {
 }
 
 fn list(shared: &Shared, t: &Target) -> Answer {
+    if t.param("sendInitialEvents").is_some() {
+        return Err(ApiError::forbidden_list_option(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
     let filter = Filter::parse(&t.info, t.param("labelSelector"), t.param("fieldSelector"))?;
     let limit: usize = match t.param("limit") {
         Some(l) => l

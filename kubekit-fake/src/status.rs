@@ -175,6 +175,20 @@ impl ApiError {
         .with_details(d)
     }
 
+    /// `422 Invalid` of a request's list options: `field` is forbidden because of `why`.
+    pub fn forbidden_list_option(field: &str, why: &str) -> Self {
+        Self::new(
+            422,
+            "Invalid",
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: Forbidden: {why}"),
+        )
+        .with_details(json!({
+            "causes": [{"reason": "FieldValueForbidden", "message": format!("Forbidden: {why}"), "field": field}],
+            "group": "meta.k8s.io",
+            "kind": "ListOptions",
+        }))
+    }
+
     /// `500 InternalError`.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)

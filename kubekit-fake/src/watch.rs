@@ -67,13 +67,7 @@ impl WatchRequest {
             _ => None,
         };
         if send_initial_events.is_some() {
-            let invalid = |field: &str, why: &str| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: Forbidden: {why}"),
-                )
-            };
+            let invalid = ApiError::forbidden_list_option;
             if param("resourceVersionMatch") != Some("NotOlderThan") {
                 return Err(invalid(
                     "resourceVersionMatch",

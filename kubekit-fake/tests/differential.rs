@@ -1469,6 +1469,9 @@ async fn field_selectors_select_the_servers_fields_with_its_errors() {
             .await
             .and_then(|r| r.decode::<Value>());
         r.answer("namespaces metadata.namespace=x", namespaces);
+        let configmaps = t.on("configmaps");
+        let initial_events = configmaps.list(&[("sendInitialEvents", "true")]).await;
+        r.answer("a list with sendInitialEvents", initial_events);
     })
     .await;
 }
