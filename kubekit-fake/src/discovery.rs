@@ -50,7 +50,9 @@ pub fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
         "update",
         "watch",
     ];
-    if !r.builtin {
+    if r.review {
+        &["create"]
+    } else if !r.builtin {
         CUSTOM
     } else if r.group.is_empty() && r.plural == "namespaces" {
         NO_COLLECTION

@@ -21,6 +21,7 @@
 //!
 //! - Resources: namespaces, configmaps, secrets, pods, services, events (core and
 //!   `events.k8s.io`), serviceaccounts, deployments, replicasets, leases,
+//!   selfsubjectaccessreviews (create only, nothing stored),
 //!   customresourcedefinitions, and the resources of every CRD created through it (served
 //!   at once: the CRD is created `NamesAccepted` and `Established`, as the real server
 //!   reports a moment later; `kubectl wait --for=condition=Established` returns). Objects are schema-less JSON: no defaulting, no validation beyond a name,
@@ -69,7 +70,9 @@
 //!
 //! # What it does not do
 //!
-//! No authentication or authorization (every request is allowed), no admission, no
+//! No authentication or authorization (every request is allowed: a
+//! `SelfSubjectAccessReview` answers `allowed`, `kubectl auth can-i` says yes;
+//! `SelfSubjectRulesReview` is not served), no admission, no
 //! defaulting or schema validation (an added container gets no `imagePullPolicy`; empty
 //! lists and maps are kept where the real server's encoding leaves them out), no
 //! managedFields, no server-side apply, no OpenAPI schemas (`kubectl

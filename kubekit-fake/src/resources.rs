@@ -45,6 +45,9 @@ pub struct ResourceInfo {
     pub builtin: bool,
     /// Where the `scale` subresource reads and writes, if the type has one.
     pub scale: Option<ScalePaths>,
+    /// Whether this is a review (`SelfSubjectAccessReview`): only created, never stored,
+    /// answered with its status.
+    pub review: bool,
 }
 
 /// Where a `scale` subresource reads and writes: JSON pointers into the object.
@@ -272,9 +275,26 @@ pub fn builtin() -> Vec<ResourceInfo> {
                     builtin: true,
                     scale: matches!(plural, "deployments" | "replicasets")
                         .then(ScalePaths::of_replica_sets),
+                    review: false,
                 }
             },
         )
+        .chain([ResourceInfo {
+            group: "authorization.k8s.io".into(),
+            versions: vec!["v1".into()],
+            kind: "SelfSubjectAccessReview".into(),
+            plural: "selfsubjectaccessreviews".into(),
+            singular: "selfsubjectaccessreview".into(),
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            namespaced: false,
+            status: false,
+            generation: false,
+            returns_deleted_object: false,
+            builtin: true,
+            scale: None,
+            review: true,
+        }])
         .collect()
 }
 
@@ -360,6 +380,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         returns_deleted_object: false,
         builtin: false,
         scale,
+        review: false,
     })
 }
 

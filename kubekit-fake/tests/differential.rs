@@ -1476,6 +1476,41 @@ async fn field_selectors_select_the_servers_fields_with_its_errors() {
     .await;
 }
 
+#[tokio::test]
+async fn self_subject_access_reviews_and_kubectl_auth_can_i_answer_alike() {
+    differential("can-i", async |t: &Target, r: &mut Record| {
+        let review = json!({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"namespace": t.ns, "verb": "create", "resource": "pods"}},
+        });
+        let answer = t
+            .rest
+            .post()
+            .group_version("authorization.k8s.io", "v1")
+            .resource("selfsubjectaccessreviews")
+            .body(&review)
+            .send()
+            .await
+            .and_then(|r| r.decode::<Value>());
+        r.answer("a SelfSubjectAccessReview", answer);
+        for args in [
+            &["auth", "can-i", "create", "pods"][..],
+            &["auth", "can-i", "delete", "deployments.apps", "--all-namespaces"],
+        ] {
+            let out = kubectl(t, args, String::new()).await;
+            r.push(
+                &args.join(" "),
+                json!({
+                    "success": out.status.success(),
+                    "stdout": String::from_utf8_lossy(&out.stdout),
+                    "stderr": String::from_utf8_lossy(&out.stderr),
+                }),
+            );
+        }
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t
