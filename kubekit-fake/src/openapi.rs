@@ -80,7 +80,8 @@ pub fn document(store: &Store, path: &str) -> ApiResult<Value> {
     }
     let prefix = format!("/{}", gv_path(group, version));
     let mut paths = Map::new();
-    for r in served {
+    // A review is only created: it has no patch operation.
+    for r in served.into_iter().filter(|r| !r.review) {
         let at = if r.namespaced {
             format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", r.plural)
         } else {

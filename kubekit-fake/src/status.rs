@@ -142,8 +142,8 @@ impl ApiError {
     }
 
     /// `422 Invalid` of `name` of kind `info.kind` (`Kind.group` in the message): `field`
-    /// fails with `cause_reason`
-    /// (e.g. `FieldValueRequired`) and `detail` (e.g. `Required value: ...`).
+    /// fails with `cause_reason` (e.g. `FieldValueRequired`) and `detail` (e.g.
+    /// `Required value: ...`).
     pub fn invalid(
         info: &ResourceInfo,
         name: &str,
@@ -151,10 +151,21 @@ impl ApiError {
         cause_reason: &str,
         detail: &str,
     ) -> Self {
-        let mut d = json!({
-            "kind": info.kind,
-            "causes": [{"reason": cause_reason, "message": detail, "field": field}],
-        });
+        Self::invalid_fields(info, name, &[(field, cause_reason, detail.to_string())])
+    }
+
+    /// [`invalid`](Self::invalid) with every fault, (field, cause reason, detail), as the
+    /// real server aggregates them: one in the message as it is, more as `[a, b]`.
+    pub fn invalid_fields(
+        info: &ResourceInfo,
+        name: &str,
+        faults: &[(&str, &str, String)],
+    ) -> Self {
+        let causes: Vec<Value> = faults
+            .iter()
+            .map(|(field, reason, detail)| json!({"reason": reason, "message": detail, "field": field}))
+            .collect();
+        let mut d = json!({"kind": info.kind, "causes": causes});
         if !name.is_empty() {
             d["name"] = json!(name);
         }
@@ -167,10 +178,18 @@ impl ApiError {
         } else {
             format!("{}.{}", info.kind, info.group)
         };
+        let errors: Vec<String> = faults
+            .iter()
+            .map(|(field, _, detail)| format!("{field}: {detail}"))
+            .collect();
+        let errors = match errors.as_slice() {
+            [one] => one.clone(),
+            all => format!("[{}]", all.join(", ")),
+        };
         Self::new(
             422,
             "Invalid",
-            format!("{kind} \"{name}\" is invalid: {field}: {detail}"),
+            format!("{kind} \"{name}\" is invalid: {errors}"),
         )
         .with_details(d)
     }

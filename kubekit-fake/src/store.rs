@@ -104,6 +104,54 @@ pub struct Store {
 const FOREGROUND: &str = "foregroundDeletion";
 const ORPHAN: &str = "orphan";
 
+/// The name rules of `info`'s objects, as the real server's: a Namespace's and a
+/// Service's name is a DNS-1123 label (1.37 accepts `1svc`), a CRD's `<plural>.<group>`,
+/// every other
+/// name a DNS-1123 subdomain; a `generateName` is checked as a prefix (a trailing `-`
+/// allowed), and the name generated from it as a name.
+fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
+    use kubekit::validation::{dns1123_label, dns1123_subdomain};
+    let rule: fn(&str) -> Vec<String> = match (info.group.as_str(), info.kind.as_str()) {
+        ("", "Namespace" | "Service") => dns1123_label,
+        _ => dns1123_subdomain,
+    };
+    let invalid = |field: &'static str, value: &str, errs: Vec<String>| {
+        let quoted = serde_json::to_string(value).unwrap_or_default();
+        errs.into_iter().map(move |e| {
+            (
+                field,
+                "FieldValueInvalid",
+                format!("Invalid value: {quoted}: {e}"),
+            )
+        })
+    };
+    let mut faults = Vec::new();
+    if let Some(prefix) = meta_str(obj, "generateName").filter(|p| !p.is_empty()) {
+        let masked = prefix
+            .strip_suffix('-')
+            .filter(|p| !p.is_empty())
+            .unwrap_or(prefix);
+        faults.extend(invalid("metadata.generateName", prefix, rule(masked)));
+    }
+    faults.extend(invalid("metadata.name", name, rule(name)));
+    if info.group == "apiextensions.k8s.io" && faults.is_empty() {
+        let spec = |pointer: &str| {
+            obj.pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let wanted = format!("{}.{}", spec("/spec/names/plural"), spec("/spec/group"));
+        if name != wanted {
+            let why = "must be spec.names.plural+\".\"+spec.group".to_string();
+            faults.extend(invalid("metadata.name", name, vec![why]));
+        }
+    }
+    if faults.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid_fields(info, name, &faults))
+}
+
 /// The current time as the API server writes timestamps.
 pub fn now() -> String {
     jiff::Timestamp::now()
@@ -415,6 +463,7 @@ impl Store {
         } else {
             None
         };
+        check_name(info, &obj, &name)?;
         if info.status
             && let Some(m) = obj.as_object_mut()
         {

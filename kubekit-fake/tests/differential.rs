@@ -5,7 +5,7 @@
 //! equal once values that legitimately differ are normalised:
 //!
 //! - the test namespace's name → `<ns>`; uids → `uid-1`, `uid-2`, … by first appearance;
-//! - timestamps → `<time>`; continue tokens → `<continue>`; `managedFields` dropped (the
+//! - timestamps (creation, deletion, conditions' transitions) → `<time>`; continue tokens → `<continue>`; `managedFields` dropped (the
 //!   fake keeps none).
 //! - object resourceVersions → their rank among the object resourceVersions of the record
 //!   (so order and equality must match, values need not); list and bookmark
@@ -371,7 +371,9 @@ fn rewrite(
                         let next = format!("uid-{}", uids.len() + 1);
                         *c = json!(uids.entry(u.to_string()).or_insert(next).clone());
                     }
-                    ("creationTimestamp" | "deletionTimestamp", Some(_)) => *c = json!("<time>"),
+                    ("creationTimestamp" | "deletionTimestamp" | "lastTransitionTime", Some(_)) => {
+                        *c = json!("<time>")
+                    }
                     ("continue", Some(s)) if !s.is_empty() => *c = json!("<continue>"),
                     _ => rewrite(c, ns, ranks, uids, floor, label),
                 }
@@ -1507,6 +1509,81 @@ async fn self_subject_access_reviews_and_kubectl_auth_can_i_answer_alike() {
                 }),
             );
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn object_names_are_validated_alike() {
+    differential("names", async |t: &Target, r: &mut Record| {
+        let long = "a".repeat(254);
+        let creates = [
+            ("configmaps", json!({"metadata": {"name": "Bad_Name"}})),
+            ("configmaps", json!({"metadata": {"name": long}})),
+            ("configmaps", json!({"metadata": {"name": "ok.name-1"}})),
+            (
+                "services",
+                json!({"metadata": {"name": "1svc"},
+                                "spec": {"ports": [{"port": 80}]}}),
+            ),
+            (
+                "pods",
+                json!({"metadata": {"name": "UPPER"},
+                            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
+            ),
+        ];
+        for (resource, body) in creates {
+            let label = format!("create {resource} {}", body["metadata"]);
+            let answer = t.on(resource).create(body).await;
+            r.answer(&label, answer.map(|o| o["metadata"]["name"].clone()));
+        }
+        // A generated name is random: the faults' fields are compared.
+        let configmaps = t.on("configmaps");
+        let generated = configmaps.create(json!({"metadata": {"generateName": "Bad_"}}));
+        let faults = match generated.await {
+            Ok(_) => json!("created"),
+            Err(e) => {
+                let causes = e
+                    .status()
+                    .and_then(|s| s.details.clone())
+                    .and_then(|d| d.causes);
+                json!(
+                    causes
+                        .into_iter()
+                        .flatten()
+                        .map(|c| c.field)
+                        .collect::<Vec<_>>()
+                )
+            }
+        };
+        r.push("create configmaps with generateName Bad_", faults);
+        let namespace = t
+            .rest
+            .post()
+            .group_version("", "v1")
+            .resource("namespaces")
+            .body(&json!({"metadata": {"name": "not.a.label"}}))
+            .send()
+            .await
+            .and_then(|r| r.decode::<Value>());
+        r.answer("a namespace named not.a.label", namespace);
+        let crd = json!({
+            "metadata": {"name": "wrong.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": "things", "kind": "Thing"},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+        });
+        let crd = t
+            .rest
+            .post()
+            .group_version("apiextensions.k8s.io", "v1")
+            .resource("customresourcedefinitions")
+            .body(&crd)
+            .send()
+            .await
+            .and_then(|r| r.decode::<Value>());
+        r.answer("a CRD not named <plural>.<group>", crd);
     })
     .await;
 }

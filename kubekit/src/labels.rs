@@ -28,6 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
+use crate::validation::{dns1123_subdomain_regex_error, is_dns1123_subdomain, regex_error};
+
 /// A malformed selector.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid label selector {selector:?}: {reason}")]
@@ -192,29 +194,6 @@ fn is_label_value(s: &str) -> bool {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')))
 }
 
-/// A DNS-1123 subdomain: dot-separated lowercase alphanumerics and `-`, each part starting
-/// and ending alphanumeric.
-fn is_dns_subdomain(s: &str) -> bool {
-    s.split('.').all(|part| {
-        let b = part.as_bytes();
-        !b.is_empty()
-            && b[0].is_ascii_alphanumeric()
-            && b[b.len() - 1].is_ascii_alphanumeric()
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-    })
-}
-
-/// apimachinery's `RegexError`: `msg`, its examples and the regex (spaced as there:
-/// `(e.g. 'a',  or 'b', regex used …)`).
-fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
-    let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
-    format!(
-        "{msg} (e.g. {}regex used for validation is '{re}')",
-        examples.join(" or ")
-    )
-}
-
 const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_KEY_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
@@ -240,15 +219,8 @@ fn label_key_errors(key: &str) -> Vec<String> {
                         "prefix part must be no more than {MAX_LABEL_PREFIX_LEN} bytes"
                     ));
                 }
-                if !is_dns_subdomain(prefix) {
-                    errs.push(format!(
-                        "prefix part {}",
-                        regex_error(
-                            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-                            r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
-                            &["example.com"],
-                        )
-                    ));
+                if !is_dns1123_subdomain(prefix) {
+                    errs.push(format!("prefix part {}", dns1123_subdomain_regex_error()));
                 }
             }
             *name

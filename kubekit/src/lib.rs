@@ -18,6 +18,7 @@
 //! | [`watch`] | `tools/watch` | a watch restarted from its last resourceVersion; waiting for conditions |
 //! | [`informers`], [`listers`] | `informers`, `listers` | the shared informer factory (typed, dynamic and metadata informers) and listers |
 //! | [`labels`] | `apimachinery/pkg/labels` | label selectors |
+//! | [`validation`] | `apimachinery/pkg/util/validation` | object names as the server checks them |
 //! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
 //! | [`controller`] | the seeds' `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
 //! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
@@ -47,5 +48,6 @@ pub mod record;
 pub mod rest;
 pub mod retry;
 pub mod scale;
+pub mod validation;
 pub mod watch;
 pub mod workqueue;
