@@ -24,8 +24,13 @@
 //!   selfsubjectaccessreviews (create only, nothing stored),
 //!   customresourcedefinitions, and the resources of every CRD created through it (served
 //!   at once: the CRD is created `NamesAccepted` and `Established`, as the real server
-//!   reports a moment later; `kubectl wait --for=condition=Established` returns). Objects are schema-less JSON: no defaulting, no validation beyond a name,
-//!   no conversion between versions.
+//!   reports a moment later; `kubectl wait --for=condition=Established` returns).
+//!   Objects are schema-less JSON, no conversion between versions. What is defaulted and
+//!   checked, each compared with the real server in the differential suite: names (a
+//!   DNS-1123 subdomain; a label for Namespaces and Services; `<plural>.<group>` for
+//!   CRDs), a body's `apiVersion` and `kind` against the URL, a Namespace's name label,
+//!   finalizer and phase, a Secret's `stringData` and default `type`, immutable
+//!   ConfigMaps and Secrets, a Secret's type.
 //! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
 //!   (label selectors; field selectors on the fields the real server selects on: the
 //!   metadata, a Pod's `spec.nodeName`, `status.phase`, ..., an Event's `involvedObject.*`,
@@ -73,7 +78,7 @@
 //! No authentication or authorization (every request is allowed: a
 //! `SelfSubjectAccessReview` answers `allowed`, `kubectl auth can-i` says yes;
 //! `SelfSubjectRulesReview` is not served), no admission, no
-//! defaulting or schema validation (an added container gets no `imagePullPolicy`; empty
+//! other defaulting or schema validation (an added container gets no `imagePullPolicy`; empty
 //! lists and maps are kept where the real server's encoding leaves them out), no
 //! managedFields, no server-side apply, no OpenAPI schemas (`kubectl
 //! explain` has nothing to show) and no OpenAPI v2, no YAML bodies, no protobuf answers
@@ -83,6 +88,7 @@
 //! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
 //! and namespace deletion, which happen at once.
 
+mod defaults;
 mod discovery;
 mod faults;
 mod openapi;

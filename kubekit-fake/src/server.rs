@@ -577,9 +577,26 @@ fn check_namespace(t: &Target, obj: &Value) -> ApiResult<()> {
     }
 }
 
+/// Checks that a body's `apiVersion` and `kind`, when set, are the URL's. A built-in
+/// kind at another `apiVersion` gets the real server's decoding error (which names its
+/// scheme as `pkg/runtime/scheme.go:111`).
 fn check_kind(t: &Target, obj: &Value) -> ApiResult<()> {
-    match obj["kind"].as_str() {
-        Some(kind) if kind != t.info.kind => Err(ApiError::bad_request(format!(
+    let expected = t.info.api_version(&t.version);
+    let kind = &t.info.kind;
+    match (obj["apiVersion"].as_str(), obj["kind"].as_str()) {
+        (Some(version), _) if !version.is_empty() && version != expected && t.info.builtin => {
+            let sent = obj["kind"].as_str().unwrap_or(kind);
+            Err(ApiError::bad_request(format!(
+                "{kind} in version \"{}\" cannot be handled as a {kind}: no kind \"{sent}\" is registered for version \"{version}\" in scheme \"pkg/runtime/scheme.go:111\"",
+                t.version
+            )))
+        }
+        (Some(version), _) if !version.is_empty() && version != expected => {
+            Err(ApiError::bad_request(format!(
+                "the API version in the data ({version}) does not match the expected API version ({expected})"
+            )))
+        }
+        (_, Some(kind)) if kind != t.info.kind => Err(ApiError::bad_request(format!(
             "the kind in the data ({kind}) does not match the expected kind ({})",
             t.info.kind
         ))),

@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::defaults;
 use crate::resources::{self, ResourceInfo};
 use crate::status::{ApiError, ApiResult};
 
@@ -493,6 +494,7 @@ impl Store {
         } else {
             m.remove("generation");
         }
+        defaults::apply(info, &mut obj, None);
         if let Some(crd) = crd {
             // Served at once: its names accepted and established, as the real server's
             // controllers report a moment after the create.
@@ -584,6 +586,8 @@ impl Store {
                 };
             }
             m.remove("managedFields");
+            defaults::apply(info, &mut new, Some(&old));
+            defaults::check_update(info, name, &old, &new)?;
             if info.generation && spec_of(&old) != spec_of(&new) {
                 let g = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
                 meta_mut(&mut new).insert("generation".into(), json!(g));

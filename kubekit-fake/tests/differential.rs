@@ -1588,6 +1588,96 @@ async fn object_names_are_validated_alike() {
     .await;
 }
 
+#[tokio::test]
+async fn object_defaults_and_immutability_answer_alike() {
+    differential("defaults", async |t: &Target, r: &mut Record| {
+        // A Namespace: its name label, finalizer and phase.
+        let ns_name = format!("{}-child", t.ns);
+        let namespaces = |req: Request| req.group_version("", "v1").resource("namespaces");
+        let send = |req: Request| async move { req.send().await?.decode::<Value>() };
+        let body = json!({"metadata": {"name": ns_name, "labels": {"team": "a"}}});
+        let created = send(namespaces(t.rest.post()).body(&body)).await;
+        let shape = |ns: Value| {
+            let labels = ns["metadata"]["labels"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            let labels: BTreeMap<String, Value> = labels
+                .into_iter()
+                .map(|(k, v)| {
+                    (
+                        k,
+                        if v == json!(ns_name) {
+                            json!("<name>")
+                        } else {
+                            v
+                        },
+                    )
+                })
+                .collect();
+            json!({"labels": labels, "spec": ns["spec"], "status": ns["status"]})
+        };
+        r.answer("a namespace created", created.map(shape));
+        let mut unlabelled = json!({"metadata": {"name": ns_name}});
+        unlabelled["metadata"]["labels"] = json!({});
+        let updated = send(namespaces(t.rest.put()).name(&ns_name).body(&unlabelled)).await;
+        r.answer("its labels removed", updated.map(shape));
+        let _ = send(namespaces(t.rest.delete()).name(&ns_name)).await;
+
+        // A Secret: stringData, type; immutability.
+        let secrets = t.on("secrets");
+        let secret = json!({"metadata": {"name": "s"}, "stringData": {"user": "admin"},
+                            "data": {"pass": "cHc="}, "immutable": true});
+        let created = secrets.create(secret).await;
+        r.answer(
+            "a secret with stringData",
+            created.map(|s| json!([s["data"], s["type"], s.get("stringData")])),
+        );
+        let stored = secrets.get("s").await.expect("s");
+        let mut changed = stored.clone();
+        changed["data"]["pass"] = json!("bmV3");
+        r.answer(
+            "an immutable secret's data changed",
+            secrets.update("s", &changed, false).await,
+        );
+        let mut retyped = stored.clone();
+        retyped["type"] = json!("example.com/other");
+        r.answer(
+            "a secret's type changed",
+            secrets.update("s", &retyped, false).await,
+        );
+        let mut relabelled = stored;
+        relabelled["metadata"]["labels"] = json!({"a": "b"});
+        let relabelled = secrets.update("s", &relabelled, false).await;
+        r.answer(
+            "an immutable secret relabelled",
+            relabelled.map(|s| s["metadata"]["labels"].clone()),
+        );
+
+        // A ConfigMap made immutable, then changed.
+        let cms = t.on("configmaps");
+        cms.create(json!({"metadata": {"name": "c"}, "data": {"a": "1"}}))
+            .await
+            .expect("c");
+        let mut frozen = cms.get("c").await.expect("c");
+        frozen["immutable"] = json!(true);
+        let frozen = cms.update("c", &frozen, false).await.expect("frozen");
+        let mut thawed = frozen.clone();
+        thawed["immutable"] = json!(false);
+        thawed["data"]["a"] = json!("2");
+        r.answer(
+            "an immutable configmap thawed and changed",
+            cms.update("c", &thawed, false).await,
+        );
+
+        // A body whose apiVersion is not the URL's.
+        let wrong =
+            json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "w"}});
+        r.answer("a body of another apiVersion", cms.create(wrong).await);
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t

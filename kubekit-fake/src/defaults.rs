@@ -1,0 +1,97 @@
+//! What the real server adds to and checks of the objects written, for the built-in
+//! types where the differential suite compares it (`object_defaults_and_immutability_
+//! answer_alike`):
+//!
+//! - a Namespace gets the label `kubernetes.io/metadata.name` (its name, restored on every
+//!   write), the finalizer `kubernetes` and `status.phase: Active` when created; an update
+//!   keeps its finalizers;
+//! - a Secret's `stringData` is merged into its `data` (base64) and dropped, its `type` is
+//!   `Opaque` when unset;
+//! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
+//!   Secret's type never changes.
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::resources::ResourceInfo;
+use crate::status::{ApiError, ApiResult};
+
+/// Fills in what the real server defaults in `obj`, an object of `info` being created
+/// (`old` is `None`) or replacing `old`.
+pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
+    if !info.builtin || !info.group.is_empty() || !obj.is_object() {
+        return;
+    }
+    match info.kind.as_str() {
+        "Namespace" => {
+            let name = obj["metadata"]["name"].clone();
+            if !obj["metadata"]["labels"].is_object() {
+                obj["metadata"]["labels"] = json!({});
+            }
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+            match old {
+                None => {
+                    if obj["spec"]["finalizers"].is_null() {
+                        obj["spec"]["finalizers"] = json!(["kubernetes"]);
+                    }
+                    obj["status"] = json!({"phase": "Active"});
+                }
+                // Only the `finalize` subresource changes them.
+                Some(old) => obj["spec"]["finalizers"] = old["spec"]["finalizers"].clone(),
+            }
+        }
+        "Secret" => {
+            if let Some(Value::Object(plain)) =
+                obj.as_object_mut().and_then(|o| o.remove("stringData"))
+            {
+                if !obj["data"].is_object() {
+                    obj["data"] = json!({});
+                }
+                for (k, v) in plain {
+                    let text = v.as_str().unwrap_or_default();
+                    obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+                }
+            }
+            if obj["type"].as_str().is_none_or(str::is_empty) {
+                obj["type"] = json!("Opaque");
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Refuses an update of `old` to `new` that the real server refuses: the data of an
+/// immutable ConfigMap or Secret, its `immutable` flag, a Secret's type.
+pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -> ApiResult<()> {
+    if !info.builtin
+        || !info.group.is_empty()
+        || !matches!(info.kind.as_str(), "ConfigMap" | "Secret")
+    {
+        return Ok(());
+    }
+    let mut faults = Vec::new();
+    if info.kind == "Secret" && old["type"] != new["type"] {
+        let shown = serde_json::to_string(&new["type"]).unwrap_or_default();
+        faults.push((
+            "type",
+            "FieldValueInvalid",
+            format!("Invalid value: {shown}: field is immutable"),
+        ));
+    }
+    if old["immutable"] == json!(true) {
+        let immutable = "Forbidden: field is immutable when `immutable` is set".to_string();
+        if new["immutable"] != json!(true) {
+            faults.push(("immutable", "FieldValueForbidden", immutable.clone()));
+        }
+        for field in ["data", "binaryData"] {
+            let empty = |v: &Value| v.is_null() || v.as_object().is_some_and(|m| m.is_empty());
+            if old[field] != new[field] && !(empty(&old[field]) && empty(&new[field])) {
+                faults.push((field, "FieldValueForbidden", immutable.clone()));
+            }
+        }
+    }
+    if faults.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid_fields(info, name, &faults))
+}
