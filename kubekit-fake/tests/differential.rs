@@ -1082,6 +1082,26 @@ async fn strategic_merge_patches_of_built_in_types_answer_alike() {
     .await;
 }
 
+/// Creates `body`, cluster-scoped, as a `resource` of `group`/v1 on `t`: what it answered.
+async fn create_cluster_scoped(
+    t: &Target,
+    group: &str,
+    resource: &str,
+    body: &Value,
+) -> kubekit::rest::Result<Value> {
+    let req = t.rest.post().group_version(group, "v1").resource(resource);
+    req.body(body).send().await?.decode()
+}
+
+/// What kubectl said: whether it succeeded, and its output.
+fn kubectl_says(out: &std::process::Output) -> Value {
+    json!({
+        "success": out.status.success(),
+        "stdout": String::from_utf8_lossy(&out.stdout),
+        "stderr": String::from_utf8_lossy(&out.stderr),
+    })
+}
+
 /// Runs kubectl (the pinned build) against `t` in its namespace.
 async fn kubectl(t: &Target, args: &[&str], stdin: String) -> std::process::Output {
     let mut all = vec!["--namespace", t.ns.as_str()];
@@ -1136,14 +1156,7 @@ async fn kubectl_apply_of_changed_manifests_gives_alike_objects() {
                     "{label}: kubectl apply failed: {}",
                     String::from_utf8_lossy(&out.stderr)
                 );
-                r.push(
-                    &format!("{label}: kubectl says"),
-                    json!({
-                        "success": out.status.success(),
-                        "stdout": String::from_utf8_lossy(&out.stdout),
-                        "stderr": String::from_utf8_lossy(&out.stderr),
-                    }),
-                );
+                r.push(&format!("{label}: kubectl says"), kubectl_says(&out));
                 r.answer(&label, spec_and_labels(t.on(resource).get(name).await));
             }
         }
@@ -1173,14 +1186,7 @@ async fn kubectl_create_sends_protobuf_bodies_that_both_servers_read_alike() {
         ];
         for (resource, name, args) in creates {
             let out = kubectl(t, &[&["create"], args].concat(), String::new()).await;
-            r.push(
-                &format!("kubectl create {resource}"),
-                json!({
-                    "success": out.status.success(),
-                    "stdout": String::from_utf8_lossy(&out.stdout),
-                    "stderr": String::from_utf8_lossy(&out.stderr),
-                }),
-            );
+            r.push(&format!("kubectl create {resource}"), kubectl_says(&out));
             // What kubectl sent; what the real server adds (defaults: a Secret's type, a
             // Deployment's strategy) is left out.
             r.answer(
@@ -1269,14 +1275,7 @@ async fn the_scale_subresource_reads_and_writes_replicas_alike() {
             String::new(),
         )
         .await;
-        r.push(
-            "kubectl scale",
-            json!({
-                "success": out.status.success(),
-                "stdout": String::from_utf8_lossy(&out.stdout),
-                "stderr": String::from_utf8_lossy(&out.stderr),
-            }),
-        );
+        r.push("kubectl scale", kubectl_says(&out));
         let scaled = deployments
             .get("web")
             .await
@@ -1334,11 +1333,7 @@ async fn a_created_crd_is_established_with_its_names_accepted_alike() {
         let out = kubectl(t, &args, String::new()).await;
         r.push(
             "kubectl wait --for=condition=Established",
-            json!({
-                "success": out.status.success(),
-                "stdout": String::from_utf8_lossy(&out.stdout),
-                "stderr": String::from_utf8_lossy(&out.stderr),
-            }),
+            kubectl_says(&out),
         );
         let status = crds(t.rest.get()).name(&name).send().await;
         let status = status.and_then(|r| r.decode::<Value>()).map(|crd| crd["status"].clone());
@@ -1485,15 +1480,7 @@ async fn self_subject_access_reviews_and_kubectl_auth_can_i_answer_alike() {
             "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
             "spec": {"resourceAttributes": {"namespace": t.ns, "verb": "create", "resource": "pods"}},
         });
-        let answer = t
-            .rest
-            .post()
-            .group_version("authorization.k8s.io", "v1")
-            .resource("selfsubjectaccessreviews")
-            .body(&review)
-            .send()
-            .await
-            .and_then(|r| r.decode::<Value>());
+        let answer = create_cluster_scoped(t, "authorization.k8s.io", "selfsubjectaccessreviews", &review).await;
         r.answer("a SelfSubjectAccessReview", answer);
         for args in [
             &["auth", "can-i", "create", "pods"][..],
@@ -1502,11 +1489,7 @@ async fn self_subject_access_reviews_and_kubectl_auth_can_i_answer_alike() {
             let out = kubectl(t, args, String::new()).await;
             r.push(
                 &args.join(" "),
-                json!({
-                    "success": out.status.success(),
-                    "stdout": String::from_utf8_lossy(&out.stdout),
-                    "stderr": String::from_utf8_lossy(&out.stderr),
-                }),
+                kubectl_says(&out),
             );
         }
     })
@@ -1574,15 +1557,9 @@ async fn object_names_are_validated_alike() {
                      "versions": [{"name": "v1", "served": true, "storage": true,
                                    "schema": {"openAPIV3Schema": {"type": "object"}}}]},
         });
-        let crd = t
-            .rest
-            .post()
-            .group_version("apiextensions.k8s.io", "v1")
-            .resource("customresourcedefinitions")
-            .body(&crd)
-            .send()
-            .await
-            .and_then(|r| r.decode::<Value>());
+        let crd =
+            create_cluster_scoped(t, "apiextensions.k8s.io", "customresourcedefinitions", &crd)
+                .await;
         r.answer("a CRD not named <plural>.<group>", crd);
     })
     .await;
