@@ -59,6 +59,9 @@
 //!   list that asks for `sendInitialEvents` is `422`, as on the real server), and
 //!   `410 Expired` beyond the last [`HISTORY_LIMIT`] changes of a resource (or after
 //!   [`FakeApiServer::compact`]).
+//! - `dryRun=All` on every write (also `dryRun: [All]` in DeleteOptions): the answer is
+//!   as if written (a created object has no resourceVersion, a changed one keeps its
+//!   stored one), nothing is stored or watched; `kubectl diff` works.
 //! - Errors are `metav1.Status` objects with the real server's codes, reasons and messages.
 //! - Discovery, legacy and aggregated (`apidiscovery.k8s.io/v2` for `/api` and `/apis`),
 //!   with verbs, scope, short names, categories and the `scale` and `status` subresources
@@ -84,7 +87,7 @@
 //! explain` has nothing to show) and no OpenAPI v2, no YAML bodies, no protobuf answers
 //! (a create or update may send protobuf; the answer is JSON, which every client that
 //! asks for protobuf also accepts), no server
-//! side tables (`kubectl get` shows names and ages only), no dry run, no periodic watch
+//! side tables (`kubectl get` shows names and ages only), no periodic watch
 //! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
 //! and namespace deletion, which happen at once.
 

@@ -14,7 +14,8 @@
 //!   built-in kind may also send protobuf (`application/vnd.kubernetes.protobuf`, as
 //!   kubectl and client-go's typed clients do), read through `kubekit_protobuf::json_codec`.
 //!   A body that is not an object is `400 BadRequest`; protobuf of a kind without a
-//!   protobuf form (a custom resource) is `415`. `dryRun` is refused with `400`.
+//!   protobuf form (a custom resource) is `415`. `dryRun=All` runs a write on a copy of the
+//!   store, dropped after: the answer is as if written, nothing is stored or watched.
 //! - Every error is a `metav1.Status`. No client input panics the server.
 
 use std::collections::HashMap;
@@ -79,6 +80,16 @@ impl Shared {
             modified
         });
         out
+    }
+
+    /// [`write`](Self::write), or for a dry run on a copy of the store, dropped after
+    /// (nothing is stored, no watch hears of it).
+    fn write_for<T>(&self, dry_run: bool, f: impl FnOnce(&mut Store) -> T) -> T {
+        if dry_run {
+            let mut copy = self.store.lock().clone();
+            return f(&mut copy);
+        }
+        self.write(f)
     }
 }
 
@@ -171,6 +182,8 @@ struct Target {
     status: bool,
     /// The `scale` subresource (see `scale`).
     scale: bool,
+    /// `dryRun=All`: answer as if written, write nothing.
+    dry_run: bool,
     query: HashMap<String, String>,
 }
 
@@ -232,6 +245,7 @@ fn parse_target(
         name: name.map(str::to_string),
         status,
         scale,
+        dry_run: query.get("dryRun").is_some_and(|d| d == "All"),
         query,
     })
 }
@@ -293,6 +307,9 @@ async fn serve_resource(
         e.details = Some(json!({}));
         return error_response(&e);
     }
+    if let Some(e) = unsupported_dry_run(&target, verb) {
+        return error_response(&e);
+    }
     let (delay, failure) = shared.faults.take(verb, &target.info.plural);
     if !delay.is_zero() {
         tokio::select! {
@@ -302,11 +319,6 @@ async fn serve_resource(
     }
     if let Some(e) = failure {
         return error_response(&e);
-    }
-    if target.param("dryRun").is_some() {
-        return error_response(&ApiError::bad_request(
-            "dryRun is not supported by kubekit-fake",
-        ));
     }
     let content_type = req
         .headers()
@@ -613,8 +625,15 @@ fn create(shared: &Shared, t: &Target, obj: Value) -> Answer {
         return Ok((201, review(t, obj)));
     }
     check_namespace(t, &obj)?;
-    let created = shared.write(|s| s.create(&t.info, &t.ns, obj))?;
-    Ok((201, t.present(&created)))
+    let created = shared.write_for(t.dry_run, |s| s.create(&t.info, &t.ns, obj))?;
+    let mut answer = t.present(&created);
+    if t.dry_run {
+        // Never stored, it has no resourceVersion.
+        if let Some(meta) = answer["metadata"].as_object_mut() {
+            meta.remove("resourceVersion");
+        }
+    }
+    Ok((201, answer))
 }
 
 /// The answer to a review: every request is allowed (the fake authorizes everything).
@@ -629,8 +648,10 @@ fn review(t: &Target, mut obj: Value) -> Value {
 fn update(shared: &Shared, t: &Target, obj: Value) -> Answer {
     check_kind(t, &obj)?;
     check_namespace(t, &obj)?;
-    let updated = shared.write(|s| s.update(&t.info, &t.ns, name(t), obj, t.status))?;
-    Ok((200, t.present(&updated)))
+    let updated = shared.write_for(t.dry_run, |s| {
+        s.update(&t.info, &t.ns, name(t), obj, t.status)
+    })?;
+    Ok((200, unwritten(shared, t, t.present(&updated))))
 }
 
 /// A patch of a request, parsed.
@@ -683,12 +704,47 @@ impl PatchBody {
 
 fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer {
     let patch = PatchBody::parse(t, content_type, body)?;
-    let patched = shared.write(|s| {
+    let patched = shared.write_for(t.dry_run, |s| {
         let obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
         let obj = patch.apply(obj, &t.info.kind)?;
         s.update(&t.info, &t.ns, name(t), obj, t.status)
     })?;
-    Ok((200, t.present(&patched)))
+    Ok((200, unwritten(shared, t, t.present(&patched))))
+}
+
+/// The real server's `422` for a `dryRun` other than `All` on a write, naming the write's
+/// options (`CreateOptions`, ...).
+fn unsupported_dry_run(t: &Target, verb: &str) -> Option<ApiError> {
+    let value = t.param("dryRun").filter(|d| !d.is_empty() && *d != "All")?;
+    let options = match verb {
+        "create" => "CreateOptions",
+        "update" => "UpdateOptions",
+        "patch" => "PatchOptions",
+        "delete" | "deletecollection" => "DeleteOptions",
+        _ => return None,
+    };
+    let detail = format!("Unsupported value: [{value:?}]: supported values: \"All\"");
+    Some(ApiError::invalid_options(
+        options,
+        "dryRun",
+        "FieldValueNotSupported",
+        &detail,
+    ))
+}
+
+/// The answer to a dry-run change of an existing object: its resourceVersion is the stored
+/// one, as nothing was written. Other answers are left as they are.
+fn unwritten(shared: &Shared, t: &Target, mut answer: Value) -> Value {
+    if t.dry_run
+        && let Ok(stored) = shared.store.lock().get(&t.info, &t.ns, name(t))
+        && let Some(meta) = answer["metadata"].as_object_mut()
+    {
+        meta.insert(
+            "resourceVersion".into(),
+            stored["metadata"]["resourceVersion"].clone(),
+        );
+    }
+    answer
 }
 
 /// A request to the `scale` subresource: get, update (a `Scale` body) or patch (of the
@@ -704,7 +760,7 @@ fn scale(shared: &Shared, t: &Target, verb: &str, content_type: &str, body: &[u8
         "patch" => Err(PatchBody::parse(t, content_type, body)?),
         _ => Ok(object_body(content_type, body)?),
     };
-    let updated = shared.write(|s| {
+    let updated = shared.write_for(t.dry_run, |s| {
         let obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
         let wanted = match sent {
             Ok(scale) => scale,
@@ -713,7 +769,7 @@ fn scale(shared: &Shared, t: &Target, verb: &str, content_type: &str, body: &[u8
         let obj = scale::apply(&t.info, paths, obj, &wanted)?;
         s.update(&t.info, &t.ns, name(t), obj, false)
     })?;
-    Ok((200, scale::of(paths, &updated)))
+    Ok((200, unwritten(shared, t, scale::of(paths, &updated))))
 }
 
 /// `415 UnsupportedMediaType` for a patch type the fake does not apply to `t`: strategic
@@ -745,12 +801,10 @@ fn unsupported_patch(t: &Target, content_type: &str) -> ApiError {
 /// DeleteOptions from the body and the query.
 fn delete_request(t: &Target, body: &[u8]) -> ApiResult<DeleteRequest> {
     let opts = json_body(body)?;
-    if opts
-        .get("dryRun")
-        .is_some_and(|d| d.as_array().is_some_and(|a| !a.is_empty()))
-    {
+    let dry_run = opts.get("dryRun").and_then(Value::as_array);
+    if dry_run.is_some_and(|d| d.iter().any(|v| v != "All")) {
         return Err(ApiError::bad_request(
-            "dryRun is not supported by kubekit-fake",
+            "dryRun: Unsupported value: supported values: \"All\"",
         ));
     }
     let text = |v: &Value| v.as_str().map(str::to_string);
@@ -762,6 +816,7 @@ fn delete_request(t: &Target, body: &[u8]) -> ApiResult<DeleteRequest> {
         _ => None,
     };
     Ok(DeleteRequest {
+        dry_run: t.dry_run || dry_run.is_some_and(|d| !d.is_empty()),
         uid: text(&opts["preconditions"]["uid"]),
         resource_version: text(&opts["preconditions"]["resourceVersion"]),
         propagation: text(&opts["propagationPolicy"])
@@ -772,7 +827,7 @@ fn delete_request(t: &Target, body: &[u8]) -> ApiResult<DeleteRequest> {
 
 fn delete(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
     let req = delete_request(t, body)?;
-    let deleted = shared.write(|s| s.delete(&t.info, &t.ns, name(t), &req))?;
+    let deleted = shared.write_for(req.dry_run, |s| s.delete(&t.info, &t.ns, name(t), &req))?;
     Ok((200, deleted_response(t, &deleted)))
 }
 
@@ -792,7 +847,7 @@ fn delete_collection(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
     let req = delete_request(t, body)?;
     let filter = Filter::parse(&t.info, t.param("labelSelector"), t.param("fieldSelector"))?;
     let ns = (!t.ns.is_empty()).then_some(t.ns.as_str());
-    let (rv, deleted) = shared.write(|s| -> ApiResult<(u64, Vec<Value>)> {
+    let (rv, deleted) = shared.write_for(req.dry_run, |s| -> ApiResult<(u64, Vec<Value>)> {
         let (rv, objects) = s.snapshot(&t.info, ns, None)?;
         let mut deleted = Vec::new();
         for o in objects.iter().filter(|o| filter.matches(o)) {

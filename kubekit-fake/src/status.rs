@@ -196,15 +196,22 @@ impl ApiError {
 
     /// `422 Invalid` of a request's list options: `field` is forbidden because of `why`.
     pub fn forbidden_list_option(field: &str, why: &str) -> Self {
+        let detail = format!("Forbidden: {why}");
+        Self::invalid_options("ListOptions", field, "FieldValueForbidden", &detail)
+    }
+
+    /// `422 Invalid` of a request's `options` (`ListOptions`, `CreateOptions`, ...):
+    /// `field` fails with `cause_reason` and `detail`, as the real server reports it.
+    pub fn invalid_options(options: &str, field: &str, cause_reason: &str, detail: &str) -> Self {
         Self::new(
             422,
             "Invalid",
-            format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: Forbidden: {why}"),
+            format!("{options}.meta.k8s.io \"\" is invalid: {field}: {detail}"),
         )
         .with_details(json!({
-            "causes": [{"reason": "FieldValueForbidden", "message": format!("Forbidden: {why}"), "field": field}],
+            "causes": [{"reason": cause_reason, "message": detail, "field": field}],
             "group": "meta.k8s.io",
-            "kind": "ListOptions",
+            "kind": options,
         }))
     }
 

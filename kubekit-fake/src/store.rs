@@ -61,7 +61,7 @@ pub struct Event {
 type Key = (String, String);
 type Objects = BTreeMap<Key, Arc<Value>>;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Table {
     objects: Objects,
     events: VecDeque<Event>,
@@ -72,6 +72,8 @@ struct Table {
 /// How a delete should go.
 #[derive(Debug, Clone, Default)]
 pub struct DeleteRequest {
+    /// `dryRun: [All]` (or the query's): answer as if deleted, delete nothing.
+    pub dry_run: bool,
     /// `preconditions.uid`.
     pub uid: Option<String>,
     /// `preconditions.resourceVersion`.
@@ -91,8 +93,8 @@ pub enum Deleted {
     Pending(Arc<Value>),
 }
 
-/// All objects and their history.
-#[derive(Debug)]
+/// All objects and their history (cloned for a dry run: the clone is written and dropped).
+#[derive(Debug, Clone)]
 pub struct Store {
     rv: u64,
     resources: Vec<ResourceInfo>,
@@ -107,9 +109,8 @@ const ORPHAN: &str = "orphan";
 
 /// The name rules of `info`'s objects, as the real server's: a Namespace's and a
 /// Service's name is a DNS-1123 label (1.37 accepts `1svc`), a CRD's `<plural>.<group>`,
-/// every other
-/// name a DNS-1123 subdomain; a `generateName` is checked as a prefix (a trailing `-`
-/// allowed), and the name generated from it as a name.
+/// every other name a DNS-1123 subdomain; a `generateName` is checked as a prefix (a
+/// trailing `-` allowed), and the name generated from it as a name.
 fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
     use kubekit::validation::{dns1123_label, dns1123_subdomain};
     let rule: fn(&str) -> Vec<String> = match (info.group.as_str(), info.kind.as_str()) {

@@ -1655,6 +1655,70 @@ async fn object_defaults_and_immutability_answer_alike() {
     .await;
 }
 
+#[tokio::test]
+async fn dry_runs_answer_as_if_written_and_write_nothing_alike() {
+    differential("dry-run", async |t: &Target, r: &mut Record| {
+        let cms = t.on("configmaps");
+        let dry = |req: Request| cms.req(req).param("dryRun", "All");
+        let send = |req: Request| async move { req.send().await?.decode::<Value>() };
+        let body = cm("dry", json!({"a": "b"}));
+        r.answer(
+            "a dry-run create",
+            send(dry(t.rest.post()).body(&body)).await,
+        );
+        r.answer("nothing was created", cms.get("dry").await);
+        let stored = cms
+            .create(cm("kept", json!({"a": "b"})))
+            .await
+            .expect("kept");
+        let mut changed = stored.clone();
+        changed["data"] = json!({"k": "changed"});
+        let put = send(dry(t.rest.put()).name("kept").body(&changed)).await;
+        r.answer("a dry-run update", put);
+        let patch = json!({"metadata": {"labels": {"dry": "yes"}}});
+        let patched = send(
+            dry(t.rest.patch(PatchType::Merge))
+                .name("kept")
+                .body(&patch),
+        )
+        .await;
+        r.answer("a dry-run patch", patched);
+        let deleted = send(dry(t.rest.delete()).name("kept")).await;
+        r.answer("a dry-run delete", deleted);
+        r.answer("the object is as it was", cms.get("kept").await);
+        let conflict = send(dry(t.rest.post()).body(&cm("kept", json!({})))).await;
+        r.answer("a dry-run create of an existing name", conflict);
+        let bad = cms.req(t.rest.post()).param("dryRun", "Some");
+        r.answer(
+            "an unknown dryRun value",
+            send(bad.body(&cm("x", json!({})))).await,
+        );
+        let mut diffed = stored;
+        diffed["data"] = json!({"k": "diffed"});
+        let out = kubectl(t, &["diff", "-f", "-"], diffed.to_string()).await;
+        let says = kubectl_says(&out);
+        // The diff names temporary files; its changed lines are compared.
+        let lines: Vec<&str> = says["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| {
+                (l.starts_with('+') || l.starts_with('-'))
+                    && !l.starts_with("+++")
+                    && !l.starts_with("---")
+            })
+            .filter(|l| !l.contains("resourceVersion") && !l.contains("generation"))
+            .collect();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "kubectl diff finds the change: {says}"
+        );
+        r.push("kubectl diff", json!({"changes": lines}));
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t
