@@ -179,8 +179,10 @@ async fn same_items<T: kubekit_protobuf::ResourceMessage>(
     let list: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
     let from_json: JsonItems<T> =
         serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{path} as JSON: {e}"));
-    // What is not stored (componentstatuses) has no resourceVersion to read at.
-    let exact = match list["metadata"]["resourceVersion"].as_str() {
+    // What is not stored (componentstatuses) has no resourceVersion to read at, and comes
+    // in no fixed order: its items are compared by name.
+    let rv = list["metadata"]["resourceVersion"].as_str();
+    let exact = match rv {
         Some(rv) => format!("{path}?resourceVersion={rv}&resourceVersionMatch=Exact"),
         None => path.clone(),
     };
@@ -189,16 +191,35 @@ async fn same_items<T: kubekit_protobuf::ResourceMessage>(
     let unknown = kubekit_protobuf::Unknown::read(&body).unwrap_or_else(|e| panic!("{path}: {e}"));
     let (_, items) =
         kubekit_protobuf::list_parts(unknown.raw).unwrap_or_else(|e| panic!("{path}: {e}"));
-    assert_eq!(items.len(), from_json.items.len(), "{path}");
-    for (raw, j) in items.iter().zip(&from_json.items) {
-        let p: T = kubekit_protobuf::decode_message(raw).unwrap_or_else(|e| panic!("{path}: {e}"));
-        assert_eq!(
-            serde_json::to_value(&p).unwrap(),
-            serde_json::to_value(j).unwrap(),
-            "{path}: an item differs"
-        );
+    let values = |items: Vec<serde_json::Value>| {
+        let mut items = items;
+        if rv.is_none() {
+            items.sort_by_key(|i| i["metadata"]["name"].to_string());
+        }
+        items
+    };
+    let from_proto = values(
+        items
+            .iter()
+            .map(|raw| {
+                let p: T =
+                    kubekit_protobuf::decode_message(raw).unwrap_or_else(|e| panic!("{path}: {e}"));
+                serde_json::to_value(&p).unwrap()
+            })
+            .collect(),
+    );
+    let from_json = values(
+        from_json
+            .items
+            .iter()
+            .map(|j| serde_json::to_value(j).unwrap())
+            .collect(),
+    );
+    assert_eq!(from_proto.len(), from_json.len(), "{path}");
+    for (p, j) in from_proto.iter().zip(&from_json) {
+        assert_eq!(p, j, "{path}: an item differs");
     }
-    items.len()
+    from_proto.len()
 }
 
 /// Compares one resource type's lists; see [`same_items`].
