@@ -8,7 +8,9 @@
 //! - a Secret's `stringData` is merged into its `data` (base64) and dropped, its `type` is
 //!   `Opaque` when unset;
 //! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
-//!   Secret's type never changes.
+//!   Secret's type never changes;
+//! - a Pod has containers, each with a name of its own and an image; a Deployment's
+//!   selector matches its template's labels and never changes.
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -93,5 +95,91 @@ pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -
     if faults.is_empty() {
         return Ok(());
     }
+    Err(ApiError::invalid_fields(info, name, &faults))
+}
+
+/// `value` as Go's `json.Marshal` writes a bad value in a field error (maps sorted by key).
+fn go_json(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Refuses what the real server refuses of a Pod or a Deployment being created (`old` is
+/// `None`) or replacing `old`.
+pub fn check_workload(
+    info: &ResourceInfo,
+    name: &str,
+    obj: &Value,
+    old: Option<&Value>,
+) -> ApiResult<()> {
+    if !info.builtin {
+        return Ok(());
+    }
+    let mut faults: Vec<(String, &str, String)> = Vec::new();
+    match (info.group.as_str(), info.kind.as_str()) {
+        ("", "Pod") if old.is_none() => {
+            let containers = obj["spec"]["containers"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            if containers.is_empty() {
+                faults.push((
+                    "spec.containers".into(),
+                    "FieldValueRequired",
+                    "Required value".into(),
+                ));
+            }
+            let mut seen = Vec::new();
+            for (i, c) in containers.iter().enumerate() {
+                let at = |field: &str| format!("spec.containers[{i}].{field}");
+                match c["name"].as_str().filter(|n| !n.is_empty()) {
+                    None => {
+                        faults.push((at("name"), "FieldValueRequired", "Required value".into()))
+                    }
+                    Some(n) if seen.contains(&n) => faults.push((
+                        at("name"),
+                        "FieldValueDuplicate",
+                        format!("Duplicate value: {}", go_json(&c["name"])),
+                    )),
+                    Some(n) => seen.push(n),
+                }
+                if c["image"].as_str().is_none_or(str::is_empty) {
+                    faults.push((at("image"), "FieldValueRequired", "Required value".into()));
+                }
+            }
+        }
+        ("apps", "Deployment" | "ReplicaSet") => {
+            let selector = &obj["spec"]["selector"];
+            let labels = &obj["spec"]["template"]["metadata"]["labels"];
+            let wanted = selector["matchLabels"].as_object();
+            let matches = wanted.is_none_or(|w| w.iter().all(|(k, v)| &labels[k] == v));
+            if !matches {
+                faults.push((
+                    "spec.template.metadata.labels".into(),
+                    "FieldValueInvalid",
+                    format!(
+                        "Invalid value: {}: `selector` does not match template `labels`",
+                        go_json(labels)
+                    ),
+                ));
+            }
+            if let Some(old) = old
+                && old["spec"]["selector"] != *selector
+            {
+                faults.push((
+                    "spec.selector".into(),
+                    "FieldValueInvalid",
+                    format!("Invalid value: {}: field is immutable", go_json(selector)),
+                ));
+            }
+        }
+        _ => {}
+    }
+    if faults.is_empty() {
+        return Ok(());
+    }
+    let faults: Vec<(&str, &str, String)> = faults
+        .iter()
+        .map(|(field, reason, detail)| (field.as_str(), *reason, detail.clone()))
+        .collect();
     Err(ApiError::invalid_fields(info, name, &faults))
 }

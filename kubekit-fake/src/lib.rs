@@ -30,7 +30,9 @@
 //!   DNS-1123 subdomain; a label for Namespaces and Services; `<plural>.<group>` for
 //!   CRDs), a body's `apiVersion` and `kind` against the URL, a Namespace's name label,
 //!   finalizer and phase, a Secret's `stringData` and default `type`, immutable
-//!   ConfigMaps and Secrets, a Secret's type.
+//!   ConfigMaps and Secrets, a Secret's type, a Pod's containers (some, named apart, each
+//!   with an image), a Deployment's or ReplicaSet's selector (matching its template's
+//!   labels, immutable).
 //! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
 //!   (label selectors; field selectors on the fields the real server selects on: the
 //!   metadata, a Pod's `spec.nodeName`, `status.phase`, ..., an Event's `involvedObject.*`,

@@ -496,6 +496,7 @@ impl Store {
             m.remove("generation");
         }
         defaults::apply(info, &mut obj, None);
+        defaults::check_workload(info, &name, &obj, None)?;
         if let Some(crd) = crd {
             // Served at once: its names accepted and established, as the real server's
             // controllers report a moment after the create.
@@ -589,6 +590,7 @@ impl Store {
             m.remove("managedFields");
             defaults::apply(info, &mut new, Some(&old));
             defaults::check_update(info, name, &old, &new)?;
+            defaults::check_workload(info, name, &new, Some(&old))?;
             if info.generation && spec_of(&old) != spec_of(&new) {
                 let g = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
                 meta_mut(&mut new).insert("generation".into(), json!(g));

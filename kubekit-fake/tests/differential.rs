@@ -1719,6 +1719,59 @@ async fn dry_runs_answer_as_if_written_and_write_nothing_alike() {
     .await;
 }
 
+#[tokio::test]
+async fn pod_and_deployment_checks_answer_alike() {
+    differential("workloads", async |t: &Target, r: &mut Record| {
+        let pods = t.on("pods");
+        let c = |name: &str, image: Option<&str>| match image {
+            Some(image) => json!({"name": name, "image": image}),
+            None => json!({"name": name}),
+        };
+        let bad_pods = [
+            (
+                "no containers",
+                json!({"metadata": {"name": "p1"}, "spec": {"containers": []}}),
+            ),
+            ("no spec", json!({"metadata": {"name": "p2"}})),
+            (
+                "two containers named c",
+                json!({"metadata": {"name": "p3"},
+                       "spec": {"containers": [c("c", Some("busybox")), c("c", Some("nginx"))]}}),
+            ),
+            (
+                "a container without an image",
+                json!({"metadata": {"name": "p4"}, "spec": {"containers": [c("c", None)]}}),
+            ),
+        ];
+        for (label, pod) in bad_pods {
+            r.answer(label, pods.create(pod).await);
+        }
+        let deployments = t.on("deployments");
+        let mut mismatched = deployment(
+            "other",
+            json!([container("web", "web:1", &[80], json!([]))]),
+        );
+        mismatched["spec"]["selector"] = json!({"matchLabels": {"app": "nomatch"}});
+        r.answer(
+            "a selector that does not match the template",
+            deployments.create(mismatched).await,
+        );
+        let web = deployment("web", json!([container("web", "web:1", &[80], json!([]))]));
+        let mut stored = deployments.create(web).await.expect("web");
+        stored["spec"]["selector"] = json!({"matchLabels": {"app": "web", "tier": "x"}});
+        stored["spec"]["template"]["metadata"]["labels"]["tier"] = json!("x");
+        // Unconditional: the real server's controllers may have written the Deployment.
+        if let Some(meta) = stored["metadata"].as_object_mut() {
+            meta.remove("resourceVersion");
+        }
+        r.answer(
+            "a changed selector",
+            deployments.update("web", &stored, false).await,
+        );
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t
