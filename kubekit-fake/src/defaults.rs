@@ -7,6 +7,10 @@
 //!   keeps its finalizers;
 //! - a Secret's `stringData` is merged into its `data` (base64) and dropped, its `type` is
 //!   `Opaque` when unset;
+//! - a Service gets its type (`ClusterIP`), session affinity, ports' protocol and target
+//!   port, internal traffic policy, IP family fields, an empty load-balancer status, and
+//!   (see [`allocate`]) a cluster IP from `10.0.0.0/24` and node ports from 30000, kept
+//!   by an update that leaves them out;
 //! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
 //!   Secret's type never changes;
 //! - a Pod has containers, each with a name of its own and an image; a Deployment's
@@ -58,7 +62,105 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
                 obj["type"] = json!("Opaque");
             }
         }
+        "Service" => service(obj, old),
         _ => {}
+    }
+}
+
+/// What the real server defaults of a Service (`SetDefaults_Service`, and the allocated
+/// fields an update leaves out taken from `old`).
+fn service(obj: &mut Value, old: Option<&Value>) {
+    let spec = &mut obj["spec"];
+    if !spec.is_object() {
+        *spec = json!({});
+    }
+    if spec["type"].as_str().is_none_or(str::is_empty) {
+        spec["type"] = json!("ClusterIP");
+    }
+    if spec["sessionAffinity"].as_str().is_none_or(str::is_empty) {
+        spec["sessionAffinity"] = json!("None");
+    }
+    let kind = spec["type"].as_str().unwrap_or_default().to_string();
+    for port in spec["ports"].as_array_mut().into_iter().flatten() {
+        if port["protocol"].as_str().is_none_or(str::is_empty) {
+            port["protocol"] = json!("TCP");
+        }
+        if port["targetPort"].is_null()
+            || port["targetPort"] == json!(0)
+            || port["targetPort"] == json!("")
+        {
+            port["targetPort"] = port["port"].clone();
+        }
+    }
+    let external = matches!(kind.as_str(), "NodePort" | "LoadBalancer");
+    if external && spec["externalTrafficPolicy"].is_null() {
+        spec["externalTrafficPolicy"] = json!("Cluster");
+    }
+    if (external || kind == "ClusterIP") && spec["internalTrafficPolicy"].is_null() {
+        spec["internalTrafficPolicy"] = json!("Cluster");
+    }
+    if kind == "LoadBalancer" && spec["allocateLoadBalancerNodePorts"].is_null() {
+        spec["allocateLoadBalancerNodePorts"] = json!(true);
+    }
+    if let Some(old) = old {
+        for kept in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+            if spec[kept].is_null() && !old["spec"][kept].is_null() {
+                spec[kept] = old["spec"][kept].clone();
+            }
+        }
+    }
+    if kind != "ExternalName" {
+        // A headless Service without a selector takes every family the cluster could have.
+        let dual = spec["clusterIP"] == json!("None") && spec["selector"].is_null();
+        if spec["ipFamilyPolicy"].is_null() {
+            spec["ipFamilyPolicy"] = json!(if dual {
+                "RequireDualStack"
+            } else {
+                "SingleStack"
+            });
+        }
+        if spec["ipFamilies"].is_null() {
+            spec["ipFamilies"] = if dual {
+                json!(["IPv4", "IPv6"])
+            } else {
+                json!(["IPv4"])
+            };
+        }
+    }
+    if obj["status"].is_null() {
+        obj["status"] = json!({"loadBalancer": {}});
+    }
+}
+
+/// Gives a Service being created what the real server allocates: a cluster IP from
+/// `10.0.0.0/24` (the lowest not in `used`, from `10.0.0.10`) unless it asked for one or
+/// for none (`None`, `ExternalName`), and a node port (from 30000, not in `used_ports`)
+/// for each port of a `NodePort` or `LoadBalancer` Service that has none.
+pub fn allocate(obj: &mut Value, used: &[String], used_ports: &[i64]) {
+    let spec = &mut obj["spec"];
+    let kind = spec["type"].as_str().unwrap_or_default().to_string();
+    if kind != "ExternalName" && spec["clusterIP"].as_str().is_none_or(str::is_empty) {
+        let free = (10..255)
+            .map(|n| format!("10.0.0.{n}"))
+            .find(|ip| !used.contains(ip));
+        if let Some(ip) = free {
+            spec["clusterIP"] = json!(ip);
+        }
+    }
+    if let Some(ip) = spec["clusterIP"].as_str().map(str::to_string)
+        && spec["clusterIPs"].is_null()
+    {
+        spec["clusterIPs"] = json!([ip]);
+    }
+    if matches!(kind.as_str(), "NodePort" | "LoadBalancer") {
+        let mut taken: Vec<i64> = used_ports.to_vec();
+        for port in spec["ports"].as_array_mut().into_iter().flatten() {
+            if port["nodePort"].as_i64().is_none_or(|p| p == 0) {
+                let free = (30000..=32767).find(|p| !taken.contains(p)).unwrap_or(0);
+                taken.push(free);
+                port["nodePort"] = json!(free);
+            }
+        }
     }
 }
 

@@ -29,7 +29,8 @@
 //!   checked, each compared with the real server in the differential suite: names (a
 //!   DNS-1123 subdomain; a label for Namespaces and Services; `<plural>.<group>` for
 //!   CRDs), a body's `apiVersion` and `kind` against the URL, a Namespace's name label,
-//!   finalizer and phase, a Secret's `stringData` and default `type`, immutable
+//!   finalizer and phase, a Secret's `stringData` and default `type`, a Service's
+//!   defaults and allocated cluster IP and node ports, immutable
 //!   ConfigMaps and Secrets, a Secret's type, a Pod's containers (some, named apart, each
 //!   with an image), a Deployment's or ReplicaSet's selector (matching its template's
 //!   labels, immutable).

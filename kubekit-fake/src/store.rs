@@ -496,6 +496,10 @@ impl Store {
             m.remove("generation");
         }
         defaults::apply(info, &mut obj, None);
+        if info.builtin && info.group.is_empty() && info.kind == "Service" {
+            let (ips, ports) = self.allocated_to_services(info);
+            defaults::allocate(&mut obj, &ips, &ports);
+        }
         defaults::check_workload(info, &name, &obj, None)?;
         if let Some(crd) = crd {
             // Served at once: its names accepted and established, as the real server's
@@ -685,6 +689,24 @@ impl Store {
         }
         self.collect_garbage();
         Ok(result)
+    }
+
+    /// The cluster IPs and node ports the stored Services hold.
+    fn allocated_to_services(&self, services: &ResourceInfo) -> (Vec<String>, Vec<i64>) {
+        let all: Vec<&Arc<Value>> = self
+            .table_ref(services)
+            .map(|t| t.objects.values().collect())
+            .unwrap_or_default();
+        let ips = all
+            .iter()
+            .filter_map(|s| s["spec"]["clusterIP"].as_str().map(str::to_string))
+            .collect();
+        let ports = all
+            .iter()
+            .flat_map(|s| s["spec"]["ports"].as_array().into_iter().flatten())
+            .filter_map(|p| p["nodePort"].as_i64())
+            .collect();
+        (ips, ports)
     }
 
     /// Every object of every resource, with its resource.

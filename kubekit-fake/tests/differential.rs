@@ -1772,6 +1772,51 @@ async fn pod_and_deployment_checks_answer_alike() {
     .await;
 }
 
+#[tokio::test]
+async fn services_are_defaulted_and_allocated_alike() {
+    differential("services", async |t: &Target, r: &mut Record| {
+        // Allocated values differ from one server to the other: where they are, and that
+        // they are in the range, is compared.
+        fn allocated(mut svc: Value) -> Value {
+            let ip = |v: &Value| match v.as_str() {
+                Some(ip) if ip.starts_with("10.0.0.") => json!("<cluster-ip>"),
+                _ => v.clone(),
+            };
+            let spec = &mut svc["spec"];
+            spec["clusterIP"] = ip(&spec["clusterIP"]);
+            if let Some(ips) = spec["clusterIPs"].as_array_mut() {
+                ips.iter_mut().for_each(|i| *i = ip(i));
+            }
+            for port in spec["ports"].as_array_mut().into_iter().flatten() {
+                if port["nodePort"].as_i64().is_some_and(|p| (30000..=32767).contains(&p)) {
+                    port["nodePort"] = json!("<node-port>");
+                }
+            }
+            json!({"spec": svc["spec"], "status": svc["status"]})
+        }
+        let services = t.on("services");
+        let port = json!([{"name": "http", "port": 80}]);
+        let bodies = [
+            json!({"metadata": {"name": "plain"}, "spec": {"selector": {"app": "web"}, "ports": port}}),
+            json!({"metadata": {"name": "headless"}, "spec": {"clusterIP": "None", "ports": port}}),
+            json!({"metadata": {"name": "nodeport"}, "spec": {"type": "NodePort", "ports": port}}),
+            json!({"metadata": {"name": "named"}, "spec": {"ports": [{"port": 443, "targetPort": "https", "protocol": "UDP"}]}}),
+        ];
+        for body in bodies {
+            let label = format!("create {}", body["metadata"]["name"]);
+            r.answer(&label, services.create(body).await.map(allocated));
+        }
+        let created = services.get("plain").await.expect("plain");
+        let mut without_ip = json!({"metadata": {"name": "plain"},
+                                    "spec": {"selector": {"app": "api"}, "ports": port}});
+        without_ip["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
+        let updated = services.update("plain", &without_ip, false).await;
+        let kept = updated.map(|u| json!(u["spec"]["clusterIP"] == created["spec"]["clusterIP"]));
+        r.answer("an update without the cluster IP keeps it", kept);
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t
