@@ -28,7 +28,8 @@
 //!   Objects are schema-less JSON, no conversion between versions. What is defaulted and
 //!   checked, each compared with the real server in the differential suite: names (a
 //!   DNS-1123 subdomain; a label for Namespaces and Services; `<plural>.<group>` for
-//!   CRDs), a body's `apiVersion` and `kind` against the URL, a Namespace's name label,
+//!   CRDs), a body's `apiVersion` and `kind` against the URL, the maps of strings of a
+//!   built-in body (labels, annotations, a ConfigMap's data), a Namespace's name label,
 //!   finalizer and phase, a Secret's `stringData` and default `type`, a Service's
 //!   defaults and allocated cluster IP and node ports, immutable
 //!   ConfigMaps and Secrets, a Secret's type, a Pod's containers (some, named apart, each

@@ -589,19 +589,21 @@ fn check_namespace(t: &Target, obj: &Value) -> ApiResult<()> {
     }
 }
 
-/// Checks that a body's `apiVersion` and `kind`, when set, are the URL's. A built-in
-/// kind at another `apiVersion` gets the real server's decoding error (which names its
-/// scheme as `pkg/runtime/scheme.go:111`).
+/// Checks that a body's `apiVersion` and `kind`, when set, are the URL's, and its shape
+/// (see [`check_shape`]). A built-in kind at another `apiVersion` gets the real server's
+/// decoding error (which names its scheme as `pkg/runtime/scheme.go:111`).
 fn check_kind(t: &Target, obj: &Value) -> ApiResult<()> {
     let expected = t.info.api_version(&t.version);
     let kind = &t.info.kind;
     match (obj["apiVersion"].as_str(), obj["kind"].as_str()) {
         (Some(version), _) if !version.is_empty() && version != expected && t.info.builtin => {
             let sent = obj["kind"].as_str().unwrap_or(kind);
-            Err(ApiError::bad_request(format!(
-                "{kind} in version \"{}\" cannot be handled as a {kind}: no kind \"{sent}\" is registered for version \"{version}\" in scheme \"pkg/runtime/scheme.go:111\"",
-                t.version
-            )))
+            Err(undecodable(
+                t,
+                &format!(
+                    "no kind \"{sent}\" is registered for version \"{version}\" in scheme \"pkg/runtime/scheme.go:111\""
+                ),
+            ))
         }
         (Some(version), _) if !version.is_empty() && version != expected => {
             Err(ApiError::bad_request(format!(
@@ -612,8 +614,61 @@ fn check_kind(t: &Target, obj: &Value) -> ApiResult<()> {
             "the kind in the data ({kind}) does not match the expected kind ({})",
             t.info.kind
         ))),
-        _ => Ok(()),
+        _ => check_shape(t, obj),
     }
+}
+
+/// The real server's `400` for a body it cannot decode as `t`'s built-in kind.
+fn undecodable(t: &Target, why: &str) -> ApiError {
+    let kind = &t.info.kind;
+    ApiError::bad_request(format!(
+        "{kind} in version \"{}\" cannot be handled as a {kind}: {why}",
+        t.version
+    ))
+}
+
+/// Checks the maps of strings of a built-in body (labels, annotations, a ConfigMap's
+/// data) as Go's JSON decoder does, with its message.
+fn check_shape(t: &Target, obj: &Value) -> ApiResult<()> {
+    if !t.info.builtin {
+        return Ok(());
+    }
+    let json_type = |v: &Value| match v {
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    };
+    let mut maps = vec![
+        ("/metadata/labels", "ObjectMeta.metadata.labels"),
+        ("/metadata/annotations", "ObjectMeta.metadata.annotations"),
+    ];
+    if t.info.group.is_empty() && t.info.kind == "ConfigMap" {
+        maps.push(("/data", "ConfigMap.data"));
+    }
+    for (pointer, field) in maps {
+        let cannot = |found: &Value, of: &str| {
+            undecodable(
+                t,
+                &format!(
+                    "json: cannot unmarshal {} into Go struct field {field} of type {of}",
+                    json_type(found)
+                ),
+            )
+        };
+        match obj.pointer(pointer) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(entries)) => {
+                if let Some(bad) = entries.values().find(|v| !v.is_string() && !v.is_null()) {
+                    return Err(cannot(bad, "string"));
+                }
+            }
+            Some(other) => return Err(cannot(other, "map[string]string")),
+        }
+    }
+    Ok(())
 }
 
 fn create(shared: &Shared, t: &Target, obj: Value) -> Answer {

@@ -1817,6 +1817,31 @@ async fn services_are_defaulted_and_allocated_alike() {
     .await;
 }
 
+#[tokio::test]
+async fn bodies_of_the_wrong_shape_are_refused_alike() {
+    differential("shapes", async |t: &Target, r: &mut Record| {
+        let cms = t.on("configmaps");
+        let bodies = [
+            (
+                "a number in a ConfigMap's data",
+                json!({"metadata": {"name": "n"}, "data": {"a": 1}}),
+            ),
+            (
+                "a list as a ConfigMap's data",
+                json!({"metadata": {"name": "l"}, "data": ["a"]}),
+            ),
+            (
+                "a number as a label",
+                json!({"metadata": {"name": "b", "labels": {"a": 1}}}),
+            ),
+        ];
+        for (label, body) in bodies {
+            r.answer(label, cms.create(body).await);
+        }
+    })
+    .await;
+}
+
 /// The aggregated discovery document of `path` (`/api` or `/apis`) and its content type.
 async fn aggregated_discovery(t: &Target, path: &str, accept: &'static str) -> (String, Value) {
     let res = t
