@@ -35,15 +35,20 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
                 obj["metadata"]["labels"] = json!({});
             }
             obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+            // A spec that is not an object is left as it is (Go would not decode it).
+            let spec_writable = obj["spec"].is_object() || obj["spec"].is_null();
             match old {
                 None => {
-                    if obj["spec"]["finalizers"].is_null() {
+                    if spec_writable && obj["spec"]["finalizers"].is_null() {
                         obj["spec"]["finalizers"] = json!(["kubernetes"]);
                     }
                     obj["status"] = json!({"phase": "Active"});
                 }
                 // Only the `finalize` subresource changes them.
-                Some(old) => obj["spec"]["finalizers"] = old["spec"]["finalizers"].clone(),
+                Some(old) if spec_writable => {
+                    obj["spec"]["finalizers"] = old["spec"]["finalizers"].clone();
+                }
+                Some(_) => {}
             }
         }
         "Secret" => {
@@ -81,7 +86,8 @@ fn service(obj: &mut Value, old: Option<&Value>) {
         spec["sessionAffinity"] = json!("None");
     }
     let kind = spec["type"].as_str().unwrap_or_default().to_string();
-    for port in spec["ports"].as_array_mut().into_iter().flatten() {
+    let ports = spec["ports"].as_array_mut().into_iter().flatten();
+    for port in ports.filter(|p| p.is_object()) {
         if port["protocol"].as_str().is_none_or(str::is_empty) {
             port["protocol"] = json!("TCP");
         }
@@ -154,7 +160,8 @@ pub fn allocate(obj: &mut Value, used: &[String], used_ports: &[i64]) {
     }
     if matches!(kind.as_str(), "NodePort" | "LoadBalancer") {
         let mut taken: Vec<i64> = used_ports.to_vec();
-        for port in spec["ports"].as_array_mut().into_iter().flatten() {
+        let ports = spec["ports"].as_array_mut().into_iter().flatten();
+        for port in ports.filter(|p| p.is_object()) {
             if port["nodePort"].as_i64().is_none_or(|p| p == 0) {
                 let free = (30000..=32767).find(|p| !taken.contains(p)).unwrap_or(0);
                 taken.push(free);
@@ -284,4 +291,33 @@ pub fn check_workload(
         .map(|(field, reason, detail)| (field.as_str(), *reason, detail.clone()))
         .collect();
     Err(ApiError::invalid_fields(info, name, &faults))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(kind: &str) -> ResourceInfo {
+        crate::resources::builtin()
+            .into_iter()
+            .find(|r| r.kind == kind && r.group.is_empty())
+            .expect("a built-in kind")
+    }
+
+    #[test]
+    fn malformed_specs_and_ports_are_left_as_they_are_without_a_panic() {
+        let mut ns = json!({"metadata": {"name": "n"}, "spec": "x"});
+        apply(&info("Namespace"), &mut ns, None);
+        assert_eq!(ns["spec"], "x");
+        apply(&info("Namespace"), &mut ns, Some(&json!({})));
+        assert_eq!(ns["spec"], "x");
+        let mut svc = json!({"metadata": {"name": "s"},
+                             "spec": {"type": "NodePort", "ports": [1, {"port": 80}]}});
+        apply(&info("Service"), &mut svc, None);
+        allocate(&mut svc, &[], &[]);
+        assert_eq!(svc["spec"]["ports"][0], 1);
+        assert_eq!(svc["spec"]["ports"][1]["protocol"], "TCP");
+        assert_eq!(svc["spec"]["ports"][1]["nodePort"], 30000);
+        assert_eq!(svc["spec"]["clusterIP"], "10.0.0.10");
+    }
 }
