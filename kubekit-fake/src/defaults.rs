@@ -182,11 +182,13 @@ pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -
     }
     let mut faults = Vec::new();
     if info.kind == "Secret" && old["type"] != new["type"] {
-        let shown = serde_json::to_string(&new["type"]).unwrap_or_default();
         faults.push((
             "type",
             "FieldValueInvalid",
-            format!("Invalid value: {shown}: field is immutable"),
+            format!(
+                "Invalid value: {}: field is immutable",
+                go_json(&new["type"])
+            ),
         ));
     }
     if old["immutable"] == json!(true) {
@@ -286,10 +288,6 @@ pub fn check_workload(
     if faults.is_empty() {
         return Ok(());
     }
-    let faults: Vec<(&str, &str, String)> = faults
-        .iter()
-        .map(|(field, reason, detail)| (field.as_str(), *reason, detail.clone()))
-        .collect();
     Err(ApiError::invalid_fields(info, name, &faults))
 }
 

@@ -61,10 +61,8 @@ pub fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
     }
 }
 
-const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
-
-/// The verbs of a `scale` subresource.
-pub const SCALE_VERBS: &[&str] = &["get", "patch", "update"];
+/// The verbs of a `status` or `scale` subresource.
+pub const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// Whether `Accept` asks for aggregated discovery (v2) before anything the fake would
 /// answer with a legacy document.
@@ -155,13 +153,13 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Val
             resources.push(json!({
                 "name": format!("{}/scale", r.plural), "singularName": "",
                 "namespaced": r.namespaced, "group": "autoscaling", "version": "v1",
-                "kind": "Scale", "verbs": SCALE_VERBS,
+                "kind": "Scale", "verbs": SUBRESOURCE_VERBS,
             }));
         }
         if r.status {
             resources.push(json!({
                 "name": format!("{}/status", r.plural), "singularName": "",
-                "namespaced": r.namespaced, "kind": r.kind, "verbs": STATUS_VERBS,
+                "namespaced": r.namespaced, "kind": r.kind, "verbs": SUBRESOURCE_VERBS,
             }));
         }
     }
@@ -206,14 +204,14 @@ fn resource_entry(r: &ResourceInfo, version: &str) -> Value {
     let mut subresources = Vec::new();
     if r.status {
         subresources.push(json!({
-            "subresource": "status", "responseKind": response_kind, "verbs": STATUS_VERBS,
+            "subresource": "status", "responseKind": response_kind, "verbs": SUBRESOURCE_VERBS,
         }));
     }
     if r.scale.is_some() {
         let scale = json!({
             "subresource": "scale",
             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-            "verbs": SCALE_VERBS,
+            "verbs": SUBRESOURCE_VERBS,
         });
         // The real server lists a built-in resource's scale first, a custom one's last.
         subresources.insert(if r.builtin { 0 } else { subresources.len() }, scale);

@@ -294,7 +294,7 @@ async fn serve_resource(
         ));
     };
     let verbs = if target.scale {
-        discovery::SCALE_VERBS
+        discovery::SUBRESOURCE_VERBS
     } else {
         discovery::verbs(&target.info)
     };

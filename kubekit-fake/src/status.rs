@@ -156,14 +156,16 @@ impl ApiError {
 
     /// [`invalid`](Self::invalid) with every fault, (field, cause reason, detail), as the
     /// real server aggregates them: one in the message as it is, more as `[a, b]`.
-    pub fn invalid_fields(
+    pub fn invalid_fields<F: AsRef<str>>(
         info: &ResourceInfo,
         name: &str,
-        faults: &[(&str, &str, String)],
+        faults: &[(F, &str, String)],
     ) -> Self {
         let causes: Vec<Value> = faults
             .iter()
-            .map(|(field, reason, detail)| json!({"reason": reason, "message": detail, "field": field}))
+            .map(|(field, reason, detail)| {
+                json!({"reason": reason, "message": detail, "field": field.as_ref()})
+            })
             .collect();
         let mut d = json!({"kind": info.kind, "causes": causes});
         if !name.is_empty() {
@@ -180,7 +182,7 @@ impl ApiError {
         };
         let errors: Vec<String> = faults
             .iter()
-            .map(|(field, _, detail)| format!("{field}: {detail}"))
+            .map(|(field, _, detail)| format!("{}: {detail}", field.as_ref()))
             .collect();
         let errors = match errors.as_slice() {
             [one] => one.clone(),

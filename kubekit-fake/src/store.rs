@@ -118,7 +118,7 @@ fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
         _ => dns1123_subdomain,
     };
     let invalid = |field: &'static str, value: &str, errs: Vec<String>| {
-        let quoted = serde_json::to_string(value).unwrap_or_default();
+        let quoted = kubekit::validation::quote(value);
         errs.into_iter().map(move |e| {
             (
                 field,

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
-use crate::validation::{dns1123_subdomain_regex_error, is_dns1123_subdomain, regex_error};
+use crate::validation::{dns1123_subdomain_regex_error, is_dns1123_subdomain, quote, regex_error};
 
 /// A malformed selector.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -261,30 +261,9 @@ fn label_value_errors(value: &str) -> Vec<String> {
     errs
 }
 
-/// A string as Go's `%q` prints it.
-fn go_quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// apimachinery's `field.Invalid(path, value, detail).Error()`.
 fn invalid(path: &str, value: &str, detail: &str) -> String {
-    format!("{path}: Invalid value: {}: {detail}", go_quoted(value))
+    format!("{path}: Invalid value: {}: {detail}", quote(value))
 }
 
 /// The tokens of apimachinery's selector lexer.

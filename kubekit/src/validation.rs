@@ -31,6 +31,28 @@ pub(crate) fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
     )
 }
 
+/// A string as Go's `%q` prints it: how the API server shows a bad value in a field error
+/// (`metadata.name: Invalid value: "Bad_Name": …`).
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Lowercase alphanumerics and `-` between an alphanumeric first and last character.
 fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
@@ -130,5 +152,10 @@ mod tests {
         assert_eq!(dns1035_label("1a").len(), 1);
         assert_eq!(dns1035_label(&format!("{}_", "a".repeat(63))).len(), 2);
         assert_eq!(dns1035_label("").len(), 1);
+    }
+
+    #[test]
+    fn values_are_quoted_as_go_quotes_them() {
+        assert_eq!(quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
     }
 }
