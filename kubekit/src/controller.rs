@@ -479,8 +479,10 @@ pub fn enqueue<K: Resource>(queue: &RateLimitingQueue<String>, obj: &K) {
     }
 }
 
-/// The event handler of the seeds' controllers: the key of every added, updated or deleted
-/// object goes on `queue` (for a deletion learned from a relist, the tombstone's key).
+/// The event handler of a client-go style controller: the key of every added, updated or
+/// deleted object goes on `queue` (for a deletion learned from a relist, the tombstone's
+/// key). It never blocks, so the informer calls it on its own task
+/// ([`ResourceEventHandler::may_block`](crate::cache::ResourceEventHandler::may_block)).
 pub fn enqueue_handler<K: Resource + Send + Sync + 'static>(
     queue: &RateLimitingQueue<String>,
 ) -> ResourceEventHandlerFuncs<K> {
@@ -494,6 +496,7 @@ pub fn enqueue_handler<K: Resource + Send + Sync + 'static>(
                 Err(e) => tracing::error!("cannot enqueue a deleted object: {e}"),
             },
         )
+        .non_blocking()
 }
 
 /// A token cancelled by the first SIGINT or SIGTERM; a second one exits the process with
@@ -754,6 +757,7 @@ mod tests {
         let q = queue();
         let handler = enqueue_handler::<Pod>(&q);
         let h: &dyn ResourceEventHandler<Pod> = &handler;
+        assert!(!h.may_block(), "queueing a key never blocks: called inline");
         h.on_add(&pod("a"), true);
         h.on_update(&pod("b"), &pod("b"));
         h.on_delete(&MaybeTombstone::Object(pod("c")));

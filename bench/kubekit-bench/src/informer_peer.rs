@@ -161,7 +161,10 @@ where
                 {
                     let _ = done.send(seconds);
                 }
-            }),
+            })
+            // Counting never blocks: called on the informer's task, as the handlers of
+            // `controller::enqueue_handler` and the manager are.
+            .non_blocking(),
     );
 
     let started = Instant::now();

@@ -6,6 +6,13 @@
 //! changing it. A handler should be quick (typically: put a key on a work queue); a slow
 //! one only delays itself, never the informer or the other handlers.
 //!
+//! A handler that never blocks can say so ([`ResourceEventHandler::may_block`],
+//! [`ResourceEventHandlerFuncs::non_blocking`]): it is then called on the informer's own
+//! task, in the same order, which spares the wake-up of its thread for every
+//! notification (most of an informer's CPU per watch event when events arrive one at a
+//! time). [`controller::enqueue_handler`](crate::controller::enqueue_handler) and the
+//! manager's handlers are non-blocking.
+//!
 //! ```
 //! use k8s_openapi::api::core::v1::Pod;
 //! use kubekit::cache::{ResourceEventHandlerFuncs, meta_namespace_key};
@@ -40,6 +47,14 @@ pub trait ResourceEventHandler<K>: Send + Sync + 'static {
     fn on_delete(&self, obj: &MaybeTombstone<K>) {
         let _ = obj;
     }
+
+    /// Whether a call may block or take long (the default: yes), in which case the
+    /// handler gets a thread of its own. A handler that answers no is called on the
+    /// informer's task: while it runs the informer processes nothing else, and it must
+    /// not add or remove handlers of the informer that calls it (that would deadlock).
+    fn may_block(&self) -> bool {
+        true
+    }
 }
 
 type AddFn<K> = Box<dyn Fn(&Arc<K>, bool) + Send + Sync>;
@@ -51,6 +66,7 @@ pub struct ResourceEventHandlerFuncs<K> {
     add: Option<AddFn<K>>,
     update: Option<UpdateFn<K>>,
     delete: Option<DeleteFn<K>>,
+    may_block: bool,
 }
 
 impl<K> fmt::Debug for ResourceEventHandlerFuncs<K> {
@@ -59,6 +75,7 @@ impl<K> fmt::Debug for ResourceEventHandlerFuncs<K> {
             .field("add", &self.add.is_some())
             .field("update", &self.update.is_some())
             .field("delete", &self.delete.is_some())
+            .field("may_block", &self.may_block)
             .finish()
     }
 }
@@ -69,6 +86,7 @@ impl<K> Default for ResourceEventHandlerFuncs<K> {
             add: None,
             update: None,
             delete: None,
+            may_block: true,
         }
     }
 }
@@ -96,6 +114,14 @@ impl<K> ResourceEventHandlerFuncs<K> {
         self.delete = Some(Box::new(f));
         self
     }
+
+    /// Declares that the closures never block nor take long: the informer calls them on
+    /// its own task instead of a thread of their own (see
+    /// [`ResourceEventHandler::may_block`]).
+    pub fn non_blocking(mut self) -> Self {
+        self.may_block = false;
+        self
+    }
 }
 
 impl<K: Send + Sync + 'static> ResourceEventHandler<K> for ResourceEventHandlerFuncs<K> {
@@ -115,5 +141,9 @@ impl<K: Send + Sync + 'static> ResourceEventHandler<K> for ResourceEventHandlerF
         if let Some(f) = &self.delete {
             f(obj);
         }
+    }
+
+    fn may_block(&self) -> bool {
+        self.may_block
     }
 }

@@ -182,6 +182,8 @@ fn mapped_handler<W: Resource + Send + Sync + 'static>(
             let obj = obj.object();
             on_delete(Change::Delete(obj.meta()), false, &[obj]);
         })
+        // Mapping, filtering and queueing keys never block: called on the informer's task.
+        .non_blocking()
 }
 
 /// Builds a controller into a [`Manager`]; see the [module docs](self). Made by
@@ -266,7 +268,9 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         self.watches::<D>(|obj| controller_key::<K>(obj.meta()).into_iter().collect())
     }
 
-    /// Watches `W`: a change of a `W` enqueues the keys `map` returns for it.
+    /// Watches `W`: a change of a `W` enqueues the keys `map` returns for it. `map` (like
+    /// the [event filters](Self::with_event_filter)) is called on `W`'s informer task: keep
+    /// it quick, reading caches rather than calling the API server.
     pub fn watches<W: Object>(
         mut self,
         map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,

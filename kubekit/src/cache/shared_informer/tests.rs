@@ -372,3 +372,76 @@ async fn a_blocked_handler_buffers_without_holding_up_the_informer_or_other_hand
     crate::cache::test_support::eventually(|| blocked.depth() == 0).await;
     run.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_non_blocking_handler_is_called_on_the_informers_task_in_order_replay_included() {
+    let script = Arc::new(Script::default());
+    let events = synced_list(&script, &[("a", "1"), ("b", "2")]);
+    let inf = informer(&script, Duration::ZERO);
+    let threads = Arc::new(Mutex::new(Vec::new()));
+    let record_thread = |threads: &Arc<Mutex<Vec<Option<String>>>>| {
+        let threads = threads.clone();
+        move |_: &Arc<ConfigMap>, _: bool| {
+            let name = std::thread::current().name().map(str::to_string);
+            threads.lock().push(name);
+        }
+    };
+    let log = Log::default();
+    let early = inf.add_event_handler(log.handler().non_blocking());
+    inf.add_event_handler(
+        ResourceEventHandlerFuncs::new()
+            .on_add(record_thread(&threads))
+            .non_blocking(),
+    );
+    let run = start(&inf);
+    assert!(inf.wait_for_sync(&run.cancel).await);
+    // Handled by the time the informer has synced: nothing is buffered.
+    assert!(early.has_synced());
+    assert_eq!(log.take(), ["add a initial", "add b initial"]);
+
+    events.send(Ok(WatchEvent::Modified(cm("a", "3")))).unwrap();
+    events.send(Ok(WatchEvent::Deleted(cm("b", "4")))).unwrap();
+    until(|| log.0.lock().len() == 2).await;
+    assert_eq!(log.take(), ["update a 1->3", "delete b"]);
+
+    // Registered late, it gets the replay at once, from the registering call.
+    let late = Log::default();
+    let reg = inf.add_event_handler(late.handler().non_blocking());
+    assert_eq!(late.take(), ["add a initial"]);
+    assert!(reg.has_synced());
+    assert_eq!(reg.depth(), 0);
+
+    let threads = threads.lock().clone();
+    assert_eq!(threads.len(), 2);
+    assert!(
+        threads.iter().all(|t| !t
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("kubekit-handler")),
+        "no handler thread: {threads:?}"
+    );
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_non_blocking_handler_is_counted_and_the_informer_goes_on() {
+    let script = Arc::new(Script::default());
+    let events = synced_list(&script, &[]);
+    let inf = informer(&script, Duration::ZERO);
+    let panicking = inf.add_event_handler(
+        ResourceEventHandlerFuncs::new()
+            .on_add(|o: &Arc<ConfigMap>, _| assert_ne!(name(o), "bad", "a handler's bug"))
+            .non_blocking(),
+    );
+    let log = Log::default();
+    inf.add_event_handler(log.handler().non_blocking());
+    let run = start(&inf);
+    assert!(inf.wait_for_sync(&run.cancel).await);
+    events.send(Ok(WatchEvent::Added(cm("bad", "2")))).unwrap();
+    events.send(Ok(WatchEvent::Added(cm("good", "3")))).unwrap();
+    until(|| log.0.lock().len() == 2).await;
+    assert_eq!(log.take(), ["add bad", "add good"]);
+    assert_eq!(panicking.panics(), 1);
+    assert_eq!(inf.indexer().len(), 2);
+    run.stop().await;
+}
