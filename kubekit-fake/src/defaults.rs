@@ -14,7 +14,9 @@
 //! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
 //!   Secret's type never changes;
 //! - a Pod has containers, each with a name of its own and an image; a Deployment's
-//!   selector matches its template's labels and never changes.
+//!   selector matches its template's labels and never changes;
+//! - Pods and the workloads with a Pod template get their defaults from
+//!   [`workloads`](crate::workloads).
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -25,7 +27,11 @@ use crate::status::{ApiError, ApiResult};
 /// Fills in what the real server defaults in `obj`, an object of `info` being created
 /// (`old` is `None`) or replacing `old`.
 pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
-    if !info.builtin || !info.group.is_empty() || !obj.is_object() {
+    if !info.builtin {
+        return;
+    }
+    crate::workloads::apply(&info.group, &info.kind, obj, old.is_none());
+    if !info.group.is_empty() || !obj.is_object() {
         return;
     }
     match info.kind.as_str() {

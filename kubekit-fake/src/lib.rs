@@ -107,6 +107,7 @@ mod smp;
 mod status;
 mod store;
 mod watch;
+mod workloads;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;

@@ -112,7 +112,7 @@ impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
             "widgets" => (GROUP, "v1"),
-            "deployments" => ("apps", "v1"),
+            "deployments" | "replicasets" => ("apps", "v1"),
             _ => ("", "v1"),
         };
         Res {
@@ -1651,6 +1651,61 @@ async fn object_defaults_and_immutability_answer_alike() {
         let wrong =
             json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "w"}});
         r.answer("a body of another apiVersion", cms.create(wrong).await);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn pods_and_workloads_are_defaulted_alike() {
+    differential("workload-defaults", async |t: &Target, r: &mut Record| {
+        let spec_and_status = |o: Value| json!({"spec": o["spec"], "status": o["status"]});
+        let pods = t.on("pods");
+        let minimal = json!({"metadata": {"name": "minimal"},
+                             "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        r.answer("a minimal pod", pods.create(minimal).await.map(spec_and_status));
+        let every_field = json!({"metadata": {"name": "full"}, "spec": {
+            "initContainers": [{"name": "i", "image": "busybox:1.36",
+                "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}],
+            "containers": [
+                {"name": "c", "image": "nginx:1.27",
+                 "ports": [{"containerPort": 80}, {"containerPort": 53, "protocol": "UDP"}],
+                 "env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                 "readinessProbe": {"httpGet": {"port": 80}},
+                 "livenessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 5},
+                 "resources": {"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}}},
+                {"name": "d", "image": "registry.example:5000/x@sha256:0123456789012345678901234567890123456789012345678901234567890123"}],
+            "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                             "effect": "NoExecute", "tolerationSeconds": 60}],
+            "volumes": [
+                {"name": "a", "emptyDir": {}}, {"name": "b", "configMap": {"name": "cm"}},
+                {"name": "s", "secret": {"secretName": "x", "defaultMode": 256}},
+                {"name": "h", "hostPath": {"path": "/tmp"}},
+                {"name": "p", "projected": {"sources": [{"configMap": {"name": "cm"}}]}},
+                {"name": "d", "downwardAPI": {"items": [
+                    {"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]}});
+        r.answer("a pod using every defaulted field", pods.create(every_field).await.map(spec_and_status));
+        let both = json!({"cpu": "500m", "memory": "128Mi"});
+        let guaranteed = json!({"metadata": {"name": "guaranteed"}, "spec": {"containers": [
+            {"name": "c", "image": "nginx:latest", "resources": {"limits": both}}]},
+            "status": {"phase": "Running"}});
+        r.answer("a guaranteed pod created with a status", pods.create(guaranteed).await.map(spec_and_status));
+
+        let template = json!({"metadata": {"labels": {"app": "x"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        let selector = json!({"matchLabels": {"app": "x"}});
+        // Created scaled to zero, so that no controller writes to them while compared.
+        let deployment = json!({"metadata": {"name": "d"}, "spec": {"replicas": 0,
+            "selector": selector, "template": template}});
+        let created = t.on("deployments").create(deployment).await;
+        r.answer("a minimal deployment", created.map(spec_and_status));
+        let recreate = json!({"metadata": {"name": "r"}, "spec": {"replicas": 0,
+            "strategy": {"type": "Recreate"}, "selector": selector, "template": template}});
+        let created = t.on("deployments").create(recreate).await;
+        r.answer("a deployment that recreates", created.map(spec_and_status));
+        let replica_set = json!({"metadata": {"name": "rs"}, "spec": {"replicas": 0,
+            "selector": selector, "template": template}});
+        let created = t.on("replicasets").create(replica_set).await;
+        r.answer("a replica set", created.map(spec_and_status));
     })
     .await;
 }
