@@ -56,9 +56,15 @@
 //!   `$deleteFromPrimitiveList/<field>`, `$setElementOrder/<field>` and `$retainKeys`, with
 //!   the real server's order of merged lists and its errors for malformed patches. A
 //!   strategic merge patch of a custom resource is `415`, as on the real server.
-//! - Server-side apply (`application/apply-patch+yaml`) is not implemented: it is refused
-//!   with `415 UnsupportedMediaType` whose message says so (`kubectl apply --server-side`
-//!   prints it); client-side `kubectl apply` works.
+//! - Server-side apply (`application/apply-patch+yaml`, YAML or JSON, `fieldManager`
+//!   required, `force`; `kubectl apply --server-side`) and `metadata.managedFields` on
+//!   every write: lists and maps merge as the pinned release's OpenAPI declares them
+//!   (generated into `apply_schema.json` by `kubekit-fake-gen`; for custom resources, the
+//!   CRD's schema), a manager's fields it no longer applies are removed, a value another
+//!   manager owns is a `409 Conflict` with the real server's message unless forced, and
+//!   creates, updates and patches own what they add or change (the manager is
+//!   `fieldManager`, else the user agent up to its first `/`). Not done: the cap of ten
+//!   `Update` managers, apply to the scale subresource.
 //! - Watch from a resourceVersion with selectors, `sendInitialEvents` streaming lists (a
 //!   list that asks for `sendInitialEvents` is `422`, as on the real server), and
 //!   `410 Expired` beyond the last [`HISTORY_LIMIT`] changes of a resource (or after
@@ -85,10 +91,10 @@
 //! No authentication or authorization (every request is allowed: a
 //! `SelfSubjectAccessReview` answers `allowed`, `kubectl auth can-i` says yes;
 //! `SelfSubjectRulesReview` is not served), no admission, no
-//! other defaulting or schema validation (an added container gets no `imagePullPolicy`; empty
-//! lists and maps are kept where the real server's encoding leaves them out), no
-//! managedFields, no server-side apply, no OpenAPI schemas (`kubectl
-//! explain` has nothing to show) and no OpenAPI v2, no YAML bodies, no protobuf answers
+//! other defaulting or schema validation (a custom resource is not checked against its
+//! schema; empty lists and maps are kept where the real server's encoding leaves them
+//! out), no OpenAPI schemas (`kubectl explain` has nothing to show) and no OpenAPI v2, no
+//! YAML bodies other than apply configurations, no protobuf answers
 //! (a create or update may send protobuf; the answer is JSON, which every client that
 //! asks for protobuf also accepts), no server
 //! side tables (`kubectl get` shows names and ages only), no periodic watch
@@ -98,6 +104,8 @@
 mod defaults;
 mod discovery;
 mod faults;
+mod fieldset;
+mod managed;
 mod openapi;
 mod resources;
 mod scale;
@@ -160,7 +168,7 @@ impl FakeApiServer {
             .ok_or_else(|| std::io::Error::other("namespaces are not built in"))?;
         for ns in INITIAL_NAMESPACES {
             store
-                .create(&namespaces, "", json!({"metadata": {"name": ns}}))
+                .create(&namespaces, "", json!({"metadata": {"name": ns}}), None)
                 .map_err(|e| std::io::Error::other(e.message))?;
         }
         let shared = Arc::new(Shared {

@@ -48,6 +48,9 @@ pub struct ResourceInfo {
     /// Whether this is a review (`SelfSubjectAccessReview`): only created, never stored,
     /// answered with its status.
     pub review: bool,
+    /// A custom resource's type for server-side apply, from its CRD's storage version's
+    /// schema (built-in types have theirs generated).
+    pub schema: Option<std::sync::Arc<Value>>,
 }
 
 /// Where a `scale` subresource reads and writes: JSON pointers into the object.
@@ -276,6 +279,7 @@ pub fn builtin() -> Vec<ResourceInfo> {
                     scale: matches!(plural, "deployments" | "replicasets")
                         .then(ScalePaths::of_replica_sets),
                     review: false,
+                    schema: None,
                 }
             },
         )
@@ -294,6 +298,7 @@ pub fn builtin() -> Vec<ResourceInfo> {
             builtin: true,
             scale: None,
             review: true,
+            schema: None,
         }])
         .collect()
 }
@@ -366,6 +371,12 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         .unwrap_or(0);
     let mut versions: Vec<String> = served.into_iter().map(|(name, ..)| name).collect();
     versions.swap(0, storage);
+    let schema = all.into_iter().flatten().find_map(|v| {
+        (v.get("name")?.as_str()? == versions[0]).then(|| {
+            let s = v.pointer("/schema/openAPIV3Schema").unwrap_or(&Value::Null);
+            std::sync::Arc::new(crate::managed::crd_type(s))
+        })
+    });
     Ok(ResourceInfo {
         group,
         versions,
@@ -381,6 +392,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         builtin: false,
         scale,
         review: false,
+        schema,
     })
 }
 

@@ -9,7 +9,9 @@
 //!   `404 NotFound`. A verb a resource does not have (deletecollection of namespaces) is
 //!   `405 MethodNotAllowed`.
 //! - Patches: JSON patch, JSON merge patch, strategic merge patch of built-in types (see
-//!   `smp`); anything else, server-side apply included, is `415 UnsupportedMediaType`.
+//!   `smp`), server-side apply (see `managed`; not of the scale subresource); anything else
+//!   is `415 UnsupportedMediaType`. Every write records its manager's fields in
+//!   managedFields (see `managed`).
 //! - Bodies are JSON (no YAML), at most [`MAX_BODY_BYTES`]; a create or update of a
 //!   built-in kind may also send protobuf (`application/vnd.kubernetes.protobuf`, as
 //!   kubectl and client-go's typed clients do), read through `kubekit_protobuf::json_codec`.
@@ -35,13 +37,14 @@ use tokio_util::task::TaskTracker;
 
 use crate::discovery;
 use crate::faults::Faults;
+use crate::managed;
 use crate::openapi;
 use crate::resources::ResourceInfo;
 use crate::scale;
 use crate::selectors::Filter;
 use crate::smp;
 use crate::status::{ApiError, ApiResult, details};
-use crate::store::{DeleteRequest, Deleted, Store};
+use crate::store::{self, DeleteRequest, Deleted, Store};
 use crate::watch::{WatchRequest, start_watch};
 
 /// The largest request body accepted (the real server's limit is 3 MiB per object).
@@ -185,11 +188,25 @@ struct Target {
     /// `dryRun=All`: answer as if written, write nothing.
     dry_run: bool,
     query: HashMap<String, String>,
+    /// Who writes: `fieldManager`, else the client's user agent up to its first `/` (as
+    /// the real server names the manager of an update).
+    manager: String,
 }
 
 impl Target {
     fn param(&self, key: &str) -> Option<&str> {
         self.query.get(key).map(String::as_str)
+    }
+
+    /// The request's write, for managedFields.
+    fn write(&self) -> managed::Write<'_> {
+        managed::Write::new(
+            &self.info,
+            &self.version,
+            &self.manager,
+            self.status,
+            store::now(),
+        )
     }
 
     /// `obj` as served at the requested version.
@@ -247,6 +264,7 @@ fn parse_target(
         scale,
         dry_run: query.get("dryRun").is_some_and(|d| d == "All"),
         query,
+        manager: String::new(),
     })
 }
 
@@ -277,9 +295,18 @@ async fn serve_resource(
         .query()
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
-    let target = match parse_target(&shared.store.lock(), group, version, rest, query) {
+    let mut target = match parse_target(&shared.store.lock(), group, version, rest, query) {
         Ok(t) => t,
         Err(e) => return error_response(&e),
+    };
+    let user_agent = req.headers().get(header::USER_AGENT);
+    target.manager = match target.param("fieldManager").filter(|m| !m.is_empty()) {
+        Some(m) => m.to_string(),
+        None => user_agent
+            .and_then(|v| v.to_str().ok())
+            .and_then(|ua| ua.split('/').next())
+            .unwrap_or_default()
+            .to_string(),
     };
     let watch = matches!(target.param("watch"), Some("true" | "1"));
     let Some(verb) = verb_of(req.method(), target.name.is_some(), watch) else {
@@ -680,22 +707,30 @@ fn create(shared: &Shared, t: &Target, obj: Value) -> Answer {
         return Ok((201, review(t, obj)));
     }
     check_namespace(t, &obj)?;
-    let created = shared.write_for(t.dry_run, |s| s.create(&t.info, &t.ns, obj))?;
-    let mut answer = t.present(&created);
-    if t.dry_run {
-        // Never stored, it has no resourceVersion.
-        if let Some(meta) = answer["metadata"].as_object_mut() {
-            meta.remove("resourceVersion");
-        }
+    let write = t.write();
+    let created = shared.write_for(t.dry_run, |s| s.create(&t.info, &t.ns, obj, Some(&write)))?;
+    Ok((201, created_answer(t, &created)))
+}
+
+/// The answer to a create: the object, without a resourceVersion in a dry run (it was
+/// never stored).
+fn created_answer(t: &Target, created: &Value) -> Value {
+    let mut answer = t.present(created);
+    if t.dry_run
+        && let Some(meta) = answer["metadata"].as_object_mut()
+    {
+        meta.remove("resourceVersion");
     }
-    Ok((201, answer))
+    answer
 }
 
 /// The answer to a review: every request is allowed (the fake authorizes everything).
+/// Never stored, it still records its manager's fields, as on the real server.
 fn review(t: &Target, mut obj: Value) -> Value {
     if !obj["metadata"].is_object() {
         obj["metadata"] = json!({});
     }
+    t.write().track_update(None, &mut obj);
     obj["status"] = json!({"allowed": true});
     t.present(&obj)
 }
@@ -703,8 +738,9 @@ fn review(t: &Target, mut obj: Value) -> Value {
 fn update(shared: &Shared, t: &Target, obj: Value) -> Answer {
     check_kind(t, &obj)?;
     check_namespace(t, &obj)?;
+    let write = t.write();
     let updated = shared.write_for(t.dry_run, |s| {
-        s.update(&t.info, &t.ns, name(t), obj, t.status)
+        s.update(&t.info, &t.ns, name(t), obj, t.status, Some(&write))
     })?;
     Ok((200, unwritten(shared, t, t.present(&updated))))
 }
@@ -758,13 +794,71 @@ impl PatchBody {
 }
 
 fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer {
+    if content_type == APPLY_PATCH {
+        return apply(shared, t, body);
+    }
     let patch = PatchBody::parse(t, content_type, body)?;
+    let write = t.write();
     let patched = shared.write_for(t.dry_run, |s| {
         let obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
         let obj = patch.apply(obj, &t.info.kind)?;
-        s.update(&t.info, &t.ns, name(t), obj, t.status)
+        s.update(&t.info, &t.ns, name(t), obj, t.status, Some(&write))
     })?;
     Ok((200, unwritten(shared, t, t.present(&patched))))
+}
+
+const APPLY_PATCH: &str = "application/apply-patch+yaml";
+
+/// Server-side apply of the body (YAML or JSON) with the request's `fieldManager` (and
+/// `force`); creates the object when it does not exist (see `managed`).
+fn apply(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
+    if t.param("fieldManager").is_none_or(str::is_empty) {
+        let detail = "Required value: is required for apply patch";
+        return Err(ApiError::invalid_options(
+            "PatchOptions",
+            "fieldManager",
+            "FieldValueRequired",
+            detail,
+        ));
+    }
+    let config: Value = serde_yaml::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
+        return Err(ApiError::bad_request(
+            "the apply configuration must be an object",
+        ));
+    }
+    check_kind(t, &config)?;
+    check_namespace(t, &config)?;
+    match config.pointer("/metadata/name").and_then(Value::as_str) {
+        Some(n) if n == name(t) => {}
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({})",
+                other.unwrap_or_default(),
+                name(t)
+            )));
+        }
+    }
+    let force = t.param("force") == Some("true");
+    let write = t.write();
+    let (created, applied) =
+        shared.write_for(t.dry_run, |s| match s.get(&t.info, &t.ns, name(t)) {
+            Ok(live) => {
+                let merged = write.apply(Some(&live), &config, force)?;
+                let updated = s.update(&t.info, &t.ns, name(t), merged, t.status, None)?;
+                Ok::<_, ApiError>((false, updated))
+            }
+            Err(e) if t.status => Err(e),
+            Err(_) => {
+                let merged = write.apply(None, &config, force)?;
+                Ok((true, s.create(&t.info, &t.ns, merged, None)?))
+            }
+        })?;
+    Ok(match created {
+        true => (201, created_answer(t, &applied)),
+        false => (200, unwritten(shared, t, t.present(&applied))),
+    })
 }
 
 /// The real server's `422` for a `dryRun` other than `All` on a write, naming the write's
@@ -810,6 +904,7 @@ fn scale(shared: &Shared, t: &Target, verb: &str, content_type: &str, body: &[u8
         let obj = shared.store.lock().get(&t.info, &t.ns, name(t))?;
         return Ok((200, scale::of(paths, &obj)));
     }
+    let write = t.write();
     // The Scale sent (update), or the patch of the current one.
     let sent = match verb {
         "patch" => Err(PatchBody::parse(t, content_type, body)?),
@@ -822,14 +917,15 @@ fn scale(shared: &Shared, t: &Target, verb: &str, content_type: &str, body: &[u8
             Err(patch) => patch.apply(scale::of(paths, &obj), "Scale")?,
         };
         let obj = scale::apply(&t.info, paths, obj, &wanted)?;
-        s.update(&t.info, &t.ns, name(t), obj, false)
+        s.update(&t.info, &t.ns, name(t), obj, false, Some(&write))
     })?;
     Ok((200, unwritten(shared, t, scale::of(paths, &updated))))
 }
 
 /// `415 UnsupportedMediaType` for a patch type the fake does not apply to `t`: strategic
-/// merge patch of a custom resource (as on the real server), server-side apply (which the
-/// real server applies and the fake does not) or an unknown type.
+/// merge patch of a custom resource (as on the real server), server-side apply of the
+/// scale subresource (which the real server applies and the fake does not) or an unknown
+/// type.
 fn unsupported_patch(t: &Target, content_type: &str) -> ApiError {
     let mut accepted = vec![
         "application/json-patch+json",
@@ -839,9 +935,9 @@ fn unsupported_patch(t: &Target, content_type: &str) -> ApiError {
         accepted.push("application/strategic-merge-patch+json");
     }
     let mut e = ApiError::unsupported_media_type(&accepted);
-    if content_type == "application/apply-patch+yaml" {
+    if content_type == APPLY_PATCH {
         e.message
-            .push_str(" (kubekit-fake does not implement server-side apply)");
+            .push_str(" (kubekit-fake does not apply to the scale subresource)");
     } else if !t.info.builtin {
         // The real server's list for a custom resource names server-side apply too.
         e = ApiError::unsupported_media_type(&[

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::defaults;
+use crate::managed::Write;
 use crate::resources::{self, ResourceInfo};
 use crate::status::{ApiError, ApiResult};
 
@@ -407,12 +408,14 @@ impl Store {
     }
 
     /// Creates `obj` in `ns` (`""` for cluster-scoped): the server-set metadata, and for a
-    /// `CustomResourceDefinition`, its resource served from now on.
-    pub fn create(
+    /// `CustomResourceDefinition`, its resource served from now on. `write` records the
+    /// fields in managedFields; `None` keeps `obj`'s (server-side apply made them).
+    pub(crate) fn create(
         &mut self,
         info: &ResourceInfo,
         ns: &str,
         mut obj: Value,
+        write: Option<&Write>,
     ) -> ApiResult<Arc<Value>> {
         let generate = meta_str(&obj, "generateName").map(str::to_string);
         let name = match (meta_str(&obj, "name"), generate) {
@@ -485,7 +488,6 @@ impl Store {
         for server_set in [
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
-            "managedFields",
             "selfLink",
         ] {
             m.remove(server_set);
@@ -496,6 +498,10 @@ impl Store {
             m.remove("generation");
         }
         defaults::apply(info, &mut obj, None);
+        if let Some(w) = write {
+            omit_empty_metadata(&mut obj);
+            w.track_update(None, &mut obj);
+        }
         if info.builtin && info.group.is_empty() && info.kind == "Service" {
             let (ips, ports) = self.allocated_to_services(info);
             defaults::allocate(&mut obj, &ips, &ports);
@@ -521,14 +527,16 @@ impl Store {
 
     /// Replaces `name` with `new` (the main resource), or only its status (`status_only`).
     /// A stale `metadata.resourceVersion` is a conflict; a missing one updates
-    /// unconditionally.
-    pub fn update(
+    /// unconditionally. `write` records the change in managedFields; `None` keeps `new`'s
+    /// (server-side apply made them).
+    pub(crate) fn update(
         &mut self,
         info: &ResourceInfo,
         ns: &str,
         name: &str,
         mut new: Value,
         status_only: bool,
+        write: Option<&Write>,
     ) -> ApiResult<Arc<Value>> {
         let old = self.get(info, ns, name)?;
         if let Some(n) = meta_str(&new, "name")
@@ -571,6 +579,13 @@ impl Store {
         let mut result = if status_only {
             let mut r = (*old).clone();
             take_status(&mut r, &new);
+            match write {
+                Some(w) => w.track_update(Some(&old), &mut r),
+                None => {
+                    let applied = new["metadata"]["managedFields"].clone();
+                    meta_mut(&mut r).insert("managedFields".into(), applied);
+                }
+            }
             r
         } else {
             if info.status {
@@ -591,10 +606,13 @@ impl Store {
                     None => m.remove(kept),
                 };
             }
-            m.remove("managedFields");
             defaults::apply(info, &mut new, Some(&old));
             defaults::check_update(info, name, &old, &new)?;
             defaults::check_workload(info, name, &new, Some(&old))?;
+            if let Some(w) = write {
+                omit_empty_metadata(&mut new);
+                w.track_update(Some(&old), &mut new);
+            }
             if info.generation && spec_of(&old) != spec_of(&new) {
                 let g = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
                 meta_mut(&mut new).insert("generation".into(), json!(g));
@@ -811,7 +829,7 @@ impl Store {
                         .filter(|f| f != finalizer)
                         .collect();
                     set_finalizers(&mut done, &rest);
-                    let _ = self.update(&info, &ns, &name, done, false);
+                    let _ = self.update(&info, &ns, &name, done, false, None);
                 }
                 Action::Disown(owner) => {
                     let mut disowned = (*obj).clone();
@@ -821,7 +839,7 @@ impl Store {
                             meta_mut(&mut disowned).remove("ownerReferences");
                         }
                     }
-                    let _ = self.update(&info, &ns, &name, disowned, false);
+                    let _ = self.update(&info, &ns, &name, disowned, false, None);
                 }
             }
         }
@@ -865,7 +883,7 @@ mod tests {
     fn setup() -> (Store, ResourceInfo) {
         let mut s = Store::new();
         let ns = s.lookup("", "v1", "namespaces").unwrap();
-        s.create(&ns, "", json!({"metadata": {"name": "ns"}}))
+        s.create(&ns, "", json!({"metadata": {"name": "ns"}}), None)
             .unwrap();
         let cm = cm_info(&s);
         (s, cm)
@@ -878,6 +896,7 @@ mod tests {
             &cm,
             "ns",
             json!({"metadata": {"name": "a"}, "data": {"k": "1"}}),
+            None,
         )
         .unwrap();
         let at = s.resource_version();
@@ -887,9 +906,10 @@ mod tests {
             "a",
             json!({"metadata": {"name": "a"}, "data": {"k": "2"}}),
             false,
+            None,
         )
         .unwrap();
-        s.create(&cm, "ns", json!({"metadata": {"name": "b"}}))
+        s.create(&cm, "ns", json!({"metadata": {"name": "b"}}), None)
             .unwrap();
         let (rv, objs) = s.snapshot(&cm, Some("ns"), Some(at)).unwrap();
         assert_eq!(rv, at);
@@ -904,8 +924,13 @@ mod tests {
         let (mut s, cm) = setup();
         let start = s.resource_version();
         for i in 0..=HISTORY_LIMIT {
-            s.create(&cm, "ns", json!({"metadata": {"name": format!("cm-{i}")}}))
-                .unwrap();
+            s.create(
+                &cm,
+                "ns",
+                json!({"metadata": {"name": format!("cm-{i}")}}),
+                None,
+            )
+            .unwrap();
         }
         assert_eq!(s.events_after(&cm, start).unwrap_err().code, 410);
         assert_eq!(s.events_after(&cm, start + 1).unwrap().len(), HISTORY_LIMIT);
@@ -915,8 +940,13 @@ mod tests {
     fn deleting_a_namespace_of_many_objects_collects_every_one() {
         let (mut s, cm) = setup();
         for i in 0..1_000 {
-            s.create(&cm, "ns", json!({"metadata": {"name": format!("cm-{i}")}}))
-                .unwrap();
+            s.create(
+                &cm,
+                "ns",
+                json!({"metadata": {"name": format!("cm-{i}")}}),
+                None,
+            )
+            .unwrap();
         }
         let ns = s.lookup("", "v1", "namespaces").unwrap();
         s.delete(&ns, "", "ns", &DeleteRequest::default()).unwrap();
@@ -951,12 +981,12 @@ mod tests {
                 "built-in resource",
             ),
         ] {
-            let refused = s.create(&crds, "", obj).unwrap_err();
+            let refused = s.create(&crds, "", obj, None).unwrap_err();
             assert_eq!(refused.code, 422);
             assert!(refused.message.contains(why), "{}", refused.message);
         }
         let ns = s.lookup("", "v1", "namespaces").unwrap();
-        s.create(&ns, "", json!({"metadata": {"name": "still-served"}}))
+        s.create(&ns, "", json!({"metadata": {"name": "still-served"}}), None)
             .unwrap();
     }
 
@@ -964,9 +994,9 @@ mod tests {
     fn an_update_that_changes_nothing_keeps_the_resource_version() {
         let (mut s, cm) = setup();
         let a = s
-            .create(&cm, "ns", json!({"metadata": {"name": "a"}}))
+            .create(&cm, "ns", json!({"metadata": {"name": "a"}}), None)
             .unwrap();
-        let same = s.update(&cm, "ns", "a", (*a).clone(), false).unwrap();
+        let same = s.update(&cm, "ns", "a", (*a).clone(), false, None).unwrap();
         assert_eq!(a, same);
     }
 }

@@ -5,8 +5,8 @@
 //! equal once values that legitimately differ are normalised:
 //!
 //! - the test namespace's name → `<ns>`; uids → `uid-1`, `uid-2`, … by first appearance;
-//! - timestamps (creation, deletion, conditions' transitions) → `<time>`; continue tokens → `<continue>`; `managedFields` dropped (the
-//!   fake keeps none).
+//! - timestamps (creation, deletion, conditions' transitions, managedFields entries) →
+//!   `<time>`; continue tokens → `<continue>`.
 //! - object resourceVersions → their rank among the object resourceVersions of the record
 //!   (so order and equality must match, values need not); list and bookmark
 //!   resourceVersions → `<list-rv>`, after checking that each is at least every object
@@ -181,6 +181,27 @@ impl Res<'_> {
         Self::send(r.subresource("status").body(&body)).await
     }
 
+    /// Server-side apply of `body` by `manager` (`force` to take conflicting fields), to
+    /// the object or its `subresource`.
+    async fn apply(
+        &self,
+        name: &str,
+        (manager, force, subresource): (&str, bool, Option<&str>),
+        body: Value,
+    ) -> kubekit::rest::Result<Value> {
+        let mut r = self.req(self.t.rest.patch(PatchType::Apply)).name(name);
+        if !manager.is_empty() {
+            r = r.param("fieldManager", manager);
+        }
+        if force {
+            r = r.param("force", "true");
+        }
+        if let Some(sub) = subresource {
+            r = r.subresource(sub);
+        }
+        Self::send(r.body(&body)).await
+    }
+
     async fn delete(&self, name: &str, opts: Value) -> kubekit::rest::Result<Value> {
         Self::send(self.req(self.t.rest.delete()).name(name).body(&opts)).await
     }
@@ -346,7 +367,6 @@ fn rewrite(
     let list_like = is_list_or_bookmark(v);
     match v {
         Value::Object(m) => {
-            m.remove("managedFields");
             if let Some(md) = m.get_mut("metadata").and_then(Value::as_object_mut)
                 && let Some(rv) = md
                     .get("resourceVersion")
@@ -371,9 +391,10 @@ fn rewrite(
                         let next = format!("uid-{}", uids.len() + 1);
                         *c = json!(uids.entry(u.to_string()).or_insert(next).clone());
                     }
-                    ("creationTimestamp" | "deletionTimestamp" | "lastTransitionTime", Some(_)) => {
-                        *c = json!("<time>")
-                    }
+                    (
+                        "creationTimestamp" | "deletionTimestamp" | "lastTransitionTime" | "time",
+                        Some(_),
+                    ) => *c = json!("<time>"),
                     ("continue", Some(s)) if !s.is_empty() => *c = json!("<continue>"),
                     _ => rewrite(c, ns, ranks, uids, floor, label),
                 }
@@ -383,7 +404,7 @@ fn rewrite(
             .iter_mut()
             .for_each(|c| rewrite(c, ns, ranks, uids, floor, label)),
         Value::String(s) => {
-            *s = s.replace(ns, "<ns>");
+            *s = without_times(&s.replace(ns, "<ns>"));
             for (uid, placeholder) in uids.iter() {
                 *s = s.replace(uid, placeholder);
             }
@@ -394,6 +415,30 @@ fn rewrite(
         }
         _ => {}
     }
+}
+
+/// `s` with its RFC 3339 times (`2026-01-02T03:04:05Z`, in conflict messages) as `<time>`.
+fn without_times(s: &str) -> String {
+    const SHAPE: &[u8] = b"dddd-dd-ddTdd:dd:ddZ";
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        let is_time = b.len() - i >= SHAPE.len()
+            && SHAPE.iter().zip(&b[i..]).all(|(want, got)| match want {
+                b'd' => got.is_ascii_digit(),
+                c => c == got,
+            });
+        if is_time {
+            out.push_str("<time>");
+            i += SHAPE.len();
+        } else {
+            let c = s[i..].chars().next().unwrap_or_default();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
 }
 
 /// Runs `scenario` on the real server, then on the fake, and requires equal records.
@@ -1827,26 +1872,37 @@ async fn pod_and_deployment_checks_answer_alike() {
     .await;
 }
 
+/// A Service with its allocated cluster IPs and node ports as placeholders: they differ
+/// from one server to the other; where they are, and that they are in the range, is
+/// compared.
+fn with_allocations_as_placeholders(mut svc: Value) -> Value {
+    let ip = |v: &Value| match v.as_str() {
+        Some(ip) if ip.starts_with("10.0.0.") => json!("<cluster-ip>"),
+        _ => v.clone(),
+    };
+    let spec = &mut svc["spec"];
+    if spec.is_object() {
+        spec["clusterIP"] = ip(&spec["clusterIP"]);
+    }
+    if let Some(ips) = spec["clusterIPs"].as_array_mut() {
+        ips.iter_mut().for_each(|i| *i = ip(i));
+    }
+    for port in spec["ports"].as_array_mut().into_iter().flatten() {
+        if port["nodePort"]
+            .as_i64()
+            .is_some_and(|p| (30000..=32767).contains(&p))
+        {
+            port["nodePort"] = json!("<node-port>");
+        }
+    }
+    svc
+}
+
 #[tokio::test]
 async fn services_are_defaulted_and_allocated_alike() {
     differential("services", async |t: &Target, r: &mut Record| {
-        // Allocated values differ from one server to the other: where they are, and that
-        // they are in the range, is compared.
-        fn allocated(mut svc: Value) -> Value {
-            let ip = |v: &Value| match v.as_str() {
-                Some(ip) if ip.starts_with("10.0.0.") => json!("<cluster-ip>"),
-                _ => v.clone(),
-            };
-            let spec = &mut svc["spec"];
-            spec["clusterIP"] = ip(&spec["clusterIP"]);
-            if let Some(ips) = spec["clusterIPs"].as_array_mut() {
-                ips.iter_mut().for_each(|i| *i = ip(i));
-            }
-            for port in spec["ports"].as_array_mut().into_iter().flatten() {
-                if port["nodePort"].as_i64().is_some_and(|p| (30000..=32767).contains(&p)) {
-                    port["nodePort"] = json!("<node-port>");
-                }
-            }
+        fn allocated(svc: Value) -> Value {
+            let svc = with_allocations_as_placeholders(svc);
             json!({"spec": svc["spec"], "status": svc["status"]})
         }
         let services = t.on("services");
@@ -2072,7 +2128,8 @@ async fn patch_operations(t: &Target, gv: &str, paths: &[String]) -> Option<Valu
             .as_object()
             .into_iter()
             .flat_map(|c| c.keys())
-            .filter(|m| !m.starts_with("application/apply-patch"))
+            // Apply's other encodings (CBOR) are not served by the fake.
+            .filter(|m| !m.starts_with("application/apply-patch") || m.ends_with("+yaml"))
             .collect();
         out.insert(
             path.clone(),
@@ -2114,6 +2171,137 @@ async fn openapi_v3_describes_each_patch_operation_alike() {
             .await;
             r.push(gv, ops);
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn server_side_apply_merges_owns_and_conflicts_alike() {
+    differential("apply", async |t: &Target, r: &mut Record| {
+        let cms = t.on("configmaps");
+        let config = |data: Value| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "applied", "labels": {"app": "web"}}, "data": data})
+        };
+        let a = ("a", false, None);
+        let created = cms.apply("applied", a, config(json!({"x": "1", "y": "2"})));
+        r.answer("an apply creates", created.await);
+        let dropped = cms.apply("applied", a, config(json!({"x": "1"})));
+        r.answer("a field no longer applied is removed", dropped.await);
+        let by_b = cms
+            .req(t.rest.patch(PatchType::Merge))
+            .name("applied")
+            .param("fieldManager", "b")
+            .body(&json!({"data": {"x": "changed", "z": "3"}}));
+        r.answer("an update by another manager", Res::send(by_b).await);
+        let conflict = cms.apply("applied", a, config(json!({"x": "1"})));
+        r.answer(
+            "applying a field another manager changed conflicts",
+            conflict.await,
+        );
+        let forced = cms.apply("applied", ("a", true, None), config(json!({"x": "1"})));
+        r.answer("force takes it over", forced.await);
+        let shared = cms.apply("applied", ("c", false, None), config(json!({"x": "1"})));
+        r.answer(
+            "the same values applied by another manager are shared",
+            shared.await,
+        );
+        let released = cms.apply(
+            "applied",
+            a,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "applied"}}),
+        );
+        r.answer(
+            "fields still applied by another manager stay",
+            released.await,
+        );
+        let no_manager = cms.apply("applied", ("", false, None), config(json!({})));
+        r.answer("apply needs a field manager", no_manager.await);
+        let renamed = cms.apply("other", a, config(json!({})));
+        r.answer("the name must be the URL's", renamed.await);
+        let dry = cms
+            .req(t.rest.patch(PatchType::Apply))
+            .name("dry")
+            .param("fieldManager", "a")
+            .param("dryRun", "All")
+            .body(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dry"}}));
+        r.answer("a dry-run apply", Res::send(dry).await);
+        r.answer("wrote nothing", cms.get("dry").await);
+
+        let services = t.on("services");
+        let alike = |a: kubekit::rest::Result<Value>| a.map(with_allocations_as_placeholders);
+        let port = |n: u16| json!({"name": format!("p{n}"), "port": n});
+        let service = |ports: Value, selector: Option<Value>| {
+            let mut s = json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "s"}, "spec": {"ports": ports}});
+            if let Some(sel) = selector {
+                s["spec"]["selector"] = sel;
+            }
+            s
+        };
+        let first = services.apply(
+            "s",
+            a,
+            service(json!([port(80)]), Some(json!({"app": "s"}))),
+        );
+        r.answer(
+            "a service applied (its defaults owned by no one)",
+            alike(first.await),
+        );
+        let second = services.apply("s", ("b", false, None), service(json!([port(81)]), None));
+        r.answer(
+            "another manager adds a port by its keys",
+            alike(second.await),
+        );
+        let edited = services
+            .req(t.rest.patch(PatchType::Merge))
+            .name("s")
+            .param("fieldManager", "editor")
+            .body(&json!({"spec": {"selector": {"app": "edited"}}}));
+        r.answer(
+            "an editor changes the selector",
+            alike(Res::send(edited).await),
+        );
+        let again = services.apply(
+            "s",
+            a,
+            service(json!([port(80)]), Some(json!({"app": "s"}))),
+        );
+        r.answer(
+            "re-applying the selector conflicts with the editor",
+            alike(again.await),
+        );
+        let without = services.apply("s", a, service(json!([port(80)]), None));
+        r.answer(
+            "applying without the selector leaves it to the editor",
+            alike(without.await),
+        );
+        let dropped = services.apply("s", ("b", false, None), service(json!([]), None));
+        r.answer("a port no longer applied is removed", alike(dropped.await));
+
+        ensure_widgets(t).await;
+        let widgets = t.on("widgets");
+        let w = |status: Value| {
+            json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": {"size": 3, "tags": ["a", "b"]},
+                "status": status})
+        };
+        let made = widgets.apply("w", a, w(json!({"ready": true})));
+        r.answer("a custom resource applied (status ignored)", made.await);
+        let status = widgets.apply("w", ("a", false, Some("status")), w(json!({"ready": true})));
+        r.answer("its status applied (spec ignored)", status.await);
+        let smaller = widgets.apply(
+            "w",
+            ("b", false, None),
+            json!({
+            "apiVersion": format!("{GROUP}/v1"), "kind": "Widget", "metadata": {"name": "w"},
+            "spec": {"tags": ["c"]}}),
+        );
+        r.answer(
+            "an untyped list another manager applied conflicts",
+            smaller.await,
+        );
     })
     .await;
 }

@@ -400,13 +400,25 @@ async fn kubectl_applies_gets_labels_and_deletes_against_the_fake() {
         );
         assert_eq!(got, "2");
         assert!(kubectl(&kc, &["get", "namespaces"], "").contains("kube-system"));
-        let server_side =
-            kubectl_output(&kc, &["apply", "--server-side", "-f", "-"], &manifest("3"));
-        assert!(!server_side.status.success());
-        let stderr = String::from_utf8_lossy(&server_side.stderr);
+        // Server-side apply takes the field over from client-side apply's manager.
+        let server_side = kubectl_output(
+            &kc,
+            &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+            &manifest("3"),
+        );
         assert!(
-            stderr.contains("kubekit-fake does not implement server-side apply"),
-            "{stderr}"
+            server_side.status.success(),
+            "{}",
+            String::from_utf8_lossy(&server_side.stderr)
+        );
+        let fields = "jsonpath={.data.a} {.metadata.managedFields[*].manager}";
+        let got = kubectl(&kc, &["get", "cm", "x", "-o", fields], "");
+        let mut managers: Vec<&str> = got.split(' ').collect();
+        managers.sort();
+        // kubectl moves client-side apply's fields to `kubectl-last-applied` first.
+        assert_eq!(
+            managers,
+            ["3", "kubectl", "kubectl-label", "kubectl-last-applied"]
         );
         kubectl(&kc, &["delete", "configmap", "x"], "");
         assert_eq!(kubectl(&kc, &["get", "cm", "-o", "name"], ""), "");

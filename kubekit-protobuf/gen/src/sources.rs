@@ -109,6 +109,22 @@ fn read(p: &Path) -> Result<String, String> {
     std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
 }
 
+/// The version the control plane's go.mod (`testenv/go/go.mod` under `repo`) requires of
+/// `module` (`k8s.io/kubernetes`), or the one its `replace` gives a staging module.
+pub fn pinned_version(repo: &Path, module: &str) -> Result<String, String> {
+    let go_mod = repo.join("testenv/go/go.mod");
+    if let Some(v) = pinned_versions(&go_mod)?.remove(module) {
+        return Ok(v);
+    }
+    read(&go_mod)?
+        .lines()
+        .find_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next()? == module).then(|| words.next().map(str::to_string))?
+        })
+        .ok_or_else(|| format!("{} pins no version of {module}", go_mod.display()))
+}
+
 /// The versions `replace` gives the staging modules in the control plane's go.mod.
 fn pinned_versions(go_mod: &Path) -> Result<BTreeMap<String, String>, String> {
     let text = read(go_mod)?;
@@ -123,7 +139,7 @@ fn pinned_versions(go_mod: &Path) -> Result<BTreeMap<String, String>, String> {
 }
 
 /// The directory of `module@version` in the Go module cache, downloaded if needed.
-fn go_module_dir(module: &str, version: &str) -> Result<PathBuf, String> {
+pub fn go_module_dir(module: &str, version: &str) -> Result<PathBuf, String> {
     let out = Command::new("go")
         .args(["mod", "download", "-json", &format!("{module}@{version}")])
         .env("GOFLAGS", "-mod=mod")

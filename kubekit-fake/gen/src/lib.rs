@@ -1,0 +1,243 @@
+//! The generator of `kubekit-fake/src/apply_schema.json`: what server-side apply needs to
+//! know of the built-in types kubekit-fake serves, read from the OpenAPI v3 documents of
+//! the pinned Kubernetes release (`api/openapi-spec/v3` of `k8s.io/kubernetes` at the
+//! version `testenv/go/go.mod` pins, fetched through the Go module proxy): for every type
+//! reachable from a served kind, its fields, and for each field whether it is a scalar, a
+//! struct, a map or a list, with the list's type (`atomic`, `set`, `map` and its keys) and
+//! whether a struct or map is atomic (`x-kubernetes-map-type`).
+//!
+//! The output is JSON, `{"pinned": …, "roots": {"<apiVersion>/<kind>": type},
+//! "types": {name: type}}`, where a type is `"scalar"`, `"untyped"` (an object of any
+//! shape: maps granular, lists atomic), the name of another type, `{"struct": {field:
+//! type}, "atomic": bool, "zero": {field: "struct" | null}}` (`zero`: the fields the Go
+//! type's zero value has, as the API server's field manager compares a created object
+//! with it: a struct that is no pointer, `{}` by default in the document, and its own
+//! zero; a required field, null), `{"map": type, "atomic": bool}` or `{"list": type, "type":
+//! "atomic"|"set"|"map", "keys": [...], "defaults": {key: value}}` (the defaults of key
+//! fields, which an item may omit).
+//!
+//! `cargo run -p kubekit-fake-gen` writes the file; its test fails when the file differs
+//! from what the pinned documents give.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+/// The kinds kubekit-fake serves whose objects can be applied, by the OpenAPI document
+/// that defines them: document, apiVersion, kind.
+pub const ROOTS: &[(&str, &str, &str)] = &[
+    ("api__v1_openapi.json", "v1", "Namespace"),
+    ("api__v1_openapi.json", "v1", "ConfigMap"),
+    ("api__v1_openapi.json", "v1", "Secret"),
+    ("api__v1_openapi.json", "v1", "Pod"),
+    ("api__v1_openapi.json", "v1", "Service"),
+    ("api__v1_openapi.json", "v1", "Event"),
+    ("api__v1_openapi.json", "v1", "ServiceAccount"),
+    ("apis__apps__v1_openapi.json", "apps/v1", "Deployment"),
+    ("apis__apps__v1_openapi.json", "apps/v1", "ReplicaSet"),
+    (
+        "apis__coordination.k8s.io__v1_openapi.json",
+        "coordination.k8s.io/v1",
+        "Lease",
+    ),
+    (
+        "apis__events.k8s.io__v1_openapi.json",
+        "events.k8s.io/v1",
+        "Event",
+    ),
+    (
+        "apis__apiextensions.k8s.io__v1_openapi.json",
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+    ),
+    (
+        "apis__authorization.k8s.io__v1_openapi.json",
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+    ),
+    // Defined where the subresource is served.
+    ("apis__apps__v1_openapi.json", "autoscaling/v1", "Scale"),
+];
+
+/// The ObjectMeta type's name: custom resources' metadata.
+pub const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// The generated file's path in the repository.
+pub fn output_path(repo: &Path) -> PathBuf {
+    repo.join("kubekit-fake/src/apply_schema.json")
+}
+
+/// The generated file from the pinned OpenAPI documents of the repository at `repo`.
+pub fn generate(repo: &Path) -> Result<String, String> {
+    let module = "k8s.io/kubernetes";
+    let version = kubekit_protobuf_gen::sources::pinned_version(repo, module)?;
+    let dir =
+        kubekit_protobuf_gen::sources::go_module_dir(module, &version)?.join("api/openapi-spec/v3");
+    let mut definitions = Map::new();
+    let mut roots = Vec::new();
+    for (file, api_version, kind) in ROOTS {
+        let path = dir.join(file);
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let doc: Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let schemas = doc["components"]["schemas"]
+            .as_object()
+            .ok_or_else(|| format!("{}: no components.schemas", path.display()))?;
+        // A kind's schema names its kind; `Scale`, a subresource's type, names none.
+        let (group, _) = api_version.rsplit_once('/').unwrap_or_default();
+        let root = schemas
+            .iter()
+            .find(|(name, s)| {
+                is_kind(s, api_version, kind) || name.ends_with(&format!("{group}.v1.{kind}"))
+            })
+            .map(|(name, _)| name.clone())
+            .ok_or_else(|| format!("{}: no schema of {api_version} {kind}", path.display()))?;
+        roots.push((format!("{api_version}/{kind}"), root));
+        for (name, schema) in schemas {
+            definitions.entry(name.clone()).or_insert(schema.clone());
+        }
+    }
+    let mut types = BTreeMap::new();
+    let mut pending: Vec<String> = roots.iter().map(|(_, r)| r.clone()).collect();
+    pending.push(OBJECT_META.to_string());
+    while let Some(name) = pending.pop() {
+        if types.contains_key(&name) {
+            continue;
+        }
+        let schema = definitions
+            .get(&name)
+            .ok_or_else(|| format!("no schema named {name}"))?;
+        let ty = convert(schema, &definitions, &mut pending)?;
+        types.insert(name, ty);
+    }
+    // Named types that are scalars or untyped are written in place, not by name.
+    let out = json!({
+        "pinned": format!("{module} {version}"),
+        "roots": roots.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>(),
+        "types": types.into_iter().filter(|(_, t)| !t.is_string()).collect::<Map<_, _>>(),
+    });
+    serde_json::to_string_pretty(&out)
+        .map(|s| s + "\n")
+        .map_err(|e| e.to_string())
+}
+
+fn is_kind(schema: &Value, api_version: &str, kind: &str) -> bool {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    schema["x-kubernetes-group-version-kind"]
+        .as_array()
+        .is_some_and(|gvks| {
+            gvks.iter()
+                .any(|g| g["group"] == group && g["version"] == version && g["kind"] == kind)
+        })
+}
+
+/// The name a schema refers to (`$ref`, or a single `allOf` of one).
+fn reference(schema: &Value) -> Option<&str> {
+    let r = schema["$ref"]
+        .as_str()
+        .or_else(|| match schema["allOf"].as_array()?.as_slice() {
+            [one] => one["$ref"].as_str(),
+            _ => None,
+        })?;
+    r.rsplit('/').next()
+}
+
+/// The type of `schema`; named types it refers to are queued on `pending`, and referred to
+/// by name unless they are scalars or untyped.
+fn convert(
+    schema: &Value,
+    definitions: &Map<String, Value>,
+    pending: &mut Vec<String>,
+) -> Result<Value, String> {
+    if let Some(name) = reference(schema) {
+        let target = definitions
+            .get(name)
+            .ok_or_else(|| format!("a reference to {name}, which no document defines"))?;
+        return Ok(match shape(target) {
+            Shape::Struct => {
+                pending.push(name.to_string());
+                json!(name)
+            }
+            Shape::Scalar => json!("scalar"),
+            _ => convert(target, definitions, pending)?,
+        });
+    }
+    let atomic = schema["x-kubernetes-map-type"] == "atomic";
+    Ok(match shape(schema) {
+        Shape::Scalar => json!("scalar"),
+        Shape::Untyped => json!("untyped"),
+        Shape::List => {
+            let element = convert(&schema["items"], definitions, pending)?;
+            let list_type = schema["x-kubernetes-list-type"]
+                .as_str()
+                .unwrap_or("atomic");
+            let keys = schema["x-kubernetes-list-map-keys"].clone();
+            let mut list = json!({"list": element, "type": list_type});
+            if let Some(keys) = keys.as_array() {
+                // A key field the schema defaults need not be sent: apply keys the item
+                // by the default (`protocol: TCP` of a Service port).
+                let item = reference(&schema["items"]).and_then(|n| definitions.get(n));
+                let defaults: Map<String, Value> = keys
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter_map(|k| {
+                        let d = item?["properties"][k].get("default")?;
+                        Some((k.to_string(), d.clone()))
+                    })
+                    .collect();
+                list["keys"] = json!(keys);
+                if !defaults.is_empty() {
+                    list["defaults"] = Value::Object(defaults);
+                }
+            }
+            list
+        }
+        Shape::Map => {
+            let element = convert(&schema["additionalProperties"], definitions, pending)?;
+            json!({"map": element, "atomic": atomic})
+        }
+        Shape::Struct => {
+            let mut fields = Map::new();
+            let mut zero = Map::new();
+            let required = schema["required"].as_array();
+            if let Some(props) = schema["properties"].as_object() {
+                for (name, prop) in props {
+                    fields.insert(name.clone(), convert(prop, definitions, pending)?);
+                    if prop["default"].as_object().is_some_and(Map::is_empty) {
+                        zero.insert(name.clone(), json!("struct"));
+                    } else if required.is_some_and(|r| r.iter().any(|f| f == name)) {
+                        zero.insert(name.clone(), Value::Null);
+                    }
+                }
+            }
+            let mut t = json!({"struct": fields, "atomic": atomic});
+            if !zero.is_empty() {
+                t["zero"] = Value::Object(zero);
+            }
+            t
+        }
+    })
+}
+
+/// What a schema describes.
+enum Shape {
+    Scalar,
+    Untyped,
+    List,
+    Map,
+    Struct,
+}
+
+fn shape(schema: &Value) -> Shape {
+    match schema["type"].as_str() {
+        Some("array") => Shape::List,
+        Some("object") if schema["properties"].is_object() => Shape::Struct,
+        Some("object") if schema["additionalProperties"].is_object() => Shape::Map,
+        Some("object") => Shape::Untyped,
+        None if schema["properties"].is_object() => Shape::Struct,
+        None if schema.get("x-kubernetes-preserve-unknown-fields").is_some() => Shape::Untyped,
+        _ => Shape::Scalar,
+    }
+}
