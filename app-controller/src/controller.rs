@@ -1,13 +1,17 @@
 //! The App controller: for every App, a Deployment and a Service it controls, kept in line
-//! with the App's spec (image, replicas, selector), their status copied into the App's
-//! status subresource, and a Normal `Synced` event. A missing child is created with a
-//! controller ownerReference and the selector label [`APP_LABEL`]`=<app name>`; a
-//! same-named child the App does not control is never adopted (a Warning
-//! `ErrResourceExists` event, and retries); an empty child name skips that child. When the
-//! spec renames a child, the new one is made, then the old one (which the App still
-//! controls) deleted: an App never keeps two children of a kind. Changes of Apps and of
-//! their children reconcile the App, resyncs do not; a deleted App's children go with it
-//! (garbage collection).
+//! with the App's spec (image, replicas, selector) by server-side apply, their status
+//! copied into the App's status subresource (applied too), and a Normal `Synced` event.
+//! Each child is applied whole, with a controller ownerReference and the selector label
+//! [`APP_LABEL`]`=<app name>`, by the field manager [`CONTROLLER_NAME`] with `force`: what
+//! the App decides is the App's, whoever changed it since (no 409 to retry), and fields
+//! others set and the App does not decide (a scaler's annotations, defaults) stay theirs.
+//! A same-named child the cache shows the App does not control is never touched (a
+//! Warning `ErrResourceExists` event, and retries); one made by someone else in the moment
+//! between the cache's view and the apply would be adopted, as with any applying
+//! controller. An empty child name skips that child. When the spec renames a child, the
+//! new one is applied, then the old one (which the App still controls) deleted: an App
+//! never keeps two children of a kind. Changes of Apps and of their children reconcile
+//! the App, resyncs do not; a deleted App's children go with it (garbage collection).
 
 use std::sync::Arc;
 
@@ -15,7 +19,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use kube::core::NamespaceResourceScope;
-use kubekit::clientset::{Clientset, DeleteOptions, PropagationPolicy, UpdateOptions};
+use kubekit::clientset::{Clientset, DeleteOptions, Patch, PatchOptions, PropagationPolicy};
 use kubekit::controller::{Action, ReconcileError};
 use kubekit::listers::Lister;
 use kubekit::manager::{Manager, ManagerError, Object, Predicate};
@@ -42,19 +46,17 @@ struct Ctx {
     recorder: EventRecorder,
 }
 
-/// A child `K` of `app` named `name` with `spec`, labelled and controlled by the App.
-fn child<K: Object>(app: &App, name: &str, spec: Value) -> serde_json::Result<K> {
-    let (meta, labels) = (&app.metadata, json!({ APP_LABEL: app.metadata.name }));
-    serde_json::from_value(
-        json!({ "apiVersion": K::api_version(&()), "kind": K::kind(&()),
-        "metadata": { "name": name, "namespace": meta.namespace, "labels": labels,
+/// The apply configuration of `app`'s child `K` named `name` with `spec`.
+fn child<K: Object>(app: &App, name: &str, spec: Value) -> Value {
+    let labels = json!({ APP_LABEL: app.metadata.name });
+    json!({ "apiVersion": K::api_version(&()), "kind": K::kind(&()),
+        "metadata": { "name": name, "namespace": app.metadata.namespace, "labels": labels,
             "ownerReferences": [controller_ref(app)] },
-        "spec": spec }),
-    )
+        "spec": spec })
 }
 
-/// The Deployment `app` asks for.
-fn new_deployment(app: &App) -> serde_json::Result<Deployment> {
+/// The Deployment `app` asks for: its name and apply configuration.
+fn deployment(app: &App) -> (&str, Value) {
     let (t, labels) = (
         &app.spec.deployment_template,
         json!({ APP_LABEL: app.metadata.name }),
@@ -62,87 +64,55 @@ fn new_deployment(app: &App) -> serde_json::Result<Deployment> {
     let pod = json!({ "containers": [{ "name": "app-deploy-container", "image": t.image }] });
     let spec = json!({ "replicas": t.replicas, "selector": { "matchLabels": labels },
         "template": { "metadata": { "labels": labels }, "spec": pod } });
-    child(app, &t.name, spec)
+    (&t.name, child::<Deployment>(app, &t.name, spec))
 }
 
-/// The Service `app` asks for: port 8080 to its pods.
-fn new_service(app: &App) -> serde_json::Result<Service> {
+/// The Service `app` asks for, port 8080 to its pods: its name and apply configuration.
+fn service(app: &App) -> (&str, Value) {
     let selector = json!({ APP_LABEL: app.metadata.name });
     let spec = json!({ "selector": selector, "ports": [{ "name": "app-service", "port": 8080 }] });
-    child(app, &app.spec.service_template.name, spec)
+    let name = &app.spec.service_template.name;
+    (name, child::<Service>(app, name, spec))
 }
 
-/// What the App decides in a running child: the fields at these JSON pointers.
-const DEPLOYMENT_FIELDS: &[&str] = &["/spec/replicas", "/spec/template/spec/containers/0/image"];
-const SERVICE_FIELDS: &[&str] = &["/spec/selector"];
-
-/// `current` with `desired`'s values at `fields`; `None` when they already match.
-fn drift<K: Object>(current: &K, desired: &K, fields: &[&str]) -> serde_json::Result<Option<K>> {
-    let (mut next, desired) = (
-        serde_json::to_value(current)?,
-        serde_json::to_value(desired)?,
-    );
-    let mut changed = false;
-    for field in fields {
-        let (parent, key) = field.rsplit_once('/').unwrap_or_default();
-        if let (Some(Value::Object(parent)), Some(want)) =
-            (next.pointer_mut(parent), desired.pointer(field))
-        {
-            changed |= parent.insert(key.to_string(), want.clone()).as_ref() != Some(want);
-        }
-    }
-    changed.then(|| serde_json::from_value(next)).transpose()
+/// Every apply: the controller's field manager, taking over the App's fields.
+fn apply_options() -> PatchOptions {
+    PatchOptions::apply(CONTROLLER_NAME).force()
 }
 
-/// Brings `app`'s child `desired` in line: creates it, refuses it (not controlled by
-/// `app`), or updates the `fields` that drifted; then deletes the other children of its
-/// kind that `app` controls (the spec renamed the child). `None` when the spec names no
-/// child (nothing is touched).
+/// Applies `app`'s child `name` (refused when the cache shows one the App does not
+/// control), then deletes the other children of its kind that `app` controls (the spec
+/// renamed the child). `None` when the spec names no child (nothing is touched).
 async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
     ctx: &Ctx,
     app: &App,
     lister: &Lister<K>,
-    (desired, fields): (K, &[&str]),
+    (name, desired): (&str, Value),
 ) -> Result<Option<K>, ReconcileError> {
-    let (ns, kind) = (
-        app.metadata.namespace.as_deref().unwrap_or_default(),
-        K::kind(&()),
-    );
-    let name = desired.meta().name.clone().unwrap_or_default();
+    let ns = app.metadata.namespace.as_deref().unwrap_or_default();
+    let kind = K::kind(&());
     if name.is_empty() {
         tracing::warn!(app = ?app.metadata.name, "{} name must be specified", kind.to_lowercase());
         return Ok(None);
     }
+    if let Ok(current) = lister.namespaced(ns).get(name)
+        && !is_controlled_by(current.meta(), &app.metadata)
+    {
+        let message = format!("{kind} {name:?} already exists and is not managed by App");
+        ctx.recorder
+            .event(app, EventType::Warning, ERR_RESOURCE_EXISTS, &message);
+        return Err(message.into());
+    }
     let client = ctx.clientset.resource::<K>(ns);
-    let child = match lister.namespaced(ns).get(&name) {
-        Err(e) if e.is_not_found() => {
-            tracing::info!(app = ?app.metadata.name, child = %name, "creating {kind}");
-            client.create(&desired, &write_options()).await?
-        }
-        current => {
-            let current = current?;
-            if !is_controlled_by(current.meta(), &app.metadata) {
-                let message = format!("{kind} {name:?} already exists and is not managed by App");
-                ctx.recorder
-                    .event(app, EventType::Warning, ERR_RESOURCE_EXISTS, &message);
-                return Err(message.into());
-            }
-            match drift(current.as_ref(), &desired, fields)? {
-                None => K::clone(&current),
-                Some(next) => {
-                    tracing::info!(app = ?app.metadata.name, child = %name, "updating {kind} to the App's spec");
-                    client.update(&next, &write_options()).await?
-                }
-            }
-        }
-    };
+    tracing::info!(app = ?app.metadata.name, child = %name, "applying {kind}");
+    let child = client
+        .patch(name, &Patch::Apply(desired), &apply_options())
+        .await?;
     // The children it controls under another name (the spec renamed them).
-    let renamed = lister.controlled_by(&app.metadata);
-    let renamed = renamed
-        .iter()
-        .map(|c| c.meta())
-        .filter(|c| c.name.as_deref() != Some(name.as_str()) && c.deletion_timestamp.is_none());
-    for old in renamed {
+    let controlled = lister.controlled_by(&app.metadata);
+    let renamed = controlled.iter().map(|c| c.meta());
+    for old in renamed.filter(|c| c.name.as_deref() != Some(name) && c.deletion_timestamp.is_none())
+    {
         let old_name = old.name.as_deref().unwrap_or_default();
         tracing::info!(app = ?app.metadata.name, child = %old_name, "deleting {kind} the App no longer names");
         let options = DeleteOptions::default()
@@ -157,33 +127,32 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
     Ok(Some(child))
 }
 
-fn write_options() -> UpdateOptions {
-    UpdateOptions::default().field_manager(CONTROLLER_NAME)
-}
-
 async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
     if app.metadata.deletion_timestamp.is_some() {
         // Being deleted: the garbage collector removes its children; making them again
         // would fight it (Kubernetes' own controllers leave such objects alone too).
         return Ok(Action::Done);
     }
-    let deploy = (new_deployment(&app)?, DEPLOYMENT_FIELDS);
-    let deployment = sync_child(&ctx, &app, &ctx.deployments, deploy).await?;
-    let service = (new_service(&app)?, SERVICE_FIELDS);
-    let service = sync_child(&ctx, &app, &ctx.services, service).await?;
+    let deployment = sync_child(&ctx, &app, &ctx.deployments, deployment(&app)).await?;
+    let service = sync_child(&ctx, &app, &ctx.services, service(&app)).await?;
     let status = AppStatus {
         deployment_status: deployment.and_then(|d| d.status),
         service_status: service.and_then(|s| s.status),
     };
     if app.status.as_ref() != Some(&status) {
-        let (mut next, ns) = (App::clone(&app), app.metadata.namespace.as_deref());
-        next.status = Some(status);
-        let apps = ctx.clientset.resource::<App>(ns.unwrap_or_default());
-        apps.update_status(&next, &write_options()).await?;
+        let (meta, kind) = (&app.metadata, App::kind(&()));
+        let config = json!({ "apiVersion": App::api_version(&()), "kind": kind,
+            "metadata": { "name": meta.name, "namespace": meta.namespace }, "status": status });
+        let apps = ctx
+            .clientset
+            .resource::<App>(meta.namespace.as_deref().unwrap_or_default());
+        let name = meta.name.as_deref().unwrap_or_default();
+        apps.patch_status(name, &Patch::Apply(config), &apply_options())
+            .await?;
     }
     let message = "App synced successfully";
-    let recorder = &ctx.recorder;
-    recorder.event(&*app, EventType::Normal, SUCCESS_SYNCED, message);
+    ctx.recorder
+        .event(&*app, EventType::Normal, SUCCESS_SYNCED, message);
     Ok(Action::Done)
 }
 

@@ -244,7 +244,7 @@ impl Log {
     /// one) before they were killed.
     fn lives_that_wrote_before(&self, life: usize) -> usize {
         let log = std::fs::read_to_string(&self.0).expect("read the controller's log");
-        let wrote = ["creating ", "updating ", "deleting "];
+        let wrote = ["applying ", "deleting "];
         let lives = log.split("---- life ").skip(1).take(life);
         lives
             .filter(|l| wrote.iter().any(|w| l.contains(w)))

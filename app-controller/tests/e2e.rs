@@ -318,7 +318,7 @@ async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() 
     for r in &replicas {
         let leads = r.identity == first;
         assert_eq!(
-            r.log().contains("creating Deployment"),
+            r.log().contains("applying Deployment"),
             leads,
             "{}",
             r.identity

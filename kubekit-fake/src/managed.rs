@@ -922,4 +922,69 @@ mod tests {
             json!({"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
         );
     }
+
+    fn deployments() -> ResourceInfo {
+        crate::resources::builtin()
+            .into_iter()
+            .find(|r| r.kind == "Deployment")
+            .expect("served")
+    }
+
+    #[test]
+    fn associative_lists_merge_by_key_and_keep_the_live_order() {
+        let info = deployments();
+        let w = Write::new(&info, "apps/v1", "m", false, "t".into());
+        let c = |n: &str, image: &str| json!({"name": n, "image": image});
+        let with = |containers: Value| {
+            json!({"metadata": {"name": "d"},
+                "spec": {"template": {"spec": {"containers": containers}}}})
+        };
+        let live = with(json!([c("a", "1"), c("b", "1"), c("c", "1")]));
+        let merged = w
+            .apply(Some(&live), &with(json!([c("d", "2"), c("b", "2")])), false)
+            .expect("no conflict: nobody owns the live fields");
+        let names: Vec<&str> = merged["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|c| c["name"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(names, ["a", "d", "b", "c"]);
+        assert_eq!(
+            merged["spec"]["template"]["spec"]["containers"][2]["image"],
+            "2"
+        );
+    }
+
+    #[test]
+    fn values_of_the_wrong_shape_and_unreadable_managed_fields_are_no_panic() {
+        let info = deployments();
+        let w = Write::new(&info, "apps/v1", "m", false, "t".into());
+        let live = json!({"metadata": {"name": "d", "managedFields": [
+                {"manager": "x", "operation": "Update", "fieldsV1": {"bad": {}}},
+                "not an entry"]},
+            "spec": {"template": "a string", "replicas": [1]}});
+        let config = json!({"metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": 3}}, "replicas": {"x": 1}}});
+        let merged = w
+            .apply(Some(&live), &config, false)
+            .expect("nobody else owns it");
+        assert_eq!(merged["spec"]["replicas"], json!({"x": 1}));
+        let mut updated = config.clone();
+        w.track_update(Some(&live), &mut updated);
+        assert_eq!(updated["metadata"]["managedFields"][0]["manager"], "m");
+    }
+
+    #[test]
+    fn an_update_that_sends_an_empty_entry_clears_managed_fields() {
+        let info = configmaps();
+        let w = Write::new(&info, "v1", "m", false, "t".into());
+        let mut old = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+        w.track_update(None, &mut old);
+        assert!(old["metadata"]["managedFields"].is_array());
+        let mut new = old.clone();
+        new["metadata"]["managedFields"] = json!([{}]);
+        w.track_update(Some(&old), &mut new);
+        assert!(new["metadata"].get("managedFields").is_none());
+    }
 }
