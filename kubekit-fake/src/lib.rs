@@ -79,8 +79,16 @@
 //!   server gives them, CRDs included.
 //! - A minimal OpenAPI v3 (`/openapi/v3`: each resource's `patch` operation, no schemas):
 //!   enough for `kubectl get/apply/label/delete` with its default validation, which it then
-//!   leaves to the server (`fieldValidation` is accepted and not enforced); `kubectl apply`
-//!   builds its patch from its own compiled-in types. `/openapi/v2` is `404`.
+//!   leaves to the server (`fieldValidation` applies to custom resources' unknown fields,
+//!   see below); `kubectl apply` builds its patch from its own compiled-in types.
+//!   `/openapi/v2` is `404`.
+//! - Custom resources are checked against their CRD's structural schema: unknown fields
+//!   pruned with a `Warning` each (`fieldValidation=Warn`, the default), refused
+//!   (`Strict`) or dropped silently (`Ignore`); defaults filled; types
+//!   (`x-kubernetes-int-or-string`, `nullable`), `required`, `enum`, bounds, lengths,
+//!   `pattern`, item and property counts validated with the real server's `422`s. Not
+//!   checked: `format`, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL
+//!   rules.
 //! - `/version`, `/healthz`, `/livez`, `/readyz`.
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
@@ -91,9 +99,8 @@
 //! No authentication or authorization (every request is allowed: a
 //! `SelfSubjectAccessReview` answers `allowed`, `kubectl auth can-i` says yes;
 //! `SelfSubjectRulesReview` is not served), no admission, no
-//! other defaulting or schema validation (a custom resource is not checked against its
-//! schema; empty lists and maps are kept where the real server's encoding leaves them
-//! out), no OpenAPI schemas (`kubectl explain` has nothing to show) and no OpenAPI v2, no
+//! other defaulting or validation (empty lists and maps are kept where the real server's
+//! encoding leaves them out), no OpenAPI schemas (`kubectl explain` has nothing to show) and no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no protobuf answers
 //! (a create or update may send protobuf; the answer is JSON, which every client that
 //! asks for protobuf also accepts), no server
@@ -101,6 +108,7 @@
 //! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
 //! and namespace deletion, which happen at once.
 
+mod crd_schema;
 mod defaults;
 mod discovery;
 mod faults;

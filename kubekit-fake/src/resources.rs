@@ -51,6 +51,9 @@ pub struct ResourceInfo {
     /// A custom resource's type for server-side apply, from its CRD's storage version's
     /// schema (built-in types have theirs generated).
     pub schema: Option<std::sync::Arc<Value>>,
+    /// A custom resource's structural schema (`openAPIV3Schema` of the CRD's storage
+    /// version), which prunes, defaults and validates its objects.
+    pub validation: Option<std::sync::Arc<Value>>,
 }
 
 /// Where a `scale` subresource reads and writes: JSON pointers into the object.
@@ -280,6 +283,7 @@ pub fn builtin() -> Vec<ResourceInfo> {
                         .then(ScalePaths::of_replica_sets),
                     review: false,
                     schema: None,
+                    validation: None,
                 }
             },
         )
@@ -299,6 +303,7 @@ pub fn builtin() -> Vec<ResourceInfo> {
             scale: None,
             review: true,
             schema: None,
+            validation: None,
         }])
         .collect()
 }
@@ -371,12 +376,14 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         .unwrap_or(0);
     let mut versions: Vec<String> = served.into_iter().map(|(name, ..)| name).collect();
     versions.swap(0, storage);
-    let schema = all.into_iter().flatten().find_map(|v| {
-        (v.get("name")?.as_str()? == versions[0]).then(|| {
-            let s = v.pointer("/schema/openAPIV3Schema").unwrap_or(&Value::Null);
-            std::sync::Arc::new(crate::managed::crd_type(s))
-        })
+    let validation = all.into_iter().flatten().find_map(|v| {
+        (v.get("name")?.as_str()? == versions[0])
+            .then(|| v.pointer("/schema/openAPIV3Schema").cloned())
+            .flatten()
     });
+    let schema = validation
+        .as_ref()
+        .map(|s| std::sync::Arc::new(crate::managed::crd_type(s)));
     Ok(ResourceInfo {
         group,
         versions,
@@ -393,6 +400,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         scale,
         review: false,
         schema,
+        validation: validation.map(std::sync::Arc::new),
     })
 }
 

@@ -35,6 +35,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::crd_schema::{self, FieldValidation};
 use crate::discovery;
 use crate::faults::Faults;
 use crate::managed;
@@ -191,11 +192,24 @@ struct Target {
     /// Who writes: `fieldManager`, else the client's user agent up to its first `/` (as
     /// the real server names the manager of an update).
     manager: String,
+    /// The warnings of the answer (unknown fields of a custom resource).
+    warnings: Mutex<Vec<String>>,
 }
 
 impl Target {
     fn param(&self, key: &str) -> Option<&str> {
         self.query.get(key).map(String::as_str)
+    }
+
+    /// `obj` without the fields its custom resource's schema does not declare (see
+    /// `crd_schema::prune`; their warnings go with the answer).
+    fn pruned(&self, mut obj: Value) -> ApiResult<Value> {
+        if let Some(schema) = &self.info.validation {
+            let mode = FieldValidation::parse(self.param("fieldValidation"));
+            let warnings = crd_schema::prune(&self.info, &self.version, schema, &mut obj, mode)?;
+            self.warnings.lock().extend(warnings);
+        }
+        Ok(obj)
     }
 
     /// The request's write, for managedFields.
@@ -265,6 +279,7 @@ fn parse_target(
         dry_run: query.get("dryRun").is_some_and(|d| d == "All"),
         query,
         manager: String::new(),
+        warnings: Mutex::new(Vec::new()),
     })
 }
 
@@ -386,10 +401,17 @@ async fn serve_resource(
         "delete" => delete(shared, &target, &body),
         _ => delete_collection(shared, &target, &body),
     };
-    match result {
+    let mut res = match result {
         Ok((code, v)) => json_response(code, &v),
         Err(e) => error_response(&e),
+    };
+    for w in target.warnings.lock().iter() {
+        let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {
+            res.headers_mut().append(header::WARNING, v);
+        }
     }
+    res
 }
 
 /// The request body as a JSON value; `{}` when empty.
@@ -707,6 +729,7 @@ fn create(shared: &Shared, t: &Target, obj: Value) -> Answer {
         return Ok((201, review(t, obj)));
     }
     check_namespace(t, &obj)?;
+    let obj = t.pruned(obj)?;
     let write = t.write();
     let created = shared.write_for(t.dry_run, |s| s.create(&t.info, &t.ns, obj, Some(&write)))?;
     Ok((201, created_answer(t, &created)))
@@ -738,6 +761,7 @@ fn review(t: &Target, mut obj: Value) -> Value {
 fn update(shared: &Shared, t: &Target, obj: Value) -> Answer {
     check_kind(t, &obj)?;
     check_namespace(t, &obj)?;
+    let obj = t.pruned(obj)?;
     let write = t.write();
     let updated = shared.write_for(t.dry_run, |s| {
         s.update(&t.info, &t.ns, name(t), obj, t.status, Some(&write))
@@ -801,7 +825,7 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
     let write = t.write();
     let patched = shared.write_for(t.dry_run, |s| {
         let obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
-        let obj = patch.apply(obj, &t.info.kind)?;
+        let obj = t.pruned(patch.apply(obj, &t.info.kind)?)?;
         s.update(&t.info, &t.ns, name(t), obj, t.status, Some(&write))
     })?;
     Ok((200, unwritten(shared, t, t.present(&patched))))

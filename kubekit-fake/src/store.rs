@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::crd_schema;
 use crate::defaults;
 use crate::managed::Write;
 use crate::resources::{self, ResourceInfo};
@@ -498,6 +499,10 @@ impl Store {
             m.remove("generation");
         }
         defaults::apply(info, &mut obj, None);
+        if let Some(schema) = &info.validation {
+            crd_schema::default(schema, &mut obj);
+            crd_schema::validate(info, &name, schema, &obj, false)?;
+        }
         if let Some(w) = write {
             omit_empty_metadata(&mut obj);
             w.track_update(None, &mut obj);
@@ -579,6 +584,10 @@ impl Store {
         let mut result = if status_only {
             let mut r = (*old).clone();
             take_status(&mut r, &new);
+            if let Some(schema) = &info.validation {
+                crd_schema::default(schema, &mut r);
+                crd_schema::validate(info, name, schema, &r, true)?;
+            }
             match write {
                 Some(w) => w.track_update(Some(&old), &mut r),
                 None => {
@@ -607,6 +616,10 @@ impl Store {
                 };
             }
             defaults::apply(info, &mut new, Some(&old));
+            if let Some(schema) = &info.validation {
+                crd_schema::default(schema, &mut new);
+                crd_schema::validate(info, name, schema, &new, false)?;
+            }
             defaults::check_update(info, name, &old, &new)?;
             defaults::check_workload(info, name, &new, Some(&old))?;
             if let Some(w) = write {

@@ -111,7 +111,7 @@ impl Record {
 impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
-            "widgets" => (GROUP, "v1"),
+            "widgets" | "gadgets" => (GROUP, "v1"),
             "deployments" | "replicasets" => ("apps", "v1"),
             _ => ("", "v1"),
         };
@@ -263,20 +263,29 @@ fn widget(name: &str, labels: Value) -> Value {
 /// Installs the Widget CRD (namespaced, `v1`, status subresource, any fields kept) and
 /// waits until its resource is served.
 async fn ensure_widgets(t: &Target) {
+    let version = json!({
+        "name": "v1", "served": true, "storage": true,
+        "subresources": {"status": {}, "scale": {
+            "specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size",
+            "labelSelectorPath": ".status.selector",
+        }},
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+    });
+    ensure_crd(t, "Widget", version).await;
+}
+
+/// Installs the CRD of `kind` (plural: `kind` in lower case and an `s`) in [`GROUP`] with
+/// the one `version`, and waits until its resource is served.
+async fn ensure_crd(t: &Target, kind: &str, version: Value) {
+    let plural = format!("{}s", kind.to_lowercase());
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("widgets.{GROUP}")},
+        "metadata": {"name": format!("{plural}.{GROUP}")},
         "spec": {
             "group": GROUP, "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}, "scale": {
-                    "specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size",
-                    "labelSelectorPath": ".status.selector",
-                }},
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
-            }],
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind,
+                "listKind": format!("{kind}List")},
+            "versions": [version],
         },
     });
     let created = t
@@ -288,10 +297,10 @@ async fn ensure_widgets(t: &Target) {
         .send()
         .await;
     if let Err(e) = created {
-        assert!(e.is_already_exists(), "create the Widget CRD: {e}");
+        assert!(e.is_already_exists(), "create the {kind} CRD: {e}");
     }
-    testenv::eventually(60, "the Widget CRD is served", || async {
-        t.on("widgets").list(&[]).await.ok()
+    testenv::eventually(60, "the CRD is served", || async {
+        t.on(&plural).list(&[]).await.ok()
     })
     .await;
 }
@@ -454,6 +463,13 @@ where
     scenario(&fake_target, &mut fake_record).await;
     let real_n = normalise(&real_record, &real_target.ns);
     let fake_n = normalise(&fake_record, &fake_target.ns);
+    if std::env::var_os("KUBEKIT_DIFFERENTIAL_DUMP").is_some() {
+        // For work on the fake: every answer of the real server, not only the first that
+        // differs.
+        for (label, v) in &real_n {
+            eprintln!("real {name}: {label}: {v}");
+        }
+    }
     for (i, ((rl, rv), (fl, fv))) in real_n.iter().zip(&fake_n).enumerate() {
         assert_eq!(rl, fl, "step {i}: different steps");
         assert!(
@@ -2302,6 +2318,168 @@ async fn server_side_apply_merges_owns_and_conflicts_alike() {
             "an untyped list another manager applied conflicts",
             smaller.await,
         );
+    })
+    .await;
+}
+
+/// An answer's error with its causes in field order, and its message rebuilt from them:
+/// the real server checks a custom resource's properties in its map order, which is
+/// random.
+fn causes_in_order<T>(answer: kubekit::rest::Result<T>) -> Value {
+    let Err(e) = answer else {
+        return json!("accepted");
+    };
+    let mut status = e
+        .status()
+        .map(|s| serde_json::to_value(s).unwrap_or_default());
+    let Some(status) = status.as_mut() else {
+        return json!({"transport error": e.to_string()});
+    };
+    if let Some(causes) = status["details"]["causes"].as_array_mut() {
+        causes.sort_by_key(|c| c["field"].to_string());
+        let parts: Vec<String> = causes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}: {}",
+                    c["field"].as_str().unwrap_or_default(),
+                    c["message"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        let message = status["message"].as_str().unwrap_or_default();
+        let prefix = message
+            .split_once(" is invalid: ")
+            .map_or(message, |(p, _)| p);
+        status["message"] = json!(format!("{prefix} is invalid: [{}]", parts.join(", ")));
+    }
+    json!({"error": status})
+}
+
+#[tokio::test]
+async fn custom_resources_are_pruned_defaulted_and_validated_by_their_schema_alike() {
+    differential("schema", async |t: &Target, r: &mut Record| {
+        let spec = json!({
+            "type": "object", "required": ["size"],
+            "properties": {
+                "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+                "name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 8, "minLength": 2},
+                "ratio": {"type": "number", "exclusiveMinimum": true, "minimum": 0},
+                "enabled": {"type": "boolean", "default": false},
+                "port": {"x-kubernetes-int-or-string": true},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                "limits": {"type": "object", "additionalProperties": {"type": "integer"},
+                    "maxProperties": 2},
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "note": {"type": "string", "nullable": true},
+                "nested": {"type": "object", "default": {},
+                    "properties": {"level": {"type": "integer", "default": 3}}},
+            },
+        });
+        let version = json!({"name": "v1", "served": true, "storage": true,
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": spec,
+            "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}},
+        }}}});
+        ensure_crd(t, "Gadget", version).await;
+        let gadgets = t.on("gadgets");
+        let gadget = |name: &str, spec: Value| {
+            json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Gadget",
+                "metadata": {"name": name}, "spec": spec})
+        };
+        let with_warnings = |req: Request| async move {
+            let res = req.send().await?;
+            let warnings = res.warnings().to_vec();
+            let v: Value = res.decode()?;
+            Ok::<_, kubekit::rest::Error>(json!({"object": v, "warnings": warnings}))
+        };
+        let create = |body: Value, validation: Option<&'static str>| {
+            let mut req = gadgets.req(t.rest.post()).body(&body);
+            if let Some(v) = validation {
+                req = req.param("fieldValidation", v);
+            }
+            with_warnings(req)
+        };
+        r.answer(
+            "defaults fill what is missing",
+            create(gadget("min", json!({"size": 2})), None).await,
+        );
+        let full = json!({"size": 10, "color": "blue", "name": "ab", "ratio": 0.5,
+            "enabled": true, "port": "http", "tags": ["a"], "limits": {"cpu": 1},
+            "extra": {"any": {"deep": [1, "x"]}}, "note": null, "nested": {"level": 1}});
+        r.answer(
+            "every kind of field",
+            create(gadget("full", full), None).await,
+        );
+        let unknown = gadget(
+            "unknown",
+            json!({"size": 1, "bogus": 1, "nested": {"what": true}}),
+        );
+        let mut top = unknown.clone();
+        top["surprise"] = json!("x");
+        r.answer(
+            "unknown fields are pruned with warnings",
+            create(top.clone(), None).await,
+        );
+        r.answer(
+            "and refused when strict",
+            create(
+                gadget("strict", json!({"size": 1, "bogus": 1})),
+                Some("Strict"),
+            )
+            .await,
+        );
+        r.answer(
+            "or pruned silently when ignored",
+            create(
+                gadget("ignored", json!({"size": 1, "bogus": 1})),
+                Some("Ignore"),
+            )
+            .await,
+        );
+        for (name, spec) in [
+            ("missing-size", json!({})),
+            ("wrong-type", json!({"size": "two"})),
+            ("too-big", json!({"size": 11})),
+            ("too-small", json!({"size": 0})),
+            ("not-in-enum", json!({"size": 1, "color": "green"})),
+            ("bad-pattern", json!({"size": 1, "name": "AB"})),
+            ("too-long", json!({"size": 1, "name": "abcdefghi"})),
+            ("too-short", json!({"size": 1, "name": "a"})),
+            ("exclusive", json!({"size": 1, "ratio": 0})),
+            ("not-int-or-string", json!({"size": 1, "port": true})),
+            (
+                "too-many-items",
+                json!({"size": 1, "tags": ["a", "b", "c", "d"]}),
+            ),
+            ("wrong-item", json!({"size": 1, "tags": [1]})),
+            (
+                "too-many-properties",
+                json!({"size": 1, "limits": {"a": 1, "b": 2, "c": 3}}),
+            ),
+            ("null-not-nullable", json!({"size": 1, "name": null})),
+        ] {
+            r.answer(name, create(gadget(name, spec), None).await);
+        }
+        let many = gadget(
+            "many",
+            json!({"size": 99, "color": "green", "enabled": "yes"}),
+        );
+        r.push("many at once", causes_in_order(create(many, None).await));
+        let stored = gadgets.get("min").await.expect("min");
+        let mut bad = stored.clone();
+        bad["spec"]["size"] = json!(-1);
+        r.answer(
+            "an invalid update",
+            gadgets.update("min", &bad, false).await,
+        );
+        let patched = gadgets.patch("min", PatchType::Merge, json!({"spec": {"tags": "x"}}));
+        r.answer("an invalid patch", patched.await);
+        let status =
+            gadgets.patch_status("min", PatchType::Merge, json!({"status": {"ready": "no"}}));
+        r.answer("an invalid status", status.await);
     })
     .await;
 }

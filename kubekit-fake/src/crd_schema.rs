@@ -1,0 +1,428 @@
+//! A custom resource checked against its CRD's structural schema (`openAPIV3Schema` of the
+//! storage version), as kube-apiserver does it.
+//!
+//! # Contract
+//!
+//! - [`prune`]: fields the schema does not declare are dropped (unless under
+//!   `x-kubernetes-preserve-unknown-fields`), each named in a warning `unknown field
+//!   "spec.x"` (`fieldValidation=Warn`, the default), refused with the real server's `400`
+//!   (`Strict`), or dropped silently (`Ignore`); a null where the schema does not say
+//!   `nullable` is dropped too. `apiVersion`, `kind` and `metadata` are the server's.
+//! - [`default`]: a missing field with a `default` gets it, then its own fields' defaults.
+//! - [`validate`]: `type` (`x-kubernetes-int-or-string`: an integer or a string;
+//!   `nullable`), `required`, `enum`, `minimum`/`maximum` (and exclusive), `minLength`/
+//!   `maxLength`, `pattern`, `minItems`/`maxItems`, `minProperties`/`maxProperties`, into
+//!   items and properties; failures are `422 Invalid` with the real server's messages and
+//!   cause reasons. Fields are checked in name order (the real server's order among
+//!   several failures follows its map iteration, which is random). Not checked: `format`,
+//!   `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL rules
+//!   (`x-kubernetes-validations`).
+
+use serde_json::{Map, Value};
+
+use crate::resources::ResourceInfo;
+use crate::status::{ApiError, ApiResult};
+
+/// What a write asks of unknown fields (`fieldValidation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FieldValidation {
+    Strict,
+    Warn,
+    Ignore,
+}
+
+impl FieldValidation {
+    /// The query parameter's value; `Warn` when absent or unknown.
+    pub(crate) fn parse(v: Option<&str>) -> Self {
+        match v {
+            Some("Strict") => Self::Strict,
+            Some("Ignore") => Self::Ignore,
+            _ => Self::Warn,
+        }
+    }
+}
+
+/// Drops from `obj` what `schema` does not declare; the warnings to send, or the `400` of
+/// a strict write.
+pub(crate) fn prune(
+    info: &ResourceInfo,
+    version: &str,
+    schema: &Value,
+    obj: &mut Value,
+    validation: FieldValidation,
+) -> ApiResult<Vec<String>> {
+    let mut unknown = Vec::new();
+    if let Value::Object(m) = obj {
+        for (k, v) in m.iter_mut() {
+            if let Some(s) = schema["properties"].get(k)
+                && !matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
+            {
+                prune_value(s, v, k, &mut unknown);
+            }
+        }
+        let declared = |k: &String| {
+            matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
+                || schema["properties"].get(k).is_some()
+                || preserves(schema)
+        };
+        let root_unknown: Vec<String> = m.keys().filter(|k| !declared(k)).cloned().collect();
+        for k in root_unknown {
+            m.remove(&k);
+            unknown.push(k);
+        }
+        m.retain(|k, v| {
+            !v.is_null()
+                || k == "metadata"
+                || schema["properties"]
+                    .get(k)
+                    .is_none_or(|s| s["nullable"] == true)
+        });
+    }
+    unknown.sort();
+    let warnings: Vec<String> = unknown
+        .iter()
+        .map(|p| format!("unknown field \"{p}\""))
+        .collect();
+    match validation {
+        FieldValidation::Strict if !warnings.is_empty() => Err(ApiError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+            warnings.join(", "),
+            kind = info.kind,
+        ))),
+        FieldValidation::Warn => Ok(warnings),
+        _ => Ok(Vec::new()),
+    }
+}
+
+fn preserves(schema: &Value) -> bool {
+    schema["x-kubernetes-preserve-unknown-fields"] == true
+}
+
+/// Prunes `v`, found at `path`, by `schema`.
+fn prune_value(schema: &Value, v: &mut Value, path: &str, unknown: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            let props = schema["properties"].as_object();
+            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+            let mut gone = Vec::new();
+            for (k, child) in m.iter_mut() {
+                let child_path = format!("{path}.{k}");
+                match (props.and_then(|p| p.get(k)), extra) {
+                    (Some(s), _) | (None, Some(s)) => prune_value(s, child, &child_path, unknown),
+                    (None, None) if preserves(schema) => {}
+                    (None, None) => {
+                        unknown.push(child_path);
+                        gone.push(k.clone());
+                    }
+                }
+                let child_schema = props.and_then(|p| p.get(k)).or(extra);
+                if child.is_null() && child_schema.is_some_and(|s| s["nullable"] != true) {
+                    gone.push(k.clone());
+                }
+            }
+            for k in gone {
+                m.remove(&k);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                prune_value(&schema["items"], item, &format!("{path}[{i}]"), unknown);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Fills the defaults `schema` declares into `v`.
+pub(crate) fn default(schema: &Value, v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(props) = schema["properties"].as_object() {
+                for (k, s) in props {
+                    if let Some(d) = s.get("default")
+                        && !m.contains_key(k)
+                    {
+                        m.insert(k.clone(), d.clone());
+                    }
+                }
+            }
+            for (k, child) in m.iter_mut() {
+                let s = schema["properties"]
+                    .get(k)
+                    .or_else(|| schema.get("additionalProperties"));
+                if let Some(s) = s {
+                    default(s, child);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                default(&schema["items"], item);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A failed check: field, cause reason, detail.
+type Fault = (String, &'static str, String);
+
+/// Checks `obj` (named `name`) against `schema`; with `status_only` its status only, as
+/// the status subresource does (messages then name fields from within the status).
+pub(crate) fn validate(
+    info: &ResourceInfo,
+    name: &str,
+    schema: &Value,
+    obj: &Value,
+    status_only: bool,
+) -> ApiResult<()> {
+    let mut faults = Vec::new();
+    let props = schema["properties"].as_object();
+    for (k, s) in props.into_iter().flatten() {
+        if (k == "status") != status_only {
+            continue;
+        }
+        if let Some(v) = obj.get(k) {
+            let msg_path = if status_only { "" } else { k.as_str() };
+            check(s, v, k, msg_path, &mut faults);
+        }
+    }
+    if faults.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid_fields(info, name, &faults))
+    }
+}
+
+/// The JSON type of `v` as the validator names it.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// `v` as Go's `%v` shows it in a field error (`"a"`, `3`).
+fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) => kubekit::validation::quote(s),
+        other => other.to_string(),
+    }
+}
+
+/// A bound as the validator writes it (`10`, `0.5`).
+fn bound(v: &Value) -> String {
+    match v.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+        Some(f) => f.to_string(),
+        None => v.to_string(),
+    }
+}
+
+/// Checks `v` at `path` against `s`; messages name it `msg_path` (the path within the
+/// status for the status subresource).
+fn check(s: &Value, v: &Value, path: &str, msg_path: &str, faults: &mut Vec<Fault>) {
+    let in_body = msg_path;
+    let actual = type_name(v);
+    let expected = if s["x-kubernetes-int-or-string"] == true {
+        Some("integer,string")
+    } else {
+        s["type"].as_str()
+    };
+    if v.is_null() && s["nullable"] == true {
+        return;
+    }
+    if let Some(t) = expected {
+        let fits = t
+            .split(',')
+            .any(|t| t == actual || (t == "number" && actual == "integer"));
+        if !fits {
+            let detail = format!(
+                "Invalid value: \"{actual}\": {in_body} in body must be of type {t}: \"{actual}\""
+            );
+            faults.push((path.to_string(), "FieldValueTypeInvalid", detail));
+            return;
+        }
+    }
+    let invalid = |why: String| {
+        (
+            path.to_string(),
+            "FieldValueInvalid",
+            format!("Invalid value: {}: {in_body} in body {why}", shown(v)),
+        )
+    };
+    match v {
+        Value::String(text) => {
+            let len = text.chars().count() as u64;
+            if let Some(max) = s["maxLength"].as_u64().filter(|m| len > *m) {
+                let detail = format!("Too long: may not be more than {max} bytes");
+                faults.push((path.to_string(), "FieldValueTooLong", detail));
+            }
+            if let Some(min) = s["minLength"].as_u64().filter(|m| len < *m) {
+                faults.push(invalid(format!("should be at least {min} chars long")));
+            }
+            if let Some(p) = s["pattern"].as_str()
+                && regex::Regex::new(p).is_ok_and(|re| !re.is_match(text))
+            {
+                faults.push(invalid(format!("should match '{p}'")));
+            }
+        }
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or_default();
+            let exclusive = |k: &str| s[k] == true;
+            if let Some(max) = s["maximum"].as_f64() {
+                if exclusive("exclusiveMaximum") && x >= max {
+                    faults.push(invalid(format!(
+                        "should be less than {}",
+                        bound(&s["maximum"])
+                    )));
+                } else if x > max {
+                    let b = bound(&s["maximum"]);
+                    faults.push(invalid(format!("should be less than or equal to {b}")));
+                }
+            }
+            if let Some(min) = s["minimum"].as_f64() {
+                if exclusive("exclusiveMinimum") && x <= min {
+                    let b = bound(&s["minimum"]);
+                    faults.push(invalid(format!("should be greater than {b}")));
+                } else if x < min {
+                    let b = bound(&s["minimum"]);
+                    faults.push(invalid(format!("should be greater than or equal to {b}")));
+                }
+            }
+        }
+        Value::Array(items) => {
+            let n = items.len() as u64;
+            if let Some(max) = s["maxItems"].as_u64().filter(|m| n > *m) {
+                let detail = format!("Too many: {n}: must have at most {max} items");
+                faults.push((path.to_string(), "FieldValueTooMany", detail));
+            }
+            if let Some(min) = s["minItems"].as_u64().filter(|m| n < *m) {
+                faults.push(invalid(format!("should have at least {min} items")));
+            }
+            for (i, item) in items.iter().enumerate() {
+                let item_path = format!("{path}[{i}]");
+                let item_msg = format!("{in_body}[{i}]");
+                check(&s["items"], item, &item_path, &item_msg, faults);
+            }
+        }
+        Value::Object(m) => check_object(s, m, path, in_body, faults),
+        _ => {}
+    }
+    if let Some(allowed) = s["enum"].as_array()
+        && !allowed.contains(v)
+    {
+        let supported: Vec<String> = allowed.iter().map(shown).collect();
+        let detail = format!(
+            "Unsupported value: {}: supported values: {}",
+            shown(v),
+            supported.join(", ")
+        );
+        faults.push((path.to_string(), "FieldValueNotSupported", detail));
+    }
+}
+
+fn check_object(
+    s: &Value,
+    m: &Map<String, Value>,
+    path: &str,
+    in_body: &str,
+    faults: &mut Vec<Fault>,
+) {
+    let n = m.len() as u64;
+    if let Some(max) = s["maxProperties"].as_u64().filter(|x| n > *x) {
+        let detail = format!("Too many: {n}: must have at most {max} items");
+        faults.push((path.to_string(), "FieldValueTooMany", detail));
+    }
+    if let Some(min) = s["minProperties"].as_u64().filter(|x| n < *x) {
+        let detail =
+            format!("Invalid value: {n}: {in_body} in body should have at least {min} properties");
+        faults.push((path.to_string(), "FieldValueInvalid", detail));
+    }
+    for (k, child) in m {
+        let child_schema = s["properties"]
+            .get(k)
+            .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()));
+        if let Some(cs) = child_schema {
+            let child_path = format!("{path}.{k}");
+            let child_msg = if in_body.is_empty() {
+                k.clone()
+            } else {
+                format!("{in_body}.{k}")
+            };
+            check(cs, child, &child_path, &child_msg, faults);
+        }
+    }
+    for k in s["required"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if !m.contains_key(k) {
+            faults.push((
+                format!("{path}.{k}"),
+                "FieldValueRequired",
+                "Required value".into(),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn info() -> ResourceInfo {
+        let mut info = crate::resources::builtin()
+            .into_iter()
+            .find(|r| r.kind == "ConfigMap")
+            .expect("served");
+        info.kind = "Gadget".into();
+        info
+    }
+
+    #[test]
+    fn schemas_and_values_of_odd_shapes_are_no_panic() {
+        let schemas = [
+            json!({"properties": "not a map"}),
+            json!({"type": "object", "properties": {"spec": {"type": "string", "pattern": "(["}}}),
+            json!({"type": "object", "properties": {"spec": {"items": 3, "maxItems": "x"}}}),
+            json!(null),
+        ];
+        let values = [
+            json!({"spec": [1, {"a": null}]}),
+            json!({"spec": "x"}),
+            json!(7),
+        ];
+        for s in &schemas {
+            for v in &values {
+                let mut v = v.clone();
+                let _ = prune(&info(), "v1", s, &mut v, FieldValidation::Strict);
+                default(s, &mut v);
+                let _ = validate(&info(), "g", s, &v, false);
+                let _ = validate(&info(), "g", s, &v, true);
+            }
+        }
+    }
+
+    #[test]
+    fn nested_defaults_fill_a_defaulted_parent_and_nulls_are_dropped() {
+        let s = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {
+            "a": {"type": "object", "default": {}, "properties": {"b": {"type": "integer", "default": 3}}},
+            "c": {"type": "string", "default": "x"},
+        }}}});
+        let mut v = json!({"spec": {"c": null}});
+        let warnings = prune(&info(), "v1", &s, &mut v, FieldValidation::Warn).unwrap();
+        assert!(warnings.is_empty());
+        default(&s, &mut v);
+        assert_eq!(v, json!({"spec": {"a": {"b": 3}, "c": "x"}}));
+    }
+}
