@@ -89,6 +89,8 @@
 //!   `pattern`, item and property counts validated with the real server's `422`s. Not
 //!   checked: `format`, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL
 //!   rules.
+//! - Server-side tables (what `kubectl get` prints) for every served kind, custom
+//!   resources by their printer columns (see `tables`).
 //! - `/version`, `/healthz`, `/livez`, `/readyz`.
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
@@ -103,8 +105,8 @@
 //! encoding leaves them out), no OpenAPI schemas (`kubectl explain` has nothing to show) and no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no protobuf answers
 //! (a create or update may send protobuf; the answer is JSON, which every client that
-//! asks for protobuf also accepts), no server
-//! side tables (`kubectl get` shows names and ages only), no periodic watch
+//! asks for protobuf also accepts), no tables in watches (`kubectl get -w` prints names
+//! and ages), no periodic watch
 //! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
 //! and namespace deletion, which happen at once.
 
@@ -122,6 +124,7 @@ mod server;
 mod smp;
 mod status;
 mod store;
+mod tables;
 mod watch;
 mod workloads;
 

@@ -46,6 +46,7 @@ use crate::selectors::Filter;
 use crate::smp;
 use crate::status::{ApiError, ApiResult, details};
 use crate::store::{self, DeleteRequest, Deleted, Store};
+use crate::tables;
 use crate::watch::{WatchRequest, start_watch};
 
 /// The largest request body accepted (the real server's limit is 3 MiB per object).
@@ -194,6 +195,8 @@ struct Target {
     manager: String,
     /// The warnings of the answer (unknown fields of a custom resource).
     warnings: Mutex<Vec<String>>,
+    /// Whether the client asks for a `Table` (see `tables`).
+    table: bool,
 }
 
 impl Target {
@@ -280,6 +283,7 @@ fn parse_target(
         query,
         manager: String::new(),
         warnings: Mutex::new(Vec::new()),
+        table: false,
     })
 }
 
@@ -314,6 +318,11 @@ async fn serve_resource(
         Ok(t) => t,
         Err(e) => return error_response(&e),
     };
+    target.table = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(tables::wanted);
     let user_agent = req.headers().get(header::USER_AGENT);
     target.manager = match target.param("fieldManager").filter(|m| !m.is_empty()) {
         Some(m) => m.to_string(),
@@ -462,7 +471,29 @@ fn name(t: &Target) -> &str {
 
 fn get(shared: &Shared, t: &Target) -> Answer {
     let obj = shared.store.lock().get(&t.info, &t.ns, name(t))?;
-    Ok((200, t.present(&obj)))
+    let obj = t.present(&obj);
+    if t.table {
+        let metadata = json!({"resourceVersion": obj["metadata"]["resourceVersion"]});
+        return Ok((200, table(shared, t, &[obj], metadata)));
+    }
+    Ok((200, obj))
+}
+
+/// `objects` as the `Table` the request asks for.
+fn table(shared: &Shared, t: &Target, objects: &[Value], metadata: Value) -> Value {
+    let crd = (!t.info.builtin).then(|| {
+        let store = shared.store.lock();
+        let crds = store.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")?;
+        store.get(&crds, "", &t.info.qualified()).ok()
+    });
+    let crd = crd.flatten();
+    tables::table(
+        &t.info,
+        crd.as_deref(),
+        objects,
+        metadata,
+        t.param("includeObject"),
+    )
 }
 
 /// A continue token: the list's resourceVersion and the key the next page starts after.
@@ -560,7 +591,11 @@ fn list(shared: &Shared, t: &Target) -> Answer {
         })
     });
     let take = if limit == 0 { usize::MAX } else { limit };
-    let items: Vec<Value> = selected.by_ref().take(take).map(|o| item(t, o)).collect();
+    let items: Vec<Value> = if t.table {
+        selected.by_ref().take(take).map(|o| t.present(o)).collect()
+    } else {
+        selected.by_ref().take(take).map(|o| item(t, o)).collect()
+    };
     let remaining = selected.count();
     let mut metadata = list_metadata(t, rv);
     if remaining > 0
@@ -575,6 +610,9 @@ fn list(shared: &Shared, t: &Target) -> Answer {
         if filter.is_everything() {
             metadata["remainingItemCount"] = json!(remaining);
         }
+    }
+    if t.table {
+        return Ok((200, table(shared, t, &items, metadata)));
     }
     Ok((200, list_object(t, metadata, items)))
 }

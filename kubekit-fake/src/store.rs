@@ -507,6 +507,9 @@ impl Store {
             omit_empty_metadata(&mut obj);
             w.track_update(None, &mut obj);
         }
+        if info.builtin {
+            crate::workloads::admit(&info.group, &info.kind, &mut obj);
+        }
         if info.builtin && info.group.is_empty() && info.kind == "Service" {
             let (ips, ports) = self.allocated_to_services(info);
             defaults::allocate(&mut obj, &ips, &ports);

@@ -7,10 +7,11 @@
 //!   `imagePullPolicy` (from the image's tag), termination message path and policy,
 //!   `resources`, ports' protocol, probes' periods, thresholds and HTTP path and scheme,
 //!   `fieldRef.apiVersion`; volumes' `defaultMode` and a host path's `type`;
-//! - a Pod itself also: `enableServiceLinks`, the priority and preemption policy of the
-//!   default priority class, the two `NoExecute` tolerations the `DefaultTolerationSeconds`
-//!   admission plugin adds, requests copied from limits, and on create a status of
-//!   `phase: Pending` with its QoS class;
+//! - a Pod itself also: `enableServiceLinks`, requests copied from limits, and on create
+//!   a status of `phase: Pending` with its QoS class; and on create, after its fields are
+//!   recorded in managedFields as admission comes after them on the real server
+//!   ([`admit`]): the priority and preemption policy of the default priority class and the
+//!   two `NoExecute` tolerations the `DefaultTolerationSeconds` admission plugin adds;
 //! - the workloads' own fields (replicas, strategy, history limit, progress deadline)
 //!   and, on create, the empty status the real server starts them with.
 //!
@@ -168,10 +169,16 @@ fn image_tag(image: &str) -> Option<&str> {
     Some(last.split_once(':').map_or("latest", |(_, tag)| tag))
 }
 
-/// What a Pod gets beyond its spec's defaults: service links, the default priority, the
-/// `DefaultTolerationSeconds` tolerations and requests copied from limits.
-fn pod_only(spec: &mut Map<String, Value>) {
-    default(spec, "enableServiceLinks", json!(true));
+/// What admission adds to a Pod being created, after the write's fields are recorded (so
+/// no manager owns them): the default priority class's priority and preemption policy,
+/// and the `DefaultTolerationSeconds` tolerations.
+pub fn admit(group: &str, kind: &str, obj: &mut Value) {
+    if (group, kind) != ("", "Pod") {
+        return;
+    }
+    let Some(spec) = obj.as_object_mut().and_then(|root| object(root, "spec")) else {
+        return;
+    };
     if spec.get("priorityClassName").is_none_or(Value::is_null) {
         default(spec, "priority", json!(0));
         default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
@@ -192,6 +199,12 @@ fn pod_only(spec: &mut Map<String, Value>) {
             }
         }
     }
+}
+
+/// What a Pod's spec gets beyond a template's defaults: service links and requests
+/// copied from limits.
+fn pod_only(spec: &mut Map<String, Value>) {
+    default(spec, "enableServiceLinks", json!(true));
     for list in ["containers", "initContainers"] {
         for container in objects(spec, list) {
             let Some(resources) = object(container, "resources") else {
@@ -389,10 +402,12 @@ mod tests {
             for (group, kind) in [("", "Pod"), ("apps", "Deployment"), ("apps", "ReplicaSet")] {
                 let mut obj = body.clone();
                 apply(group, kind, &mut obj, true);
+                admit(group, kind, &mut obj);
             }
         }
         let mut pod = json!({"spec": {"containers": [1], "tolerations": "all"}});
         apply("", "Pod", &mut pod, true);
+        admit("", "Pod", &mut pod);
         assert_eq!(pod["spec"]["containers"], json!([1]));
         assert_eq!(pod["spec"]["tolerations"], "all");
         assert_eq!(pod["status"]["qosClass"], "BestEffort");

@@ -111,7 +111,7 @@ impl Record {
 impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
-            "widgets" | "gadgets" => (GROUP, "v1"),
+            "widgets" | "gadgets" | "sprockets" => (GROUP, "v1"),
             "deployments" | "replicasets" => ("apps", "v1"),
             _ => ("", "v1"),
         };
@@ -329,7 +329,7 @@ fn normalise(record: &Record, ns: &str) -> Vec<(String, Value)> {
             highest_seen = highest_seen.max(newest_here);
             // A list is at least as new as its items (an exact list can be older than
             // objects seen before it); a bookmark as new as everything seen before it.
-            let floor = if v.get("items").is_some() {
+            let floor = if v.get("items").is_some() || v.get("rows").is_some() {
                 newest_here
             } else {
                 highest_seen
@@ -340,10 +340,12 @@ fn normalise(record: &Record, ns: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// Whether `v` is a list or a bookmark (whose resourceVersion is the server's, not an
-/// object's).
+/// Whether `v` is a list, a table or a bookmark (whose resourceVersion is the server's,
+/// not an object's).
 fn is_list_or_bookmark(v: &Value) -> bool {
-    v.get("items").is_some() || v.get("type").and_then(Value::as_str) == Some("BOOKMARK")
+    v.get("items").is_some()
+        || v.get("rows").is_some()
+        || v.get("type").and_then(Value::as_str) == Some("BOOKMARK")
 }
 
 fn collect_object_rvs(v: &Value, out: &mut BTreeSet<u64>) {
@@ -2480,6 +2482,119 @@ async fn custom_resources_are_pruned_defaulted_and_validated_by_their_schema_ali
         let status =
             gadgets.patch_status("min", PatchType::Merge, json!({"status": {"ready": "no"}}));
         r.answer("an invalid status", status.await);
+    })
+    .await;
+}
+
+/// kubectl's table output, each line as its cells (columns are padded apart by two
+/// spaces or more), with ages, cluster IPs and the namespace as placeholders.
+fn table_cells(out: &std::process::Output) -> Value {
+    let is_age = |c: &str| {
+        let units = c.trim_end_matches(|ch: char| ch.is_ascii_digit() || "smhdy".contains(ch));
+        units.is_empty()
+            && c.chars().next().is_some_and(|ch| ch.is_ascii_digit())
+            && c.chars().last().is_some_and(|ch| "smhdy".contains(ch))
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|line| {
+            let cells: Vec<String> = line
+                .split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(|c| match c {
+                    c if is_age(c) => "<age>".to_string(),
+                    c if c.starts_with("10.0.0.") => "<cluster-ip>".to_string(),
+                    c => c.to_string(),
+                })
+                .collect();
+            json!(cells)
+        })
+        .collect();
+    json!({"success": out.status.success(), "lines": lines,
+        "stderr": String::from_utf8_lossy(&out.stderr)})
+}
+
+#[tokio::test]
+async fn kubectl_get_prints_the_same_tables() {
+    differential("tables", async |t: &Target, r: &mut Record| {
+        let printed = json!([
+            {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+            {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+            {"name": "Color", "type": "string", "jsonPath": ".spec.color", "priority": 1},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ]);
+        let version = json!({"name": "v1", "served": true, "storage": true,
+            "subresources": {"status": {}},
+            "additionalPrinterColumns": printed,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
+        ensure_crd(t, "Sprocket", version).await;
+        let manifests = json!({"items": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"t": "x"}},
+                "data": {"a": "1", "b": "2"}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "labels": {"t": "x"}},
+                "stringData": {"k": "v"}},
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc", "labels": {"t": "x"}},
+                "spec": {"selector": {"app": "web"}, "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 443, "protocol": "UDP"}]}},
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "np", "labels": {"t": "x"}},
+                "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"t": "x"}},
+                "spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "busybox"}]}},
+            {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l", "labels": {"t": "x"}},
+                "spec": {"holderIdentity": "me"}},
+            {"apiVersion": format!("{GROUP}/v1"), "kind": "Sprocket", "metadata": {"name": "g", "labels": {"t": "x"}},
+                "spec": {"size": 3, "color": "red"}},
+            {"apiVersion": format!("{GROUP}/v1"), "kind": "Sprocket", "metadata": {"name": "h", "labels": {"t": "x"}},
+                "spec": {}},
+        ]});
+        let docs: Vec<String> = manifests["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(Value::to_string)
+            .collect();
+        let applied = kubectl(t, &["apply", "-f", "-"], docs.join("\n---\n")).await;
+        assert!(applied.status.success(), "{}", kubectl_says(&applied));
+        let sprockets = t.on("sprockets");
+        let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        let status = sprockets.patch_status("g", PatchType::Merge, ready).await;
+        status.expect("sprocket status");
+        for args in [
+            &["get", "configmaps,secrets,services,pods,leases", "-l", "t=x"][..],
+            &["get", "configmaps,secrets,services,pods,leases", "-l", "t=x", "-o", "wide"],
+            &["get", "sprockets"],
+            &["get", "sprockets", "-o", "wide"],
+            &["get", "pod", "p"],
+            &["get", "namespace", t.ns.as_str()],
+            &["get", "configmap", "missing"],
+            &["get", "events"],
+            &["get", "crd", &format!("sprockets.{GROUP}")],
+        ] {
+            let out = kubectl(t, args, String::new()).await;
+            r.push(&args.join(" ").replace(t.ns.as_str(), "<ns>"), table_cells(&out));
+        }
+        // The Table itself: columns (descriptions aside), cells (ages aside) and objects.
+        const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+        for (resource, include) in [("pods", "Metadata"), ("services", "None"), ("sprockets", "Object")] {
+            let req = t.on(resource).req(t.rest.get()).accept(TABLE);
+            let mut table = Res::send(req.param("includeObject", include).param("labelSelector", "t=x"))
+                .await
+                .expect("a table");
+            for c in table["columnDefinitions"].as_array_mut().into_iter().flatten() {
+                c["description"] = json!("<description>");
+            }
+            for row in table["rows"].as_array_mut().into_iter().flatten() {
+                for cell in row["cells"].as_array_mut().into_iter().flatten() {
+                    if cell.as_str().is_some_and(|c| c.ends_with('s') && c.len() <= 4) {
+                        *cell = json!("<age>");
+                    } else if cell.as_str().is_some_and(|c| c.starts_with("10.0.0.")) {
+                        *cell = json!("<cluster-ip>");
+                    }
+                }
+            }
+            r.push(&format!("a table of {resource} with {include}"), table);
+        }
     })
     .await;
 }
