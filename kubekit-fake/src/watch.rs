@@ -12,7 +12,7 @@
 //!   at the resourceVersion they were read at. The fake sends no other bookmark.
 //! - Label and field selectors apply to each change as on the real server: an object
 //!   that starts matching arrives as `ADDED`, one that stops matching as `DELETED`.
-//! - The stream ends at `timeoutSeconds`, when the client goes away, when watches are cut
+//! - The stream ends at `timeoutSeconds` (none when 0), when the client goes away, when watches are cut
 //!   (fault injection) and when the server shuts down; its task ends with it.
 
 use std::collections::HashMap;
@@ -93,10 +93,12 @@ impl WatchRequest {
         // Without `sendInitialEvents`, only a watch from no resourceVersion (or "0") starts
         // with the current state.
         let send_initial = send_initial_events.unwrap_or(from.is_none());
+        // `timeoutSeconds=0` is none, as on the real server (which then picks its own).
         let timeout = match param("timeoutSeconds") {
             Some(t) => Some(Duration::from_secs(t.parse().map_err(|_| {
                 ApiError::bad_request(format!("invalid timeoutSeconds: {t}"))
-            })?)),
+            })?))
+            .filter(|t| !t.is_zero()),
             None => None,
         };
         Ok(Self {
