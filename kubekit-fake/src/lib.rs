@@ -21,7 +21,8 @@
 //!
 //! - Resources: namespaces, configmaps, secrets, pods, services, events (core and
 //!   `events.k8s.io`), serviceaccounts, deployments, replicasets, leases,
-//!   selfsubjectaccessreviews (create only, nothing stored),
+//!   selfsubjectaccessreviews and selfsubjectrulesreviews (create only, nothing stored;
+//!   everything is allowed),
 //!   customresourcedefinitions, and the resources of every CRD created through it (served
 //!   at once: the CRD is created `NamesAccepted` and `Established`, as the real server
 //!   reports a moment later; `kubectl wait --for=condition=Established` returns).
@@ -99,8 +100,8 @@
 //! # What it does not do
 //!
 //! No authentication or authorization (every request is allowed: a
-//! `SelfSubjectAccessReview` answers `allowed`, `kubectl auth can-i` says yes;
-//! `SelfSubjectRulesReview` is not served), no admission, no
+//! `SelfSubjectAccessReview` answers `allowed`, `kubectl auth can-i` says yes, a
+//! `SelfSubjectRulesReview` allows every verb on everything), no admission, no
 //! other defaulting or validation (empty lists and maps are kept where the real server's
 //! encoding leaves them out), no OpenAPI schemas (`kubectl explain` has nothing to show) and no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no protobuf answers

@@ -45,8 +45,8 @@ pub struct ResourceInfo {
     pub builtin: bool,
     /// Where the `scale` subresource reads and writes, if the type has one.
     pub scale: Option<ScalePaths>,
-    /// Whether this is a review (`SelfSubjectAccessReview`): only created, never stored,
-    /// answered with its status.
+    /// Whether this is a review (`SelfSubjectAccessReview`, `SelfSubjectRulesReview`):
+    /// only created, never stored, answered with its status.
     pub review: bool,
     /// A custom resource's type for server-side apply, from its CRD's storage version's
     /// schema (built-in types have theirs generated).
@@ -287,24 +287,26 @@ pub fn builtin() -> Vec<ResourceInfo> {
                 }
             },
         )
-        .chain([ResourceInfo {
-            group: "authorization.k8s.io".into(),
-            versions: vec!["v1".into()],
-            kind: "SelfSubjectAccessReview".into(),
-            plural: "selfsubjectaccessreviews".into(),
-            singular: "selfsubjectaccessreview".into(),
-            short_names: Vec::new(),
-            categories: Vec::new(),
-            namespaced: false,
-            status: false,
-            generation: false,
-            returns_deleted_object: false,
-            builtin: true,
-            scale: None,
-            review: true,
-            schema: None,
-            validation: None,
-        }])
+        .chain(
+            ["SelfSubjectAccessReview", "SelfSubjectRulesReview"].map(|kind| ResourceInfo {
+                group: "authorization.k8s.io".into(),
+                versions: vec!["v1".into()],
+                kind: kind.into(),
+                plural: format!("{}s", kind.to_lowercase()),
+                singular: kind.to_lowercase(),
+                short_names: Vec::new(),
+                categories: Vec::new(),
+                namespaced: false,
+                status: false,
+                generation: false,
+                returns_deleted_object: false,
+                builtin: true,
+                scale: None,
+                review: true,
+                schema: None,
+                validation: None,
+            }),
+        )
         .collect()
 }
 

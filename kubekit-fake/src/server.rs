@@ -785,11 +785,21 @@ fn created_answer(t: &Target, created: &Value) -> Value {
     answer
 }
 
-/// The answer to a review: every request is allowed (the fake authorizes everything).
-/// Never stored, it still records its manager's fields, as on the real server.
+/// The answer to a review: every request is allowed (the fake authorizes everything), and
+/// the rules of a `SelfSubjectRulesReview` allow every verb on everything. Never stored,
+/// an access review still records its manager's fields, as on the real server.
 fn review(t: &Target, mut obj: Value) -> Value {
     if !obj["metadata"].is_object() {
         obj["metadata"] = json!({});
+    }
+    if t.info.kind == "SelfSubjectRulesReview" {
+        // The real server answers with the rules alone: empty metadata and spec.
+        let rules = json!({"metadata": {}, "spec": {}, "status": {
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false,
+        }});
+        return t.present(&rules);
     }
     t.write().track_update(None, &mut obj);
     obj["status"] = json!({"allowed": true});
