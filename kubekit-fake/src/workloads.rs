@@ -7,7 +7,8 @@
 //!   `imagePullPolicy` (from the image's tag), termination message path and policy,
 //!   `resources`, ports' protocol, probes' periods, thresholds and HTTP path and scheme,
 //!   `fieldRef.apiVersion`; volumes' `defaultMode` and a host path's `type`;
-//! - a Pod itself also: `enableServiceLinks`, requests copied from limits, and on create
+//! - a Pod itself also: `enableServiceLinks`, requests copied from limits, pod-level
+//!   requests (from the containers' or the pod-level limits), and on create
 //!   a status of `phase: Pending` with its QoS class; and on create, after its fields are
 //!   recorded in managedFields as admission comes after them on the real server
 //!   ([`admit`]): the priority and preemption policy of the default priority class and the
@@ -201,10 +202,11 @@ pub fn admit(group: &str, kind: &str, obj: &mut Value) {
     }
 }
 
-/// What a Pod's spec gets beyond a template's defaults: service links and requests
-/// copied from limits.
+/// What a Pod's spec gets beyond a template's defaults: service links, requests copied
+/// from limits, and pod-level requests (see [`pod_level_requests`]).
 fn pod_only(spec: &mut Map<String, Value>) {
     default(spec, "enableServiceLinks", json!(true));
+    pod_level_requests(spec);
     for list in ["containers", "initContainers"] {
         for container in objects(spec, list) {
             let Some(resources) = object(container, "resources") else {
@@ -222,8 +224,116 @@ fn pod_only(spec: &mut Map<String, Value>) {
     }
 }
 
-/// The QoS class of a Pod spec (apimachinery's `ComputePodQOS` over CPU and memory).
+/// With pod-level limits, each pod-level request of CPU or memory not given is the
+/// containers' requests of it (their sum, or the largest of an init container's when
+/// greater), else the pod-level limit, as the real server defaults it. The containers'
+/// requests are added up only when each is written alike (`10m` and `20m` make `30m`);
+/// otherwise the request stays unset.
+fn pod_level_requests(spec: &mut Map<String, Value>) {
+    let containers: Vec<Value> = ["containers", "initContainers"]
+        .into_iter()
+        .map(|list| spec.get(list).cloned().unwrap_or(Value::Null))
+        .collect();
+    let Some(resources) = object(spec, "resources") else {
+        return;
+    };
+    let Some(limits) = resources.get("limits").and_then(Value::as_object).cloned() else {
+        return;
+    };
+    if limits.is_empty() {
+        return;
+    }
+    let Some(requests) = object_or_new(resources, "requests") else {
+        return;
+    };
+    for name in ["cpu", "memory"] {
+        if requests.contains_key(name) {
+            continue;
+        }
+        let total = containers_request(&containers[0], &containers[1], name);
+        if let Some(total) = total.or_else(|| limits.get(name).cloned()) {
+            requests.insert(name.into(), total);
+        }
+    }
+}
+
+/// The containers' request of `name`: the sum of the regular containers', or the largest
+/// init container's when greater; `None` when none asks for it or the amounts are not
+/// written alike.
+fn containers_request(containers: &Value, init: &Value, name: &str) -> Option<Value> {
+    let amounts = |list: &Value| -> Vec<String> {
+        list.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                c["resources"]["requests"][name]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .collect()
+    };
+    let (regular, init) = (amounts(containers), amounts(init));
+    let sum = add_alike(&regular);
+    let largest_init = init.iter().max_by(|a, b| {
+        let (a, b) = (quantity(a).unwrap_or(0.0), quantity(b).unwrap_or(0.0));
+        a.total_cmp(&b)
+    });
+    match (sum, largest_init) {
+        (None, None) => None,
+        (Some(s), Some(i)) if quantity(i) > quantity(&s) => Some(json!(i)),
+        (Some(s), _) => Some(json!(s)),
+        (None, Some(i)) if regular.is_empty() => Some(json!(i)),
+        (None, Some(_)) => None,
+    }
+}
+
+/// Quantities written alike (`10m`, `20m`) added up (`30m`); `None` for none or unlike.
+fn add_alike(amounts: &[String]) -> Option<String> {
+    let split = |a: &str| {
+        let at = a.find(|c: char| !c.is_ascii_digit()).unwrap_or(a.len());
+        let (n, suffix) = a.split_at(at);
+        let unit = suffix.chars().all(|c| c.is_ascii_alphabetic());
+        unit.then(|| Some((n.parse::<u64>().ok()?, suffix.to_string())))?
+    };
+    let parts: Vec<(u64, String)> = amounts.iter().map(|a| split(a)).collect::<Option<_>>()?;
+    let suffix = &parts.first()?.1;
+    if parts.iter().any(|(_, s)| s != suffix) {
+        return None;
+    }
+    Some(format!(
+        "{}{suffix}",
+        parts.iter().map(|(n, _)| n).sum::<u64>()
+    ))
+}
+
+/// The QoS class of a Pod spec (apimachinery's `ComputePodQOS` over CPU and memory): by
+/// the pod-level resources when they name CPU or memory, else by the containers'.
 fn qos_class(spec: &Map<String, Value>) -> &'static str {
+    let pod_level = spec.get("resources").filter(|r| {
+        !compute_resources(&r["requests"]).is_empty() || !compute_resources(&r["limits"]).is_empty()
+    });
+    if let Some(resources) = pod_level {
+        let (requests, limits) = (
+            compute_resources(&resources["requests"]),
+            compute_resources(&resources["limits"]),
+        );
+        let class = |name: &str| {
+            let amount = |list: &[(&str, f64)]| {
+                list.iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(0.0, |(_, a)| *a)
+            };
+            match (amount(&requests), amount(&limits)) {
+                (r, l) if r != l => "Burstable",
+                (0.0, _) => "BestEffort",
+                _ => "Guaranteed",
+            }
+        };
+        return match (class("cpu"), class("memory")) {
+            (a, b) if a == b => a,
+            _ => "Burstable",
+        };
+    }
     let mut requests: Vec<(&str, f64)> = Vec::new();
     let mut limits: Vec<(&str, f64)> = Vec::new();
     let mut guaranteed = true;
@@ -411,5 +521,27 @@ mod tests {
         assert_eq!(pod["spec"]["containers"], json!([1]));
         assert_eq!(pod["spec"]["tolerations"], "all");
         assert_eq!(pod["status"]["qosClass"], "BestEffort");
+    }
+
+    #[test]
+    fn pod_level_requests_come_from_the_containers_or_the_limits() {
+        let mut pod = json!({"spec": {
+            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
+            "containers": [{"resources": {"requests": {"cpu": "10m"}}},
+                           {"resources": {"requests": {"cpu": "20m"}}}],
+            "initContainers": [{"resources": {"requests": {"cpu": "50m"}}}]}});
+        apply("", "Pod", &mut pod, true);
+        assert_eq!(
+            pod["spec"]["resources"]["requests"],
+            json!({"cpu": "50m", "memory": "1Gi"})
+        );
+        assert_eq!(pod["status"]["qosClass"], "Burstable");
+        assert_eq!(add_alike(&["1Gi".into(), "2Gi".into()]), Some("3Gi".into()));
+        assert_eq!(add_alike(&["1Gi".into(), "512Mi".into()]), None);
+        assert_eq!(add_alike(&["0.5".into()]), None);
+        let mut guaranteed = json!({"spec": {"resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
+            "containers": [{"name": "c"}]}});
+        apply("", "Pod", &mut guaranteed, true);
+        assert_eq!(guaranteed["status"]["qosClass"], "Guaranteed");
     }
 }

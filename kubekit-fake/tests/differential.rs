@@ -1765,6 +1765,17 @@ async fn pods_and_workloads_are_defaulted_alike() {
             {"name": "c", "image": "nginx:latest", "resources": {"limits": both}}]},
             "status": {"phase": "Running"}});
         r.answer("a guaranteed pod created with a status", pods.create(guaranteed).await.map(spec_and_status));
+        // Pod-level resources decide the QoS class when they are set.
+        for (name, resources) in [
+            ("pod-level-guaranteed", json!({"limits": both})),
+            ("pod-level-burstable", json!({"requests": {"cpu": "100m"}})),
+            ("pod-level-memory-only", json!({"limits": {"memory": "64Mi"}})),
+        ] {
+            let pod = json!({"metadata": {"name": name}, "spec": {"resources": resources,
+                "containers": [{"name": "c", "image": "nginx:latest",
+                    "resources": {"requests": {"cpu": "10m"}}}]}});
+            r.answer(name, pods.create(pod).await.map(spec_and_status));
+        }
 
         let template = json!({"metadata": {"labels": {"app": "x"}},
                               "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
