@@ -508,7 +508,11 @@ impl Store {
             w.track_update(None, &mut obj);
         }
         if info.builtin {
-            crate::workloads::admit(&info.group, &info.kind, &mut obj);
+            crate::workloads::admit(&info.group, &info.kind, &mut obj).map_err(|why| {
+                let message = format!("{} \"{name}\" is forbidden: {why}", info.qualified());
+                ApiError::new(403, "Forbidden", message)
+                    .with_details(json!({"kind": info.plural, "name": name}))
+            })?;
         }
         if info.builtin && info.group.is_empty() && info.kind == "Service" {
             let (ips, ports) = self.allocated_to_services(info);

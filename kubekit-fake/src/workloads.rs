@@ -11,8 +11,9 @@
 //!   requests (from the containers' or the pod-level limits), and on create
 //!   a status of `phase: Pending` with its QoS class; and on create, after its fields are
 //!   recorded in managedFields as admission comes after them on the real server
-//!   ([`admit`]): the priority and preemption policy of the default priority class and the
-//!   two `NoExecute` tolerations the `DefaultTolerationSeconds` admission plugin adds;
+//!   ([`admit`]): the priority of its priority class (the system ones, or the default 0;
+//!   another is refused) and the preemption policy, and the two `NoExecute` tolerations
+//!   the `DefaultTolerationSeconds` admission plugin adds;
 //! - the workloads' own fields (replicas, strategy, history limit, progress deadline)
 //!   and, on create, the empty status the real server starts them with.
 //!
@@ -170,20 +171,33 @@ fn image_tag(image: &str) -> Option<&str> {
     Some(last.split_once(':').map_or("latest", |(_, tag)| tag))
 }
 
+/// The priority classes every cluster has, and their values.
+const SYSTEM_PRIORITY_CLASSES: &[(&str, i64)] = &[
+    ("system-cluster-critical", 2_000_000_000),
+    ("system-node-critical", 2_000_001_000),
+];
+
 /// What admission adds to a Pod being created, after the write's fields are recorded (so
-/// no manager owns them): the default priority class's priority and preemption policy,
-/// and the `DefaultTolerationSeconds` tolerations.
-pub fn admit(group: &str, kind: &str, obj: &mut Value) {
+/// no manager owns them): the priority of its priority class (the system ones; none is
+/// the default, priority 0) and the preemption policy, and the `DefaultTolerationSeconds`
+/// tolerations. A priority class the fake does not know is refused, with the reason the
+/// real server gives.
+pub fn admit(group: &str, kind: &str, obj: &mut Value) -> Result<(), String> {
     if (group, kind) != ("", "Pod") {
-        return;
+        return Ok(());
     }
     let Some(spec) = obj.as_object_mut().and_then(|root| object(root, "spec")) else {
-        return;
+        return Ok(());
     };
-    if spec.get("priorityClassName").is_none_or(Value::is_null) {
-        default(spec, "priority", json!(0));
-        default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
-    }
+    let priority = match spec.get("priorityClassName").and_then(Value::as_str) {
+        None | Some("") => 0,
+        Some(class) => match SYSTEM_PRIORITY_CLASSES.iter().find(|(c, _)| *c == class) {
+            Some((_, value)) => *value,
+            None => return Err(format!("no PriorityClass with name {class} was found")),
+        },
+    };
+    default(spec, "priority", json!(priority));
+    default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     if let Some(tolerations) = array_or_new(spec, "tolerations") {
         for key in [
             "node.kubernetes.io/not-ready",
@@ -200,6 +214,7 @@ pub fn admit(group: &str, kind: &str, obj: &mut Value) {
             }
         }
     }
+    Ok(())
 }
 
 /// What a Pod's spec gets beyond a template's defaults: service links, requests copied
@@ -512,12 +527,12 @@ mod tests {
             for (group, kind) in [("", "Pod"), ("apps", "Deployment"), ("apps", "ReplicaSet")] {
                 let mut obj = body.clone();
                 apply(group, kind, &mut obj, true);
-                admit(group, kind, &mut obj);
+                let _ = admit(group, kind, &mut obj);
             }
         }
         let mut pod = json!({"spec": {"containers": [1], "tolerations": "all"}});
         apply("", "Pod", &mut pod, true);
-        admit("", "Pod", &mut pod);
+        admit("", "Pod", &mut pod).expect("no priority class");
         assert_eq!(pod["spec"]["containers"], json!([1]));
         assert_eq!(pod["spec"]["tolerations"], "all");
         assert_eq!(pod["status"]["qosClass"], "BestEffort");

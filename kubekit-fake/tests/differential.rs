@@ -1765,6 +1765,12 @@ async fn pods_and_workloads_are_defaulted_alike() {
             {"name": "c", "image": "nginx:latest", "resources": {"limits": both}}]},
             "status": {"phase": "Running"}});
         r.answer("a guaranteed pod created with a status", pods.create(guaranteed).await.map(spec_and_status));
+        // A priority class gives its value; an unknown one is refused.
+        for class in ["system-cluster-critical", "system-node-critical", "no-such-class"] {
+            let pod = json!({"metadata": {"name": class}, "spec": {"priorityClassName": class,
+                "containers": [{"name": "c", "image": "nginx:latest"}]}});
+            r.answer(class, pods.create(pod).await.map(spec_and_status));
+        }
         // Pod-level resources decide the QoS class when they are set.
         for (name, resources) in [
             ("pod-level-guaranteed", json!({"limits": both})),
