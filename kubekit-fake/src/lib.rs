@@ -90,6 +90,10 @@
 //!   `pattern`, item and property counts validated with the real server's `422`s. Not
 //!   checked: `format`, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL
 //!   rules.
+//! - Protobuf: a create or update of a built-in kind may send protobuf, and a client that
+//!   asks for protobuf first (as kubekit's typed clients and client-go do) gets objects,
+//!   lists, errors and watch events of built-in kinds in protobuf, through
+//!   `kubekit_protobuf`'s JSON codecs; custom resources and tables are JSON.
 //! - Server-side tables (what `kubectl get` prints) for every served kind, custom
 //!   resources by their printer columns (see `tables`).
 //! - `/version`, `/healthz`, `/livez`, `/readyz`.
@@ -104,9 +108,7 @@
 //! `SelfSubjectRulesReview` allows every verb on everything), no admission, no
 //! other defaulting or validation (empty lists and maps are kept where the real server's
 //! encoding leaves them out), no OpenAPI schemas (`kubectl explain` has nothing to show) and no OpenAPI v2, no
-//! YAML bodies other than apply configurations, no protobuf answers
-//! (a create or update may send protobuf; the answer is JSON, which every client that
-//! asks for protobuf also accepts), no tables in watches (`kubectl get -w` prints names
+//! YAML bodies other than apply configurations, no tables in watches (`kubectl get -w` prints names
 //! and ages), no periodic watch
 //! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
 //! and namespace deletion, which happen at once.

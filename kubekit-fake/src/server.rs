@@ -16,7 +16,8 @@
 //!   built-in kind may also send protobuf (`application/vnd.kubernetes.protobuf`, as
 //!   kubectl and client-go's typed clients do), read through `kubekit_protobuf::json_codec`.
 //!   A body that is not an object is `400 BadRequest`; protobuf of a kind without a
-//!   protobuf form (a custom resource) is `415`. `dryRun=All` runs a write on a copy of the
+//!   protobuf form (a custom resource) is `415`. Answers are protobuf when the client asks
+//!   for protobuf first and the answer (object, list, `Status`) has a protobuf form. `dryRun=All` runs a write on a copy of the
 //!   store, dropped after: the answer is as if written, nothing is stored or watched.
 //! - Every error is a `metav1.Status`. No client input panics the server.
 
@@ -197,6 +198,9 @@ struct Target {
     warnings: Mutex<Vec<String>>,
     /// Whether the client asks for a `Table` (see `tables`).
     table: bool,
+    /// Whether the client asks for protobuf first (answered in protobuf where the kind has
+    /// a protobuf form).
+    protobuf: bool,
 }
 
 impl Target {
@@ -284,6 +288,7 @@ fn parse_target(
         manager: String::new(),
         warnings: Mutex::new(Vec::new()),
         table: false,
+        protobuf: false,
     })
 }
 
@@ -318,11 +323,15 @@ async fn serve_resource(
         Ok(t) => t,
         Err(e) => return error_response(&e),
     };
-    target.table = req
+    let accept = req
         .headers()
         .get(header::ACCEPT)
-        .and_then(|a| a.to_str().ok())
-        .is_some_and(tables::wanted);
+        .and_then(|a| a.to_str().ok());
+    target.table = accept.is_some_and(tables::wanted);
+    target.protobuf = accept.is_some_and(|a| {
+        let first = a.split(',').next().unwrap_or_default();
+        first.split(';').next().unwrap_or_default().trim() == kubekit_protobuf::CONTENT_TYPE
+    });
     let user_agent = req.headers().get(header::USER_AGENT);
     target.manager = match target.param("fieldManager").filter(|m| !m.is_empty()) {
         Some(m) => m.to_string(),
@@ -396,8 +405,8 @@ async fn serve_resource(
     };
     if verb == "watch" {
         return match WatchRequest::new(&target.info, &target.version, &target.ns, &target.query) {
-            Ok(w) => start_watch(shared, w),
-            Err(e) => error_response(&e),
+            Ok(w) => start_watch(shared, w.protobuf(target.protobuf)),
+            Err(e) => answer(&target, &e.to_status(), e.code),
         };
     }
     let result = match verb {
@@ -411,8 +420,8 @@ async fn serve_resource(
         _ => delete_collection(shared, &target, &body),
     };
     let mut res = match result {
-        Ok((code, v)) => json_response(code, &v),
-        Err(e) => error_response(&e),
+        Ok((code, v)) => answer(&target, &v, code),
+        Err(e) => answer(&target, &e.to_status(), e.code),
     };
     for w in target.warnings.lock().iter() {
         let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
@@ -421,6 +430,38 @@ async fn serve_resource(
         }
     }
     res
+}
+
+/// `v` as the request asks for it: in protobuf when the client asks for protobuf first
+/// and `v` (an object, a list of objects or a `Status`) has a protobuf form, else JSON.
+fn answer(t: &Target, v: &Value, code: u16) -> Response<Body> {
+    match t.protobuf.then(|| protobuf_of(v)).flatten() {
+        Some(bytes) => {
+            let mut res = Response::new(Full::new(Bytes::from(bytes)).boxed());
+            *res.status_mut() =
+                StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            res.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(kubekit_protobuf::CONTENT_TYPE),
+            );
+            res
+        }
+        None => json_response(code, v),
+    }
+}
+
+/// The protobuf form of `v`, if its kind has one.
+fn protobuf_of(v: &Value) -> Option<Vec<u8>> {
+    let (api_version, kind) = (v["apiVersion"].as_str()?, v["kind"].as_str()?);
+    if let Some(item_kind) = kind.strip_suffix("List")
+        && v.get("items").is_some()
+    {
+        let codec = kubekit_protobuf::json_codec(api_version, item_kind)?;
+        return codec.list_from_json(v).ok();
+    }
+    kubekit_protobuf::json_codec(api_version, kind)?
+        .from_json(v)
+        .ok()
 }
 
 /// The request body as a JSON value; `{}` when empty.

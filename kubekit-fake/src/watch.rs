@@ -25,6 +25,7 @@ use futures_util::stream;
 use http::{HeaderValue, Response, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
+use kubekit_protobuf::JsonCodec;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -49,6 +50,8 @@ pub(crate) struct WatchRequest {
     initial_events_end: bool,
     send_initial: bool,
     timeout: Option<Duration>,
+    /// Protobuf frames instead of JSON lines.
+    protobuf: bool,
 }
 
 impl WatchRequest {
@@ -110,7 +113,16 @@ impl WatchRequest {
             initial_events_end: send_initial_events == Some(true),
             send_initial,
             timeout,
+            protobuf: false,
         })
+    }
+
+    /// The watch in protobuf frames (`application/vnd.kubernetes.protobuf;stream=watch`)
+    /// when `asked` and its kind has a protobuf form.
+    pub(crate) fn protobuf(mut self, asked: bool) -> Self {
+        self.protobuf =
+            asked && kubekit_protobuf::json_codec(&self.api_version, &self.info.kind).is_some();
+        self
     }
 
     fn in_scope(&self, obj: &Value) -> bool {
@@ -127,25 +139,70 @@ impl WatchRequest {
         let mut obj = obj.clone();
         obj["apiVersion"] = json!(self.api_version);
         obj["kind"] = json!(self.info.kind);
+        self.event(kind, &obj, |codec, obj| codec.from_json(obj))
+    }
+
+    /// One event: a JSON line, or a protobuf frame of `obj` encoded by `encode`.
+    fn event(
+        &self,
+        kind: &str,
+        obj: &Value,
+        encode: impl FnOnce(&JsonCodec, &Value) -> Result<Vec<u8>, kubekit_protobuf::Error>,
+    ) -> Bytes {
+        if self.protobuf {
+            let codec = kubekit_protobuf::json_codec(&self.api_version, &self.info.kind);
+            let encoded = codec.map(|c| encode(c, obj));
+            let (event_type, object) = match encoded {
+                Some(Ok(bytes)) => (kind, bytes),
+                failed => {
+                    let why = match failed {
+                        Some(Err(e)) => e.to_string(),
+                        _ => "no protobuf form".into(),
+                    };
+                    let e = ApiError::internal(format!("encoding a watch event: {why}"));
+                    ("ERROR", status_protobuf(&e))
+                }
+            };
+            let mut out = Vec::new();
+            let event = kubekit_protobuf::WatchEvent {
+                event_type: event_type.to_string(),
+                object: &object,
+            };
+            event.write_frame(&mut out);
+            return Bytes::from(out);
+        }
         let mut line = json!({"type": kind, "object": obj}).to_string();
         line.push('\n');
         Bytes::from(line)
     }
 
-    fn error_line(e: &ApiError) -> Bytes {
+    fn error_line(&self, e: &ApiError) -> Bytes {
+        if self.protobuf {
+            let mut out = Vec::new();
+            let status = status_protobuf(e);
+            kubekit_protobuf::WatchEvent {
+                event_type: "ERROR".into(),
+                object: &status,
+            }
+            .write_frame(&mut out);
+            return Bytes::from(out);
+        }
         let mut line = json!({"type": "ERROR", "object": e.to_status()}).to_string();
         line.push('\n');
         Bytes::from(line)
     }
 
     fn bookmark(&self, rv: u64) -> Bytes {
-        self.line(
-            "BOOKMARK",
-            &json!({"metadata": {
-                "resourceVersion": rv.to_string(),
-                "annotations": {"k8s.io/initial-events-end": "true"},
-            }}),
-        )
+        let metadata = json!({
+            "resourceVersion": rv.to_string(),
+            "annotations": {"k8s.io/initial-events-end": "true"},
+        });
+        let obj = json!({"apiVersion": self.api_version, "kind": self.info.kind,
+            "metadata": metadata});
+        // A bookmark is its metadata alone, even for a kind with required fields.
+        self.event("BOOKMARK", &obj, |codec, obj| {
+            kubekit_protobuf::metadata_only(codec.api_version(), codec.kind(), &obj["metadata"])
+        })
     }
 
     /// The line a change shows as to this watch, if any.
@@ -173,6 +230,7 @@ impl WatchRequest {
 
 /// Answers a watch: a streaming body fed by a task of the server's.
 pub(crate) fn start_watch(shared: &Arc<Shared>, w: WatchRequest) -> Response<Body> {
+    let protobuf = w.protobuf;
     let (tx, rx) = mpsc::channel::<Bytes>(BUFFER);
     let shared2 = shared.clone();
     shared.tasks.spawn(async move {
@@ -187,11 +245,20 @@ pub(crate) fn start_watch(shared: &Arc<Shared>, w: WatchRequest) -> Response<Bod
             .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
     }));
     let mut res = Response::new(body.boxed());
-    res.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    let content_type = match protobuf {
+        true => kubekit_protobuf::WATCH_CONTENT_TYPE,
+        false => "application/json",
+    };
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     res
+}
+
+/// A `Status` in protobuf.
+fn status_protobuf(e: &ApiError) -> Vec<u8> {
+    kubekit_protobuf::json_codec("v1", "Status")
+        .and_then(|c| c.from_json(&e.to_status()).ok())
+        .unwrap_or_default()
 }
 
 /// Feeds one watch until it ends; returns when it should close.
@@ -204,7 +271,7 @@ async fn run(shared: &Shared, w: WatchRequest, tx: &mpsc::Sender<Bytes>) {
         .and_then(|t| tokio::time::Instant::now().checked_add(t));
     if shared.faults.take_expired_watch() {
         let e = ApiError::expired(WATCH_EXPIRED);
-        let _ = tx.send(WatchRequest::error_line(&e)).await;
+        let _ = tx.send(w.error_line(&e)).await;
         return;
     }
     // The current state first (at least as new as a resourceVersion asked for), or only
@@ -217,7 +284,7 @@ async fn run(shared: &Shared, w: WatchRequest, tx: &mpsc::Sender<Bytes>) {
                 Ok((rv, objs)) if send_initial => (rv, objs),
                 Ok((rv, _)) => (rv, Vec::new()),
                 Err(e) => {
-                    let _ = tx.send(WatchRequest::error_line(&e)).await;
+                    let _ = tx.send(w.error_line(&e)).await;
                     return;
                 }
             }
@@ -249,7 +316,7 @@ async fn run(shared: &Shared, w: WatchRequest, tx: &mpsc::Sender<Bytes>) {
                 }
             }
             Err(e) => {
-                let _ = tx.send(WatchRequest::error_line(&e)).await;
+                let _ = tx.send(w.error_line(&e)).await;
                 return;
             }
         }

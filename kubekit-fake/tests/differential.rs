@@ -2859,3 +2859,59 @@ async fn everyday_kubectl_commands_answer_alike() {
         real.len()
     );
 }
+
+/// A response read as the client sees it: whether it came in protobuf, and what it holds
+/// (an object, a list's items, a `Status`) as JSON.
+fn protobuf_answer(res: &kubekit::rest::Response) -> Value {
+    if !res.is_protobuf() {
+        let body: Value = serde_json::from_slice(res.body()).unwrap_or_default();
+        return json!({"protobuf": false, "kind": body["kind"]});
+    }
+    let unknown = kubekit_protobuf::Unknown::read(res.body()).expect("an envelope");
+    let read = match unknown.kind.strip_suffix("List") {
+        Some(item) => {
+            let codec = kubekit_protobuf::json_codec(&unknown.api_version, item).expect("a codec");
+            let (metadata, items) = kubekit_protobuf::list_parts(unknown.raw).expect("a list");
+            let items: Vec<Value> = items
+                .iter()
+                .map(|i| codec.to_json(i).expect("an item"))
+                .collect();
+            json!({"listMeta": {"resourceVersion": metadata.resource_version.is_some()}, "items": items})
+        }
+        None => {
+            let codec =
+                kubekit_protobuf::json_codec(&unknown.api_version, &unknown.kind).expect("a codec");
+            codec.to_json(unknown.raw).expect("an object")
+        }
+    };
+    json!({"protobuf": true, "kind": unknown.kind, "read": read})
+}
+
+#[tokio::test]
+async fn answers_come_in_protobuf_when_asked_alike() {
+    differential("protobuf", async |t: &Target, r: &mut Record| {
+        const PROTOBUF: &str = "application/vnd.kubernetes.protobuf, application/json";
+        let cms = t.on("configmaps");
+        cms.create(cm("p1", json!({"a": "b"}))).await.expect("p1");
+        let pods = t.on("pods");
+        let pod = json!({"metadata": {"name": "pod"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        pods.create(pod).await.expect("pod");
+        ensure_widgets(t).await;
+        t.on("widgets").create(widget("w", json!({}))).await.expect("widget");
+        for (label, req) in [
+            ("a configmap", cms.req(t.rest.get()).name("p1")),
+            ("a pod", pods.req(t.rest.get()).name("pod")),
+            ("a list", cms.req(t.rest.get()).param("labelSelector", "a=b")),
+            ("a missing object", cms.req(t.rest.get()).name("missing")),
+            ("a custom resource, which has no protobuf form", t.on("widgets").req(t.rest.get()).name("w")),
+        ] {
+            let res = req.accept(PROTOBUF).send().await;
+            let answer = match res {
+                Ok(res) => protobuf_answer(&res),
+                Err(e) => json!({"error": e.status().map(|s| serde_json::to_value(s).unwrap_or_default())}),
+            };
+            r.push(label, answer);
+        }
+    })
+    .await;
+}

@@ -131,7 +131,11 @@ pub fn encode_raw(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
 }
 
 /// An envelope naming `api_version` and `kind` around the message `message` writes.
-fn envelope(api_version: &str, kind: &str, message: impl FnOnce(&mut Encoder)) -> Vec<u8> {
+pub(crate) fn envelope(
+    api_version: &str,
+    kind: &str,
+    message: impl FnOnce(&mut Encoder),
+) -> Vec<u8> {
     let mut e = Encoder::new(MAGIC.to_vec());
     e.key(1, WireType::Len);
     e.nested(|e| {

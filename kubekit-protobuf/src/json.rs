@@ -21,9 +21,12 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
-use crate::envelope::{decode_message, encode};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+
+use crate::envelope::{Unknown, decode_message, encode, envelope};
 use crate::registry::{ResourceMessage, ResourceVisitor, for_each_resource};
 use crate::runtime::Error;
+use crate::runtime::{Message, WireType};
 
 /// Converts one resource type between its protobuf message and its JSON form: see
 /// [`json_codec`].
@@ -65,6 +68,33 @@ impl JsonCodec {
     pub fn from_json(&self, value: &Value) -> Result<Vec<u8>, Error> {
         (self.from_json)(value)
     }
+
+    /// A list of this type (`{"metadata": <ListMeta>, "items": [...]}`, as a server answers
+    /// a list; items need no `apiVersion` and `kind`) encoded as the list kind
+    /// (`PodList`) in an envelope, as kube-apiserver encodes it.
+    pub fn list_from_json(&self, list: &Value) -> Result<Vec<u8>, Error> {
+        let metadata: ListMeta = serde_json::from_value(list["metadata"].clone())
+            .map_err(|e| Error::new(format!("a list's metadata: {e}")))?;
+        let mut raw = Vec::new();
+        for item in list["items"].as_array().into_iter().flatten() {
+            let mut item = item.clone();
+            if let Some(m) = item.as_object_mut() {
+                m.insert("apiVersion".into(), Value::from(self.api_version));
+                m.insert("kind".into(), Value::from(self.kind));
+            }
+            let enveloped = self.from_json(&item)?;
+            raw.push(Unknown::read(&enveloped)?.raw.to_vec());
+        }
+        let kind = format!("{}List", self.kind);
+        Ok(envelope(self.api_version, &kind, |e| {
+            e.key(1, WireType::Len);
+            e.nested(|e| metadata.encode_fields(e));
+            for item in &raw {
+                e.key(2, WireType::Len);
+                e.bytes(item);
+            }
+        }))
+    }
 }
 
 fn to_json<T: ResourceMessage>(raw: &[u8]) -> Result<Value, Error> {
@@ -77,6 +107,18 @@ fn from_json<T: ResourceMessage>(value: &Value) -> Result<Vec<u8>, Error> {
     let value = T::deserialize(value)
         .map_err(|e| Error::new(format!("not a {} {}: {e}", T::API_VERSION, T::KIND)))?;
     Ok(encode(&value))
+}
+
+/// An object of `api_version`/`kind` with nothing but `metadata` (a watch's `BOOKMARK`),
+/// encoded in an envelope: the form kube-apiserver sends, which needs no other field of
+/// the kind, even a required one.
+pub fn metadata_only(api_version: &str, kind: &str, metadata: &Value) -> Result<Vec<u8>, Error> {
+    let meta: ObjectMeta = serde_json::from_value(metadata.clone())
+        .map_err(|e| Error::new(format!("an object's metadata: {e}")))?;
+    Ok(envelope(api_version, kind, |e| {
+        e.key(1, WireType::Len);
+        e.nested(|e| meta.encode_fields(e));
+    }))
 }
 
 /// The JSON codecs, by kind, then by `apiVersion`.
@@ -176,5 +218,40 @@ mod tests {
                 .to_json(&[0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f])
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_list_is_encoded_as_its_list_kind_with_its_metadata_and_items() {
+        let codec = json_codec("v1", "ConfigMap").expect("a built-in kind");
+        let list = json!({"metadata": {"resourceVersion": "42", "continue": "next"},
+            "items": [{"metadata": {"name": "a"}, "data": {"k": "v"}},
+                      {"metadata": {"name": "b"}}]});
+        let bytes = codec.list_from_json(&list).unwrap();
+        let unknown = Unknown::read(&bytes).unwrap();
+        assert_eq!(
+            (unknown.api_version.as_str(), unknown.kind.as_str()),
+            ("v1", "ConfigMapList")
+        );
+        let (metadata, items) = crate::list_parts(unknown.raw).unwrap();
+        assert_eq!(metadata.resource_version.as_deref(), Some("42"));
+        assert_eq!(metadata.continue_.as_deref(), Some("next"));
+        let names: Vec<Value> = items
+            .iter()
+            .map(|raw| codec.to_json(raw).unwrap()["metadata"]["name"].clone())
+            .collect();
+        assert_eq!(names, [json!("a"), json!("b")]);
+        assert!(codec.list_from_json(&json!({"metadata": 3})).is_err());
+    }
+
+    #[test]
+    fn a_bookmark_needs_no_field_but_metadata_even_of_a_kind_with_required_ones() {
+        let meta =
+            json!({"resourceVersion": "7", "annotations": {"k8s.io/initial-events-end": "true"}});
+        let bytes = metadata_only("v1", "Event", &meta).unwrap();
+        let unknown = Unknown::read(&bytes).unwrap();
+        assert_eq!(unknown.kind, "Event");
+        let read = crate::object_meta(unknown.raw).unwrap();
+        assert_eq!(read.resource_version.as_deref(), Some("7"));
+        assert!(metadata_only("v1", "Event", &json!("x")).is_err());
     }
 }

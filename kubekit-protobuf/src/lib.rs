@@ -43,7 +43,7 @@ pub use envelope::{
     CONTENT_TYPE, MAGIC, Split, Unknown, WATCH_CONTENT_TYPE, WatchEvent, decode, decode_message,
     decode_message_with, encode, encode_as, encode_raw, split_frame,
 };
-pub use json::{JsonCodec, json_codec};
+pub use json::{JsonCodec, json_codec, metadata_only};
 pub use registry::{
     Codec, ResourceMessage, ResourceVisitor, codec, for_each_resource, list_parts, object_meta,
     object_meta_with, without_managed_fields,
