@@ -20,7 +20,7 @@
 //! # What it serves
 //!
 //! - Resources: namespaces, configmaps, secrets, pods, services, events (core and
-//!   `events.k8s.io`), serviceaccounts, deployments, replicasets, leases,
+//!   `events.k8s.io`, one store seen through both APIs), serviceaccounts, deployments, replicasets, leases,
 //!   selfsubjectaccessreviews and selfsubjectrulesreviews (create only, nothing stored;
 //!   everything is allowed),
 //!   customresourcedefinitions, and the resources of every CRD created through it (served
@@ -116,6 +116,7 @@
 mod crd_schema;
 mod defaults;
 mod discovery;
+mod events;
 mod faults;
 mod fieldset;
 mod managed;

@@ -532,12 +532,14 @@ fn prune(v: &mut Value, ty: &Value, drop: &Fields, keep: &Fields, path: &mut Vec
     }
 }
 
-/// Who wrote: a manager's entry is identified by its name, operation and subresource.
+/// Who wrote: a manager's entry is identified by its name, operation and subresource, and
+/// for an update its version (as the real server's manager identifiers are).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Manager {
     name: String,
     apply: bool,
     subresource: String,
+    update_version: String,
 }
 
 struct Entry {
@@ -548,9 +550,16 @@ struct Entry {
 
 type Managers = BTreeMap<Manager, Entry>;
 
-/// The managers `obj`'s `metadata.managedFields` names; entries that cannot be read are
-/// dropped (as the real server resets managedFields it cannot decode).
-fn managers_of(obj: &Value) -> Managers {
+/// The group of an `apiVersion` (`""` for `v1`).
+fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(g, _)| g)
+}
+
+/// The managers `obj`'s `metadata.managedFields` names at a version of `group`; entries
+/// that cannot be read are dropped (as the real server resets managedFields it cannot
+/// decode), and so are those of another group (an Event written through `events.k8s.io`
+/// and then as a core Event: the real server cannot convert between them).
+fn managers_of(obj: &Value, group: &str) -> Managers {
     let mut out = Managers::new();
     for e in obj["metadata"]["managedFields"]
         .as_array()
@@ -561,11 +570,20 @@ fn managers_of(obj: &Value) -> Managers {
         let Ok(fields) = Fields::from_json(e.get("fieldsV1").unwrap_or(&json!({}))) else {
             continue;
         };
+        if group_of(&text("apiVersion")) != group {
+            continue;
+        }
+        let apply = e["operation"] == "Apply";
         out.insert(
             Manager {
                 name: text("manager"),
-                apply: e["operation"] == "Apply",
+                apply,
                 subresource: text("subresource"),
+                update_version: if apply {
+                    String::new()
+                } else {
+                    text("apiVersion")
+                },
             },
             Entry {
                 api_version: text("apiVersion"),
@@ -692,7 +710,16 @@ impl<'a> Write<'a> {
             name: self.manager.to_string(),
             apply,
             subresource: self.subresource.to_string(),
+            update_version: if apply {
+                String::new()
+            } else {
+                self.api_version.clone()
+            },
         }
+    }
+
+    fn managers_of(&self, obj: &Value) -> Managers {
+        managers_of(obj, group_of(&self.api_version))
     }
 
     /// Compares `old` and `new` (without their managedFields).
@@ -713,8 +740,8 @@ impl<'a> Write<'a> {
         let sent = new["metadata"]["managedFields"].as_array();
         let reset = sent.is_some_and(|s| !s.is_empty() && s.iter().all(|e| e == &json!({})));
         let mut managers = match (old, sent) {
-            (_, Some(s)) if !s.is_empty() && !reset => managers_of(new),
-            (Some(o), _) => managers_of(o),
+            (_, Some(s)) if !s.is_empty() && !reset => self.managers_of(new),
+            (Some(o), _) => self.managers_of(o),
             (None, _) => Managers::new(),
         };
         remove_managed_fields(new);
@@ -759,7 +786,7 @@ impl<'a> Write<'a> {
     ) -> Result<Value, ApiError> {
         let empty = json!({});
         let live = live.unwrap_or(&empty);
-        let mut managers = managers_of(live);
+        let mut managers = self.managers_of(live);
         let mut base = live.clone();
         remove_managed_fields(&mut base);
         let mut config = config.clone();

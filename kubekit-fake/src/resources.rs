@@ -5,8 +5,8 @@
 //!
 //! - A resource is stored under its group and plural name, whatever the version it is
 //!   reached through: the versions of one CRD share their objects, unconverted (the fake
-//!   rewrites `apiVersion` only). `events` (core) and `events.events.k8s.io` are separate
-//!   stores here, where the real server shares one.
+//!   rewrites `apiVersion` only). `events` (core) and `events.events.k8s.io` share one
+//!   store, as on the real server (see `events`).
 //! - A CRD's resources are served from the moment the CRD is created (the real server
 //!   takes a moment to establish them) and stop being served when it is deleted; its
 //!   objects are deleted with it.

@@ -38,6 +38,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::crd_schema::{self, FieldValidation};
 use crate::discovery;
+use crate::events;
 use crate::faults::Faults;
 use crate::managed;
 use crate::openapi;
@@ -230,9 +231,9 @@ impl Target {
         )
     }
 
-    /// `obj` as served at the requested version.
+    /// `obj` (as stored) as served at the requested version.
     fn present(&self, obj: &Value) -> Value {
-        let mut v = obj.clone();
+        let mut v = events::shown(&self.info, obj);
         v["apiVersion"] = json!(self.info.api_version(&self.version));
         v["kind"] = json!(self.info.kind);
         v
@@ -685,7 +686,7 @@ fn too_large(wanted: u64, current: u64) -> ApiError {
 /// resource lists are not.
 fn item(t: &Target, obj: &Value) -> Value {
     if t.info.builtin {
-        let mut v = obj.clone();
+        let mut v = events::shown(&t.info, obj);
         if let Some(m) = v.as_object_mut() {
             m.remove("apiVersion");
             m.remove("kind");
@@ -913,7 +914,7 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
     let patch = PatchBody::parse(t, content_type, body)?;
     let write = t.write();
     let patched = shared.write_for(t.dry_run, |s| {
-        let obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
+        let obj = t.present(&*s.get(&t.info, &t.ns, name(t))?);
         let obj = t.pruned(patch.apply(obj, &t.info.kind)?)?;
         s.update(&t.info, &t.ns, name(t), obj, t.status, Some(&write))
     })?;
@@ -958,7 +959,7 @@ fn apply(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
     let (created, applied) =
         shared.write_for(t.dry_run, |s| match s.get(&t.info, &t.ns, name(t)) {
             Ok(live) => {
-                let merged = write.apply(Some(&live), &config, force)?;
+                let merged = write.apply(Some(&t.present(&live)), &config, force)?;
                 let updated = s.update(&t.info, &t.ns, name(t), merged, t.status, None)?;
                 Ok::<_, ApiError>((false, updated))
             }

@@ -25,6 +25,7 @@ use serde_json::{Map, Value, json};
 
 use crate::crd_schema;
 use crate::defaults;
+use crate::events;
 use crate::managed::Write;
 use crate::resources::{self, ResourceInfo};
 use crate::status::{ApiError, ApiResult};
@@ -283,13 +284,11 @@ impl Store {
     }
 
     fn table(&mut self, info: &ResourceInfo) -> &mut Table {
-        self.tables
-            .entry((info.group.clone(), info.plural.clone()))
-            .or_default()
+        self.tables.entry(events::storage(info)).or_default()
     }
 
     fn table_ref(&self, info: &ResourceInfo) -> Option<&Table> {
-        self.tables.get(&(info.group.clone(), info.plural.clone()))
+        self.tables.get(&events::storage(info))
     }
 
     /// The object `name` in `ns` (`""` for cluster-scoped).
@@ -528,6 +527,7 @@ impl Store {
             self.resources.push(crd);
         }
         let owned = !owner_uids(&obj).is_empty();
+        let obj = events::stored(info, &obj);
         let created = self.write(info, EventType::Added, obj, None);
         if owned {
             // An object created with owners that no longer exist is collected, as the
@@ -550,7 +550,9 @@ impl Store {
         status_only: bool,
         write: Option<&Write>,
     ) -> ApiResult<Arc<Value>> {
-        let old = self.get(info, ns, name)?;
+        let stored_old = self.get(info, ns, name)?;
+        // Compared and changed in the form of the request's API (see `events`).
+        let old = Arc::new(events::shown(info, &stored_old));
         if let Some(n) = meta_str(&new, "name")
             && n != name
         {
@@ -647,17 +649,18 @@ impl Store {
             meta(&old)["resourceVersion"].clone(),
         );
         omit_empty_metadata(&mut result);
-        if result == *old {
-            return Ok(old);
+        let result = events::stored(info, &result);
+        if result == *stored_old {
+            return Ok(stored_old);
         }
         if meta(&result).get("deletionTimestamp").is_some() && finalizers(&result).is_empty() {
             // The update deletes the object; like the real server, it answers with the
             // object at its last stored resourceVersion.
-            self.write(info, EventType::Deleted, result.clone(), Some(old));
+            self.write(info, EventType::Deleted, result.clone(), Some(stored_old));
             self.collect_garbage();
             return Ok(Arc::new(result));
         }
-        Ok(self.write(info, EventType::Modified, result, Some(old)))
+        Ok(self.write(info, EventType::Modified, result, Some(stored_old)))
     }
 
     /// Deletes `name`, or marks it for deletion when finalizers (its own, or those the

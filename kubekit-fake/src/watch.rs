@@ -136,7 +136,7 @@ impl WatchRequest {
     }
 
     fn line(&self, kind: &str, obj: &Value) -> Bytes {
-        let mut obj = obj.clone();
+        let mut obj = crate::events::shown(&self.info, obj);
         obj["apiVersion"] = json!(self.api_version);
         obj["kind"] = json!(self.info.kind);
         self.event(kind, &obj, |codec, obj| codec.from_json(obj))

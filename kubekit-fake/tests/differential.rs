@@ -113,13 +113,16 @@ impl Target {
         let (group, version) = match resource {
             "widgets" | "gadgets" | "sprockets" => (GROUP, "v1"),
             "deployments" | "replicasets" => ("apps", "v1"),
+            "events.k8s.io" => ("events.k8s.io", "v1"),
             _ => ("", "v1"),
         };
         Res {
             t: self,
             group,
             version,
-            resource: resource.to_string(),
+            resource: resource
+                .trim_end_matches(".k8s.io")
+                .replace("events.", "events"),
         }
     }
 }
@@ -2780,7 +2783,7 @@ fn everyday_commands(ns: &str) -> Vec<(String, String)> {
         ("explain configmap.data".into(), none()),
         ("get events -o name".into(), none()),
         ("api-resources --api-group=apps -o name".into(), none()),
-        ("wait --for=delete configmap/c1 --timeout=1s".into(), none()),
+        (format!("wait --for=jsonpath={{.status.phase}}=Active namespace/{ns} --timeout=30s"), none()),
         (format!("label namespace {ns} team=a"), none()),
         (format!("create namespace {ns}"), none()),
         (format!("get namespace {ns} -o 'jsonpath={{.status.phase}} {{.metadata.labels}}'"), none()),
@@ -2912,6 +2915,37 @@ async fn answers_come_in_protobuf_when_asked_alike() {
             };
             r.push(label, answer);
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn core_events_and_events_k8s_io_are_one_store_alike() {
+    differential("events", async |t: &Target, r: &mut Record| {
+        let (core, v1) = (t.on("events"), t.on("events.k8s.io"));
+        let core_event = json!({"metadata": {"name": "core-made"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": t.ns, "fieldPath": "spec.containers{c}"},
+            "reason": "Pulled", "message": "pulled the image", "type": "Normal",
+            "source": {"component": "kubelet", "host": "node-1"},
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:01:00Z",
+            "count": 3, "reportingComponent": "kubelet", "reportingInstance": "node-1"});
+        r.answer("a core event", core.create(core_event).await);
+        r.answer("read as events.k8s.io", v1.get("core-made").await);
+        let v1_event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "v1-made"},
+            "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/ctl",
+            "reportingInstance": "ctl-1", "action": "Sync", "reason": "Synced", "type": "Normal",
+            "note": "synced it", "regarding": {"kind": "Pod", "name": "p", "namespace": t.ns},
+            "series": {"count": 2, "lastObservedTime": "2026-01-01T00:05:00.000000Z"}});
+        r.answer("an events.k8s.io event", v1.create(v1_event).await);
+        r.answer("read as a core event", core.get("v1-made").await);
+        r.answer("listed as core events", core.list(&[]).await);
+        r.answer("listed as events.k8s.io", v1.list(&[]).await);
+        let patched = core.patch("v1-made", PatchType::Merge, json!({"message": "changed"}));
+        r.answer("a core patch", patched.await);
+        r.answer("seen through events.k8s.io", v1.get("v1-made").await);
+        r.answer("deleted through events.k8s.io", v1.delete("core-made", json!({})).await);
+        r.answer("gone from core", core.get("core-made").await);
     })
     .await;
 }
