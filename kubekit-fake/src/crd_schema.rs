@@ -78,6 +78,17 @@ pub(crate) fn prune(
                     .is_none_or(|s| s["nullable"] == true)
         });
     }
+    report_unknown(info, version, unknown, validation)
+}
+
+/// What a write does with the `unknown` fields it dropped (their paths, `spec.x`): their
+/// warnings to send (`Warn`), none (`Ignore`), or the real server's `400` (`Strict`).
+pub(crate) fn report_unknown(
+    info: &ResourceInfo,
+    version: &str,
+    mut unknown: Vec<String>,
+    validation: FieldValidation,
+) -> ApiResult<Vec<String>> {
     unknown.sort();
     let warnings: Vec<String> = unknown
         .iter()

@@ -80,12 +80,15 @@
 //!   server gives them, CRDs included.
 //! - A minimal OpenAPI v3 (`/openapi/v3`: each resource's `patch` operation, no schemas):
 //!   enough for `kubectl get/apply/label/delete` with its default validation, which it then
-//!   leaves to the server (`fieldValidation` applies to custom resources' unknown fields,
-//!   see below); `kubectl apply` builds its patch from its own compiled-in types.
-//!   `/openapi/v2` is `404`.
+//!   leaves to the server (`fieldValidation` applies to unknown fields, see below);
+//!   `kubectl apply` builds its patch from its own compiled-in types. `/openapi/v2` is
+//!   `404`.
+//! - Unknown fields of a create, update or patch (fields the pinned release's types, or a
+//!   CRD's schema, do not declare) are dropped with a `Warning: unknown field "spec.x"`
+//!   each (`fieldValidation=Warn`, the default), refused with the real server's `400`
+//!   (`Strict`), or dropped silently (`Ignore`).
 //! - Custom resources are checked against their CRD's structural schema: unknown fields
-//!   pruned with a `Warning` each (`fieldValidation=Warn`, the default), refused
-//!   (`Strict`) or dropped silently (`Ignore`); defaults filled; types
+//!   pruned (as above); defaults filled; types
 //!   (`x-kubernetes-int-or-string`, `nullable`), `required`, `enum`, bounds, lengths,
 //!   `pattern`, item and property counts validated with the real server's `422`s. Not
 //!   checked: `format`, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL

@@ -265,6 +265,62 @@ pub(crate) fn fields_of(v: &Value, ty: &Value) -> Fields {
     to_node(v, ty).children
 }
 
+/// Drops from `v` (of type `ty`) the fields its type does not declare, as decoding into
+/// the typed object does on the real server; their paths (`spec.x`,
+/// `spec.containers[0].y`) are added to `unknown`. Untyped parts keep everything.
+pub(crate) fn drop_unknown(v: &mut Value, ty: &Value, path: &str, unknown: &mut Vec<String>) {
+    let at = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match shape(ty, v) {
+        Shape::Struct(fields) => {
+            let Some(m) = v.as_object_mut() else { return };
+            m.retain(|k, _| {
+                let known = fields.contains_key(k);
+                if !known {
+                    unknown.push(at(k));
+                }
+                known
+            });
+            for (k, child) in m.iter_mut() {
+                drop_unknown(child, field_type(fields, k), &at(k), unknown);
+            }
+        }
+        Shape::Map(elem) if !elem.is_null() => {
+            for (k, child) in v.as_object_mut().into_iter().flatten() {
+                drop_unknown(child, elem, &at(k), unknown);
+            }
+        }
+        Shape::List(elem, _) => {
+            for (i, item) in v.as_array_mut().into_iter().flatten().enumerate() {
+                drop_unknown(item, elem, &format!("{path}[{i}]"), unknown);
+            }
+        }
+        // An atomic list is a leaf for merging, not for decoding: its items are typed.
+        Shape::Leaf => {
+            if let (Some(items), Some(elem)) = (v.as_array_mut(), resolve(ty).get("list")) {
+                for (i, item) in items.iter_mut().enumerate() {
+                    drop_unknown(item, elem, &format!("{path}[{i}]"), unknown);
+                }
+            } else if let (Some(m), Some(Value::Object(fields))) =
+                (v.as_object_mut(), resolve(ty).get("struct"))
+            {
+                // An atomic struct (a label selector) is typed too.
+                let fields = fields.clone();
+                let mut object = Value::Object(std::mem::take(m));
+                let open = json!({"struct": fields});
+                drop_unknown(&mut object, &open, path, unknown);
+                *v = object;
+            }
+        }
+        Shape::Map(_) => {}
+    }
+}
+
 /// What changed from one object to another.
 #[derive(Debug, Default)]
 pub(crate) struct Comparison {

@@ -7,7 +7,7 @@
 //! - A group-version's document has one path per served resource, `.../{name}`, with its
 //!   `patch` operation only: `x-kubernetes-group-version-kind`, the query parameters
 //!   `fieldManager` (the writer's name in managedFields) and `fieldValidation` (what
-//!   to do with a custom resource's unknown fields), and the patch types the fake applies to the resource as the request body's
+//!   to do with unknown fields), and the patch types the fake applies to the resource as the request body's
 //!   media types. It has no schemas (`components.schemas` is empty).
 //! - kubectl then leaves validation to the server, and for a client-side `apply` builds
 //!   its strategic merge patch from its own compiled-in types (built-in kinds) or sends a

@@ -209,14 +209,21 @@ impl Target {
         self.query.get(key).map(String::as_str)
     }
 
-    /// `obj` without the fields its custom resource's schema does not declare (see
-    /// `crd_schema::prune`; their warnings go with the answer).
+    /// `obj` without the fields its type does not declare (a custom resource's schema, see
+    /// `crd_schema::prune`; a built-in type's, see `managed::drop_unknown`); their warnings
+    /// go with the answer.
     fn pruned(&self, mut obj: Value) -> ApiResult<Value> {
-        if let Some(schema) = &self.info.validation {
-            let mode = FieldValidation::parse(self.param("fieldValidation"));
-            let warnings = crd_schema::prune(&self.info, &self.version, schema, &mut obj, mode)?;
-            self.warnings.lock().extend(warnings);
-        }
+        let mode = FieldValidation::parse(self.param("fieldValidation"));
+        let warnings = match &self.info.validation {
+            Some(schema) => crd_schema::prune(&self.info, &self.version, schema, &mut obj, mode)?,
+            None if self.info.builtin => {
+                let mut unknown = Vec::new();
+                managed::drop_unknown(&mut obj, &managed::type_of(&self.info), "", &mut unknown);
+                crd_schema::report_unknown(&self.info, &self.version, unknown, mode)?
+            }
+            None => Vec::new(),
+        };
+        self.warnings.lock().extend(warnings);
         Ok(obj)
     }
 

@@ -2949,3 +2949,41 @@ async fn core_events_and_events_k8s_io_are_one_store_alike() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn unknown_fields_of_built_in_kinds_are_dropped_warned_or_refused_alike() {
+    differential("unknown-fields", async |t: &Target, r: &mut Record| {
+        let with_warnings = |req: Request| async move {
+            let res = req.send().await?;
+            let warnings = res.warnings().to_vec();
+            let v: Value = res.decode()?;
+            Ok::<_, kubekit::rest::Error>(json!({"object": v, "warnings": warnings}))
+        };
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "bogusMeta": 1}, "data": {"k": "v"}, "bogus": true});
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "d"}, "extra": 1},
+                "template": {"metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx", "oops": "x"}]}}}});
+        for (what, resource, body) in [
+            ("a configmap", "configmaps", &cm),
+            ("a deployment", "deployments", &deployment),
+        ] {
+            for mode in [None, Some("Strict"), Some("Ignore")] {
+                let mut body = body.clone();
+                body["metadata"]["name"] = json!(format!(
+                    "{}-{}",
+                    body["metadata"]["name"].as_str().unwrap_or_default(),
+                    mode.unwrap_or("warn").to_lowercase()
+                ));
+                let mut req = t.on(resource).req(t.rest.post()).body(&body);
+                if let Some(m) = mode {
+                    req = req.param("fieldValidation", m);
+                }
+                r.answer(&format!("{what} with {mode:?}"), with_warnings(req).await);
+            }
+        }
+    })
+    .await;
+}
