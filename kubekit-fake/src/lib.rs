@@ -64,8 +64,9 @@
 //!   CRD's schema), a manager's fields it no longer applies are removed, a value another
 //!   manager owns is a `409 Conflict` with the real server's message unless forced, and
 //!   creates, updates and patches own what they add or change (the manager is
-//!   `fieldManager`, else the user agent up to its first `/`). Not done: the cap of ten
-//!   `Update` managers, apply to the scale subresource.
+//!   `fieldManager`, else the user agent up to its first `/`); beyond ten `Update`
+//!   managers the oldest merge into `ancient-changes`. Not done: apply to the scale
+//!   subresource.
 //! - Watch from a resourceVersion with selectors, `sendInitialEvents` streaming lists (a
 //!   list that asks for `sendInitialEvents` is `422`, as on the real server), and
 //!   `410 Expired` beyond the last [`HISTORY_LIMIT`] changes of a resource (or after

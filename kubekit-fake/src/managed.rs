@@ -23,8 +23,9 @@
 //!   `spec` (and what each strategy resets besides); entries are sorted by operation, time
 //!   and manager; a manager's time changes only when its write changed something; an
 //!   update that sends `managedFields: [{}]` clears them.
-//! - Not done: the cap of ten `Update` managers (merged into `ancient-changes`), managers
-//!   at other versions of an object (the fake serves one version of each built-in type),
+//! - At most ten `Update` managers are kept: the oldest are merged into
+//!   `ancient-changes`, as on the real server.
+//! - Not done: managers at other versions of an object (the fake serves one version of each built-in type),
 //!   the `kubectl.kubernetes.io/last-applied-configuration` interplay of client-side
 //!   apply, and apply's check of unknown fields.
 
@@ -828,6 +829,7 @@ impl<'a> Write<'a> {
             entry.api_version = self.api_version.clone();
             entry.time = Some(self.now.clone());
         }
+        cap_updaters(&mut managers);
         store(new, managers);
     }
 
@@ -912,6 +914,50 @@ impl<'a> Write<'a> {
 fn remove_managed_fields(v: &mut Value) {
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("managedFields");
+    }
+}
+
+/// At most this many `Update` managers are kept; older ones are merged into
+/// `ancient-changes`, as on the real server.
+const MAX_UPDATE_MANAGERS: usize = 10;
+
+/// Merges the oldest `Update` managers of each version, beyond the first, into one
+/// `ancient-changes` entry of that version, until at most [`MAX_UPDATE_MANAGERS`] remain.
+fn cap_updaters(managers: &mut Managers) {
+    let mut updaters: Vec<Manager> = managers.keys().filter(|m| !m.apply).cloned().collect();
+    let mut left = updaters.len();
+    if left <= MAX_UPDATE_MANAGERS {
+        return;
+    }
+    updaters.sort_by(|a, b| (&managers[a].time, &a.name).cmp(&(&managers[b].time, &b.name)));
+    let mut first_of_version: BTreeMap<String, Manager> = BTreeMap::new();
+    for m in updaters {
+        if left <= MAX_UPDATE_MANAGERS {
+            break;
+        }
+        let version = managers[&m].api_version.clone();
+        let Some(first) = first_of_version.get(&version).cloned() else {
+            first_of_version.insert(version, m);
+            continue;
+        };
+        let bucket = Manager {
+            name: "ancient-changes".into(),
+            apply: false,
+            subresource: String::new(),
+            update_version: version.clone(),
+        };
+        if !managers.contains_key(&bucket)
+            && let Some(e) = managers.remove(&first)
+        {
+            managers.insert(bucket.clone(), e);
+        }
+        if let Some(e) = managers.remove(&m)
+            && let Some(b) = managers.get_mut(&bucket)
+        {
+            b.fields.union(&e.fields);
+            b.time = e.time;
+        }
+        left -= 1;
     }
 }
 

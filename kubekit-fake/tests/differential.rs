@@ -2987,3 +2987,31 @@ async fn unknown_fields_of_built_in_kinds_are_dropped_warned_or_refused_alike() 
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_oldest_of_many_update_managers_become_ancient_changes_alike() {
+    differential("ancient", async |t: &Target, r: &mut Record| {
+        let cms = t.on("configmaps");
+        cms.create(cm("many", json!({}))).await.expect("created");
+        // Named in the order they write: the oldest are the first by time, then by name,
+        // on both servers, whatever second each write falls in.
+        for i in 0..12 {
+            let manager = format!("m{i:02}");
+            let patch = json!({"data": {manager.clone(): "x"}});
+            let req = cms
+                .req(t.rest.patch(PatchType::Merge))
+                .name("many")
+                .param("fieldManager", &manager);
+            Res::send(req.body(&patch)).await.expect("patched");
+        }
+        let got = cms.get("many").await.map(|mut o| {
+            let entries = o["metadata"]["managedFields"].as_array_mut();
+            entries
+                .into_iter()
+                .for_each(|e| e.sort_by_key(|m| m["manager"].to_string()));
+            o["metadata"]["managedFields"].take()
+        });
+        r.answer("the managers left", got);
+    })
+    .await;
+}
