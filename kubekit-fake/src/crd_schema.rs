@@ -21,7 +21,7 @@
 use serde_json::{Map, Value};
 
 use crate::resources::ResourceInfo;
-use crate::status::{ApiError, ApiResult};
+use crate::status::{ApiError, ApiResult, shown};
 
 /// What a write asks of unknown fields (`fieldValidation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,14 +215,6 @@ fn type_name(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
-    }
-}
-
-/// `v` as Go's `%v` shows it in a field error (`"a"`, `3`).
-fn shown(v: &Value) -> String {
-    match v {
-        Value::String(s) => kubekit::validation::quote(s),
-        other => other.to_string(),
     }
 }
 

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::status::shown;
+
 /// One element of a field path.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Pe {
@@ -51,23 +53,19 @@ impl Pe {
     /// The element as the API server writes it in a conflict (`.name`, `[name="app"]`,
     /// `[="a"]`, `[0]`).
     fn display(&self) -> String {
-        let show = |v: &Value| match v {
-            Value::String(s) => kubekit::validation::quote(s),
-            other => other.to_string(),
-        };
         match self {
             Pe::Field(f) => format!(".{f}"),
             Pe::Key(k) => {
                 let keys: Map<String, Value> = serde_json::from_str(k).unwrap_or_default();
                 let keys: Vec<String> = keys
                     .iter()
-                    .map(|(k, v)| format!("{k}={}", show(v)))
+                    .map(|(k, v)| format!("{k}={}", shown(v)))
                     .collect();
                 format!("[{}]", keys.join(","))
             }
             Pe::Value(v) => format!(
                 "[={}]",
-                show(&serde_json::from_str(v).unwrap_or(Value::Null))
+                shown(&serde_json::from_str(v).unwrap_or(Value::Null))
             ),
             Pe::Index(i) => format!("[{i}]"),
         }

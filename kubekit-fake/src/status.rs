@@ -252,3 +252,11 @@ pub fn details(info: &ResourceInfo, name: &str) -> Value {
     }
     d
 }
+
+/// A value as Go's `%v` shows it in a field error or a path (`"a"`, `3`).
+pub(crate) fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) => kubekit::validation::quote(s),
+        other => other.to_string(),
+    }
+}

@@ -942,19 +942,19 @@ mod tests {
         assert_eq!(s.snapshot(&cm, Some("ns"), Some(at)).unwrap_err().code, 410);
     }
 
+    /// Creates `cm-0` … `cm-<n-1>` in `ns`.
+    fn create_configmaps(s: &mut Store, cm: &ResourceInfo, n: usize) {
+        for i in 0..n {
+            let obj = json!({"metadata": {"name": format!("cm-{i}")}});
+            s.create(cm, "ns", obj, None).unwrap();
+        }
+    }
+
     #[test]
     fn history_beyond_the_limit_expires_old_resource_versions() {
         let (mut s, cm) = setup();
         let start = s.resource_version();
-        for i in 0..=HISTORY_LIMIT {
-            s.create(
-                &cm,
-                "ns",
-                json!({"metadata": {"name": format!("cm-{i}")}}),
-                None,
-            )
-            .unwrap();
-        }
+        create_configmaps(&mut s, &cm, HISTORY_LIMIT + 1);
         assert_eq!(s.events_after(&cm, start).unwrap_err().code, 410);
         assert_eq!(s.events_after(&cm, start + 1).unwrap().len(), HISTORY_LIMIT);
     }
@@ -962,15 +962,7 @@ mod tests {
     #[test]
     fn deleting_a_namespace_of_many_objects_collects_every_one() {
         let (mut s, cm) = setup();
-        for i in 0..1_000 {
-            s.create(
-                &cm,
-                "ns",
-                json!({"metadata": {"name": format!("cm-{i}")}}),
-                None,
-            )
-            .unwrap();
-        }
+        create_configmaps(&mut s, &cm, 1_000);
         let ns = s.lookup("", "v1", "namespaces").unwrap();
         s.delete(&ns, "", "ns", &DeleteRequest::default()).unwrap();
         assert!(s.snapshot(&cm, Some("ns"), None).unwrap().1.is_empty());
