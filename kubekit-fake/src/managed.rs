@@ -25,9 +25,12 @@
 //!   update that sends `managedFields: [{}]` clears them.
 //! - At most ten `Update` managers are kept: the oldest are merged into
 //!   `ancient-changes`, as on the real server.
-//! - Not done: managers at other versions of an object (the fake serves one version of each built-in type),
-//!   the `kubectl.kubernetes.io/last-applied-configuration` interplay of client-side
-//!   apply, and apply's check of unknown fields.
+//! - Update managers are told apart by version; entries of another API group are dropped
+//!   on a write (an Event written as `events.k8s.io` and then as a core Event), as the
+//!   real server cannot convert them.
+//! - Not done: the `kubectl.kubernetes.io/last-applied-configuration` interplay of
+//!   client-side apply, and apply's check of unknown fields (an apply configuration's
+//!   unknown fields merge untyped).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -262,7 +265,7 @@ fn child_type<'a>(ty: &'a Value, v: &Value, k: &str) -> &'a Value {
 }
 
 /// The fields `v` sets.
-pub(crate) fn fields_of(v: &Value, ty: &Value) -> Fields {
+fn fields_of(v: &Value, ty: &Value) -> Fields {
     to_node(v, ty).children
 }
 
