@@ -75,11 +75,16 @@ fn resolve(ty: &Value) -> &Value {
 /// The zero value of a type, as Go writes it: what the field manager compares a created
 /// object with (`{}` for types without a zero in the schema).
 fn zero(ty: &Value) -> Value {
+    zero_within(ty, 32)
+}
+
+/// [`zero`], at most `depth` structs deep (a type that holds itself ends there).
+fn zero_within(ty: &Value, depth: usize) -> Value {
     let t = resolve(ty);
     let mut out = Map::new();
     for (k, z) in t["zero"].as_object().into_iter().flatten() {
         let v = match z.as_str() {
-            Some("struct") => zero(&t["struct"][k]),
+            Some("struct") if depth > 0 => zero_within(&t["struct"][k], depth - 1),
             _ => Value::Null,
         };
         out.insert(k.clone(), v);
