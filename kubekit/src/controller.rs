@@ -646,6 +646,51 @@ mod tests {
         }
     }
 
+    /// Fails until `until` (virtual time since the test began), then succeeds.
+    struct FailsUntil {
+        began: tokio::time::Instant,
+        until: Duration,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Reconciler for FailsUntil {
+        fn reconcile<'a>(&'a self, _key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+            Box::pin(async move {
+                self.calls.fetch_add(1, Ordering::Relaxed);
+                if self.began.elapsed() < self.until {
+                    return Err("the API server is down".into());
+                }
+                Ok(Action::Done)
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_failing_for_ten_minutes_is_retried_until_it_succeeds_with_no_limit() {
+        let q = RateLimitingQueue::new(crate::workqueue::default_controller_rate_limiter());
+        q.add("key".to_string());
+        let runner = Runner::new("test", q.clone()).max_retries(usize::MAX);
+        let script = Arc::new(FailsUntil {
+            began: tokio::time::Instant::now(),
+            until: Duration::from_secs(600),
+            calls: Default::default(),
+        });
+        let cancel = CancellationToken::new();
+        let run = runner.run(script.clone(), 1, async { true }, cancel.clone());
+        let stop = async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+        let stats = runner.stats();
+        assert_eq!((stats.succeeded(), stats.dropped()), (1, 0));
+        // Waits of 5 ms doubling: after 17 failures they add up to 655 s, past ten minutes,
+        // and the 18th reconcile succeeds.
+        assert_eq!(script.calls.load(Ordering::Relaxed), 18);
+        assert_eq!(q.num_requeues(&"key".to_string()), 0, "success forgets");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn requeue_after_reconciles_again_and_a_timed_out_reconcile_is_retried_as_an_error() {
         let q = queue();

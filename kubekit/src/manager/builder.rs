@@ -22,8 +22,11 @@
 //!   finalizers.
 //! - It returns an [`Action`] (done, or requeue after a delay), or an error, retried
 //!   through the rate limiter (per-item exponential backoff 5 ms … 1000 s under an overall
-//!   10 qps bucket) up to [`max_retries`](ControllerBuilder::max_retries) times, then
-//!   dropped; the control loop is [`Runner`]'s.
+//!   10 qps bucket): by default without end, as controller-runtime and kube-rs retry, so an
+//!   object whose reconcile fails for a long while (an outage) is reconciled when it
+//!   succeeds again, without having to change; [`max_retries`](ControllerBuilder::max_retries)
+//!   bounds it (the key is then dropped, logged and counted). The control loop is
+//!   [`Runner`]'s.
 
 use std::fmt;
 use std::future::Future;
@@ -247,7 +250,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             watches: Vec::new(),
             predicates: Vec::new(),
             workers: 1,
-            max_retries: 15,
+            max_retries: usize::MAX,
             reconcile_timeout: None,
             priority_queue: true,
             primary: PhantomData,
@@ -306,7 +309,8 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         self
     }
 
-    /// Retries of a failing key before it is dropped (default 15).
+    /// Retries of a failing key before it is dropped, logged and counted (default: no
+    /// limit; the backoff caps each wait at 1000 s).
     pub fn max_retries(mut self, retries: usize) -> Self {
         self.max_retries = retries;
         self
