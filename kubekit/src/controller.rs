@@ -602,14 +602,7 @@ mod tests {
             .max_retries(3)
             .metrics(&metrics);
         let script = Arc::new(Script::default());
-        let cancel = CancellationToken::new();
-        let run = runner.run(script.clone(), 2, async { true }, cancel.clone());
-        let stop = async {
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            cancel.cancel();
-        };
-        let (result, ()) = tokio::join!(run, stop);
-        result.unwrap();
+        run_for(&runner, script.clone(), 2, Duration::from_secs(5)).await;
         let calls = script.calls.lock().clone();
         assert_eq!(calls["key-ok"], 1);
         assert_eq!(calls["key-fail"], 4, "first try + 3 retries");
@@ -646,6 +639,18 @@ mod tests {
         }
     }
 
+    /// Runs `runner` with `workers` workers for `time`, then cancels it and waits for it.
+    async fn run_for<R: Reconciler>(runner: &Runner, r: Arc<R>, workers: usize, time: Duration) {
+        let cancel = CancellationToken::new();
+        let run = runner.run(r, workers, async { true }, cancel.clone());
+        let stop = async {
+            tokio::time::sleep(time).await;
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+    }
+
     /// Fails until `until` (virtual time since the test began), then succeeds.
     struct FailsUntil {
         began: tokio::time::Instant,
@@ -675,14 +680,7 @@ mod tests {
             until: Duration::from_secs(600),
             calls: Default::default(),
         });
-        let cancel = CancellationToken::new();
-        let run = runner.run(script.clone(), 1, async { true }, cancel.clone());
-        let stop = async {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            cancel.cancel();
-        };
-        let (result, ()) = tokio::join!(run, stop);
-        result.unwrap();
+        run_for(&runner, script.clone(), 1, Duration::from_secs(3600)).await;
         let stats = runner.stats();
         assert_eq!((stats.succeeded(), stats.dropped()), (1, 0));
         // Waits of 5 ms doubling: after 17 failures they add up to 655 s, past ten minutes,
@@ -704,14 +702,7 @@ mod tests {
             .reconcile_timeout(Duration::from_secs(1))
             .metrics(&metrics);
         let script = Arc::new(Script::default());
-        let cancel = CancellationToken::new();
-        let run = runner.run(script.clone(), 2, async { true }, cancel.clone());
-        let stop = async {
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            cancel.cancel();
-        };
-        let (result, ()) = tokio::join!(run, stop);
-        result.unwrap();
+        run_for(&runner, script.clone(), 2, Duration::from_secs(30)).await;
         let calls = script.calls.lock().clone();
         assert_eq!(calls["key-again"], 3, "requeued twice, then done");
         assert_eq!(
