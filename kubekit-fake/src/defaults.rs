@@ -302,10 +302,7 @@ mod tests {
     use super::*;
 
     fn info(kind: &str) -> ResourceInfo {
-        crate::resources::builtin()
-            .into_iter()
-            .find(|r| r.kind == kind && r.group.is_empty())
-            .expect("a built-in kind")
+        crate::resources::builtin_of("", kind)
     }
 
     #[test]

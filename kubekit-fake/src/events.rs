@@ -114,10 +114,7 @@ mod tests {
     use serde_json::json;
 
     fn info(group: &str) -> ResourceInfo {
-        crate::resources::builtin()
-            .into_iter()
-            .find(|r| r.group == group && r.plural == "events")
-            .expect("served")
+        crate::resources::builtin_of(group, "Event")
     }
 
     #[test]

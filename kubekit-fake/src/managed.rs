@@ -166,11 +166,7 @@ fn shape<'a>(ty: &'a Value, v: &Value) -> Shape<'a> {
         Value::String(s) if s == "scalar" => return Shape::Leaf,
         Value::Null => return untyped(v),
         Value::String(s) if s == "untyped" => return untyped(v),
-        Value::String(name) => match schema()["types"].get(name) {
-            Some(t) => t,
-            None => return Shape::Leaf,
-        },
-        other => other,
+        named => resolve(named),
     };
     if ty["atomic"] == true {
         return Shape::Leaf;
@@ -194,16 +190,28 @@ fn shape<'a>(ty: &'a Value, v: &Value) -> Shape<'a> {
     }
 }
 
+impl<'a> Shape<'a> {
+    /// The type of field or key `k` of a struct or map (untyped when the struct does not
+    /// declare it).
+    fn field(&self, k: &str) -> &'a Value {
+        match self {
+            Shape::Struct(fields) => fields.get(k).unwrap_or(UNTYPED),
+            Shape::Map(elem) => elem,
+            _ => UNTYPED,
+        }
+    }
+
+    /// Whether `k` is a field the struct declares (a map's keys are not).
+    fn declares(&self, k: &str) -> bool {
+        matches!(self, Shape::Struct(fields) if fields.contains_key(k))
+    }
+}
+
 fn untyped<'a>(v: &Value) -> Shape<'a> {
     match v {
         Value::Object(_) => Shape::Map(UNTYPED),
         _ => Shape::Leaf,
     }
-}
-
-/// The type of field `key` in a struct (untyped when the struct does not declare it).
-fn field_type<'a>(fields: &'a Map<String, Value>, key: &str) -> &'a Value {
-    fields.get(key).unwrap_or(UNTYPED)
 }
 
 /// The path element of a list item.
@@ -243,30 +251,16 @@ fn to_node(v: &Value, ty: &Value) -> Node {
                 *node.children.child(pe) = child;
             }
         }
-        Shape::Struct(_) | Shape::Map(_) => {
-            let declared = |k: &str| match shape(ty, v) {
-                Shape::Struct(fields) => fields.contains_key(k),
-                _ => false,
-            };
+        shape @ (Shape::Struct(_) | Shape::Map(_)) => {
             for (k, item) in v.as_object().into_iter().flatten() {
-                let t = child_type(ty, v, k);
-                let mut child = to_node(item, t);
+                let mut child = to_node(item, shape.field(k));
                 let empty = item.is_null() || item.as_object().is_some_and(Map::is_empty);
-                child.member |= empty || !declared(k);
+                child.member |= empty || !shape.declares(k);
                 *node.children.child(Pe::Field(k.clone())) = child;
             }
         }
     }
     node
-}
-
-/// The type of `v`'s key `k` (`v` a struct or map of type `ty`).
-fn child_type<'a>(ty: &'a Value, v: &Value, k: &str) -> &'a Value {
-    match shape(ty, v) {
-        Shape::Struct(fields) => field_type(fields, k),
-        Shape::Map(elem) => elem,
-        _ => UNTYPED,
-    }
 }
 
 /// The fields `v` sets.
@@ -278,6 +272,8 @@ fn fields_of(v: &Value, ty: &Value) -> Fields {
 /// the typed object does on the real server; their paths (`spec.x`,
 /// `spec.containers[0].y`) are added to `unknown`. Untyped parts keep everything.
 pub(crate) fn drop_unknown(v: &mut Value, ty: &Value, path: &str, unknown: &mut Vec<String>) {
+    // Decoding types every field, whether merging treats it as atomic or not.
+    let t = resolve(ty);
     let at = |k: &str| {
         if path.is_empty() {
             k.to_string()
@@ -285,48 +281,35 @@ pub(crate) fn drop_unknown(v: &mut Value, ty: &Value, path: &str, unknown: &mut 
             format!("{path}.{k}")
         }
     };
-    match shape(ty, v) {
-        Shape::Struct(fields) => {
-            let Some(m) = v.as_object_mut() else { return };
-            m.retain(|k, _| {
-                let known = fields.contains_key(k);
-                if !known {
-                    unknown.push(at(k));
+    match v {
+        Value::Object(m) => match (t.get("struct"), t.get("map")) {
+            (Some(Value::Object(fields)), _) => {
+                m.retain(|k, _| {
+                    let known = fields.contains_key(k);
+                    if !known {
+                        unknown.push(at(k));
+                    }
+                    known
+                });
+                for (k, child) in m.iter_mut() {
+                    drop_unknown(child, fields.get(k).unwrap_or(UNTYPED), &at(k), unknown);
                 }
-                known
-            });
-            for (k, child) in m.iter_mut() {
-                drop_unknown(child, field_type(fields, k), &at(k), unknown);
             }
-        }
-        Shape::Map(elem) if !elem.is_null() => {
-            for (k, child) in v.as_object_mut().into_iter().flatten() {
-                drop_unknown(child, elem, &at(k), unknown);
+            (_, Some(elem)) => {
+                for (k, child) in m.iter_mut() {
+                    drop_unknown(child, elem, &at(k), unknown);
+                }
             }
-        }
-        Shape::List(elem, _) => {
-            for (i, item) in v.as_array_mut().into_iter().flatten().enumerate() {
-                drop_unknown(item, elem, &format!("{path}[{i}]"), unknown);
-            }
-        }
-        // An atomic list is a leaf for merging, not for decoding: its items are typed.
-        Shape::Leaf => {
-            if let (Some(items), Some(elem)) = (v.as_array_mut(), resolve(ty).get("list")) {
+            _ => {}
+        },
+        Value::Array(items) => {
+            if let Some(elem) = t.get("list") {
                 for (i, item) in items.iter_mut().enumerate() {
                     drop_unknown(item, elem, &format!("{path}[{i}]"), unknown);
                 }
-            } else if let (Some(m), Some(Value::Object(fields))) =
-                (v.as_object_mut(), resolve(ty).get("struct"))
-            {
-                // An atomic struct (a label selector) is typed too.
-                let fields = fields.clone();
-                let mut object = Value::Object(std::mem::take(m));
-                let open = json!({"struct": fields});
-                drop_unknown(&mut object, &open, path, unknown);
-                *v = object;
             }
         }
-        Shape::Map(_) => {}
+        _ => {}
     }
 }
 
@@ -339,6 +322,13 @@ pub(crate) struct Comparison {
 }
 
 impl Comparison {
+    /// What was added or modified.
+    fn changed(&self) -> Fields {
+        let mut changed = self.modified.clone();
+        changed.union(&self.added);
+        changed
+    }
+
     fn exclude(&mut self, reset: &Fields) {
         for set in [&mut self.added, &mut self.modified, &mut self.removed] {
             *set = set.recursive_difference(reset);
@@ -371,7 +361,8 @@ fn compare(
         Some(Value::Array(a)) => a.is_empty(),
         Some(_) => false,
     };
-    let granular = match shape(ty, v) {
+    let shape = shape(ty, v);
+    let granular = match shape {
         Shape::Leaf => false,
         // A value of another shape on one side, or empty on both, is compared whole.
         _ if other.is_some_and(|o| {
@@ -392,7 +383,7 @@ fn compare(
         }
         return;
     }
-    match shape(ty, v) {
+    match shape {
         Shape::List(elem, kind) => {
             let (li, ri) = (
                 l.map(|x| items(&kind, x)).unwrap_or_default(),
@@ -437,17 +428,16 @@ fn compare(
                 path.pop();
             }
         }
-        Shape::Struct(_) | Shape::Map(_) => {
+        shape @ (Shape::Struct(_) | Shape::Map(_)) => {
             let (lm, rm) = (l.and_then(Value::as_object), r.and_then(Value::as_object));
             let keys: std::collections::BTreeSet<&String> =
                 lm.into_iter().chain(rm).flat_map(Map::keys).collect();
             for k in keys {
                 path.push(Pe::Field(k.clone()));
-                let t = child_type(ty, v, k);
                 compare(
                     lm.and_then(|m| m.get(k)),
                     rm.and_then(|m| m.get(k)),
-                    t,
+                    shape.field(k),
                     path,
                     out,
                 );
@@ -479,12 +469,11 @@ fn merge(l: Option<&Value>, r: Option<&Value>, ty: &Value) -> Option<Value> {
     }
     match shape(ty, rv) {
         Shape::Leaf => Some(rv.clone()),
-        Shape::Struct(_) | Shape::Map(_) => {
+        shape @ (Shape::Struct(_) | Shape::Map(_)) => {
             let (lm, rm) = (lv.as_object()?, rv.as_object()?);
             let mut out = lm.clone();
             for (k, v) in rm {
-                let t = child_type(ty, rv, k);
-                match merge(lm.get(k), Some(v), t) {
+                match merge(lm.get(k), Some(v), shape.field(k)) {
                     // A null sets nothing: the typed object has no such field.
                     Some(Value::Null) | None => out.remove(k),
                     Some(m) => out.insert(k.clone(), m),
@@ -566,12 +555,7 @@ fn prune(v: &mut Value, ty: &Value, drop: &Fields, keep: &Fields, path: &mut Vec
                 if !keep.has_prefix(path) {
                     m.remove(k);
                 } else if let Some(child) = m.get_mut(k) {
-                    let t = match &shape {
-                        Shape::Struct(fields) => field_type(fields, k),
-                        Shape::Map(elem) => elem,
-                        _ => UNTYPED,
-                    };
-                    prune(child, t, &node.children, keep, path);
+                    prune(child, shape.field(k), &node.children, keep, path);
                 }
                 path.pop();
             }
@@ -607,10 +591,26 @@ struct Manager {
     update_version: String,
 }
 
+#[derive(Default)]
 struct Entry {
     api_version: String,
     time: Option<String>,
     fields: Fields,
+}
+
+impl Manager {
+    fn new(name: &str, apply: bool, subresource: &str, api_version: &str) -> Self {
+        Manager {
+            name: name.to_string(),
+            apply,
+            subresource: subresource.to_string(),
+            update_version: if apply {
+                String::new()
+            } else {
+                api_version.to_string()
+            },
+        }
+    }
 }
 
 type Managers = BTreeMap<Manager, Entry>;
@@ -640,16 +640,12 @@ fn managers_of(obj: &Value, group: &str) -> Managers {
         }
         let apply = e["operation"] == "Apply";
         out.insert(
-            Manager {
-                name: text("manager"),
+            Manager::new(
+                &text("manager"),
                 apply,
-                subresource: text("subresource"),
-                update_version: if apply {
-                    String::new()
-                } else {
-                    text("apiVersion")
-                },
-            },
+                &text("subresource"),
+                &text("apiVersion"),
+            ),
             Entry {
                 api_version: text("apiVersion"),
                 time: e["time"].as_str().map(str::to_string),
@@ -771,16 +767,7 @@ impl<'a> Write<'a> {
     }
 
     fn key(&self, apply: bool) -> Manager {
-        Manager {
-            name: self.manager.to_string(),
-            apply,
-            subresource: self.subresource.to_string(),
-            update_version: if apply {
-                String::new()
-            } else {
-                self.api_version.clone()
-            },
-        }
+        Manager::new(self.manager, apply, self.subresource, &self.api_version)
     }
 
     fn managers_of(&self, obj: &Value) -> Managers {
@@ -818,8 +805,7 @@ impl<'a> Write<'a> {
             None => self.compare(&zero(&self.ty), new),
         };
         let key = self.key(false);
-        let mut changed = cmp.modified.clone();
-        changed.union(&cmp.added);
+        let changed = cmp.changed();
         for (m, e) in managers.iter_mut() {
             e.fields = e.fields.difference(&cmp.removed);
             if *m != key {
@@ -828,11 +814,7 @@ impl<'a> Write<'a> {
         }
         let owned = changed.difference(&stripped());
         if !owned.is_empty() {
-            let entry = managers.entry(key).or_insert_with(|| Entry {
-                api_version: String::new(),
-                time: None,
-                fields: Fields::default(),
-            });
+            let entry = managers.entry(key).or_default();
             entry.fields.union(&owned);
             entry.api_version = self.api_version.clone();
             entry.time = Some(self.now.clone());
@@ -878,8 +860,7 @@ impl<'a> Write<'a> {
             );
         }
         let cmp = self.compare(&base, &merged);
-        let mut changed = cmp.modified.clone();
-        changed.union(&cmp.added);
+        let changed = cmp.changed();
         let mut conflicts = Vec::new();
         for (m, e) in managers.iter_mut() {
             if *m == key {
@@ -902,11 +883,7 @@ impl<'a> Write<'a> {
             return Err(conflict_error(&conflicts));
         }
         let unchanged = merged == base;
-        let entry = managers.entry(key).or_insert_with(|| Entry {
-            api_version: String::new(),
-            time: None,
-            fields: Fields::default(),
-        });
+        let entry = managers.entry(key).or_default();
         entry.fields = applied;
         entry.api_version = self.api_version.clone();
         // An apply that changes no value leaves the time as it was (none for a new
@@ -948,12 +925,7 @@ fn cap_updaters(managers: &mut Managers) {
             first_of_version.insert(version, m);
             continue;
         };
-        let bucket = Manager {
-            name: "ancient-changes".into(),
-            apply: false,
-            subresource: String::new(),
-            update_version: version.clone(),
-        };
+        let bucket = Manager::new("ancient-changes", false, "", &version);
         if !managers.contains_key(&bucket)
             && let Some(e) = managers.remove(&first)
         {
@@ -1039,17 +1011,11 @@ fn conflict_error(conflicts: &[(Manager, String, Vec<Pe>)]) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn configmaps() -> ResourceInfo {
-        crate::resources::builtin()
-            .into_iter()
-            .find(|r| r.kind == "ConfigMap")
-            .expect("served")
-    }
+    use crate::resources::builtin_of;
 
     #[test]
     fn a_create_owns_every_field_it_sets_but_the_server_set_metadata() {
-        let info = configmaps();
+        let info = builtin_of("", "ConfigMap");
         let w = Write::new(&info, "v1", "m", false, "t".into());
         let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "a", "uid": "u", "labels": {"app": "x"}}, "data": {"k": "v"}});
@@ -1060,16 +1026,9 @@ mod tests {
         );
     }
 
-    fn deployments() -> ResourceInfo {
-        crate::resources::builtin()
-            .into_iter()
-            .find(|r| r.kind == "Deployment")
-            .expect("served")
-    }
-
     #[test]
     fn associative_lists_merge_by_key_and_keep_the_live_order() {
-        let info = deployments();
+        let info = builtin_of("apps", "Deployment");
         let w = Write::new(&info, "apps/v1", "m", false, "t".into());
         let c = |n: &str, image: &str| json!({"name": n, "image": image});
         let with = |containers: Value| {
@@ -1095,7 +1054,7 @@ mod tests {
 
     #[test]
     fn values_of_the_wrong_shape_and_unreadable_managed_fields_are_no_panic() {
-        let info = deployments();
+        let info = builtin_of("apps", "Deployment");
         let w = Write::new(&info, "apps/v1", "m", false, "t".into());
         let live = json!({"metadata": {"name": "d", "managedFields": [
                 {"manager": "x", "operation": "Update", "fieldsV1": {"bad": {}}},
@@ -1114,7 +1073,7 @@ mod tests {
 
     #[test]
     fn an_update_that_sends_an_empty_entry_clears_managed_fields() {
-        let info = configmaps();
+        let info = builtin_of("", "ConfigMap");
         let w = Write::new(&info, "v1", "m", false, "t".into());
         let mut old = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
         w.track_update(None, &mut old);

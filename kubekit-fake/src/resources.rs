@@ -310,6 +310,15 @@ pub fn builtin() -> Vec<ResourceInfo> {
         .collect()
 }
 
+/// The built-in resource of `group` and `kind`, for tests.
+#[cfg(test)]
+pub(crate) fn builtin_of(group: &str, kind: &str) -> ResourceInfo {
+    builtin()
+        .into_iter()
+        .find(|r| r.group == group && r.kind == kind)
+        .expect("a built-in kind")
+}
+
 /// The resource a `CustomResourceDefinition` object defines, or why it defines none.
 pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
     let spec = crd.get("spec").ok_or("spec: Required value")?;

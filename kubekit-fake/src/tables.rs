@@ -613,6 +613,7 @@ fn jsonpath(o: &Value, path: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resources::builtin_of;
 
     #[test]
     fn ages_read_as_the_real_servers_human_durations() {
@@ -661,13 +662,6 @@ mod tests {
         assert!(!wanted("application/json;as=Table;v=v1beta1;g=meta.k8s.io"));
     }
 
-    fn builtin(group: &str, kind: &str) -> ResourceInfo {
-        crate::resources::builtin()
-            .into_iter()
-            .find(|r| r.group == group && r.kind == kind)
-            .expect("served")
-    }
-
     /// Rows the real server printed for a Deployment, its ReplicaSet and an Event of a
     /// cluster with nodes (the differential suite's control plane runs no Pods).
     #[test]
@@ -679,7 +673,7 @@ mod tests {
             "selector": {"matchLabels": {"app": "d"}}, "template": template},
             "status": {"readyReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1}});
         assert_eq!(
-            cells(&builtin("apps", "Deployment"), None, &deployment, now),
+            cells(&builtin_of("apps", "Deployment"), None, &deployment, now),
             [
                 json!("d"),
                 json!("1/1"),
@@ -695,7 +689,7 @@ mod tests {
             "selector": {"matchLabels": {"app": "d", "pod-template-hash": "5"}}, "template": template},
             "status": {"replicas": 1, "readyReplicas": 1}});
         assert_eq!(
-            cells(&builtin("apps", "ReplicaSet"), None, &rs, now),
+            cells(&builtin_of("apps", "ReplicaSet"), None, &rs, now),
             [
                 json!("d-5"),
                 json!(1),
@@ -714,7 +708,7 @@ mod tests {
             "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z",
             "count": 1});
         assert_eq!(
-            cells(&builtin("", "Event"), None, &event, now),
+            cells(&builtin_of("", "Event"), None, &event, now),
             [
                 json!("5s"),
                 json!("Normal"),
@@ -733,7 +727,7 @@ mod tests {
             "podIPs": [{"ip": "10.244.0.2"}], "containerStatuses": [{"name": "a", "ready": true,
             "restartCount": 0, "state": {"running": {}}}]}});
         assert_eq!(
-            cells(&builtin("", "Pod"), None, &running, now),
+            cells(&builtin_of("", "Pod"), None, &running, now),
             [
                 json!("p"),
                 json!("1/1"),
