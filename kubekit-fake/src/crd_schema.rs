@@ -52,32 +52,7 @@ pub(crate) fn prune(
     validation: FieldValidation,
 ) -> ApiResult<Vec<String>> {
     let mut unknown = Vec::new();
-    if let Value::Object(m) = obj {
-        for (k, v) in m.iter_mut() {
-            if let Some(s) = schema["properties"].get(k)
-                && !matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
-            {
-                prune_value(s, v, k, &mut unknown);
-            }
-        }
-        let declared = |k: &String| {
-            matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
-                || schema["properties"].get(k).is_some()
-                || preserves(schema)
-        };
-        let root_unknown: Vec<String> = m.keys().filter(|k| !declared(k)).cloned().collect();
-        for k in root_unknown {
-            m.remove(&k);
-            unknown.push(k);
-        }
-        m.retain(|k, v| {
-            !v.is_null()
-                || k == "metadata"
-                || schema["properties"]
-                    .get(k)
-                    .is_none_or(|s| s["nullable"] == true)
-        });
-    }
+    prune_value(schema, obj, "", &mut unknown);
     report_unknown(info, version, unknown, validation)
 }
 
@@ -109,7 +84,8 @@ fn preserves(schema: &Value) -> bool {
     schema["x-kubernetes-preserve-unknown-fields"] == true
 }
 
-/// Prunes `v`, found at `path`, by `schema`.
+/// Prunes `v`, found at `path` (`""`: the object itself, whose `apiVersion`, `kind` and
+/// `metadata` are the server's), by `schema`.
 fn prune_value(schema: &Value, v: &mut Value, path: &str, unknown: &mut Vec<String>) {
     match v {
         Value::Object(m) => {
@@ -117,7 +93,13 @@ fn prune_value(schema: &Value, v: &mut Value, path: &str, unknown: &mut Vec<Stri
             let extra = schema.get("additionalProperties").filter(|a| a.is_object());
             let mut gone = Vec::new();
             for (k, child) in m.iter_mut() {
-                let child_path = format!("{path}.{k}");
+                if path.is_empty() && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                let child_path = match path {
+                    "" => k.clone(),
+                    _ => format!("{path}.{k}"),
+                };
                 match (props.and_then(|p| p.get(k)), extra) {
                     (Some(s), _) | (None, Some(s)) => prune_value(s, child, &child_path, unknown),
                     (None, None) if preserves(schema) => {}
