@@ -115,7 +115,7 @@ fn set(obj: &mut Value, path: &str, value: Value) {
 /// A `metav1.LabelSelector` as the string the real server puts in a `Scale`'s status:
 /// requirements sorted by key, `key=value`, `key in (a,b)`, `key notin (a,b)`, `key`,
 /// `!key`.
-fn selector_string(selector: &Value) -> Option<String> {
+pub(crate) fn selector_string(selector: &Value) -> Option<String> {
     let mut requirements: Vec<(String, String)> = Vec::new();
     for (k, v) in selector["matchLabels"].as_object().into_iter().flatten() {
         requirements.push((k.clone(), format!("{k}={}", v.as_str()?)));

@@ -21,6 +21,7 @@ use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use crate::resources::ResourceInfo;
+use crate::{events, scale};
 
 /// Whether an `Accept` header asks for a `meta.k8s.io/v1` Table first.
 pub(crate) fn wanted(accept: &str) -> bool {
@@ -246,38 +247,6 @@ fn labels(v: &Value) -> String {
     }
 }
 
-/// A label selector as a string (`app=web,tier in (a,b)`); `<none>` when empty.
-fn selector(v: &Value) -> String {
-    let mut parts: Vec<String> = v["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", text(v)))
-        .collect();
-    for e in v["matchExpressions"].as_array().into_iter().flatten() {
-        let values: Vec<String> = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(text)
-            .collect();
-        let key = text(&e["key"]);
-        parts.push(match e["operator"].as_str() {
-            Some("In") => format!("{key} in ({})", values.join(",")),
-            Some("NotIn") => format!("{key} notin ({})", values.join(",")),
-            Some("Exists") => key,
-            Some("DoesNotExist") => format!("!{key}"),
-            _ => continue,
-        });
-    }
-    parts.sort();
-    if parts.is_empty() {
-        "<none>".into()
-    } else {
-        parts.join(",")
-    }
-}
-
 /// The names and the images of containers, each joined by commas.
 fn containers(pod_spec: &Value) -> (String, String) {
     let list = pod_spec["containers"]
@@ -360,7 +329,14 @@ fn cells(info: &ResourceInfo, crd: Option<&Value>, o: &Value, now: Timestamp) ->
         ("apps", kind) if kind == "Deployment" || kind == "ReplicaSet" => {
             let n = |v: &Value| json!(v.as_i64().unwrap_or(0));
             let (names, images) = containers(&spec["template"]["spec"]);
-            let sel = json!(selector(&spec["selector"]));
+            // As the printers write it: the Deployment's `LabelSelectorAsSelector`, the
+            // ReplicaSet's `FormatLabelSelector`.
+            let sel = match (scale::selector_string(&spec["selector"]), kind) {
+                (None, "Deployment") => json!("<invalid>"),
+                (None, _) => json!("<error>"),
+                (Some(s), "ReplicaSet") if s.is_empty() => json!("<none>"),
+                (Some(s), _) => json!(s),
+            };
             let replicas = spec["replicas"].as_i64().unwrap_or(0);
             if kind == "Deployment" {
                 let ready = format!(
@@ -400,7 +376,7 @@ fn cells(info: &ResourceInfo, crd: Option<&Value>, o: &Value, now: Timestamp) ->
             vec![name, json!(text(&spec["holderIdentity"])), created]
         }
         ("", "Event") => event_cells(o, now),
-        ("events.k8s.io", "Event") => event_cells(&core_event(o), now),
+        ("events.k8s.io", "Event") => event_cells(&events::stored(info, o), now),
         ("apiextensions.k8s.io", _) => {
             // The served versions, sorted, the storage version marked.
             let mut versions: Vec<String> = spec["versions"]
@@ -515,16 +491,6 @@ fn pod_cells(o: &Value, name: Value, created: Value) -> Vec<Value> {
         json!(nominated),
         json!(gates),
     ]
-}
-
-/// An `events.k8s.io/v1` Event in the core Event's fields the printer reads.
-fn core_event(e: &Value) -> Value {
-    json!({"metadata": e["metadata"], "type": e["type"], "reason": e["reason"],
-        "involvedObject": e["regarding"], "message": e["note"],
-        "source": e["deprecatedSource"], "firstTimestamp": e["deprecatedFirstTimestamp"],
-        "lastTimestamp": e["deprecatedLastTimestamp"], "count": e["deprecatedCount"],
-        "eventTime": e["eventTime"], "series": e["series"],
-        "reportingComponent": e["reportingController"], "reportingInstance": e["reportingInstance"]})
 }
 
 /// A core Event's cells.
