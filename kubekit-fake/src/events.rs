@@ -29,6 +29,11 @@ pub(crate) fn is_events_v1(info: &ResourceInfo) -> bool {
     info.group == "events.k8s.io" && info.plural == "events"
 }
 
+/// Whether `info` is Events, through either API.
+pub(crate) fn is_event(info: &ResourceInfo) -> bool {
+    info.plural == "events" && (info.group.is_empty() || info.group == "events.k8s.io")
+}
+
 /// The table objects of `info` live in: core Events for `events.k8s.io` Events.
 pub(crate) fn storage(info: &ResourceInfo) -> (String, String) {
     if is_events_v1(info) {
@@ -66,7 +71,7 @@ pub(crate) fn shown(info: &ResourceInfo, stored: &Value) -> Value {
             ][..],
             "deprecatedSource",
         )
-    } else if info.group.is_empty() && info.plural == "events" {
+    } else if is_event(info) {
         (
             stored.clone(),
             &["eventTime", "firstTimestamp", "lastTimestamp"][..],
@@ -90,13 +95,14 @@ pub(crate) fn shown(info: &ResourceInfo, stored: &Value) -> Value {
 
 /// An Event written through `info`'s API, in the stored (core) form, without the nulls
 /// and empty source the API shows.
-pub(crate) fn stored(info: &ResourceInfo, written: &Value) -> Value {
+pub(crate) fn stored(info: &ResourceInfo, written: Value) -> Value {
+    if !is_event(info) {
+        return written;
+    }
     let mut obj = if is_events_v1(info) {
-        rename(written, false)
-    } else if info.group.is_empty() && info.plural == "events" {
-        written.clone()
+        rename(&written, false)
     } else {
-        return written.clone();
+        written
     };
     if let Some(m) = obj.as_object_mut() {
         m.retain(|k, v| {
@@ -126,10 +132,10 @@ mod tests {
         assert_eq!(v1["note"], "m");
         assert_eq!(v1["deprecatedCount"], 3);
         assert_eq!(v1["eventTime"], Value::Null);
-        assert_eq!(stored(&info("events.k8s.io"), &v1), core);
+        assert_eq!(stored(&info("events.k8s.io"), v1), core);
         let shown_core = shown(&info(""), &core);
         assert_eq!(shown_core["firstTimestamp"], Value::Null);
-        assert_eq!(stored(&info(""), &shown_core), core);
+        assert_eq!(stored(&info(""), shown_core), core);
         assert_eq!(shown(&info("events.k8s.io"), &json!("odd")), json!("odd"));
     }
 }

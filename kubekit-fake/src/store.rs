@@ -527,7 +527,7 @@ impl Store {
             self.resources.push(crd);
         }
         let owned = !owner_uids(&obj).is_empty();
-        let obj = events::stored(info, &obj);
+        let obj = events::stored(info, obj);
         let created = self.write(info, EventType::Added, obj, None);
         if owned {
             // An object created with owners that no longer exist is collected, as the
@@ -552,7 +552,10 @@ impl Store {
     ) -> ApiResult<Arc<Value>> {
         let stored_old = self.get(info, ns, name)?;
         // Compared and changed in the form of the request's API (see `events`).
-        let old = Arc::new(events::shown(info, &stored_old));
+        let old = match events::is_event(info) {
+            true => Arc::new(events::shown(info, &stored_old)),
+            false => stored_old.clone(),
+        };
         if let Some(n) = meta_str(&new, "name")
             && n != name
         {
@@ -649,7 +652,7 @@ impl Store {
             meta(&old)["resourceVersion"].clone(),
         );
         omit_empty_metadata(&mut result);
-        let result = events::stored(info, &result);
+        let result = events::stored(info, result);
         if result == *stored_old {
             return Ok(stored_old);
         }

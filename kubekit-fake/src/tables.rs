@@ -376,7 +376,7 @@ fn cells(info: &ResourceInfo, crd: Option<&Value>, o: &Value, now: Timestamp) ->
             vec![name, json!(text(&spec["holderIdentity"])), created]
         }
         ("", "Event") => event_cells(o, now),
-        ("events.k8s.io", "Event") => event_cells(&events::stored(info, o), now),
+        ("events.k8s.io", "Event") => event_cells(&events::stored(info, o.clone()), now),
         ("apiextensions.k8s.io", _) => {
             // The served versions, sorted, the storage version marked.
             let mut versions: Vec<String> = spec["versions"]
