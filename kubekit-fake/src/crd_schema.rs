@@ -127,7 +127,7 @@ fn prune_value(schema: &Value, v: &mut Value, path: &str, unknown: &mut Vec<Stri
 }
 
 /// Fills the defaults `schema` declares into `v`.
-pub(crate) fn default(schema: &Value, v: &mut Value) {
+fn default(schema: &Value, v: &mut Value) {
     match v {
         Value::Object(m) => {
             if let Some(props) = schema["properties"].as_object() {
@@ -157,12 +157,27 @@ pub(crate) fn default(schema: &Value, v: &mut Value) {
     }
 }
 
+/// Fills a custom resource's defaults and validates it (its status only, with
+/// `status_only`); nothing for a type without a schema.
+pub(crate) fn default_and_validate(
+    info: &ResourceInfo,
+    name: &str,
+    obj: &mut Value,
+    status_only: bool,
+) -> ApiResult<()> {
+    let Some(schema) = &info.validation else {
+        return Ok(());
+    };
+    default(schema, obj);
+    validate(info, name, schema, obj, status_only)
+}
+
 /// A failed check: field, cause reason, detail.
 type Fault = (String, &'static str, String);
 
 /// Checks `obj` (named `name`) against `schema`; with `status_only` its status only, as
 /// the status subresource does (messages then name fields from within the status).
-pub(crate) fn validate(
+fn validate(
     info: &ResourceInfo,
     name: &str,
     schema: &Value,

@@ -498,10 +498,7 @@ impl Store {
             m.remove("generation");
         }
         defaults::apply(info, &mut obj, None);
-        if let Some(schema) = &info.validation {
-            crd_schema::default(schema, &mut obj);
-            crd_schema::validate(info, &name, schema, &obj, false)?;
-        }
+        crd_schema::default_and_validate(info, &name, &mut obj, false)?;
         if let Some(w) = write {
             omit_empty_metadata(&mut obj);
             w.track_update(None, &mut obj);
@@ -596,10 +593,7 @@ impl Store {
         let mut result = if status_only {
             let mut r = (*old).clone();
             take_status(&mut r, &new);
-            if let Some(schema) = &info.validation {
-                crd_schema::default(schema, &mut r);
-                crd_schema::validate(info, name, schema, &r, true)?;
-            }
+            crd_schema::default_and_validate(info, name, &mut r, true)?;
             match write {
                 Some(w) => w.track_update(Some(&old), &mut r),
                 None => {
@@ -628,10 +622,7 @@ impl Store {
                 };
             }
             defaults::apply(info, &mut new, Some(&old));
-            if let Some(schema) = &info.validation {
-                crd_schema::default(schema, &mut new);
-                crd_schema::validate(info, name, schema, &new, false)?;
-            }
+            crd_schema::default_and_validate(info, name, &mut new, false)?;
             defaults::check_update(info, name, &old, &new)?;
             defaults::check_workload(info, name, &new, Some(&old))?;
             if let Some(w) = write {
