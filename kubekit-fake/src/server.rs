@@ -458,8 +458,9 @@ fn answer(t: &Target, v: &Value, code: u16) -> Response<Body> {
     }
 }
 
-/// The protobuf form of `v`, if its kind has one.
-fn protobuf_of(v: &Value) -> Option<Vec<u8>> {
+/// The protobuf form of `v` (an object, a list of objects or a `Status`), if its kind has
+/// one.
+pub(crate) fn protobuf_of(v: &Value) -> Option<Vec<u8>> {
     let (api_version, kind) = (v["apiVersion"].as_str()?, v["kind"].as_str()?);
     if let Some(item_kind) = kind.strip_suffix("List")
         && v.get("items").is_some()

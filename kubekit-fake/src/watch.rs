@@ -142,54 +142,33 @@ impl WatchRequest {
         self.event(kind, &obj, |codec, obj| codec.from_json(obj))
     }
 
-    /// One event: a JSON line, or a protobuf frame of `obj` encoded by `encode`.
+    /// One event: a JSON line, or a protobuf frame of `obj` encoded by `encode` (an `ERROR`
+    /// when it cannot be encoded).
     fn event(
         &self,
         kind: &str,
         obj: &Value,
         encode: impl FnOnce(&JsonCodec, &Value) -> Result<Vec<u8>, kubekit_protobuf::Error>,
     ) -> Bytes {
-        if self.protobuf {
-            let codec = kubekit_protobuf::json_codec(&self.api_version, &self.info.kind);
-            let encoded = codec.map(|c| encode(c, obj));
-            let (event_type, object) = match encoded {
-                Some(Ok(bytes)) => (kind, bytes),
-                failed => {
-                    let why = match failed {
-                        Some(Err(e)) => e.to_string(),
-                        _ => "no protobuf form".into(),
-                    };
-                    let e = ApiError::internal(format!("encoding a watch event: {why}"));
-                    ("ERROR", status_protobuf(&e))
-                }
-            };
-            let mut out = Vec::new();
-            let event = kubekit_protobuf::WatchEvent {
-                event_type: event_type.to_string(),
-                object: &object,
-            };
-            event.write_frame(&mut out);
-            return Bytes::from(out);
+        if !self.protobuf {
+            return json_line(kind, obj);
         }
-        let mut line = json!({"type": kind, "object": obj}).to_string();
-        line.push('\n');
-        Bytes::from(line)
+        let codec = kubekit_protobuf::json_codec(&self.api_version, &self.info.kind);
+        let why = match codec.map(|c| encode(c, obj)) {
+            Some(Ok(bytes)) => return frame(kind, &bytes),
+            Some(Err(e)) => e.to_string(),
+            None => "no protobuf form".into(),
+        };
+        self.error_line(&ApiError::internal(format!(
+            "encoding a watch event: {why}"
+        )))
     }
 
     fn error_line(&self, e: &ApiError) -> Bytes {
         if self.protobuf {
-            let mut out = Vec::new();
-            let status = status_protobuf(e);
-            kubekit_protobuf::WatchEvent {
-                event_type: "ERROR".into(),
-                object: &status,
-            }
-            .write_frame(&mut out);
-            return Bytes::from(out);
+            return frame("ERROR", &status_protobuf(e));
         }
-        let mut line = json!({"type": "ERROR", "object": e.to_status()}).to_string();
-        line.push('\n');
-        Bytes::from(line)
+        json_line("ERROR", &e.to_status())
     }
 
     fn bookmark(&self, rv: u64) -> Bytes {
@@ -254,11 +233,27 @@ pub(crate) fn start_watch(shared: &Arc<Shared>, w: WatchRequest) -> Response<Bod
     res
 }
 
+/// A JSON watch event, a line.
+fn json_line(event_type: &str, obj: &Value) -> Bytes {
+    let mut line = json!({"type": event_type, "object": obj}).to_string();
+    line.push('\n');
+    Bytes::from(line)
+}
+
+/// A protobuf watch event of an enveloped `object`, a length-prefixed frame.
+fn frame(event_type: &str, object: &[u8]) -> Bytes {
+    let mut out = Vec::new();
+    let event = kubekit_protobuf::WatchEvent {
+        event_type: event_type.to_string(),
+        object,
+    };
+    event.write_frame(&mut out);
+    Bytes::from(out)
+}
+
 /// A `Status` in protobuf.
 fn status_protobuf(e: &ApiError) -> Vec<u8> {
-    kubekit_protobuf::json_codec("v1", "Status")
-        .and_then(|c| c.from_json(&e.to_status()).ok())
-        .unwrap_or_default()
+    crate::server::protobuf_of(&e.to_status()).unwrap_or_default()
 }
 
 /// Feeds one watch until it ends; returns when it should close.
