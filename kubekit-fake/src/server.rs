@@ -102,12 +102,15 @@ impl Shared {
 
 /// A JSON response.
 pub(crate) fn json_response(code: u16, value: &Value) -> Response<Body> {
-    let mut res = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
+    response(code, value.to_string().into(), "application/json")
+}
+
+/// A response of `body`, of `content_type`.
+fn response(code: u16, body: Bytes, content_type: &'static str) -> Response<Body> {
+    let mut res = Response::new(Full::new(body).boxed());
     *res.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    res.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     res
 }
 
@@ -444,16 +447,7 @@ async fn serve_resource(
 /// and `v` (an object, a list of objects or a `Status`) has a protobuf form, else JSON.
 fn answer(t: &Target, v: &Value, code: u16) -> Response<Body> {
     match t.protobuf.then(|| protobuf_of(v)).flatten() {
-        Some(bytes) => {
-            let mut res = Response::new(Full::new(Bytes::from(bytes)).boxed());
-            *res.status_mut() =
-                StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            res.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(kubekit_protobuf::CONTENT_TYPE),
-            );
-            res
-        }
+        Some(bytes) => response(code, bytes.into(), kubekit_protobuf::CONTENT_TYPE),
         None => json_response(code, v),
     }
 }
