@@ -23,10 +23,9 @@ use serde_json::Value;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 
-use crate::envelope::{Unknown, decode_message, encode, envelope};
+use crate::envelope::{decode_message, encode_raw, envelope};
 use crate::registry::{ResourceMessage, ResourceVisitor, for_each_resource};
-use crate::runtime::Error;
-use crate::runtime::{Message, WireType};
+use crate::runtime::{Encoder, Error, Message, WireType};
 
 /// Converts one resource type between its protobuf message and its JSON form: see
 /// [`json_codec`].
@@ -34,7 +33,8 @@ pub struct JsonCodec {
     api_version: &'static str,
     kind: &'static str,
     to_json: fn(&[u8]) -> Result<Value, Error>,
-    from_json: fn(&Value) -> Result<Vec<u8>, Error>,
+    /// The message (no envelope) of a JSON object.
+    message: fn(&Value) -> Result<Vec<u8>, Error>,
 }
 
 impl fmt::Debug for JsonCodec {
@@ -66,7 +66,11 @@ impl JsonCodec {
     /// The object whose JSON form is `value`, encoded in an envelope; an error when
     /// `value` is not an object of this type.
     pub fn from_json(&self, value: &Value) -> Result<Vec<u8>, Error> {
-        (self.from_json)(value)
+        Ok(encode_raw(
+            self.api_version,
+            self.kind,
+            &(self.message)(value)?,
+        ))
     }
 
     /// A list of this type (`{"metadata": <ListMeta>, "items": [...]}`, as a server answers
@@ -82,8 +86,7 @@ impl JsonCodec {
                 m.insert("apiVersion".into(), Value::from(self.api_version));
                 m.insert("kind".into(), Value::from(self.kind));
             }
-            let enveloped = self.from_json(&item)?;
-            raw.push(Unknown::read(&enveloped)?.raw.to_vec());
+            raw.push((self.message)(&item)?);
         }
         let kind = format!("{}List", self.kind);
         Ok(envelope(self.api_version, &kind, |e| {
@@ -103,10 +106,12 @@ fn to_json<T: ResourceMessage>(raw: &[u8]) -> Result<Value, Error> {
         .map_err(|e| Error::new(format!("{} {} as JSON: {e}", T::API_VERSION, T::KIND)))
 }
 
-fn from_json<T: ResourceMessage>(value: &Value) -> Result<Vec<u8>, Error> {
+fn message<T: ResourceMessage>(value: &Value) -> Result<Vec<u8>, Error> {
     let value = T::deserialize(value)
         .map_err(|e| Error::new(format!("not a {} {}: {e}", T::API_VERSION, T::KIND)))?;
-    Ok(encode(&value))
+    let mut e = Encoder::default();
+    value.encode_fields(&mut e);
+    Ok(e.into_bytes())
 }
 
 /// An object of `api_version`/`kind` with nothing but `metadata` (a watch's `BOOKMARK`),
@@ -131,7 +136,7 @@ impl ResourceVisitor for JsonCodecs {
             api_version: T::API_VERSION,
             kind: T::KIND,
             to_json: to_json::<T>,
-            from_json: from_json::<T>,
+            message: message::<T>,
         };
         self.0
             .entry(T::KIND)
