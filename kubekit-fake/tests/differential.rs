@@ -2391,6 +2391,14 @@ fn causes_in_order<T>(answer: kubekit::rest::Result<T>) -> Value {
     json!({"error": status})
 }
 
+/// The answer to `req` with the warnings the server sent.
+async fn with_warnings(req: Request) -> kubekit::rest::Result<Value> {
+    let res = req.send().await?;
+    let warnings = res.warnings().to_vec();
+    let v: Value = res.decode()?;
+    Ok(json!({"object": v, "warnings": warnings}))
+}
+
 #[tokio::test]
 async fn custom_resources_are_pruned_defaulted_and_validated_by_their_schema_alike() {
     differential("schema", async |t: &Target, r: &mut Record| {
@@ -2423,12 +2431,6 @@ async fn custom_resources_are_pruned_defaulted_and_validated_by_their_schema_ali
         let gadget = |name: &str, spec: Value| {
             json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Gadget",
                 "metadata": {"name": name}, "spec": spec})
-        };
-        let with_warnings = |req: Request| async move {
-            let res = req.send().await?;
-            let warnings = res.warnings().to_vec();
-            let v: Value = res.decode()?;
-            Ok::<_, kubekit::rest::Error>(json!({"object": v, "warnings": warnings}))
         };
         let create = |body: Value, validation: Option<&'static str>| {
             let mut req = gadgets.req(t.rest.post()).body(&body);
@@ -2953,12 +2955,6 @@ async fn core_events_and_events_k8s_io_are_one_store_alike() {
 #[tokio::test]
 async fn unknown_fields_of_built_in_kinds_are_dropped_warned_or_refused_alike() {
     differential("unknown-fields", async |t: &Target, r: &mut Record| {
-        let with_warnings = |req: Request| async move {
-            let res = req.send().await?;
-            let warnings = res.warnings().to_vec();
-            let v: Value = res.decode()?;
-            Ok::<_, kubekit::rest::Error>(json!({"object": v, "warnings": warnings}))
-        };
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "cm", "bogusMeta": 1}, "data": {"k": "v"}, "bogus": true});
         let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
