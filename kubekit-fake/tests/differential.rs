@@ -184,6 +184,17 @@ impl Res<'_> {
         Self::send(r.subresource("status").body(&body)).await
     }
 
+    /// A JSON merge patch of `name` by the field manager `manager`.
+    async fn merge_patch_as(
+        &self,
+        name: &str,
+        manager: &str,
+        body: &Value,
+    ) -> kubekit::rest::Result<Value> {
+        let r = self.req(self.t.rest.patch(PatchType::Merge)).name(name);
+        Self::send(r.param("fieldManager", manager).body(body)).await
+    }
+
     /// Server-side apply of `body` by `manager` (`force` to take conflicting fields), to
     /// the object or its `subresource`.
     async fn apply(
@@ -2239,12 +2250,9 @@ async fn server_side_apply_merges_owns_and_conflicts_alike() {
         r.answer("an apply creates", created.await);
         let dropped = cms.apply("applied", a, config(json!({"x": "1"})));
         r.answer("a field no longer applied is removed", dropped.await);
-        let by_b = cms
-            .req(t.rest.patch(PatchType::Merge))
-            .name("applied")
-            .param("fieldManager", "b")
-            .body(&json!({"data": {"x": "changed", "z": "3"}}));
-        r.answer("an update by another manager", Res::send(by_b).await);
+        let by_b = json!({"data": {"x": "changed", "z": "3"}});
+        let by_b = cms.merge_patch_as("applied", "b", &by_b);
+        r.answer("an update by another manager", by_b.await);
         let conflict = cms.apply("applied", a, config(json!({"x": "1"})));
         r.answer(
             "applying a field another manager changed conflicts",
@@ -2305,15 +2313,9 @@ async fn server_side_apply_merges_owns_and_conflicts_alike() {
             "another manager adds a port by its keys",
             alike(second.await),
         );
-        let edited = services
-            .req(t.rest.patch(PatchType::Merge))
-            .name("s")
-            .param("fieldManager", "editor")
-            .body(&json!({"spec": {"selector": {"app": "edited"}}}));
-        r.answer(
-            "an editor changes the selector",
-            alike(Res::send(edited).await),
-        );
+        let edited = json!({"spec": {"selector": {"app": "edited"}}});
+        let edited = services.merge_patch_as("s", "editor", &edited);
+        r.answer("an editor changes the selector", alike(edited.await));
         let again = services.apply(
             "s",
             a,
@@ -2994,11 +2996,8 @@ async fn the_oldest_of_many_update_managers_become_ancient_changes_alike() {
         for i in 0..12 {
             let manager = format!("m{i:02}");
             let patch = json!({"data": {manager.clone(): "x"}});
-            let req = cms
-                .req(t.rest.patch(PatchType::Merge))
-                .name("many")
-                .param("fieldManager", &manager);
-            Res::send(req.body(&patch)).await.expect("patched");
+            let patched = cms.merge_patch_as("many", &manager, &patch).await;
+            patched.expect("patched");
         }
         let got = cms.get("many").await.map(|mut o| {
             let entries = o["metadata"]["managedFields"].as_array_mut();
