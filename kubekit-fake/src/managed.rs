@@ -774,14 +774,10 @@ impl<'a> Write<'a> {
         managers_of(obj, group_of(&self.api_version))
     }
 
-    /// Compares `old` and `new` (without their managedFields).
+    /// Compares `old` and `new`, both without their managedFields.
     fn compare(&self, old: &Value, new: &Value) -> Comparison {
-        let (mut old, mut new) = (old.clone(), new.clone());
-        for v in [&mut old, &mut new] {
-            remove_managed_fields(v);
-        }
         let mut cmp = Comparison::default();
-        compare(Some(&old), Some(&new), &self.ty, &mut Vec::new(), &mut cmp);
+        compare(Some(old), Some(new), &self.ty, &mut Vec::new(), &mut cmp);
         cmp.exclude(&self.reset);
         cmp
     }
@@ -800,10 +796,15 @@ impl<'a> Write<'a> {
         if reset {
             return;
         }
-        let cmp = match old {
-            Some(o) => self.compare(o, new),
-            None => self.compare(&zero(&self.ty), new),
+        let old = match old {
+            Some(o) => {
+                let mut o = o.clone();
+                remove_managed_fields(&mut o);
+                o
+            }
+            None => zero(&self.ty),
         };
+        let cmp = self.compare(&old, new);
         let key = self.key(false);
         let changed = cmp.changed();
         for (m, e) in managers.iter_mut() {
