@@ -472,7 +472,7 @@ impl<R: Reconciler> Worker<R> {
 
 /// Puts the key (`namespace/name`) of `obj` on `queue`; an object without a name is
 /// logged and skipped.
-pub fn enqueue<K: Resource>(queue: &RateLimitingQueue<String>, obj: &K) {
+pub fn enqueue<K: Resource + 'static>(queue: &RateLimitingQueue<String>, obj: &K) {
     match meta_namespace_key(obj) {
         Ok(key) => queue.add(key),
         Err(e) => tracing::error!("cannot enqueue an object: {e}"),

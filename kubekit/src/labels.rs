@@ -30,6 +30,19 @@ use std::str::FromStr;
 
 use crate::validation::{dns1123_subdomain_regex_error, is_dns1123_subdomain, quote, regex_error};
 
+/// A set of labels a [`Selector`] reads (apimachinery's `labels.Labels`): a label map, or
+/// an object's [`MetaRef`](crate::cache::MetaRef).
+pub trait Labels {
+    /// The value of label `key`, if the set has it.
+    fn get(&self, key: &str) -> Option<&str>;
+}
+
+impl Labels for BTreeMap<String, String> {
+    fn get(&self, key: &str) -> Option<&str> {
+        BTreeMap::get(self, key).map(String::as_str)
+    }
+}
+
 /// A malformed selector.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid label selector {selector:?}: {reason}")]
@@ -67,13 +80,14 @@ struct Requirement {
 }
 
 impl Requirement {
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    fn matches(&self, labels: &(impl Labels + ?Sized)) -> bool {
         let value = labels.get(&self.key);
+        let listed = |values: &[String], v: &str| values.iter().any(|listed| listed == v);
         match &self.op {
             Op::Equals { value: want, .. } => value == Some(want),
             Op::NotEquals(unwanted) => value != Some(unwanted),
-            Op::In(values) => value.is_some_and(|v| values.contains(v)),
-            Op::NotIn(values) => value.is_none_or(|v| !values.contains(v)),
+            Op::In(values) => value.is_some_and(|v| listed(values, v)),
+            Op::NotIn(values) => value.is_none_or(|v| !listed(values, v)),
             Op::Exists => value.is_some(),
             Op::DoesNotExist => value.is_none(),
             Op::Gt(n) => value
@@ -160,7 +174,7 @@ impl Selector {
     }
 
     /// Whether `labels` satisfy every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches(&self, labels: &(impl Labels + ?Sized)) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 }

@@ -29,9 +29,9 @@ use kube::Resource;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::cache::{CONTROLLER_UID_INDEX, Indexer, NAMESPACE_INDEX};
+use crate::cache::{CONTROLLER_UID_INDEX, Indexer, NAMESPACE_INDEX, meta_ref};
 use crate::labels::Selector;
-use crate::meta::{GroupVersionResource, is_controlled_by};
+use crate::meta::GroupVersionResource;
 use crate::metadata::PartialObjectMetadata;
 use crate::rest::Error;
 
@@ -62,14 +62,13 @@ impl<K> fmt::Debug for Lister<K> {
     }
 }
 
-fn select<K: Resource>(objects: Vec<Arc<K>>, selector: &Selector) -> Vec<Arc<K>> {
+fn select<K: Resource + 'static>(objects: Vec<Arc<K>>, selector: &Selector) -> Vec<Arc<K>> {
     if selector.is_empty() {
         return objects;
     }
-    let empty = Default::default();
     objects
         .into_iter()
-        .filter(|o| selector.matches(o.meta().labels.as_ref().unwrap_or(&empty)))
+        .filter(|o| selector.matches(&meta_ref(&**o)))
         .collect()
 }
 
@@ -120,7 +119,7 @@ impl<K: Resource + 'static> Lister<K> {
         match self.indexer.by_index(CONTROLLER_UID_INDEX, uid) {
             Ok(objects) => objects,
             Err(_) => (self.indexer.list().into_iter())
-                .filter(|o| is_controlled_by(o.meta(), owner))
+                .filter(|o| meta_ref(&**o).controller().is_some_and(|r| r.uid == uid))
                 .collect(),
         }
     }

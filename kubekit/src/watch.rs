@@ -153,7 +153,7 @@ where
                         WatchEvent::Bookmark(b) => Some(b.resource_version.as_str()),
                         event => event
                             .object()
-                            .and_then(|o| o.meta().resource_version.as_deref()),
+                            .and_then(|o| crate::cache::meta_ref(o).resource_version()),
                     };
                     match resource_version {
                         Some(rv) if !rv.is_empty() => self.resource_version = rv.to_string(),

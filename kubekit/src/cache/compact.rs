@@ -14,10 +14,16 @@
 //!
 //! # Contract
 //!
-//! - **Metadata without decoding.** [`meta`](kube::Resource::meta) gives every field of
-//!   the object's metadata except `managedFields` and `annotations` (name, namespace, uid,
-//!   resourceVersion, generation, labels, ownerReferences, finalizers, timestamps, …): keys,
-//!   the namespace index, label selectors and owner lookups never decode the object.
+//! - **Metadata without decoding.** Every field of the object's metadata except
+//!   `managedFields` and `annotations` (name, namespace, uid, resourceVersion, generation,
+//!   labels, ownerReferences, finalizers, timestamps, …) is kept packed, its strings in one
+//!   allocation (a few hundred bytes for a Pod), and read through
+//!   [`meta_ref`](Compact::meta_ref) (or [`cache::meta_ref`](super::meta_ref) on any
+//!   object): keys, the namespace and controller indexes, label selectors, owner lookups
+//!   and the manager's handlers read it so, and never decode the object.
+//!   [`meta`](kube::Resource::meta) builds those fields as an `ObjectMeta` on its first
+//!   call and keeps it with the object (about a kilobyte more for a Pod with a few
+//!   labels); a manager's [predicates](crate::manager::Predicate) read that one.
 //! - **Typed access on demand.** [`get`](Compact::get) decodes the object (a few tens of
 //!   microseconds for a Pod) and returns it as an `Arc<K>`. While anyone still holds that
 //!   `Arc`, `get` returns the same one instead of decoding again.
@@ -41,8 +47,9 @@
 //! let json = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"demo",
 //!   "resourceVersion":"7","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}"#;
 //! let pod: Compact<Pod> = serde_json::from_str(json).unwrap();
-//! assert_eq!(pod.meta().name.as_deref(), Some("web"));        // no decode
-//! assert_eq!(pod.meta().labels.as_ref().unwrap()["app"], "web");
+//! assert_eq!(pod.meta_ref().name(), Some("web"));             // no decode
+//! assert_eq!(pod.meta_ref().label("app"), Some("web"));
+//! assert_eq!(pod.meta().namespace.as_deref(), Some("demo"));  // an ObjectMeta, made now
 //! let typed = pod.get().unwrap();                            // decoded here
 //! assert_eq!(typed.spec.as_ref().unwrap().containers[0].image.as_deref(), Some("nginx"));
 //! assert!(std::sync::Arc::ptr_eq(&typed, &pod.get().unwrap())); // still held: shared
@@ -54,7 +61,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Weak};
+use std::sync::{Arc, LazyLock, OnceLock, Weak};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
@@ -65,12 +72,17 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::codec::{Frame, per_type};
+use super::meta_ref::{MetaRef, PackedMeta};
 use crate::rest::Error;
 use crate::rest::leading::read_metadata;
 
 /// An object of type `K` kept compressed; see the [module docs](self).
 pub struct Compact<K> {
-    meta: ObjectMeta,
+    /// The metadata the cache reads ([`meta_ref`](super::meta_ref)).
+    packed: PackedMeta,
+    /// The metadata as an `ObjectMeta`, made on the first [`meta`](Resource::meta) or
+    /// [`meta_mut`](Resource::meta_mut); from then on what [`MetaRef`] reads.
+    meta: OnceLock<Box<ObjectMeta>>,
     /// The object as received, compressed.
     frame: Frame,
     /// What the frame holds.
@@ -118,10 +130,20 @@ impl<K> Compact<K> {
     }
 
     fn describe(&self) -> String {
-        match (&self.meta.namespace, &self.meta.name) {
+        let meta = self.meta_ref();
+        match (meta.namespace(), meta.name()) {
             (Some(ns), Some(name)) => format!("{ns}/{name}"),
-            (None, Some(name)) => name.clone(),
+            (None, Some(name)) => name.into(),
             _ => "(unnamed)".into(),
+        }
+    }
+
+    /// The object's metadata, without building an `ObjectMeta` (what
+    /// [`meta_ref`](super::meta_ref) gives for a compact object).
+    pub fn meta_ref(&self) -> MetaRef<'_> {
+        match self.meta.get() {
+            Some(meta) => MetaRef::new(meta),
+            None => MetaRef::packed(&self.packed),
         }
     }
 }
@@ -233,6 +255,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 impl<K> Clone for Compact<K> {
     fn clone(&self) -> Self {
         Self {
+            packed: self.packed.clone(),
             meta: self.meta.clone(),
             frame: self.frame.clone(),
             encoding: self.encoding,
@@ -246,7 +269,7 @@ impl<K> Clone for Compact<K> {
 impl<K> fmt::Debug for Compact<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Compact")
-            .field("meta", &self.meta)
+            .field("meta", &self.meta_ref())
             .field("encoding", &self.encoding)
             .field("encoded_len", &self.encoded_len())
             .field("compressed_len", &self.compressed_len())
@@ -270,11 +293,20 @@ impl<K: Resource> Resource for Compact<K> {
     fn plural(dt: &Self::DynamicType) -> Cow<'_, str> {
         K::plural(dt)
     }
+    /// The metadata as an `ObjectMeta`, made on the first call and kept with the object
+    /// (about a kilobyte for a Pod with a few labels); [`Compact::meta_ref`] reads it
+    /// without.
     fn meta(&self) -> &ObjectMeta {
-        &self.meta
+        self.meta
+            .get_or_init(|| Box::new(self.packed.to_object_meta()))
     }
+    /// As [`meta`](Self::meta); changes are what [`Compact::meta_ref`] reads from then on
+    /// (the object's bytes, and so [`get`](Compact::get), keep the metadata received).
     fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.meta
+        self.meta();
+        self.meta
+            .get_mut()
+            .expect("the metadata was made just above")
     }
 }
 
@@ -324,12 +356,10 @@ impl<K: 'static> Compact<K> {
     /// metadata is checked when the object is first decoded ([`get`](Self::get)).
     pub fn from_json(json: &[u8]) -> Result<Self, serde_json::Error> {
         let metadata: Option<MetaWire> = read_metadata(json)?;
+        let meta = metadata.map(Into::into).unwrap_or_default();
+        let packed = PackedMeta::new(&meta).map_err(serde_json::Error::custom)?;
         let frame = Frame::compress::<K>(json).map_err(serde_json::Error::custom)?;
-        Ok(Self::new(
-            metadata.map(Into::into).unwrap_or_default(),
-            frame,
-            Encoding::Json,
-        ))
+        Ok(Self::new(packed, frame, Encoding::Json))
     }
 
     /// Keeps `raw`, a `K`'s protobuf message (no envelope), compressed, with its metadata
@@ -342,8 +372,9 @@ impl<K: 'static> Compact<K> {
         let skip = DecodeOptions {
             skip_managed_fields: true,
         };
-        let mut meta = kubekit_protobuf::object_meta_with(raw, skip)?;
-        meta.annotations = None;
+        let meta = kubekit_protobuf::object_meta_with(raw, skip)?;
+        let packed =
+            PackedMeta::new(&meta).map_err(|e| kubekit_protobuf::Error::new(e.to_string()))?;
         let stripped;
         let kept = if options.skip_managed_fields {
             stripped = kubekit_protobuf::without_managed_fields(raw)?;
@@ -352,12 +383,14 @@ impl<K: 'static> Compact<K> {
             raw
         };
         let frame = Frame::compress::<ProtobufOf<K>>(kept).map_err(kubekit_protobuf::Error::new)?;
-        Ok(Self::new(meta, frame, Encoding::Protobuf))
+        Ok(Self::new(packed, frame, Encoding::Protobuf))
     }
 
-    fn new(meta: ObjectMeta, frame: Frame, encoding: Encoding) -> Self {
+    fn new(packed: PackedMeta, frame: Frame, encoding: Encoding) -> Self {
+        super::meta_ref::register::<Self>(|obj| obj.downcast_ref::<Self>().map(Self::meta_ref));
         Self {
-            meta,
+            packed,
+            meta: OnceLock::new(),
             frame,
             encoding,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -529,14 +562,67 @@ mod tests {
         assert!(serde_json::from_str::<Compact<Pod>>("[1]").is_err());
     }
 
-    /// `POD` as kube-apiserver sends it in protobuf: the message, without envelope.
-    fn pod_message() -> Vec<u8> {
-        let pod: Pod = serde_json::from_str(POD).unwrap();
+    #[test]
+    fn the_cache_reads_compact_metadata_without_building_an_object_meta() {
+        use crate::cache::{Indexer, controller_uid_index, meta_namespace_key};
+        use crate::listers::Lister;
+        use crate::meta::GroupVersionResource;
+
+        let pods: Vec<Arc<Compact<Pod>>> = ["web", "db"]
+            .map(|name| {
+                let json = POD.replace(r#""name":"web""#, &format!(r#""name":"{name}""#));
+                let json = json.replace(r#""app":"web""#, &format!(r#""app":"{name}""#));
+                let pod = Compact::from_protobuf(&message_of(&json), SKIP).unwrap();
+                Arc::new(crate::cache::strip_managed_fields(pod))
+            })
+            .into();
+        let indexer = Arc::new(Indexer::new());
+        indexer.add_indexers([controller_uid_index()]).unwrap();
+        for pod in &pods {
+            indexer.add(Arc::clone(pod)).unwrap();
+        }
+        let lister = Lister::new(indexer, GroupVersionResource::of::<Pod>());
+        let selected = lister.namespaced("demo").list(&"app=db".parse().unwrap());
+        assert_eq!(meta_namespace_key(&*selected[0]).unwrap(), "demo/db");
+        let owner = ObjectMeta {
+            uid: Some("u0".into()),
+            ..Default::default()
+        };
+        assert_eq!(lister.controlled_by(&owner).len(), 2);
+        assert!(
+            pods.iter().all(|p| p.meta.get().is_none()),
+            "the transform, keys, indexes, selectors and owners read the packed metadata"
+        );
+        let name = pods[0].meta().name.clone();
+        assert_eq!(name.as_deref(), Some("web"), "an ObjectMeta on demand");
+    }
+
+    #[test]
+    fn metadata_changed_through_meta_mut_is_what_the_cache_reads() {
+        let mut pod: Compact<Pod> = serde_json::from_str(POD).unwrap();
+        pod.meta_mut().name = Some("renamed".into());
+        assert_eq!(crate::cache::meta_ref(&pod).name(), Some("renamed"));
+        assert_eq!(pod.clone().meta_ref().name(), Some("renamed"), "clones too");
+        assert_eq!(
+            pod.get().unwrap().metadata.name.as_deref(),
+            Some("web"),
+            "the bytes keep what was received"
+        );
+    }
+
+    /// `json`, a Pod, as kube-apiserver sends it in protobuf: the message, without envelope.
+    fn message_of(json: &str) -> Vec<u8> {
+        let pod: Pod = serde_json::from_str(json).unwrap();
         let bytes = kubekit_protobuf::encode(&pod);
         kubekit_protobuf::Unknown::read(&bytes)
             .unwrap()
             .raw
             .to_vec()
+    }
+
+    /// `POD` as kube-apiserver sends it in protobuf: the message, without envelope.
+    fn pod_message() -> Vec<u8> {
+        message_of(POD)
     }
 
     const SKIP: DecodeOptions = DecodeOptions {

@@ -64,21 +64,17 @@ impl<K> MaybeTombstone<K> {
 pub struct KeyError;
 
 /// `namespace/name`, or `name` for objects without a namespace.
-pub fn meta_namespace_key<K: Resource>(obj: &K) -> Result<String, KeyError> {
-    let meta = obj.meta();
-    let name = meta
-        .name
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .ok_or(KeyError)?;
-    Ok(match meta.namespace.as_deref() {
+pub fn meta_namespace_key<K: Resource + 'static>(obj: &K) -> Result<String, KeyError> {
+    let meta = super::meta_ref(obj);
+    let name = meta.name().filter(|n| !n.is_empty()).ok_or(KeyError)?;
+    Ok(match meta.namespace() {
         Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
         _ => name.to_string(),
     })
 }
 
 /// The key of an object or of a tombstone (the tombstone's own key).
-pub fn deletion_handling_meta_namespace_key<K: Resource>(
+pub fn deletion_handling_meta_namespace_key<K: Resource + 'static>(
     obj: &MaybeTombstone<K>,
 ) -> Result<String, KeyError> {
     match obj {

@@ -10,6 +10,8 @@
 //! - [`store`]: [`Indexer`], the thread-safe cache with named secondary indexes.
 //! - [`compact`]: [`Compact`], objects kept compressed with their metadata at hand, for
 //!   informers over many objects.
+//! - [`meta_ref`]: [`MetaRef`], an object's metadata as the cache reads it, without
+//!   building an `ObjectMeta` for a compact object.
 //! - [`delta_fifo`]: [`DeltaFifo`], the queue of changes between a reflector and an
 //!   informer.
 //! - [`listwatch`]: [`ListerWatcher`] and [`ListWatch`] over typed and dynamic clients.
@@ -30,6 +32,7 @@ pub mod delta_fifo;
 pub mod handler;
 pub mod key;
 pub mod listwatch;
+pub mod meta_ref;
 pub mod metrics;
 pub mod pager;
 pub mod reflector;
@@ -47,6 +50,7 @@ pub use key::{
     meta_namespace_key, split_meta_namespace_key,
 };
 pub use listwatch::{ListWatch, ListerWatcher, TweakListOptions};
+pub use meta_ref::{MetaRef, OwnerRef, meta_ref};
 pub use metrics::ReflectorMetrics;
 pub use pager::{DEFAULT_PAGE_SIZE, ListPager, Page};
 pub use reflector::{

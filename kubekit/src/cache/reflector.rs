@@ -177,8 +177,10 @@ pub type TransformFunc<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 /// pod.metadata.managed_fields = Some(vec![Default::default()]);
 /// assert!(strip_managed_fields(pod).metadata.managed_fields.is_none());
 /// ```
-pub fn strip_managed_fields<K: Resource>(mut obj: K) -> K {
-    obj.meta_mut().managed_fields = None;
+pub fn strip_managed_fields<K: Resource + 'static>(mut obj: K) -> K {
+    if super::meta_ref(&obj).has_managed_fields() {
+        obj.meta_mut().managed_fields = None;
+    }
     obj
 }
 
@@ -401,8 +403,8 @@ impl<K: 'static> fmt::Debug for Reflector<K> {
     }
 }
 
-fn resource_version<K: Resource>(obj: &K) -> Option<&str> {
-    obj.meta().resource_version.as_deref()
+fn resource_version<K: Resource + 'static>(obj: &K) -> Option<&str> {
+    super::meta_ref(obj).resource_version()
 }
 
 impl<K> Reflector<K>
@@ -569,7 +571,7 @@ where
 
     /// The object transformed; `None` (reported) when the transform panicked on it.
     fn transform(&self, mut obj: K) -> Option<K> {
-        if self.opts.drop_managed_fields {
+        if self.opts.drop_managed_fields && super::meta_ref(&obj).has_managed_fields() {
             obj.meta_mut().managed_fields = None;
         }
         let Some(t) = &self.opts.transform else {

@@ -352,10 +352,11 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
                 }
                 kind => match self.indexer.add_with_key(deltas.key.clone(), obj.clone()) {
                     Some(old) => {
+                        let version = |o| super::meta_ref(o).resource_version();
                         let is_sync = kind == DeltaType::Sync
                             || (kind == DeltaType::Replaced
-                                && old.meta().resource_version.is_some()
-                                && old.meta().resource_version == obj.meta().resource_version);
+                                && version(&*old).is_some()
+                                && version(&*old) == version(&**obj));
                         processor.distribute(Notification::Update(old, obj.clone()), is_sync);
                     }
                     None => processor.distribute(

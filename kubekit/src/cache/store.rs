@@ -62,19 +62,19 @@ pub const CONTROLLER_UID_INDEX: &str = "controller-uid";
 /// [`owns`](crate::manager::ControllerBuilder::owns).
 pub fn controller_uid_index<K: Resource + 'static>() -> (String, IndexFunc<K>) {
     let uid = |obj: &K| {
-        let controller = crate::meta::controller_of(obj.meta());
-        controller.map(|r| r.uid.clone()).into_iter().collect()
+        let controller = super::meta_ref(obj).controller();
+        controller.map(|r| r.uid.to_owned()).into_iter().collect()
     };
     (CONTROLLER_UID_INDEX.to_string(), Arc::new(uid))
 }
 
 /// The namespace index function: the object's namespace (none for cluster-scoped ones).
-pub fn namespace_index_func<K: Resource>(obj: &K) -> Vec<String> {
-    obj.meta()
-        .namespace
-        .iter()
+pub fn namespace_index_func<K: Resource + 'static>(obj: &K) -> Vec<String> {
+    let namespace = super::meta_ref(obj).namespace();
+    namespace
         .filter(|ns| !ns.is_empty())
-        .cloned()
+        .map(str::to_owned)
+        .into_iter()
         .collect()
 }
 

@@ -35,18 +35,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::predicate::{Change, Predicate};
 use super::{Manager, ManagerError, RegisteredController};
-use crate::cache::{Indexer, ResourceEventHandlerFuncs, controller_uid_index};
+use crate::cache::{Indexer, MetaRef, ResourceEventHandlerFuncs, controller_uid_index, meta_ref};
 use crate::clientset::KnownScope;
 use crate::controller::{Action, ReconcileError, Reconciler, Runner};
 use crate::informers::SharedInformerFactory;
-use crate::meta::controller_of;
 use crate::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
 /// A type a controller can watch: any typed resource the informer factory can serve
@@ -95,11 +93,11 @@ impl ObjectKey {
     }
 
     /// The key of `obj`; `None` when it has no name.
-    pub fn of<K: Resource>(obj: &K) -> Option<Self> {
-        let meta = obj.meta();
+    pub fn of<K: Resource + 'static>(obj: &K) -> Option<Self> {
+        let meta = meta_ref(obj);
         Some(Self {
-            namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
-            name: meta.name.clone().filter(|n| !n.is_empty())?,
+            namespace: meta.namespace().filter(|ns| !ns.is_empty()).map(Into::into),
+            name: meta.name().filter(|n| !n.is_empty())?.into(),
         })
     }
 }
@@ -117,19 +115,40 @@ impl fmt::Display for ObjectKey {
 /// group and kind match (as controller-runtime's `EnqueueRequestForOwner` compares them,
 /// so a reference written at another version of `K`'s group still counts), and it is in
 /// `obj`'s namespace unless `K` is cluster-scoped.
-fn controller_key<K: Object>(obj: &ObjectMeta) -> Option<ObjectKey> {
-    let owner = controller_of(obj)?;
+fn controller_key<K: Object>(obj: MetaRef<'_>) -> Option<ObjectKey> {
+    let owner = obj.controller()?;
     let group = owner
         .api_version
         .rsplit_once('/')
         .map_or("", |(group, _)| group);
     (owner.kind == K::kind(&()) && group == K::group(&())).then(|| ObjectKey {
         namespace: obj
-            .namespace
-            .clone()
-            .filter(|ns| K::Scope::NAMESPACED && !ns.is_empty()),
-        name: owner.name.clone(),
+            .namespace()
+            .filter(|ns| K::Scope::NAMESPACED && !ns.is_empty())
+            .map(Into::into),
+        name: owner.name.into(),
     })
+}
+
+/// What a [`mapped_handler`] was called with.
+enum Event<'a, W> {
+    Create(&'a W),
+    Update { old: &'a W, new: &'a W },
+    Delete(&'a W),
+}
+
+impl<W: Resource> Event<'_, W> {
+    /// The change the predicates judge (for a compact object, this makes its `ObjectMeta`).
+    fn change(&self) -> Change<'_> {
+        match self {
+            Event::Create(obj) => Change::Create(obj.meta()),
+            Event::Update { old, new } => Change::Update {
+                old: old.meta(),
+                new: new.meta(),
+            },
+            Event::Delete(obj) => Change::Delete(obj.meta()),
+        }
+    }
 }
 
 type MapFn<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
@@ -154,9 +173,18 @@ fn mapped_handler<W: Resource + Send + Sync + 'static>(
 ) -> ResourceEventHandlerFuncs<W> {
     let enqueue = {
         let target = target.clone();
-        Arc::new(move |change: Change<'_>, low: bool, objects: &[&W]| {
-            if target.predicates.iter().all(|p| p.matches(&change)) {
-                let mut keys: Vec<ObjectKey> = objects.iter().flat_map(|o| map(o)).collect();
+        Arc::new(move |event: Event<'_, W>, low: bool| {
+            let predicates = &target.predicates;
+            if predicates.is_empty() || {
+                let change = event.change();
+                predicates.iter().all(|p| p.matches(&change))
+            } {
+                let objects = match event {
+                    Event::Create(obj) | Event::Delete(obj) => [Some(obj), None],
+                    Event::Update { old, new } => [Some(old), Some(new)],
+                };
+                let mut keys: Vec<ObjectKey> =
+                    objects.iter().flatten().flat_map(|o| map(o)).collect();
                 keys.sort_unstable();
                 keys.dedup();
                 for key in keys {
@@ -171,20 +199,13 @@ fn mapped_handler<W: Resource + Send + Sync + 'static>(
     };
     let (on_add, on_update, on_delete) = (enqueue.clone(), enqueue.clone(), enqueue);
     ResourceEventHandlerFuncs::new()
-        .on_add(move |obj: &Arc<W>, initial| on_add(Change::Create(obj.meta()), initial, &[obj]))
+        .on_add(move |obj: &Arc<W>, initial| on_add(Event::Create(obj), initial))
         .on_update(move |old: &Arc<W>, new: &Arc<W>| {
             let (old, new) = (old.as_ref(), new.as_ref());
-            let resync = old.meta().resource_version == new.meta().resource_version;
-            let change = Change::Update {
-                old: old.meta(),
-                new: new.meta(),
-            };
-            on_update(change, resync, &[old, new]);
+            let resync = meta_ref(old).resource_version() == meta_ref(new).resource_version();
+            on_update(Event::Update { old, new }, resync);
         })
-        .on_delete(move |obj| {
-            let obj = obj.object();
-            on_delete(Change::Delete(obj.meta()), false, &[obj]);
-        })
+        .on_delete(move |obj| on_delete(Event::Delete(obj.object()), false))
         // Mapping, filtering and queueing keys never block: called on the informer's task.
         .non_blocking()
 }
@@ -268,7 +289,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             // Another controller owns `D` too, or the program added the index itself.
             tracing::debug!(error = %e, "{} has the controller-uid index already", D::kind(&()));
         }
-        self.watches::<D>(|obj| controller_key::<K>(obj.meta()).into_iter().collect())
+        self.watches::<D>(|obj| controller_key::<K>(meta_ref(obj)).into_iter().collect())
     }
 
     /// Watches `W`: a change of a `W` enqueues the keys `map` returns for it. `map` (like
@@ -427,7 +448,7 @@ where
 mod tests {
     use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
     use k8s_openapi::api::core::v1::Namespace;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
     use super::*;
     use crate::cache::CONTROLLER_UID_INDEX;
@@ -451,22 +472,29 @@ mod tests {
     #[test]
     fn an_owned_object_maps_to_its_controller_of_the_primary_kind_only() {
         assert_eq!(
-            controller_key::<Deployment>(&owned_by("Deployment", "apps/v1", true)),
+            controller_key::<Deployment>(MetaRef::new(&owned_by("Deployment", "apps/v1", true))),
             Some(ObjectKey::new("ns", "parent"))
         );
         assert_eq!(
-            controller_key::<Deployment>(&owned_by("Deployment", "apps/v1", false)),
+            controller_key::<Deployment>(MetaRef::new(&owned_by("Deployment", "apps/v1", false))),
             None
         );
         assert_eq!(
-            controller_key::<Deployment>(&owned_by("ReplicaSet", "apps/v1", true)),
+            controller_key::<Deployment>(MetaRef::new(&owned_by("ReplicaSet", "apps/v1", true))),
             None
         );
         assert_eq!(
-            controller_key::<Deployment>(&owned_by("Deployment", "extensions/v1beta1", true)),
+            controller_key::<Deployment>(MetaRef::new(&owned_by(
+                "Deployment",
+                "extensions/v1beta1",
+                true
+            ))),
             None
         );
-        assert_eq!(controller_key::<ReplicaSet>(&ObjectMeta::default()), None);
+        assert_eq!(
+            controller_key::<ReplicaSet>(MetaRef::new(&ObjectMeta::default())),
+            None
+        );
     }
 
     #[tokio::test]
@@ -500,14 +528,18 @@ mod tests {
     #[test]
     fn an_owner_reference_at_another_version_of_the_group_still_maps_to_the_controller() {
         assert_eq!(
-            controller_key::<Deployment>(&owned_by("Deployment", "apps/v1beta2", true)),
+            controller_key::<Deployment>(MetaRef::new(&owned_by(
+                "Deployment",
+                "apps/v1beta2",
+                true
+            ))),
             Some(ObjectKey::new("ns", "parent"))
         );
     }
 
     #[test]
     fn a_cluster_scoped_controller_is_keyed_without_the_dependents_namespace() {
-        let key = controller_key::<Namespace>(&owned_by("Namespace", "v1", true));
+        let key = controller_key::<Namespace>(MetaRef::new(&owned_by("Namespace", "v1", true)));
         assert_eq!(key.map(|k| k.to_string()), Some("parent".to_string()));
     }
 
@@ -573,7 +605,7 @@ mod tests {
         let handler = mapped_handler::<ReplicaSet>(
             &enqueue,
             Arc::new(|rs| {
-                controller_key::<Deployment>(rs.meta())
+                controller_key::<Deployment>(meta_ref(rs))
                     .into_iter()
                     .collect()
             }),

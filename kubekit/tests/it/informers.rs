@@ -120,11 +120,8 @@ async fn compact_pod_informer_keeps_an_exact_cache_with_listers_indexes_and_late
         .build();
     let pods = factory.for_type::<Compact<Pod>>();
     let by_bulk: IndexFunc<Compact<Pod>> = Arc::new(|p: &Compact<Pod>| {
-        let labels = kube::Resource::meta(p).labels.as_ref();
-        labels
-            .and_then(|l| l.get("bulk").cloned())
-            .into_iter()
-            .collect()
+        let bulk = p.meta_ref().label("bulk");
+        bulk.map(str::to_owned).into_iter().collect()
     });
     pods.informer()
         .add_indexers([("bulk".to_string(), by_bulk)])
