@@ -19,7 +19,7 @@
 //!   [`workloads`](crate::workloads).
 
 use base64::Engine;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::resources::ResourceInfo;
 use crate::status::{ApiError, ApiResult};
@@ -30,7 +30,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     if !info.builtin {
         return;
     }
-    crate::workloads::apply(&info.group, &info.kind, obj, old.is_none());
+    crate::workloads::apply(&info.group, &info.kind, obj, old);
     if !info.group.is_empty() || !obj.is_object() {
         return;
     }
@@ -215,13 +215,32 @@ pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -
     Err(ApiError::invalid_fields(info, name, &faults))
 }
 
+/// Whether the `metav1.LabelSelector` `selector` selects `labels` (a Pod template's); a
+/// missing or malformed selector selects nothing.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    let Some(parsed) = crate::scale::selector_string(selector)
+        .filter(|_| selector.is_object())
+        .and_then(|s| s.parse::<kubekit::labels::Selector>().ok())
+    else {
+        return false;
+    };
+    let labels = labels
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect();
+    parsed.matches(&labels)
+}
+
 /// `value` as Go's `json.Marshal` writes a bad value in a field error (maps sorted by key).
 fn go_json(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// Refuses what the real server refuses of a Pod or a Deployment being created (`old` is
-/// `None`) or replacing `old`.
+/// Refuses what the real server refuses of a Pod, a workload with a Pod template (a
+/// Deployment, ReplicaSet, StatefulSet, DaemonSet, Job) or a ControllerRevision being
+/// created (`old` is `None`) or replacing `old`.
 pub fn check_workload(
     info: &ResourceInfo,
     name: &str,
@@ -264,22 +283,62 @@ pub fn check_workload(
                 }
             }
         }
-        ("apps", "Deployment" | "ReplicaSet") => {
+        ("apps", kind @ ("Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")) => {
             let selector = &obj["spec"]["selector"];
             let labels = &obj["spec"]["template"]["metadata"]["labels"];
-            let wanted = selector["matchLabels"].as_object();
-            let matches = wanted.is_none_or(|w| w.iter().all(|(k, v)| &labels[k] == v));
-            if !matches {
-                faults.push((
-                    "spec.template.metadata.labels".into(),
-                    "FieldValueInvalid",
-                    format!(
-                        "Invalid value: {}: `selector` does not match template `labels`",
-                        go_json(labels)
-                    ),
-                ));
+            let empty = selector.is_object()
+                && selector["matchLabels"]
+                    .as_object()
+                    .is_none_or(Map::is_empty)
+                && selector["matchExpressions"]
+                    .as_array()
+                    .is_none_or(Vec::is_empty);
+            // The workload the message names (a ReplicaSet's says `deployment`).
+            let named = match kind {
+                "StatefulSet" => "statefulset",
+                "DaemonSet" => "daemonset",
+                _ => "deployment",
+            };
+            let empty_fault = (
+                "spec.selector".to_string(),
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: {}: empty selector is invalid for {named}",
+                    go_json(selector)
+                ),
+            );
+            let mismatch = (
+                "spec.template.metadata.labels".to_string(),
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: {}: `selector` does not match template `labels`",
+                    go_json(labels)
+                ),
+            );
+            if kind == "DaemonSet" {
+                // An empty selector selects everything; a missing one nothing.
+                if !empty && !selects(selector, labels) {
+                    faults.push(mismatch);
+                }
+                if empty {
+                    faults.push(empty_fault);
+                }
+            } else {
+                if selector.is_null() {
+                    faults.push((
+                        "spec.selector".into(),
+                        "FieldValueRequired",
+                        "Required value".into(),
+                    ));
+                }
+                if empty {
+                    faults.push(empty_fault);
+                } else if !selects(selector, labels) {
+                    faults.push(mismatch);
+                }
             }
             if let Some(old) = old
+                && kind != "StatefulSet"
                 && old["spec"]["selector"] != *selector
             {
                 faults.push((
@@ -287,6 +346,62 @@ pub fn check_workload(
                     "FieldValueInvalid",
                     format!("Invalid value: {}: field is immutable", go_json(selector)),
                 ));
+            }
+        }
+        ("batch", "Job") if old.is_none() => {
+            let spec = &obj["spec"];
+            if spec["manualSelector"] != json!(true) {
+                // The selector must select the labels the server generates.
+                let uid = &obj["metadata"]["uid"];
+                let generated = json!({
+                    crate::workloads::CONTROLLER_UID: uid, crate::workloads::JOB_NAME: name,
+                    "controller-uid": uid, "job-name": name,
+                });
+                if !selects(&spec["selector"], &generated) {
+                    faults.push((
+                        "spec.selector".into(),
+                        "FieldValueInvalid",
+                        format!(
+                            "Invalid value: {}: `selector` not auto-generated",
+                            go_json(&spec["selector"])
+                        ),
+                    ));
+                }
+            }
+            let restart = &spec["template"]["spec"]["restartPolicy"];
+            if restart.is_null() || *restart == json!("Always") || *restart == json!("") {
+                faults.push((
+                    "spec.template.spec.restartPolicy".into(),
+                    "FieldValueRequired",
+                    "Required value: valid values: \"OnFailure\", \"Never\"".into(),
+                ));
+            }
+        }
+        ("apps", "ControllerRevision") => {
+            if let Some(revision) = obj["revision"].as_i64().filter(|r| *r < 0) {
+                faults.push((
+                    "revision".into(),
+                    "FieldValueInvalid",
+                    format!("Invalid value: {revision}: must be greater than or equal to 0"),
+                ));
+            }
+            match (&obj["data"], old) {
+                (Value::Null, None) => faults.push((
+                    "data".into(),
+                    "FieldValueRequired",
+                    "Required value: data is mandatory".into(),
+                )),
+                (data, None) if !data.is_object() => faults.push((
+                    "data".into(),
+                    "FieldValueRequired",
+                    "Required value: data must be a valid JSON object".into(),
+                )),
+                (data, Some(old)) if *data != old["data"] => faults.push((
+                    "data".into(),
+                    "FieldValueInvalid",
+                    format!("Invalid value: {}: field is immutable", go_json(data)),
+                )),
+                _ => {}
             }
         }
         _ => {}

@@ -112,7 +112,12 @@ impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
             "widgets" | "gadgets" | "sprockets" => (GROUP, "v1"),
-            "deployments" | "replicasets" => ("apps", "v1"),
+            "deployments"
+            | "replicasets"
+            | "statefulsets"
+            | "daemonsets"
+            | "controllerrevisions" => ("apps", "v1"),
+            "jobs" | "cronjobs" => ("batch", "v1"),
             "events.k8s.io" => ("events.k8s.io", "v1"),
             _ => ("", "v1"),
         };
@@ -1813,6 +1818,114 @@ async fn pods_and_workloads_are_defaulted_alike() {
             "selector": selector, "template": template}});
         let created = t.on("replicasets").create(replica_set).await;
         r.answer("a replica set", created.map(spec_and_status));
+    })
+    .await;
+}
+
+/// `v` with every uid-shaped string in it (a Job's generated selector and labels, in its
+/// answer or an error's message) as `<uid>`.
+fn with_uids_masked(v: Value) -> Value {
+    let uid = regex::Regex::new("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+        .expect("a regex");
+    let text = uid.replace_all(&v.to_string(), "<uid>").into_owned();
+    serde_json::from_str(&text).unwrap_or(v)
+}
+
+#[tokio::test]
+async fn stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike() {
+    differential("more-workloads", async |t: &Target, r: &mut Record| {
+        let created = |o: Value| {
+            let o = with_uids_masked(o);
+            json!({"metadata": {"labels": o["metadata"]["labels"],
+                                "annotations": o["metadata"]["annotations"],
+                                "generation": o["metadata"]["generation"]},
+                   "spec": o["spec"], "status": o["status"]})
+        };
+        let template = json!({"metadata": {"labels": {"app": "x"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        let selector = json!({"matchLabels": {"app": "x"}});
+        // Scaled to zero, so that no controller writes to them while compared.
+        let sts = json!({"metadata": {"name": "s"}, "spec": {"replicas": 0,
+            "selector": selector, "template": template}});
+        r.answer("a minimal stateful set", t.on("statefulsets").create(sts).await.map(created));
+        let ds = json!({"metadata": {"name": "d"}, "spec": {"selector": selector,
+            "template": template}});
+        r.answer("a minimal daemon set", t.on("daemonsets").create(ds).await.map(created));
+        let mut job_template = template.clone();
+        job_template["spec"]["restartPolicy"] = json!("Never");
+        let job = json!({"metadata": {"name": "j"}, "spec": {"suspend": true,
+            "template": job_template}});
+        r.answer("a minimal job", t.on("jobs").create(job).await.map(created));
+        let cron = json!({"metadata": {"name": "cj"}, "spec": {"schedule": "*/5 * * * *",
+            "suspend": true, "jobTemplate": {"spec": {"template": job_template}}}});
+        r.answer("a minimal cron job", t.on("cronjobs").create(cron).await.map(created));
+        let job_without_labels = json!({"metadata": {"name": "j0"}, "spec": {"suspend": true,
+            "template": {"spec": job_template["spec"]}}});
+        let made = t.on("jobs").create(job_without_labels).await;
+        r.answer("a job whose template has no labels", made.map(created));
+        let revision = json!({"metadata": {"name": "rev"}, "revision": 1,
+            "data": {"spec": {"template": template}}});
+        let made = t.on("controllerrevisions").create(revision).await;
+        r.answer("a controller revision", made.map(|o| json!({"revision": o["revision"],
+            "data": o["data"], "generation": o["metadata"]["generation"]})));
+        // A daemon set's template generation follows template changes only. (Its status is
+        // the controller's by then.)
+        let changed = |o: Value| {
+            let mut c = created(o);
+            c.as_object_mut().map(|c| c.remove("status"));
+            c
+        };
+        let daemon_sets = t.on("daemonsets");
+        let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}});
+        let patched = daemon_sets.patch("d", PatchType::StrategicMerge, image).await;
+        r.answer("a daemon set's template changed", patched.map(changed));
+        let limit = json!({"spec": {"revisionHistoryLimit": 3}});
+        let patched = daemon_sets.patch("d", PatchType::Merge, limit).await;
+        r.answer("a daemon set's history limit changed", patched.map(changed));
+        let moved = json!({"spec": {"selector": {"matchLabels": {"app": "x", "tier": "y"}},
+            "template": {"metadata": {"labels": {"tier": "y"}}}}});
+        r.answer("a daemon set's selector changed", daemon_sets.patch("d", PatchType::Merge, moved).await);
+        let data = json!({"data": {"other": 1}});
+        let patched = t.on("controllerrevisions").patch("rev", PatchType::Merge, data).await;
+        r.answer("a controller revision's data changed", patched);
+        let background = json!({"propagationPolicy": "Background"});
+        for (resource, name) in [("statefulsets", "s"), ("daemonsets", "d"), ("jobs", "j"),
+                                 ("cronjobs", "cj"), ("controllerrevisions", "rev")] {
+            let deleted = t.on(resource).delete(name, background.clone()).await;
+            r.answer(&format!("{resource} deleted"), deleted.map(|o| json!({"kind": o["kind"], "status": o["status"]})));
+        }
+        // The common mistakes.
+        let mut other = selector.clone();
+        other["matchLabels"]["app"] = json!("other");
+        for (resource, label, body) in [
+            ("statefulsets", "a stateful set without a selector",
+                json!({"metadata": {"name": "s1"}, "spec": {"template": template}})),
+            ("statefulsets", "a stateful set whose selector does not match",
+                json!({"metadata": {"name": "s2"}, "spec": {"selector": other, "template": template}})),
+            ("daemonsets", "a daemon set without a selector",
+                json!({"metadata": {"name": "d1"}, "spec": {"template": template}})),
+            ("daemonsets", "a daemon set whose selector does not match",
+                json!({"metadata": {"name": "d2"}, "spec": {"selector": other, "template": template}})),
+            ("jobs", "a job that restarts always",
+                json!({"metadata": {"name": "j1"}, "spec": {"template": template}})),
+            ("jobs", "a job with a selector of its own",
+                json!({"metadata": {"name": "j2"}, "spec": {"selector": selector,
+                    "template": job_template}})),
+            ("statefulsets", "a stateful set with an empty selector",
+                json!({"metadata": {"name": "s3"}, "spec": {"selector": {}, "template": template}})),
+            ("daemonsets", "a daemon set with an empty selector",
+                json!({"metadata": {"name": "d3"}, "spec": {"selector": {}, "template": template}})),
+            ("controllerrevisions", "a controller revision without data",
+                json!({"metadata": {"name": "rev2"}, "revision": -1})),
+            ("controllerrevisions", "a controller revision whose data is no object",
+                json!({"metadata": {"name": "rev3"}, "revision": 1, "data": "x"})),
+        ] {
+            r.answer(label, t.on(resource).create(body).await);
+            // A Job's message names the uid it was given.
+            if let Some((_, answer)) = r.0.last_mut() {
+                *answer = with_uids_masked(answer.take());
+            }
+        }
     })
     .await;
 }
