@@ -2680,6 +2680,10 @@ async fn kubectl_get_prints_the_same_tables() {
             "additionalPrinterColumns": printed,
             "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
         ensure_crd(t, "Sprocket", version).await;
+        let pod_template = json!({"metadata": {"labels": {"app": "tbl"}},
+            "spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "busybox"}]}});
+        let mut job_template = pod_template.clone();
+        job_template["spec"]["restartPolicy"] = json!("Never");
         let manifests = json!({"items": [
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"t": "x"}},
                 "data": {"a": "1", "b": "2"}},
@@ -2697,6 +2701,15 @@ async fn kubectl_get_prints_the_same_tables() {
                 "spec": {"size": 3, "color": "red"}},
             {"apiVersion": format!("{GROUP}/v1"), "kind": "Sprocket", "metadata": {"name": "h", "labels": {"t": "x"}},
                 "spec": {}},
+            // Scaled to zero or suspended, so that what the controllers write is zeros.
+            {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web", "labels": {"t": "x"}},
+                "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "tbl"}}, "template": pod_template.clone()}},
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "labels": {"t": "x"}},
+                "spec": {"selector": {"matchLabels": {"app": "tbl"}}, "template": {
+                    "metadata": pod_template["metadata"], "spec": {"nodeSelector": {"disk": "ssd"},
+                        "containers": pod_template["spec"]["containers"]}}}},
+            {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly", "labels": {"t": "x"}},
+                "spec": {"schedule": "0 3 * * *", "suspend": true, "jobTemplate": {"spec": {"template": job_template.clone()}}}},
         ]});
         let docs: Vec<String> = manifests["items"]
             .as_array()
@@ -2710,7 +2723,19 @@ async fn kubectl_get_prints_the_same_tables() {
         let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
         let status = sprockets.patch_status("g", PatchType::Merge, ready).await;
         status.expect("sprocket status");
+        // A revision of the stateful set, and one of nothing.
+        let web = t.on("statefulsets").get("web").await.expect("web");
+        let owner = json!([{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
+            "uid": web["metadata"]["uid"], "controller": true}]);
+        for (name, owners) in [("web-1", owner), ("loose", json!([]))] {
+            let revision = json!({"metadata": {"name": name, "labels": {"t": "x"},
+                "ownerReferences": owners}, "revision": 7, "data": {}});
+            t.on("controllerrevisions").create(revision).await.expect("a revision");
+        }
+        let workloads = "statefulsets,daemonsets,cronjobs,controllerrevisions";
         for args in [
+            &["get", workloads, "-l", "t=x"][..],
+            &["get", workloads, "-l", "t=x", "-o", "wide"],
             &["get", "configmaps,secrets,services,pods,leases", "-l", "t=x"][..],
             &["get", "configmaps,secrets,services,pods,leases", "-l", "t=x", "-o", "wide"],
             &["get", "sprockets"],
@@ -2724,9 +2749,18 @@ async fn kubectl_get_prints_the_same_tables() {
             let out = kubectl(t, args, String::new()).await;
             r.push(&args.join(" ").replace(t.ns.as_str(), "<ns>"), table_cells(&out));
         }
+        // Jobs after `get events`: their controller reports them suspended.
+        for (name, parallelism) in [("once", 1), ("many", 3)] {
+            let mut spec = json!({"suspend": true, "parallelism": parallelism, "template": job_template});
+            if parallelism > 1 {
+                spec["completions"] = Value::Null;
+            }
+            let job = json!({"metadata": {"name": name, "labels": {"t": "x"}}, "spec": spec});
+            t.on("jobs").create(job).await.expect("a job");
+        }
         // The Table itself: columns (descriptions aside), cells (ages aside) and objects.
         const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
-        for (resource, include) in [("pods", "Metadata"), ("services", "None"), ("sprockets", "Object")] {
+        for (resource, include) in [("pods", "Metadata"), ("services", "None"), ("sprockets", "Object"), ("jobs", "None")] {
             let req = t.on(resource).req(t.rest.get()).accept(TABLE);
             let mut table = Res::send(req.param("includeObject", include).param("labelSelector", "t=x"))
                 .await
@@ -2742,8 +2776,15 @@ async fn kubectl_get_prints_the_same_tables() {
                         *cell = json!("<cluster-ip>");
                     }
                 }
+                // A Job's status and duration are its controller's.
+                if resource == "jobs" {
+                    for at in [1, 3] {
+                        row["cells"][at] = json!("<controller's>");
+                    }
+                }
             }
-            r.push(&format!("a table of {resource} with {include}"), table);
+            // A Job's selector names its uid.
+            r.push(&format!("a table of {resource} with {include}"), with_uids_masked(table));
         }
     })
     .await;
