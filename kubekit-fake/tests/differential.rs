@@ -1363,6 +1363,23 @@ async fn the_scale_subresource_reads_and_writes_replicas_alike() {
             .await
             .map(|d| d["spec"]["replicas"].clone());
         r.answer("replicas after kubectl scale", scaled);
+        // A stateful set's, scaled back to zero after.
+        let sts = json!({"metadata": {"name": "db"}, "spec": {"replicas": 0,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        let stateful_sets = t.on("statefulsets");
+        stateful_sets.create(sts).await.expect("db created");
+        let sts_scale = |r: Request| stateful_sets.req(r).name("db").subresource("scale");
+        let read = send(sts_scale(t.rest.get())).await;
+        r.answer("a stateful set's scale", scale_without_observed(read));
+        for replicas in [2, 0] {
+            let patch = json!({"spec": {"replicas": replicas}});
+            let patched = send(sts_scale(t.rest.patch(PatchType::Merge)).body(&patch)).await;
+            r.answer(&format!("a stateful set scaled to {replicas}"), scale_without_observed(patched));
+        }
+        let out = kubectl(t, &["scale", "statefulset/db", "--replicas=0"], String::new()).await;
+        r.push("kubectl scale statefulset", kubectl_says(&out));
         // A custom resource's scale, at the paths its CRD declares.
         ensure_widgets(t).await;
         let widgets = t.on("widgets");

@@ -36,6 +36,11 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
     ("api__v1_openapi.json", "v1", "ServiceAccount"),
     ("apis__apps__v1_openapi.json", "apps/v1", "Deployment"),
     ("apis__apps__v1_openapi.json", "apps/v1", "ReplicaSet"),
+    ("apis__apps__v1_openapi.json", "apps/v1", "StatefulSet"),
+    ("apis__apps__v1_openapi.json", "apps/v1", "DaemonSet"),
+    ("apis__apps__v1_openapi.json", "apps/v1", "ControllerRevision"),
+    ("apis__batch__v1_openapi.json", "batch/v1", "Job"),
+    ("apis__batch__v1_openapi.json", "batch/v1", "CronJob"),
     (
         "apis__coordination.k8s.io__v1_openapi.json",
         "coordination.k8s.io/v1",
