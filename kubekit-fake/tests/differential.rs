@@ -1376,9 +1376,17 @@ async fn the_scale_subresource_reads_and_writes_replicas_alike() {
         for replicas in [2, 0] {
             let patch = json!({"spec": {"replicas": replicas}});
             let patched = send(sts_scale(t.rest.patch(PatchType::Merge)).body(&patch)).await;
-            r.answer(&format!("a stateful set scaled to {replicas}"), scale_without_observed(patched));
+            r.answer(
+                &format!("a stateful set scaled to {replicas}"),
+                scale_without_observed(patched),
+            );
         }
-        let out = kubectl(t, &["scale", "statefulset/db", "--replicas=0"], String::new()).await;
+        let out = kubectl(
+            t,
+            &["scale", "statefulset/db", "--replicas=0"],
+            String::new(),
+        )
+        .await;
         r.push("kubectl scale statefulset", kubectl_says(&out));
         // A custom resource's scale, at the paths its CRD declares.
         ensure_widgets(t).await;
@@ -3006,12 +3014,11 @@ async fn everyday_answers(t: &Target) -> Vec<(String, String)> {
 }
 
 /// How many of the 77 everyday commands must answer alike (of [`everyday_commands`]; the
-/// test prints those that do not). The 6 that differ: two lists that on the real server
+/// test prints those that do not). The 4 that differ: two lists that on the real server
 /// hold the `kube-root-ca.crt` ConfigMap and the Pods of the Deployment (controllers the
-/// fake does not run), `get events` (the same controllers' events), `create job` (Jobs
-/// are not served), `api-resources --api-group=apps` (StatefulSets, DaemonSets and
-/// ControllerRevisions are not served) and `explain` (no OpenAPI schemas).
-const EVERYDAY_ALIKE: usize = 71;
+/// fake does not run), `get events` (the same controllers' events) and `explain` (no
+/// OpenAPI schemas).
+const EVERYDAY_ALIKE: usize = 73;
 
 #[tokio::test]
 async fn everyday_kubectl_commands_answer_alike() {
