@@ -15,6 +15,12 @@
 //!   Secret's type never changes;
 //! - a Pod has containers, each with a name of its own and an image; a Deployment's
 //!   selector matches its template's labels and never changes;
+//! - (in `stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike`) a
+//!   StatefulSet's or DaemonSet's selector is present (a DaemonSet's may be missing and
+//!   then selects nothing), not empty and matches its template's labels, a DaemonSet's
+//!   never changes; a Job restarts `OnFailure` or `Never` and its selector selects the
+//!   labels the server generates; a ControllerRevision has data, an object that never
+//!   changes, and a revision of at least 0;
 //! - Pods and the workloads with a Pod template get their defaults from
 //!   [`workloads`](crate::workloads).
 

@@ -20,7 +20,8 @@
 //! # What it serves
 //!
 //! - Resources: namespaces, configmaps, secrets, pods, services, events (core and
-//!   `events.k8s.io`, one store seen through both APIs), serviceaccounts, deployments, replicasets, leases,
+//!   `events.k8s.io`, one store seen through both APIs), serviceaccounts, deployments,
+//!   replicasets, statefulsets, daemonsets, controllerrevisions, jobs, cronjobs, leases,
 //!   selfsubjectaccessreviews and selfsubjectrulesreviews (create only, nothing stored;
 //!   everything is allowed),
 //!   customresourcedefinitions, and the resources of every CRD created through it (served
@@ -34,8 +35,11 @@
 //!   finalizer and phase, a Secret's `stringData` and default `type`, a Service's
 //!   defaults and allocated cluster IP and node ports, immutable
 //!   ConfigMaps and Secrets, a Secret's type, a Pod's containers (some, named apart, each
-//!   with an image), a Deployment's or ReplicaSet's selector (matching its template's
-//!   labels, immutable).
+//!   with an image), a Deployment's, ReplicaSet's, StatefulSet's or DaemonSet's selector
+//!   (present, not empty, matching its template's labels, immutable but a StatefulSet's),
+//!   the defaults of StatefulSets, DaemonSets, Jobs and CronJobs (see `workloads`), a
+//!   Job's generated selector and labels and its restart policy, a DaemonSet's template
+//!   generation, a ControllerRevision's data and revision.
 //! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
 //!   (label selectors; field selectors on the fields the real server selects on: the
 //!   metadata, a Pod's `spec.nodeName`, `status.phase`, ..., an Event's `involvedObject.*`,
@@ -43,7 +47,8 @@
 //!   `continue` over one consistent snapshot, `resourceVersion` and
 //!   `resourceVersionMatch`), watch (see below), update (409 on a stale
 //!   resourceVersion), the status subresource, the scale subresource (`autoscaling/v1`
-//!   `Scale` of Deployments, ReplicaSets and CRDs that declare one: get, update, patch;
+//!   `Scale` of Deployments, ReplicaSets, StatefulSets and CRDs that declare one: get,
+//!   update, patch;
 //!   `kubectl scale`), JSON patch and JSON merge patch, delete
 //!   (preconditions, finalizers, garbage collection through ownerReferences: background,
 //!   foreground, orphan), deletecollection (not of namespaces: `405`, as on the real
@@ -91,8 +96,9 @@
 //! - Custom resources are checked against their CRD's structural schema: unknown fields
 //!   pruned (as above); defaults filled; types
 //!   (`x-kubernetes-int-or-string`, `nullable`), `required`, `enum`, bounds, lengths,
-//!   `pattern`, item and property counts validated with the real server's `422`s. Not
-//!   checked: `format`, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL
+//!   `pattern`, item and property counts, string `format`s (see `formats`) validated
+//!   with the real server's `422`s. Not checked: some formats (`uri`, `email`,
+//!   `duration`, ...), `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL
 //!   rules.
 //! - Protobuf: a create or update of a built-in kind may send protobuf, and a client that
 //!   asks for protobuf first (as kubekit's typed clients and client-go do) gets objects,
@@ -114,7 +120,8 @@
 //! encoding leaves them out), no OpenAPI schemas (`kubectl explain` has nothing to show) and no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no tables in watches (`kubectl get -w` prints names
 //! and ages), no periodic watch
-//! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
+//! bookmarks, no controllers (a Deployment, StatefulSet, DaemonSet or Job makes no Pods, a
+//! Job gets no status) other than garbage collection
 //! and namespace deletion, which happen at once.
 
 mod crd_schema;
@@ -123,6 +130,7 @@ mod discovery;
 mod events;
 mod faults;
 mod fieldset;
+mod formats;
 mod managed;
 mod openapi;
 mod resources;

@@ -10,7 +10,9 @@
 //!   `Object`; `None`), the list's resourceVersion and continue token.
 //! - Columns: ConfigMaps, Secrets, Pods (ready containers, status from phase, reason,
 //!   container states and deletion, restarts; IP, node, nominated node, readiness gates),
-//!   Services, Deployments, ReplicaSets, Namespaces, Leases, ServiceAccounts, Events (core
+//!   Services, Deployments, ReplicaSets, StatefulSets, DaemonSets, ControllerRevisions
+//!   (the controller of their owner references), Jobs (status from conditions and
+//!   deletion, completions, duration), CronJobs, Namespaces, Leases, ServiceAccounts, Events (core
 //!   and `events.k8s.io`), CRDs, and custom resources by their CRD's
 //!   `additionalPrinterColumns` (`Age` when it has none; JSONPath of fields, indices and
 //!   `[?(@.field=="value")]` filters; a value not of the column's type is empty, a date is

@@ -1,6 +1,7 @@
 //! What the real server defaults in Pods and in the workloads the fake serves that hold a
-//! Pod template (Deployments, ReplicaSets), as the differential suite compares it
-//! (`pods_and_workloads_are_defaulted_alike`):
+//! Pod template (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs), as
+//! the differential suite compares it (`pods_and_workloads_are_defaulted_alike`,
+//! `stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike`):
 //!
 //! - every Pod spec: `dnsPolicy`, `restartPolicy`, `schedulerName`, `securityContext`,
 //!   `terminationGracePeriodSeconds`; each container's and init container's
@@ -14,8 +15,16 @@
 //!   ([`admit`]): the priority of its priority class (the system ones, or the default 0;
 //!   another is refused) and the preemption policy, and the two `NoExecute` tolerations
 //!   the `DefaultTolerationSeconds` admission plugin adds;
-//! - the workloads' own fields (replicas, strategy, history limit, progress deadline)
-//!   and, on create, the empty status the real server starts them with.
+//! - the workloads' own fields (replicas, strategies, history limits, progress deadline; a
+//!   StatefulSet's pod management and claim retention policies and service name; a Job's
+//!   completions, parallelism, backoff limit, completion mode, suspension, pod replacement
+//!   policy and `manualSelector`, and its labels, when it has none, from its template; a
+//!   CronJob's concurrency policy, suspension and history limits) and, on create, the
+//!   empty status the real server starts them with (its zero counters, as Go encodes
+//!   them);
+//! - after the fields of a create are recorded ([`admit`]): a Job's generated selector and
+//!   labels, a DaemonSet's first template generation; on update, the template generation
+//!   is bumped when the template changes.
 //!
 //! Values that are not of the expected shape are left as they are (the server would
 //! refuse to decode them); nothing here panics on a body.

@@ -111,7 +111,7 @@ impl Record {
 impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
-            "widgets" | "gadgets" | "sprockets" => (GROUP, "v1"),
+            "widgets" | "gadgets" | "sprockets" | "stamps" => (GROUP, "v1"),
             "deployments"
             | "replicasets"
             | "statefulsets"
@@ -2657,6 +2657,142 @@ async fn custom_resources_are_pruned_defaulted_and_validated_by_their_schema_ali
         let status =
             gadgets.patch_status("min", PatchType::Merge, json!({"status": {"ready": "no"}}));
         r.answer("an invalid status", status.await);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn custom_resource_string_formats_are_validated_alike() {
+    // Each format with values it accepts and values it refuses.
+    let formats: &[(&str, &[&str], &[&str])] = &[
+        (
+            "date-time",
+            &["2024-02-29T10:20:30Z", "2024-01-01t00:00:00.5+01:00"],
+            &[
+                "2024-01-01",
+                "2024-01-01T24:00:00Z",
+                "2023-02-29T10:00:00Z",
+                "2024-01-01T10:00:00",
+                "yesterday",
+            ],
+        ),
+        (
+            "date",
+            &["2024-02-29", "1999-12-31"],
+            &[
+                "2023-02-29",
+                "2024-1-01",
+                "2024-13-01",
+                "2024-01-01T00:00:00Z",
+            ],
+        ),
+        (
+            "uuid",
+            &[
+                "123e4567-e89b-12d3-a456-426614174000",
+                "123E4567E89B12D3A456426614174000",
+            ],
+            &["123e4567-e89b-12d3-a456", "not-a-uuid"],
+        ),
+        (
+            "uuid3",
+            &["123e4567-e89b-32d3-a456-426614174000"],
+            &["123e4567-e89b-42d3-a456-426614174000"],
+        ),
+        (
+            "uuid4",
+            &["123e4567-e89b-42d3-a456-426614174000"],
+            &["123e4567-e89b-12d3-a456-426614174000"],
+        ),
+        (
+            "uuid5",
+            &["123e4567-e89b-52d3-8456-426614174000"],
+            &["123e4567-e89b-52d3-c456-426614174000"],
+        ),
+        (
+            "ipv4",
+            &["10.0.0.1", "010.0.0.1", "::ffff:1.2.3.4"],
+            &["256.0.0.1", "1.2.3", "::1", "1.2.3.4/8"],
+        ),
+        (
+            "ipv6",
+            &["::1", "2001:db8::1", "::ffff:1.2.3.4"],
+            &["10.0.0.1", "2001:db8::g", "fe80::1%eth0"],
+        ),
+        (
+            "cidr",
+            &["10.0.0.0/8", "10.0.0.1/32", "2001:db8::/32"],
+            &["10.0.0.0", "10.0.0.0/33", "x/8"],
+        ),
+        (
+            "hostname",
+            &["example.com", "a", "xn--bcher-kva.example"],
+            &["-bad.com", "under_score.com", "a..b"],
+        ),
+        (
+            "mac",
+            &[
+                "00:1a:2b:3c:4d:5e",
+                "00-1A-2B-3C-4D-5E",
+                "001a.2b3c.4d5e",
+                "00:00:00:00:fe:80:00:00",
+                "001a2b3c4d5e",
+            ],
+            &["00:1a:2b:3c:4d", "00:1a-2b:3c:4d:5e", "zz:1a:2b:3c:4d:5e"],
+        ),
+        ("byte", &["aGVsbG8=", "aGk="], &["hello!", "aGVsbG8", ""]),
+        ("hexcolor", &["#fff", "A0B1C2"], &["#ffff", "red"]),
+        ("rgbcolor", &["rgb(255, 0, 10)"], &["rgb(256,0,0)", "#fff"]),
+        (
+            "ssn",
+            &["123-45-6789", "123 45 6789"],
+            &["123456789", "123-456-789"],
+        ),
+        ("k8s-short-name", &["web-1"], &["Web", "-web", "a.b"]),
+        (
+            "k8s-long-name",
+            &["web.example-1.com"],
+            &["Web.com", "a..b", "a."],
+        ),
+        ("password", &["anything at all"], &[]),
+        ("not-a-format", &["anything"], &[]),
+    ];
+    differential("formats", async |t: &Target, r: &mut Record| {
+        let properties: serde_json::Map<String, Value> = formats
+            .iter()
+            .map(|(format, ..)| {
+                (
+                    format.to_string(),
+                    json!({"type": "string", "format": format}),
+                )
+            })
+            .collect();
+        let version = json!({"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": properties}}}}});
+        ensure_crd(t, "Stamp", version).await;
+        let stamps = t.on("stamps");
+        let stamp = |name: String, field: &str, value: &str| {
+            json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Stamp",
+                "metadata": {"name": name}, "spec": {field: value}})
+        };
+        for (format, good, bad) in formats {
+            for (i, value) in good.iter().enumerate() {
+                let created = stamps
+                    .create(stamp(format!("{format}-good-{i}"), format, value))
+                    .await;
+                r.answer(
+                    &format!("{format} {value:?}"),
+                    created.map(|s| s["spec"].clone()),
+                );
+            }
+            for (i, value) in bad.iter().enumerate() {
+                let refused = stamps
+                    .create(stamp(format!("{format}-bad-{i}"), format, value))
+                    .await;
+                r.answer(&format!("{format} {value:?}"), refused);
+            }
+        }
     })
     .await;
 }
