@@ -17,82 +17,97 @@
 //!   server does not support are ignored there as here.
 
 use std::net::Ipv6Addr;
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
 use regex::Regex;
 
 /// Whether `text` is of `format`; `true` for a format not checked.
 pub(crate) fn valid(format: &str, text: &str) -> bool {
-    match format.replace('-', "").as_str() {
+    let format = format.replace('-', "");
+    match format.as_str() {
         "date" => is_date(text),
         "datetime" => is_date_time(text),
-        "uuid" => matches(
-            &UUID,
-            r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
-            text,
-        ),
-        "uuid3" => matches(
-            &UUID3,
-            r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
-            text,
-        ),
-        "uuid4" => matches(
-            &UUID4,
-            r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
-            text,
-        ),
-        "uuid5" => matches(
-            &UUID5,
-            r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
-            text,
-        ),
         "ipv4" => sloppy_ip(text).is_some() && text.contains('.'),
         "ipv6" => text.parse::<Ipv6Addr>().is_ok(),
         "cidr" => is_cidr(text),
-        "hostname" => is_hostname(text),
+        "hostname" => {
+            matches("hostname", text) && text.len() <= 255 && text.split('.').all(|p| p.len() <= 63)
+        }
         "mac" => is_mac(text.as_bytes()),
-        "byte" => matches(
-            &BASE64,
-            "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$",
-            text,
-        ),
-        "hexcolor" => matches(&HEX_COLOR, "^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$", text),
-        "rgbcolor" => matches(&RGB_COLOR, RGB_PATTERN, text),
-        "ssn" => text.len() == 11 && matches(&SSN, "^[0-9]{3}[- ]?[0-9]{2}[- ]?[0-9]{4}$", text),
-        "k8sshortname" => text.len() <= 63 && matches(&SHORT_NAME, &format!("^{DNS_LABEL}$"), text),
-        "k8slongname" => {
-            let pattern = format!(r"^{DNS_LABEL}(\.{DNS_LABEL})*$");
-            text.len() <= 253 && matches(&LONG_NAME, &pattern, text)
+        "ssn" => text.len() == 11 && matches("ssn", text),
+        "k8sshortname" => text.len() <= 63 && matches("k8sshortname", text),
+        "k8slongname" => text.len() <= 253 && matches("k8slongname", text),
+        pattern_only
+        @ ("uuid" | "uuid3" | "uuid4" | "uuid5" | "byte" | "hexcolor" | "rgbcolor") => {
+            matches(pattern_only, text)
         }
         _ => true,
     }
 }
 
-/// A lower-case DNS label's pattern.
-const DNS_LABEL: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+/// The patterns of the formats checked by a pattern (some with more checks in
+/// [`valid`]), and of a date-time's time (`time`), as strfmt writes them.
+const PATTERN_TEXTS: &[(&str, &str)] = &[
+    (
+        "uuid",
+        r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
+    ),
+    (
+        "uuid3",
+        r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
+    ),
+    (
+        "uuid4",
+        r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
+    ),
+    (
+        "uuid5",
+        r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
+    ),
+    (
+        "byte",
+        "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})$",
+    ),
+    ("hexcolor", "^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"),
+    (
+        "rgbcolor",
+        r"^rgb\(\s*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])\s*,\s*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])\s*,\s*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])\s*\)$",
+    ),
+    ("ssn", "^[0-9]{3}[- ]?[0-9]{2}[- ]?[0-9]{4}$"),
+    ("k8sshortname", "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"),
+    (
+        "k8slongname",
+        r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    ),
+    (
+        "hostname",
+        r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9\-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$",
+    ),
+    (
+        "time",
+        r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$",
+    ),
+];
 
-static UUID: OnceLock<Option<Regex>> = OnceLock::new();
-static UUID3: OnceLock<Option<Regex>> = OnceLock::new();
-static UUID4: OnceLock<Option<Regex>> = OnceLock::new();
-static UUID5: OnceLock<Option<Regex>> = OnceLock::new();
-static BASE64: OnceLock<Option<Regex>> = OnceLock::new();
-static HEX_COLOR: OnceLock<Option<Regex>> = OnceLock::new();
-static RGB_COLOR: OnceLock<Option<Regex>> = OnceLock::new();
-static SSN: OnceLock<Option<Regex>> = OnceLock::new();
-static SHORT_NAME: OnceLock<Option<Regex>> = OnceLock::new();
-static LONG_NAME: OnceLock<Option<Regex>> = OnceLock::new();
-static HOSTNAME: OnceLock<Option<Regex>> = OnceLock::new();
-static TIME: OnceLock<Option<Regex>> = OnceLock::new();
+/// [`PATTERN_TEXTS`], compiled (a pattern that does not compile matches nothing).
+static PATTERNS: LazyLock<Vec<(&str, Option<Regex>)>> = LazyLock::new(|| {
+    PATTERN_TEXTS
+        .iter()
+        .map(|(name, pattern)| (*name, Regex::new(pattern).ok()))
+        .collect()
+});
 
-/// An RGB color, `rgb(r, g, b)`, each 0 to 255.
-const RGB_PATTERN: &str = r"^rgb\(\s*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])\s*,\s*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])\s*,\s*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])\s*\)$";
+/// The compiled pattern of `name`.
+fn pattern(name: &str) -> Option<&'static Regex> {
+    PATTERNS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, re)| re.as_ref())
+}
 
-/// Whether `text` matches `pattern`, compiled once into `cell` (a pattern that does not
-/// compile matches nothing).
-fn matches(cell: &OnceLock<Option<Regex>>, pattern: &str, text: &str) -> bool {
-    cell.get_or_init(|| Regex::new(pattern).ok())
-        .as_ref()
-        .is_some_and(|re| re.is_match(text))
+/// Whether `text` matches the pattern of `name`.
+fn matches(name: &str, text: &str) -> bool {
+    pattern(name).is_some_and(|re| re.is_match(text))
 }
 
 /// A full date, `2006-01-02`, of a day the month has (Go's `time.Parse`).
@@ -132,12 +147,7 @@ fn is_date_time(text: &str) -> bool {
     if parts.len() < 2 || !is_date(parts[0]) {
         return false;
     }
-    let pattern = r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$";
-    let Some(time) = TIME
-        .get_or_init(|| Regex::new(pattern).ok())
-        .as_ref()
-        .and_then(|re| re.captures(parts[1]))
-    else {
+    let Some(time) = pattern("time").and_then(|re| re.captures(parts[1])) else {
         return false;
     };
     let at = |i: usize| time.get(i).map_or("", |m| m.as_str());
@@ -170,12 +180,6 @@ fn is_cidr(text: &str) -> bool {
     !prefix.is_empty()
         && prefix.bytes().all(|c| c.is_ascii_digit())
         && prefix.parse::<usize>().is_ok_and(|n| n <= bytes * 8)
-}
-
-/// A host name as strfmt's `IsHostname` reads it.
-fn is_hostname(text: &str) -> bool {
-    let pattern = r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9\-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$";
-    matches(&HOSTNAME, pattern, text) && text.len() <= 255 && text.split('.').all(|p| p.len() <= 63)
 }
 
 /// A hardware address as Go's `net.ParseMAC` reads it.
@@ -226,6 +230,12 @@ mod tests {
                 "{format} {bad}"
             );
         }
+    }
+
+    #[test]
+    fn every_pattern_compiles_and_a_time_is_no_format() {
+        assert!(PATTERNS.iter().all(|(_, re)| re.is_some()));
+        assert!(valid("time", "not a time"));
     }
 
     #[test]
