@@ -2355,21 +2355,51 @@ async fn openapi_v3_describes_each_patch_operation_alike() {
     for (gv, entry) in index["paths"].as_object().into_iter().flatten() {
         let url = entry["serverRelativeURL"].as_str().unwrap_or_default();
         let doc = get_json(&fake, url).await.expect("fake document");
-        let paths: Vec<String> = doc["paths"]
-            .as_object()
-            .into_iter()
-            .flat_map(|p| p.keys().cloned())
-            .collect();
-        served.push((gv.clone(), paths));
+        let keys = |field: &str| -> Vec<String> {
+            let found = doc.pointer(field).and_then(Value::as_object);
+            found.into_iter().flat_map(|m| m.keys().cloned()).collect()
+        };
+        served.push((gv.clone(), keys("/paths"), keys("/components/schemas")));
     }
     differential("openapi", async |t: &Target, r: &mut Record| {
         ensure_widgets(t).await;
-        for (gv, paths) in &served {
+        for (gv, paths, schemas) in &served {
             let ops = testenv::eventually(60, "the group-version's OpenAPI is served", || {
                 patch_operations(t, gv, paths)
             })
             .await;
             r.push(gv, ops);
+            // The schemas the fake serves, as the real server's document has them.
+            let doc = get_json(t, &format!("/openapi/v3/{gv}")).await;
+            let theirs = doc.as_ref().map(|d| &d["components"]["schemas"]);
+            let named: BTreeMap<&String, Value> = schemas
+                .iter()
+                .map(|name| (name, theirs.map_or(Value::Null, |s| s[name].clone())))
+                .collect();
+            r.push(&format!("{gv} schemas"), json!(named));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn kubectl_explain_shows_the_same_fields() {
+    differential("explain", async |t: &Target, r: &mut Record| {
+        for args in [
+            &["explain", "configmap"][..],
+            &["explain", "pods.spec.containers.imagePullPolicy"],
+            &["explain", "deployment.spec.strategy", "--recursive"],
+            &["explain", "statefulsets.spec.updateStrategy"],
+            &[
+                "explain",
+                "cronjob.spec.jobTemplate.spec.template.spec.restartPolicy",
+            ],
+            &["explain", "jobs", "--api-version=batch/v1"],
+            &["explain", "crd.spec.versions.schema"],
+            &["explain", "configmap.nothing"],
+        ] {
+            let out = kubectl(t, args, String::new()).await;
+            r.push(&args.join(" "), kubectl_says(&out));
         }
     })
     .await;
@@ -3150,11 +3180,10 @@ async fn everyday_answers(t: &Target) -> Vec<(String, String)> {
 }
 
 /// How many of the 77 everyday commands must answer alike (of [`everyday_commands`]; the
-/// test prints those that do not). The 4 that differ: two lists that on the real server
+/// test prints those that do not). The 3 that differ: two lists that on the real server
 /// hold the `kube-root-ca.crt` ConfigMap and the Pods of the Deployment (controllers the
-/// fake does not run), `get events` (the same controllers' events) and `explain` (no
-/// OpenAPI schemas).
-const EVERYDAY_ALIKE: usize = 73;
+/// fake does not run) and `get events` (the same controllers' events).
+const EVERYDAY_ALIKE: usize = 74;
 
 #[tokio::test]
 async fn everyday_kubectl_commands_answer_alike() {

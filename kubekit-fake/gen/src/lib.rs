@@ -16,7 +16,15 @@
 //! "atomic"|"set"|"map", "keys": [...], "defaults": {key: value}}` (the defaults of key
 //! fields, which an item may omit).
 //!
-//! `cargo run -p kubekit-fake-gen` writes the file; its test fails when the file differs
+//! It also writes `kubekit-fake/src/openapi_schemas.json`, `{"pinned": …, "documents":
+//! {"<group-version path>": {name: schema}}}`: the schemas of the served kinds, and of
+//! every type they refer to, descriptions included, as the pinned release's kube-apiserver
+//! serves them at `/openapi/v3/<group-version path>` (`api/v1`, `apis/<group>/<version>`)
+//! — read from testenv's real control plane, since the served documents carry the enums
+//! (and their descriptions) that `api/openapi-spec/v3` leaves out. That is what
+//! kubekit-fake's OpenAPI v3 documents carry for `kubectl explain`.
+//!
+//! `cargo run -p kubekit-fake-gen` writes the files; its test fails when a file differs
 //! from what the pinned documents give.
 
 use std::collections::BTreeMap;
@@ -26,6 +34,7 @@ use serde_json::{Map, Value, json};
 
 /// The kinds kubekit-fake serves whose objects can be applied, by the OpenAPI document
 /// that defines them: document, apiVersion, kind.
+#[rustfmt::skip]
 pub const ROOTS: &[(&str, &str, &str)] = &[
     ("api__v1_openapi.json", "v1", "Namespace"),
     ("api__v1_openapi.json", "v1", "ConfigMap"),
@@ -41,26 +50,10 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
     ("apis__apps__v1_openapi.json", "apps/v1", "ControllerRevision"),
     ("apis__batch__v1_openapi.json", "batch/v1", "Job"),
     ("apis__batch__v1_openapi.json", "batch/v1", "CronJob"),
-    (
-        "apis__coordination.k8s.io__v1_openapi.json",
-        "coordination.k8s.io/v1",
-        "Lease",
-    ),
-    (
-        "apis__events.k8s.io__v1_openapi.json",
-        "events.k8s.io/v1",
-        "Event",
-    ),
-    (
-        "apis__apiextensions.k8s.io__v1_openapi.json",
-        "apiextensions.k8s.io/v1",
-        "CustomResourceDefinition",
-    ),
-    (
-        "apis__authorization.k8s.io__v1_openapi.json",
-        "authorization.k8s.io/v1",
-        "SelfSubjectAccessReview",
-    ),
+    ("apis__coordination.k8s.io__v1_openapi.json", "coordination.k8s.io/v1", "Lease"),
+    ("apis__events.k8s.io__v1_openapi.json", "events.k8s.io/v1", "Event"),
+    ("apis__apiextensions.k8s.io__v1_openapi.json", "apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("apis__authorization.k8s.io__v1_openapi.json", "authorization.k8s.io/v1", "SelfSubjectAccessReview"),
     // Defined where the subresource is served.
     ("apis__apps__v1_openapi.json", "autoscaling/v1", "Scale"),
 ];
@@ -68,58 +61,184 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
 /// The ObjectMeta type's name: custom resources' metadata.
 pub const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
-/// The generated file's path in the repository.
+/// The generated apply schema's path in the repository.
 pub fn output_path(repo: &Path) -> PathBuf {
     repo.join("kubekit-fake/src/apply_schema.json")
 }
 
-/// The generated file from the pinned OpenAPI documents of the repository at `repo`.
-pub fn generate(repo: &Path) -> Result<String, String> {
+/// The generated OpenAPI schemas' path in the repository.
+pub fn openapi_output_path(repo: &Path) -> PathBuf {
+    repo.join("kubekit-fake/src/openapi_schemas.json")
+}
+
+/// One root of [`ROOTS`] found in its document: the document's file, its schemas, and
+/// the name of the root's schema.
+struct Root {
+    file: &'static str,
+    api_version: &'static str,
+    kind: &'static str,
+    schemas: std::rc::Rc<Map<String, Value>>,
+    name: String,
+}
+
+/// The pinned release (`k8s.io/kubernetes vX.Y.Z`) and the roots, read from its
+/// documents (each document read once).
+fn read_roots(repo: &Path) -> Result<(String, Vec<Root>), String> {
     let module = "k8s.io/kubernetes";
     let version = kubekit_protobuf_gen::sources::pinned_version(repo, module)?;
     let dir =
         kubekit_protobuf_gen::sources::go_module_dir(module, &version)?.join("api/openapi-spec/v3");
-    let mut definitions = Map::new();
+    let mut documents: BTreeMap<&str, std::rc::Rc<Map<String, Value>>> = BTreeMap::new();
     let mut roots = Vec::new();
-    for (file, api_version, kind) in ROOTS {
+    for &(file, api_version, kind) in ROOTS {
         let path = dir.join(file);
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let doc: Value =
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let schemas = doc["components"]["schemas"]
-            .as_object()
-            .ok_or_else(|| format!("{}: no components.schemas", path.display()))?;
+        let schemas = match documents.get(file) {
+            Some(s) => s.clone(),
+            None => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let doc: Value =
+                    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                let schemas = doc["components"]["schemas"]
+                    .as_object()
+                    .cloned()
+                    .ok_or_else(|| format!("{}: no components.schemas", path.display()))?;
+                let schemas = std::rc::Rc::new(schemas);
+                documents.insert(file, schemas.clone());
+                schemas
+            }
+        };
         // A kind's schema names its kind; `Scale`, a subresource's type, names none.
         let (group, _) = api_version.rsplit_once('/').unwrap_or_default();
-        let root = schemas
+        let name = schemas
             .iter()
             .find(|(name, s)| {
                 is_kind(s, api_version, kind) || name.ends_with(&format!("{group}.v1.{kind}"))
             })
             .map(|(name, _)| name.clone())
             .ok_or_else(|| format!("{}: no schema of {api_version} {kind}", path.display()))?;
-        roots.push((format!("{api_version}/{kind}"), root));
-        for (name, schema) in schemas {
+        roots.push(Root {
+            file,
+            api_version,
+            kind,
+            schemas,
+            name,
+        });
+    }
+    Ok((format!("{module} {version}"), roots))
+}
+
+/// The OpenAPI schemas file of the roots of the repository at `repo`, as the real
+/// control plane serves them (it is started, see the crate's docs): for each group-version
+/// document, the schemas of its roots and of every schema they refer to.
+pub fn generate_openapi(repo: &Path) -> Result<String, String> {
+    let (pinned, roots) = read_roots(repo)?;
+    let mut served: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+    let mut documents: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+    for root in &roots {
+        // `api__v1_openapi.json` is served at `api/v1`.
+        let path = root
+            .file
+            .trim_end_matches("_openapi.json")
+            .replace("__", "/");
+        if !served.contains_key(&path) {
+            served.insert(path.clone(), served_schemas(&path)?);
+        }
+        let schemas = &served[&path];
+        let kept = documents.entry(path.clone()).or_default();
+        each_reachable(vec![root.name.clone()], |name, pending| {
+            let schema = schemas
+                .get(name)
+                .ok_or_else(|| format!("/openapi/v3/{path}: no schema named {name}"))?;
+            collect_references(schema, pending);
+            kept.insert(name.to_string(), schema.clone());
+            Ok(())
+        })?;
+    }
+    let out = json!({"pinned": pinned, "documents": documents});
+    serde_json::to_string_pretty(&out)
+        .map(|s| s + "\n")
+        .map_err(|e| e.to_string())
+}
+
+/// The schemas of the document the real control plane serves at `/openapi/v3/<path>`.
+fn served_schemas(path: &str) -> Result<Map<String, Value>, String> {
+    let url = format!("/openapi/v3/{path}");
+    let mut kubectl = testenv::control_plane().kubectl();
+    kubectl.args(["get", "--raw", &url]);
+    let doc = kubekit_protobuf_gen::sources::json_output(
+        &mut kubectl,
+        &format!("kubectl get --raw {url}"),
+    )?;
+    doc["components"]["schemas"]
+        .as_object()
+        .cloned()
+        .ok_or_else(|| format!("{url}: no components.schemas"))
+}
+
+/// Visits each name reachable from `start` once, last found first: `visit` handles a name
+/// and pushes the names it leads to.
+fn each_reachable(
+    start: Vec<String>,
+    mut visit: impl FnMut(&str, &mut Vec<String>) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut pending = start;
+    while let Some(name) = pending.pop() {
+        if seen.insert(name.clone()) {
+            visit(&name, &mut pending)?;
+        }
+    }
+    Ok(())
+}
+
+/// The names of the schemas `schema` refers to (`#/components/schemas/<name>`), anywhere
+/// in it, pushed on `out`.
+fn collect_references(schema: &Value, out: &mut Vec<String>) {
+    match schema {
+        Value::Object(m) => {
+            if let Some(name) = m
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            {
+                out.push(name.to_string());
+            }
+            m.values().for_each(|v| collect_references(v, out));
+        }
+        Value::Array(a) => a.iter().for_each(|v| collect_references(v, out)),
+        _ => {}
+    }
+}
+
+/// The apply schema file from the pinned OpenAPI documents of the repository at `repo`.
+pub fn generate(repo: &Path) -> Result<String, String> {
+    let (pinned, found) = read_roots(repo)?;
+    let mut definitions = Map::new();
+    let mut roots = Vec::new();
+    for root in &found {
+        roots.push((
+            format!("{}/{}", root.api_version, root.kind),
+            root.name.clone(),
+        ));
+        for (name, schema) in root.schemas.iter() {
             definitions.entry(name.clone()).or_insert(schema.clone());
         }
     }
     let mut types = BTreeMap::new();
-    let mut pending: Vec<String> = roots.iter().map(|(_, r)| r.clone()).collect();
-    pending.push(OBJECT_META.to_string());
-    while let Some(name) = pending.pop() {
-        if types.contains_key(&name) {
-            continue;
-        }
+    let mut start: Vec<String> = roots.iter().map(|(_, r)| r.clone()).collect();
+    start.push(OBJECT_META.to_string());
+    each_reachable(start, |name, pending| {
         let schema = definitions
-            .get(&name)
+            .get(name)
             .ok_or_else(|| format!("no schema named {name}"))?;
-        let ty = convert(schema, &definitions, &mut pending)?;
-        types.insert(name, ty);
-    }
+        let ty = convert(schema, &definitions, pending)?;
+        types.insert(name.to_string(), ty);
+        Ok(())
+    })?;
     // Named types that are scalars or untyped are written in place, not by name.
     let out = json!({
-        "pinned": format!("{module} {version}"),
+        "pinned": pinned,
         "roots": roots.into_iter().map(|(k, v)| (k, Value::String(v))).collect::<Map<_, _>>(),
         "types": types.into_iter().filter(|(_, t)| !t.is_string()).collect::<Map<_, _>>(),
     });
