@@ -51,8 +51,8 @@
 //!   update, patch;
 //!   `kubectl scale`), JSON patch and JSON merge patch, delete
 //!   (preconditions, finalizers, garbage collection through ownerReferences: background,
-//!   foreground, orphan), deletecollection (not of namespaces: `405`, as on the real
-//!   server).
+//!   foreground, orphan; a Job without a policy orphans, with the real server's warning),
+//!   deletecollection (not of namespaces: `405`, as on the real server).
 //! - Strategic merge patch of the built-in types: list fields merge by the merge keys of
 //!   the Kubernetes API types (containers, init and ephemeral containers, volumes,
 //!   imagePullSecrets by `name`; container ports by `containerPort`, Service ports by

@@ -1913,6 +1913,15 @@ async fn stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_
         let data = json!({"data": {"other": 1}});
         let patched = t.on("controllerrevisions").patch("rev", PatchType::Merge, data).await;
         r.answer("a controller revision's data changed", patched);
+        // A Job deleted without a propagation policy orphans its Pods, with a warning.
+        let jobs = t.on("jobs");
+        let deleted = with_warnings(jobs.req(t.rest.delete()).name("j0")).await;
+        r.answer("a job deleted without a policy", deleted.map(|d| {
+            let meta = &d["object"]["metadata"];
+            json!({"warnings": d["warnings"], "kind": d["object"]["kind"],
+                   "finalizers": meta["finalizers"], "deleting": meta["deletionTimestamp"].is_string(),
+                   "grace": meta["deletionGracePeriodSeconds"]})
+        }));
         let background = json!({"propagationPolicy": "Background"});
         for (resource, name) in [("statefulsets", "s"), ("daemonsets", "d"), ("jobs", "j"),
                                  ("cronjobs", "cj"), ("controllerrevisions", "rev")] {
