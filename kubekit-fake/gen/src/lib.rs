@@ -9,10 +9,11 @@
 //! The output is JSON, `{"pinned": …, "roots": {"<apiVersion>/<kind>": type},
 //! "types": {name: type}}`, where a type is `"scalar"`, `"untyped"` (an object of any
 //! shape: maps granular, lists atomic), the name of another type, `{"struct": {field:
-//! type}, "atomic": bool, "zero": {field: "struct" | null}}` (`zero`: the fields the Go
-//! type's zero value has, as the API server's field manager compares a created object
-//! with it: a struct that is no pointer, `{}` by default in the document, and its own
-//! zero; a required field, null), `{"map": type, "atomic": bool}` or `{"list": type, "type":
+//! type}, "atomic": bool, "zero": {field: "struct" | null | {"value": v}}}` (`zero`: the
+//! fields the Go type's zero value has, as the API server's field manager compares a
+//! created object with it: a struct that is no pointer, `{}` by default in the document,
+//! and its own zero; a scalar whose default is Go's zero, `""`, `0` or `false`, that
+//! value; another required field, null), `{"map": type, "atomic": bool}` or `{"list": type, "type":
 //! "atomic"|"set"|"map", "keys": [...], "defaults": {key: value}}` (the defaults of key
 //! fields, which an item may omit).
 //!
@@ -329,7 +330,11 @@ fn convert(
             if let Some(props) = schema["properties"].as_object() {
                 for (name, prop) in props {
                     fields.insert(name.clone(), convert(prop, definitions, pending)?);
-                    if prop["default"].as_object().is_some_and(Map::is_empty) {
+                    let default = &prop["default"];
+                    let go_zero = [json!(""), json!(0), json!(false)];
+                    if go_zero.contains(default) {
+                        zero.insert(name.clone(), json!({"value": default}));
+                    } else if default.as_object().is_some_and(Map::is_empty) {
                         zero.insert(name.clone(), json!("struct"));
                     } else if required.is_some_and(|r| r.iter().any(|f| f == name)) {
                         zero.insert(name.clone(), Value::Null);
