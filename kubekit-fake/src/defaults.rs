@@ -17,10 +17,11 @@
 //!   selector matches its template's labels and never changes;
 //! - (in `stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike`) a
 //!   StatefulSet's or DaemonSet's selector is present (a DaemonSet's may be missing and
-//!   then selects nothing), not empty and matches its template's labels, a DaemonSet's
-//!   never changes; a Job restarts `OnFailure` or `Never` and its selector selects the
-//!   labels the server generates; a ControllerRevision has data, an object that never
-//!   changes, and a revision of at least 0;
+//!   then selects nothing), not empty, matches its template's labels and never changes, nor
+//!   do a StatefulSet's service name and pod management policy; a Job restarts `OnFailure`
+//!   or `Never`, its selector selects the labels the server generates (on create), its
+//!   template's labels, and never changes; a ControllerRevision has data, an object that
+//!   never changes, and a revision of at least 0;
 //! - Pods and the workloads with a Pod template get their defaults from
 //!   [`workloads`](crate::workloads).
 
@@ -221,6 +222,43 @@ pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -
     Err(ApiError::invalid_fields(info, name, &faults))
 }
 
+/// A check's fault: field, cause reason, detail.
+type Fault = (String, &'static str, String);
+
+/// `field` is required.
+fn required(field: &str) -> Fault {
+    (field.into(), "FieldValueRequired", "Required value".into())
+}
+
+/// A workload's selector does not select its template's `labels`.
+fn mismatch(labels: &Value) -> Fault {
+    (
+        "spec.template.metadata.labels".into(),
+        "FieldValueInvalid",
+        format!(
+            "Invalid value: {}: `selector` does not match template `labels`",
+            go_json(labels)
+        ),
+    )
+}
+
+/// The `fields` of `new` (at `path`, empty at the top) that are not as in `old`: each
+/// immutable.
+fn immutable(old: &Value, new: &Value, path: &str, fields: &[&str]) -> Vec<Fault> {
+    fields
+        .iter()
+        .filter(|f| old[**f] != new[**f])
+        .map(|f| {
+            let detail = format!("Invalid value: {}: field is immutable", go_json(&new[*f]));
+            let at = match path {
+                "" => f.to_string(),
+                p => format!("{p}.{f}"),
+            };
+            (at, "FieldValueInvalid", detail)
+        })
+        .collect()
+}
+
 /// Whether the `metav1.LabelSelector` `selector` selects `labels` (a Pod template's); a
 /// missing or malformed selector selects nothing.
 fn selects(selector: &Value, labels: &Value) -> bool {
@@ -256,7 +294,7 @@ pub fn check_workload(
     if !info.builtin {
         return Ok(());
     }
-    let mut faults: Vec<(String, &str, String)> = Vec::new();
+    let mut faults: Vec<Fault> = Vec::new();
     match (info.group.as_str(), info.kind.as_str()) {
         ("", "Pod") if old.is_none() => {
             let containers = obj["spec"]["containers"]
@@ -264,19 +302,13 @@ pub fn check_workload(
                 .map(Vec::as_slice)
                 .unwrap_or_default();
             if containers.is_empty() {
-                faults.push((
-                    "spec.containers".into(),
-                    "FieldValueRequired",
-                    "Required value".into(),
-                ));
+                faults.push(required("spec.containers"));
             }
             let mut seen = Vec::new();
             for (i, c) in containers.iter().enumerate() {
                 let at = |field: &str| format!("spec.containers[{i}].{field}");
                 match c["name"].as_str().filter(|n| !n.is_empty()) {
-                    None => {
-                        faults.push((at("name"), "FieldValueRequired", "Required value".into()))
-                    }
+                    None => faults.push(required(&at("name"))),
                     Some(n) if seen.contains(&n) => faults.push((
                         at("name"),
                         "FieldValueDuplicate",
@@ -285,13 +317,14 @@ pub fn check_workload(
                     Some(n) => seen.push(n),
                 }
                 if c["image"].as_str().is_none_or(str::is_empty) {
-                    faults.push((at("image"), "FieldValueRequired", "Required value".into()));
+                    faults.push(required(&at("image")));
                 }
             }
         }
         ("apps", kind @ ("Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")) => {
-            let selector = &obj["spec"]["selector"];
-            let labels = &obj["spec"]["template"]["metadata"]["labels"];
+            let spec = &obj["spec"];
+            let selector = &spec["selector"];
+            let labels = &spec["template"]["metadata"]["labels"];
             let empty = selector.is_object()
                 && selector["matchLabels"]
                     .as_object()
@@ -313,50 +346,35 @@ pub fn check_workload(
                     go_json(selector)
                 ),
             );
-            let mismatch = (
-                "spec.template.metadata.labels".to_string(),
-                "FieldValueInvalid",
-                format!(
-                    "Invalid value: {}: `selector` does not match template `labels`",
-                    go_json(labels)
-                ),
-            );
             if kind == "DaemonSet" {
                 // An empty selector selects everything; a missing one nothing.
                 if !empty && !selects(selector, labels) {
-                    faults.push(mismatch);
+                    faults.push(mismatch(labels));
                 }
                 if empty {
                     faults.push(empty_fault);
                 }
             } else {
                 if selector.is_null() {
-                    faults.push((
-                        "spec.selector".into(),
-                        "FieldValueRequired",
-                        "Required value".into(),
-                    ));
+                    faults.push(required("spec.selector"));
                 }
                 if empty {
                     faults.push(empty_fault);
                 } else if !selects(selector, labels) {
-                    faults.push(mismatch);
+                    faults.push(mismatch(labels));
                 }
             }
-            if let Some(old) = old
-                && kind != "StatefulSet"
-                && old["spec"]["selector"] != *selector
-            {
-                faults.push((
-                    "spec.selector".into(),
-                    "FieldValueInvalid",
-                    format!("Invalid value: {}: field is immutable", go_json(selector)),
-                ));
+            let kept: &[&str] = match kind {
+                "StatefulSet" => &["selector", "serviceName", "podManagementPolicy"],
+                _ => &["selector"],
+            };
+            if let Some(old) = old {
+                faults.extend(immutable(&old["spec"], spec, "spec", kept));
             }
         }
-        ("batch", "Job") if old.is_none() => {
+        ("batch", "Job") => {
             let spec = &obj["spec"];
-            if spec["manualSelector"] != json!(true) {
+            if old.is_none() && spec["manualSelector"] != json!(true) {
                 // The selector must select the labels the server generates.
                 let uid = &obj["metadata"]["uid"];
                 let generated = json!({
@@ -382,6 +400,15 @@ pub fn check_workload(
                     "Required value: valid values: \"OnFailure\", \"Never\"".into(),
                 ));
             }
+            let labels = &spec["template"]["metadata"]["labels"];
+            if spec["selector"].is_null() {
+                faults.push(required("spec.selector"));
+            } else if !selects(&spec["selector"], labels) {
+                faults.push(mismatch(labels));
+            }
+            if let Some(old) = old {
+                faults.extend(immutable(&old["spec"], spec, "spec", &["selector"]));
+            }
         }
         ("apps", "ControllerRevision") => {
             if let Some(revision) = obj["revision"].as_i64().filter(|r| *r < 0) {
@@ -402,11 +429,7 @@ pub fn check_workload(
                     "FieldValueRequired",
                     "Required value: data must be a valid JSON object".into(),
                 )),
-                (data, Some(old)) if *data != old["data"] => faults.push((
-                    "data".into(),
-                    "FieldValueInvalid",
-                    format!("Invalid value: {}: field is immutable", go_json(data)),
-                )),
+                (_, Some(old)) => faults.extend(immutable(old, obj, "", &["data"])),
                 _ => {}
             }
         }

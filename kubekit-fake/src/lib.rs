@@ -36,9 +36,11 @@
 //!   defaults and allocated cluster IP and node ports, immutable
 //!   ConfigMaps and Secrets, a Secret's type, a Pod's containers (some, named apart, each
 //!   with an image), a Deployment's, ReplicaSet's, StatefulSet's or DaemonSet's selector
-//!   (present, not empty, matching its template's labels, immutable but a StatefulSet's),
+//!   (present, not empty, matching its template's labels, immutable; a StatefulSet's
+//!   service name and pod management policy immutable too),
 //!   the defaults of StatefulSets, DaemonSets, Jobs and CronJobs (see `workloads`), a
-//!   Job's generated selector and labels and its restart policy, a DaemonSet's template
+//!   Job's generated selector and labels, its restart policy and its immutable selector, a
+//!   DaemonSet's template
 //!   generation, a ControllerRevision's data and revision.
 //! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
 //!   (label selectors; field selectors on the fields the real server selects on: the

@@ -89,6 +89,13 @@ impl Record {
         self.0.push((label.to_string(), v));
     }
 
+    /// The last answer recorded with its uids masked (see [`with_uids_masked`]).
+    fn mask_uids_of_last(&mut self) {
+        if let Some((_, answer)) = self.0.last_mut() {
+            *answer = with_uids_masked(answer.take());
+        }
+    }
+
     /// Records the answer: the object, or the error's `Status`.
     fn answer(&mut self, label: &str, r: kubekit::rest::Result<Value>) -> Option<Value> {
         match r {
@@ -1913,6 +1920,22 @@ async fn stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_
         let data = json!({"data": {"other": 1}});
         let patched = t.on("controllerrevisions").patch("rev", PatchType::Merge, data).await;
         r.answer("a controller revision's data changed", patched);
+        // What a stateful set and a job keep.
+        let stateful_sets = t.on("statefulsets");
+        for (label, patch) in [
+            ("a stateful set's selector changed", json!({"spec": {"selector": {"matchLabels": {"app": "x", "v": "2"}},
+                "template": {"metadata": {"labels": {"v": "2"}}}}})),
+            ("a stateful set's service changed", json!({"spec": {"serviceName": "other"}})),
+            ("a stateful set's pod management changed", json!({"spec": {"podManagementPolicy": "Parallel"}})),
+            ("a stateful set scaled", json!({"spec": {"replicas": 0, "minReadySeconds": 5}})),
+        ] {
+            let patched = stateful_sets.patch("s", PatchType::Merge, patch).await;
+            r.answer(label, patched.map(changed));
+        }
+        let moved = json!({"spec": {"selector": {"matchLabels": {"extra": "x"}}}});
+        let patched = t.on("jobs").patch("j", PatchType::Merge, moved).await;
+        r.answer("a job's selector changed", patched);
+        r.mask_uids_of_last();
         // A Job deleted without a propagation policy orphans its Pods, with a warning.
         let jobs = t.on("jobs");
         let deleted = with_warnings(jobs.req(t.rest.delete()).name("j0")).await;
@@ -1956,9 +1979,7 @@ async fn stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_
         ] {
             r.answer(label, t.on(resource).create(body).await);
             // A Job's message names the uid it was given.
-            if let Some((_, answer)) = r.0.last_mut() {
-                *answer = with_uids_masked(answer.take());
-            }
+            r.mask_uids_of_last();
         }
     })
     .await;
