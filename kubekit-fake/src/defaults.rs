@@ -20,8 +20,10 @@
 //!   then selects nothing), not empty, matches its template's labels and never changes, nor
 //!   do a StatefulSet's service name and pod management policy; a Job restarts `OnFailure`
 //!   or `Never`, its selector selects the labels the server generates (on create), its
-//!   template's labels, and never changes; a ControllerRevision has data, an object that
-//!   never changes, and a revision of at least 0;
+//!   template's labels, and never changes; a CronJob has a schedule that names no time
+//!   zone (its cron syntax is not checked) and its Jobs restart `OnFailure` or `Never`; a
+//!   ControllerRevision has data, an object that never changes, and a revision of at
+//!   least 0;
 //! - Pods and the workloads with a Pod template get their defaults from
 //!   [`workloads`](crate::workloads).
 
@@ -230,6 +232,19 @@ fn required(field: &str) -> Fault {
     (field.into(), "FieldValueRequired", "Required value".into())
 }
 
+/// A Job's spec (at `path`) whose Pods would restart `Always` (the default): they must
+/// restart `OnFailure` or `Never`.
+fn restart_policy(job_spec: &Value, path: &str) -> Option<Fault> {
+    let restart = job_spec["template"]["spec"]["restartPolicy"].as_str();
+    matches!(restart, None | Some("Always" | "")).then(|| {
+        (
+            format!("{path}.template.spec.restartPolicy"),
+            "FieldValueRequired",
+            "Required value: valid values: \"OnFailure\", \"Never\"".into(),
+        )
+    })
+}
+
 /// A workload's selector does not select its template's `labels`.
 fn mismatch(labels: &Value) -> Fault {
     (
@@ -283,7 +298,7 @@ fn go_json(value: &Value) -> String {
 }
 
 /// Refuses what the real server refuses of a Pod, a workload with a Pod template (a
-/// Deployment, ReplicaSet, StatefulSet, DaemonSet, Job) or a ControllerRevision being
+/// Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob) or a ControllerRevision being
 /// created (`old` is `None`) or replacing `old`.
 pub fn check_workload(
     info: &ResourceInfo,
@@ -392,14 +407,7 @@ pub fn check_workload(
                     ));
                 }
             }
-            let restart = &spec["template"]["spec"]["restartPolicy"];
-            if restart.is_null() || *restart == json!("Always") || *restart == json!("") {
-                faults.push((
-                    "spec.template.spec.restartPolicy".into(),
-                    "FieldValueRequired",
-                    "Required value: valid values: \"OnFailure\", \"Never\"".into(),
-                ));
-            }
+            faults.extend(restart_policy(spec, "spec"));
             let labels = &spec["template"]["metadata"]["labels"];
             if spec["selector"].is_null() {
                 faults.push(required("spec.selector"));
@@ -409,6 +417,33 @@ pub fn check_workload(
             if let Some(old) = old {
                 faults.extend(immutable(&old["spec"], spec, "spec", &["selector"]));
             }
+        }
+        ("batch", "CronJob") => {
+            let spec = &obj["spec"];
+            match spec["schedule"].as_str().unwrap_or_default() {
+                "" => faults.push(required("spec.schedule")),
+                // An update may keep a time zone the old schedule named.
+                schedule
+                    if schedule.contains("TZ")
+                        && old.is_none_or(|o| {
+                            !o["spec"]["schedule"].as_str().unwrap_or("").contains("TZ")
+                        }) =>
+                {
+                    faults.push((
+                        "spec.schedule".into(),
+                        "FieldValueInvalid",
+                        format!(
+                            "Invalid value: {}: cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                            go_json(&spec["schedule"])
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+            faults.extend(restart_policy(
+                &spec["jobTemplate"]["spec"],
+                "spec.jobTemplate.spec",
+            ));
         }
         ("apps", "ControllerRevision") => {
             if let Some(revision) = obj["revision"].as_i64().filter(|r| *r < 0) {
