@@ -1225,8 +1225,25 @@ async fn kubectl_apply_of_changed_manifests_gives_alike_objects() {
         widget_changed["spec"] = json!({"size": 2, "tags": ["b"]});
         let mut widget_first = widget("w", json!({}));
         widget_first["spec"] = json!({"size": 1, "tags": ["a", "b"]});
+        let stateful_set = |image: &str, extra: bool| {
+            let mut sts = deployment("db", json!([container("db", image, &[5432], env(extra))]));
+            sts["kind"] = json!("StatefulSet");
+            if let Some(spec) = sts["spec"].as_object_mut() {
+                for deployment_only in ["strategy", "progressDeadlineSeconds"] {
+                    spec.remove(deployment_only);
+                }
+            }
+            sts
+        };
+        let cron_job = |schedule: &str, image: &str| {
+            json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly"},
+                "spec": {"schedule": schedule, "suspend": true, "jobTemplate": {"spec": {"template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": image}]}}}}}})
+        };
         let manifests = [
             ("deployments", "web", first, changed),
+            ("statefulsets", "db", stateful_set("db:1", false), stateful_set("db:2", true)),
+            ("cronjobs", "nightly", cron_job("0 3 * * *", "busybox:1"), cron_job("0 4 * * *", "busybox:2")),
             (
                 "services",
                 "web",
