@@ -500,4 +500,29 @@ mod tests {
         assert_eq!(svc["spec"]["ports"][1]["nodePort"], 30000);
         assert_eq!(svc["spec"]["clusterIP"], "10.0.0.10");
     }
+
+    #[test]
+    fn workloads_of_odd_shapes_are_checked_without_a_panic() {
+        let odd = [
+            json!("x"),
+            json!({"spec": 1, "data": [], "revision": "r"}),
+            json!({"metadata": {"uid": 3, "labels": "l"}, "spec": {"selector": "s",
+                "template": {"metadata": {"labels": [1]}, "spec": "t"}, "jobTemplate": 2,
+                "schedule": 5}}),
+        ];
+        for (group, kind) in [
+            ("apps", "StatefulSet"),
+            ("apps", "DaemonSet"),
+            ("apps", "ControllerRevision"),
+            ("batch", "Job"),
+            ("batch", "CronJob"),
+        ] {
+            let info = crate::resources::builtin_of(group, kind);
+            for body in &odd {
+                for old in [None, Some(&odd[1])] {
+                    let _ = check_workload(&info, "n", body, old);
+                }
+            }
+        }
+    }
 }

@@ -741,10 +741,19 @@ mod tests {
             json!({"spec": {"containers": [1, "c", null], "volumes": {"a": 1},
                             "tolerations": "all", "template": []}}),
         ] {
-            for (group, kind) in [("", "Pod"), ("apps", "Deployment"), ("apps", "ReplicaSet")] {
+            for (group, kind) in [
+                ("", "Pod"),
+                ("apps", "Deployment"),
+                ("apps", "ReplicaSet"),
+                ("apps", "StatefulSet"),
+                ("apps", "DaemonSet"),
+                ("batch", "Job"),
+                ("batch", "CronJob"),
+            ] {
                 let mut obj = body.clone();
                 apply(group, kind, &mut obj, None);
                 let _ = admit(group, kind, &mut obj);
+                apply(group, kind, &mut obj, Some(&body));
             }
         }
         let mut pod = json!({"spec": {"containers": [1], "tolerations": "all"}});
