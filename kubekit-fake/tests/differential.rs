@@ -3303,8 +3303,12 @@ async fn answers_come_in_protobuf_when_asked_alike() {
         pods.create(pod).await.expect("pod");
         ensure_widgets(t).await;
         t.on("widgets").create(widget("w", json!({}))).await.expect("widget");
+        let revisions = t.on("controllerrevisions");
+        let revision = json!({"metadata": {"name": "rev"}, "revision": 2, "data": {"k": ["v"]}});
+        revisions.create(revision).await.expect("a revision");
         for (label, req) in [
             ("a configmap", cms.req(t.rest.get()).name("p1")),
+            ("a controller revision", revisions.req(t.rest.get()).name("rev")),
             ("a pod", pods.req(t.rest.get()).name("pod")),
             ("a list", cms.req(t.rest.get()).param("labelSelector", "a=b")),
             ("a missing object", cms.req(t.rest.get()).name("missing")),

@@ -59,6 +59,10 @@ pub const ROOTS: &[(&str, &str, &str)] = &[
     ("apis__apps__v1_openapi.json", "autoscaling/v1", "Scale"),
 ];
 
+/// The type the field manager holds atomic whatever its schema says (kube-openapi's
+/// `schemaconv` hard-codes it).
+const RAW_EXTENSION: &str = "io.k8s.apimachinery.pkg.runtime.RawExtension";
+
 /// The ObjectMeta type's name: custom resources' metadata.
 pub const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
@@ -277,6 +281,11 @@ fn convert(
     pending: &mut Vec<String>,
 ) -> Result<Value, String> {
     if let Some(name) = reference(schema) {
+        // The field manager holds a RawExtension (a ControllerRevision's `data`) atomic,
+        // whatever it holds: one leaf, as a scalar.
+        if name == RAW_EXTENSION {
+            return Ok(json!("scalar"));
+        }
         let target = definitions
             .get(name)
             .ok_or_else(|| format!("a reference to {name}, which no document defines"))?;
