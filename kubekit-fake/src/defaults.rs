@@ -20,8 +20,9 @@
 //!   then selects nothing), not empty, matches its template's labels and never changes, nor
 //!   do a StatefulSet's service name and pod management policy; a Job restarts `OnFailure`
 //!   or `Never`, its selector selects the labels the server generates (on create), its
-//!   template's labels, and never changes; a CronJob has a schedule that names no time
-//!   zone (its cron syntax is not checked) and its Jobs restart `OnFailure` or `Never`; a
+//!   template's labels, and never changes; a CronJob has a schedule (read as
+//!   [`cron`](crate::cron) reads it) that names no time zone, and its Jobs restart
+//!   `OnFailure` or `Never` (also in `cron_job_schedules_are_parsed_alike`); a
 //!   ControllerRevision has data, an object that never changes, and a revision of at
 //!   least 0;
 //! - Pods and the workloads with a Pod template get their defaults from
@@ -420,25 +421,26 @@ pub fn check_workload(
         }
         ("batch", "CronJob") => {
             let spec = &obj["spec"];
+            let invalid_schedule = |why: &str| {
+                let detail = format!("Invalid value: {}: {why}", go_json(&spec["schedule"]));
+                ("spec.schedule".to_string(), "FieldValueInvalid", detail)
+            };
             match spec["schedule"].as_str().unwrap_or_default() {
                 "" => faults.push(required("spec.schedule")),
-                // An update may keep a time zone the old schedule named.
-                schedule
-                    if schedule.contains("TZ")
-                        && old.is_none_or(|o| {
-                            !o["spec"]["schedule"].as_str().unwrap_or("").contains("TZ")
-                        }) =>
-                {
-                    faults.push((
-                        "spec.schedule".into(),
-                        "FieldValueInvalid",
-                        format!(
-                            "Invalid value: {}: cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
-                            go_json(&spec["schedule"])
-                        ),
-                    ));
+                schedule => {
+                    if let Some(why) = crate::cron::error(schedule) {
+                        faults.push(invalid_schedule(&why));
+                    }
+                    // An update may keep a time zone the old schedule named.
+                    let old_zone = old.is_some_and(|o| {
+                        o["spec"]["schedule"].as_str().unwrap_or("").contains("TZ")
+                    });
+                    if schedule.contains("TZ") && !old_zone {
+                        faults.push(invalid_schedule(
+                            "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                        ));
+                    }
                 }
-                _ => {}
             }
             faults.extend(restart_policy(
                 &spec["jobTemplate"]["spec"],

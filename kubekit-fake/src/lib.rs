@@ -40,8 +40,8 @@
 //!   service name and pod management policy immutable too),
 //!   the defaults of StatefulSets, DaemonSets, Jobs and CronJobs (see `workloads`), a
 //!   Job's generated selector and labels, its restart policy and its immutable selector, a
-//!   CronJob's schedule (present, no time zone; the cron syntax is not checked) and its
-//!   Jobs' restart policy, a DaemonSet's template
+//!   CronJob's schedule (present, of valid cron syntax, no time zone) and its Jobs'
+//!   restart policy, a DaemonSet's template
 //!   generation, a ControllerRevision's data and revision.
 //! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
 //!   (label selectors; field selectors on the fields the real server selects on: the
@@ -129,6 +129,7 @@
 //! and namespace deletion, which happen at once.
 
 mod crd_schema;
+mod cron;
 mod defaults;
 mod discovery;
 mod events;

@@ -1994,6 +1994,9 @@ async fn stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_
             ("cronjobs", "a cron job with a time zone in its schedule",
                 json!({"metadata": {"name": "cj2"}, "spec": {"schedule": "CRON_TZ=UTC 0 * * * *",
                     "jobTemplate": {"spec": {"template": job_template}}}})),
+            ("cronjobs", "a cron job with four fields",
+                json!({"metadata": {"name": "cj4"}, "spec": {"schedule": "*/5 * * *",
+                    "jobTemplate": {"spec": {"template": job_template}}}})),
             ("cronjobs", "a cron job whose jobs restart always",
                 json!({"metadata": {"name": "cj3"}, "spec": {"schedule": "0 * * * *",
                     "jobTemplate": {"spec": {"template": template}}}})),
@@ -2742,6 +2745,29 @@ async fn custom_resources_are_pruned_defaulted_and_validated_by_their_schema_ali
         let status =
             gadgets.patch_status("min", PatchType::Merge, json!({"status": {"ready": "no"}}));
         r.answer("an invalid status", status.await);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn cron_job_schedules_are_parsed_alike() {
+    differential("schedules", async |t: &Target, r: &mut Record| {
+        let cron_jobs = t.on("cronjobs");
+        let schedules = [
+            "*/5 * * * *", "0 0 1 JAN mon", "5/10 * * * ?", "0-59/15 1,2,,3 * * SUN-sat",
+            "@hourly", "@yearly", "@every 1h30m", "@every 1.5s",
+            "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "0 0 0 * *", "0 0 * 13 *",
+            "0 0 * * 7", "5-1 * * * *", "*/0 * * * *", "a * * * *", "1-2-3 * * * *",
+            "1/2/3 * * * *", "-1 * * * *", "0 0 * foo *", "99999999999999999999 * * * *",
+            "@often", "@every 5", "@every 1d", "@every x", "@Hourly",
+        ];
+        for (i, schedule) in schedules.into_iter().enumerate() {
+            let cron = json!({"metadata": {"name": format!("cj{i}")}, "spec": {"schedule": schedule,
+                "suspend": true, "jobTemplate": {"spec": {"template": {"spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+            let created = cron_jobs.create(cron).await;
+            r.answer(schedule, created.map(|c| c["spec"]["schedule"].clone()));
+        }
     })
     .await;
 }
