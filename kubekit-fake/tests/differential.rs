@@ -2773,6 +2773,55 @@ async fn cron_job_schedules_are_parsed_alike() {
 }
 
 #[tokio::test]
+async fn kubectl_creates_cron_jobs_and_jobs_from_them_alike() {
+    differential("kubectl-jobs", async |t: &Target, r: &mut Record| {
+        // A schedule that does not come before the test ends: the real controller would
+        // start Jobs.
+        let schedule = "--schedule=0 3 29 2 *";
+        let jsonpath = |fields: &str| format!("jsonpath={fields}");
+        let job_fields = jsonpath(
+            "{.metadata.annotations} {.metadata.ownerReferences[*].kind} \
+             {.spec.template.spec.containers[*].command}",
+        );
+        let cron_fields = jsonpath("{.spec.schedule} {.spec.jobTemplate.metadata} {.spec.suspend}");
+        for args in [
+            &[
+                "create",
+                "cronjob",
+                "nightly",
+                "--image=busybox",
+                schedule,
+                "--",
+                "echo",
+                "hi",
+            ][..],
+            &["create", "job", "once", "--from=cronjob/nightly"],
+            &["get", "job", "once", "-o", &job_fields],
+            &["get", "cronjob", "nightly", "-o", &cron_fields],
+            &[
+                "create",
+                "cronjob",
+                "bad",
+                "--image=busybox",
+                "--schedule=61 * * * *",
+            ],
+            &["get", "cronjobs"],
+        ] {
+            let out = kubectl(t, args, String::new()).await;
+            let says = kubectl_says(&out);
+            let text =
+                |stream: &str| kubectl_text(says[stream].as_str().unwrap_or_default(), &t.ns);
+            r.push(
+                &args.join(" "),
+                json!({"stdout": text("stdout"), "stderr": text("stderr"),
+                "success": says["success"]}),
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn custom_resource_string_formats_are_validated_alike() {
     // Each format with values it accepts and values it refuses.
     let formats: &[(&str, &[&str], &[&str])] = &[
