@@ -87,11 +87,12 @@
 //!   with verbs, scope, short names, categories and the `scale` and `status` subresources
 //!   as the real
 //!   server gives them, CRDs included.
-//! - A minimal OpenAPI v3 (`/openapi/v3`: each resource's `patch` operation, and the real
-//!   server's schemas of the built-in kinds): enough for `kubectl get/apply/label/delete`
-//!   with its default validation, which it then leaves to the server (`fieldValidation`
-//!   applies to unknown fields, see below), and for `kubectl explain` of built-in kinds.
-//!   Custom resources have no schema there. `/openapi/v2` is `404`.
+//! - A minimal OpenAPI v3 (`/openapi/v3`: each resource's `patch` operation, the real
+//!   server's schemas of the built-in kinds, and the schemas of custom resources as the
+//!   real server publishes their CRDs'): enough for `kubectl get/apply/label/delete` with
+//!   its default validation, which it then leaves to the server (`fieldValidation`
+//!   applies to unknown fields, see below), and for `kubectl explain`. `/openapi/v2` is
+//!   `404`.
 //! - Unknown fields of a create, update or patch (fields the pinned release's types, or a
 //!   CRD's schema, do not declare) are dropped with a `Warning: unknown field "spec.x"`
 //!   each (`fieldValidation=Warn`, the default), refused with the real server's `400`
@@ -120,8 +121,7 @@
 //! `SelfSubjectAccessReview` answers `allowed`, `kubectl auth can-i` says yes, a
 //! `SelfSubjectRulesReview` allows every verb on everything), no admission, no
 //! other defaulting or validation (empty lists and maps are kept where the real server's
-//! encoding leaves them out), no OpenAPI schemas of custom resources (`kubectl explain` of
-//! one fails: not found in the OpenAPI schema) and no OpenAPI v2, no
+//! encoding leaves them out), no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no tables in watches (`kubectl get -w` prints names
 //! and ages), no periodic watch
 //! bookmarks, no controllers (a Deployment, StatefulSet, DaemonSet or Job makes no Pods, a

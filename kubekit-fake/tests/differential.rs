@@ -118,7 +118,7 @@ impl Record {
 impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
-            "widgets" | "gadgets" | "sprockets" | "stamps" => (GROUP, "v1"),
+            "widgets" | "gadgets" | "sprockets" | "stamps" | "bolts" => (GROUP, "v1"),
             "deployments"
             | "replicasets"
             | "statefulsets"
@@ -298,6 +298,27 @@ async fn ensure_widgets(t: &Target) {
         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
     });
     ensure_crd(t, "Widget", version).await;
+}
+
+/// Installs the Bolt CRD: a structural schema with descriptions, defaults, an enum, a
+/// set, an int-or-string, a nullable date and a CEL rule.
+async fn ensure_bolts(t: &Target) {
+    let spec = json!({"type": "object", "description": "What the bolt is.", "required": ["size"],
+    "properties": {
+        "size": {"type": "integer", "minimum": 1, "default": 2, "description": "How big."},
+        "finish": {"type": "string", "enum": ["zinc", "black"]},
+        "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        "fitted": {"type": "string", "format": "date-time", "nullable": true},
+        "torque": {"x-kubernetes-int-or-string": true},
+        "thread": {"type": "object", "properties": {"pitch": {"type": "number"}},
+            "x-kubernetes-validations": [{"rule": "self.pitch > 0.0", "message": "pitch"}]},
+    }});
+    let version = json!({"name": "v1", "served": true, "storage": true,
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": {"type": "object", "description": "A bolt.", "properties": {
+            "spec": spec, "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}}}});
+    ensure_crd(t, "Bolt", version).await;
 }
 
 /// Installs the CRD of `kind` (plural: `kind` in lower case and an `s`) in [`GROUP`] with
@@ -2408,6 +2429,7 @@ async fn openapi_v3_describes_each_patch_operation_alike() {
     // at the same places.
     let fake = fake("openapi-served").await;
     ensure_widgets(&fake).await;
+    ensure_bolts(&fake).await;
     let index = get_json(&fake, "/openapi/v3").await.expect("fake index");
     let mut served = Vec::new();
     for (gv, entry) in index["paths"].as_object().into_iter().flatten() {
@@ -2421,6 +2443,7 @@ async fn openapi_v3_describes_each_patch_operation_alike() {
     }
     differential("openapi", async |t: &Target, r: &mut Record| {
         ensure_widgets(t).await;
+        ensure_bolts(t).await;
         for (gv, paths, schemas) in &served {
             let ops = testenv::eventually(60, "the group-version's OpenAPI is served", || {
                 patch_operations(t, gv, paths)
@@ -2443,7 +2466,18 @@ async fn openapi_v3_describes_each_patch_operation_alike() {
 #[tokio::test]
 async fn kubectl_explain_shows_the_same_fields() {
     differential("explain", async |t: &Target, r: &mut Record| {
+        ensure_bolts(t).await;
+        // The real server publishes a CRD's schema a moment after it is established.
+        testenv::eventually(60, "the Bolt schema is published", || async {
+            let out = kubectl(t, &["explain", "bolts"], String::new()).await;
+            out.status.success().then_some(())
+        })
+        .await;
         for args in [
+            &["explain", "bolts"][..],
+            &["explain", "bolts.spec", "--recursive"],
+            &["explain", "bolt.spec.torque"],
+            &["explain", "bolts.metadata.labels"],
             &["explain", "configmap"][..],
             &["explain", "pods.spec.containers.imagePullPolicy"],
             &["explain", "deployment.spec.strategy", "--recursive"],

@@ -23,7 +23,11 @@
 //! serves them at `/openapi/v3/<group-version path>` (`api/v1`, `apis/<group>/<version>`)
 //! — read from testenv's real control plane, since the served documents carry the enums
 //! (and their descriptions) that `api/openapi-spec/v3` leaves out. That is what
-//! kubekit-fake's OpenAPI v3 documents carry for `kubectl explain`.
+//! kubekit-fake's OpenAPI v3 documents carry for `kubectl explain`. Under
+//! `"customResources"` it holds the schemas the server puts in a custom resource's
+//! document besides the resource's own (`ObjectMeta`, `ListMeta`, `Status`, ...), and
+//! the resource's and its list's (`kind`, `list`) for a CRD whose schema is an empty
+//! object, read from the document of a CRD it creates for that.
 //!
 //! `cargo run -p kubekit-fake-gen` writes the files; its test fails when a file differs
 //! from what the pinned documents give.
@@ -160,10 +164,58 @@ pub fn generate_openapi(repo: &Path) -> Result<String, String> {
             Ok(())
         })?;
     }
-    let out = json!({"pinned": pinned, "documents": documents});
+    let out = json!({"pinned": pinned, "documents": documents,
+        "customResources": custom_resource_schemas()?});
     serde_json::to_string_pretty(&out)
         .map(|s| s + "\n")
         .map_err(|e| e.to_string())
+}
+
+/// The group of the CRD whose document shows what a custom resource's document holds.
+const PROBE_GROUP: &str = "kubekit-fake-gen.example.com";
+
+/// The schemas the real control plane puts in a custom resource's group-version document
+/// besides the resource's own (`ObjectMeta`, `ListMeta`, `Status`, ...), and as `kind`
+/// and `list` the resource's own of a CRD whose schema is `{"type": "object"}`: read from
+/// the document of a CRD created for it.
+fn custom_resource_schemas() -> Result<Map<String, Value>, String> {
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("probes.{PROBE_GROUP}")},
+        "spec": {"group": PROBE_GROUP, "scope": "Namespaced",
+            "names": {"plural": "probes", "singular": "probe", "kind": "Probe"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+    });
+    let file = std::env::temp_dir().join(format!("kubekit-fake-gen-{}.json", std::process::id()));
+    std::fs::write(&file, crd.to_string()).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut apply = testenv::control_plane().kubectl();
+    apply.args(["apply", "-o", "json", "-f"]).arg(&file);
+    let applied =
+        kubekit_protobuf_gen::sources::json_output(&mut apply, "kubectl apply the probe CRD");
+    let _ = std::fs::remove_file(&file);
+    applied?;
+    // The CRD's document is published a moment after it is established.
+    let own_prefix = "com.example.kubekit-fake-gen.";
+    for _ in 0..120 {
+        if let Ok(schemas) = served_schemas(&format!("apis/{PROBE_GROUP}/v1"))
+            && schemas.keys().any(|n| n.starts_with(own_prefix))
+        {
+            // The probe's own, as templates: `kind` and `list`.
+            return Ok(schemas
+                .into_iter()
+                .map(|(name, schema)| match name.strip_prefix(own_prefix) {
+                    Some("v1.Probe") => ("kind".to_string(), schema),
+                    Some("v1.ProbeList") => ("list".to_string(), schema),
+                    _ => (name, schema),
+                })
+                .collect());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    Err(format!(
+        "the probe CRD's document was not published at /openapi/v3/apis/{PROBE_GROUP}/v1"
+    ))
 }
 
 /// The schemas of the document the real control plane serves at `/openapi/v3/<path>`.
