@@ -11,11 +11,12 @@
 //! - [`default`]: a missing field with a `default` gets it, then its own fields' defaults.
 //! - [`validate`]: `type` (`x-kubernetes-int-or-string`: an integer or a string;
 //!   `nullable`), `required`, `enum`, `minimum`/`maximum` (and exclusive), `minLength`/
-//!   `maxLength`, `pattern`, `minItems`/`maxItems`, `minProperties`/`maxProperties`, into
-//!   items and properties; failures are `422 Invalid` with the real server's messages and
-//!   cause reasons. Fields are checked in name order (the real server's order among
-//!   several failures follows its map iteration, which is random). Not checked: `format`,
-//!   `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL rules
+//!   `maxLength`, `pattern`, a string's `format` (see [`formats`](crate::formats)),
+//!   `minItems`/`maxItems`, `minProperties`/`maxProperties`, into items and properties;
+//!   failures are `422 Invalid` with the real server's messages and cause reasons. Fields
+//!   are checked in name order (the real server's order among several failures follows
+//!   its map iteration, which is random). Not checked: the formats `formats` names as
+//!   such, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL rules
 //!   (`x-kubernetes-validations`).
 
 use serde_json::{Map, Value};
@@ -270,6 +271,18 @@ fn check(s: &Value, v: &Value, path: &str, msg_path: &str, faults: &mut Vec<Faul
                 && regex::Regex::new(p).is_ok_and(|re| !re.is_match(text))
             {
                 faults.push(invalid(format!("should match '{p}'")));
+            }
+            // A format applies to strings of a schema that is of type string, or of none.
+            if let Some(format) = s["format"].as_str()
+                && s["type"].as_str().is_none_or(|t| t == "string")
+                && !crate::formats::valid(format, text)
+            {
+                let detail = format!(
+                    "Invalid value: {}: {in_body} in body must be of type {format}: {}",
+                    shown(v),
+                    shown(v)
+                );
+                faults.push((path.to_string(), "FieldValueTypeInvalid", detail));
             }
         }
         Value::Number(n) => {

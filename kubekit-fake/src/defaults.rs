@@ -15,11 +15,21 @@
 //!   Secret's type never changes;
 //! - a Pod has containers, each with a name of its own and an image; a Deployment's
 //!   selector matches its template's labels and never changes;
+//! - (in `stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike`) a
+//!   StatefulSet's or DaemonSet's selector is present (a DaemonSet's may be missing and
+//!   then selects nothing), not empty, matches its template's labels and never changes, nor
+//!   do a StatefulSet's service name and pod management policy; a Job restarts `OnFailure`
+//!   or `Never`, its selector selects the labels the server generates (on create), its
+//!   template's labels, and never changes; a CronJob has a schedule (read as
+//!   [`cron`](crate::cron) reads it) that names no time zone, and its Jobs restart
+//!   `OnFailure` or `Never` (also in `cron_job_schedules_are_parsed_alike`); a
+//!   ControllerRevision has data, an object that never changes, and a revision of at
+//!   least 0;
 //! - Pods and the workloads with a Pod template get their defaults from
 //!   [`workloads`](crate::workloads).
 
 use base64::Engine;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::resources::ResourceInfo;
 use crate::status::{ApiError, ApiResult};
@@ -30,7 +40,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     if !info.builtin {
         return;
     }
-    crate::workloads::apply(&info.group, &info.kind, obj, old.is_none());
+    crate::workloads::apply(&info.group, &info.kind, obj, old);
     if !info.group.is_empty() || !obj.is_object() {
         return;
     }
@@ -215,13 +225,82 @@ pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -
     Err(ApiError::invalid_fields(info, name, &faults))
 }
 
+/// A check's fault: field, cause reason, detail.
+type Fault = (String, &'static str, String);
+
+/// `field` is required.
+fn required(field: &str) -> Fault {
+    (field.into(), "FieldValueRequired", "Required value".into())
+}
+
+/// A Job's spec (at `path`) whose Pods would restart `Always` (the default): they must
+/// restart `OnFailure` or `Never`.
+fn restart_policy(job_spec: &Value, path: &str) -> Option<Fault> {
+    let restart = job_spec["template"]["spec"]["restartPolicy"].as_str();
+    matches!(restart, None | Some("Always" | "")).then(|| {
+        (
+            format!("{path}.template.spec.restartPolicy"),
+            "FieldValueRequired",
+            "Required value: valid values: \"OnFailure\", \"Never\"".into(),
+        )
+    })
+}
+
+/// A workload's selector does not select its template's `labels`.
+fn mismatch(labels: &Value) -> Fault {
+    (
+        "spec.template.metadata.labels".into(),
+        "FieldValueInvalid",
+        format!(
+            "Invalid value: {}: `selector` does not match template `labels`",
+            go_json(labels)
+        ),
+    )
+}
+
+/// The `fields` of `new` (at `path`, empty at the top) that are not as in `old`: each
+/// immutable.
+fn immutable(old: &Value, new: &Value, path: &str, fields: &[&str]) -> Vec<Fault> {
+    fields
+        .iter()
+        .filter(|f| old[**f] != new[**f])
+        .map(|f| {
+            let detail = format!("Invalid value: {}: field is immutable", go_json(&new[*f]));
+            let at = match path {
+                "" => f.to_string(),
+                p => format!("{p}.{f}"),
+            };
+            (at, "FieldValueInvalid", detail)
+        })
+        .collect()
+}
+
+/// Whether the `metav1.LabelSelector` `selector` selects `labels` (a Pod template's); a
+/// missing or malformed selector selects nothing.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    let Some(parsed) = crate::scale::selector_string(selector)
+        .filter(|_| selector.is_object())
+        .and_then(|s| s.parse::<kubekit::labels::Selector>().ok())
+    else {
+        return false;
+    };
+    let labels = labels
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect();
+    parsed.matches(&labels)
+}
+
 /// `value` as Go's `json.Marshal` writes a bad value in a field error (maps sorted by key).
 fn go_json(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// Refuses what the real server refuses of a Pod or a Deployment being created (`old` is
-/// `None`) or replacing `old`.
+/// Refuses what the real server refuses of a Pod, a workload with a Pod template (a
+/// Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob) or a ControllerRevision being
+/// created (`old` is `None`) or replacing `old`.
 pub fn check_workload(
     info: &ResourceInfo,
     name: &str,
@@ -231,7 +310,7 @@ pub fn check_workload(
     if !info.builtin {
         return Ok(());
     }
-    let mut faults: Vec<(String, &str, String)> = Vec::new();
+    let mut faults: Vec<Fault> = Vec::new();
     match (info.group.as_str(), info.kind.as_str()) {
         ("", "Pod") if old.is_none() => {
             let containers = obj["spec"]["containers"]
@@ -239,19 +318,13 @@ pub fn check_workload(
                 .map(Vec::as_slice)
                 .unwrap_or_default();
             if containers.is_empty() {
-                faults.push((
-                    "spec.containers".into(),
-                    "FieldValueRequired",
-                    "Required value".into(),
-                ));
+                faults.push(required("spec.containers"));
             }
             let mut seen = Vec::new();
             for (i, c) in containers.iter().enumerate() {
                 let at = |field: &str| format!("spec.containers[{i}].{field}");
                 match c["name"].as_str().filter(|n| !n.is_empty()) {
-                    None => {
-                        faults.push((at("name"), "FieldValueRequired", "Required value".into()))
-                    }
+                    None => faults.push(required(&at("name"))),
                     Some(n) if seen.contains(&n) => faults.push((
                         at("name"),
                         "FieldValueDuplicate",
@@ -260,33 +333,141 @@ pub fn check_workload(
                     Some(n) => seen.push(n),
                 }
                 if c["image"].as_str().is_none_or(str::is_empty) {
-                    faults.push((at("image"), "FieldValueRequired", "Required value".into()));
+                    faults.push(required(&at("image")));
                 }
             }
         }
-        ("apps", "Deployment" | "ReplicaSet") => {
-            let selector = &obj["spec"]["selector"];
-            let labels = &obj["spec"]["template"]["metadata"]["labels"];
-            let wanted = selector["matchLabels"].as_object();
-            let matches = wanted.is_none_or(|w| w.iter().all(|(k, v)| &labels[k] == v));
-            if !matches {
+        ("apps", kind @ ("Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")) => {
+            let spec = &obj["spec"];
+            let selector = &spec["selector"];
+            let labels = &spec["template"]["metadata"]["labels"];
+            let empty = selector.is_object()
+                && selector["matchLabels"]
+                    .as_object()
+                    .is_none_or(Map::is_empty)
+                && selector["matchExpressions"]
+                    .as_array()
+                    .is_none_or(Vec::is_empty);
+            // The workload the message names (a ReplicaSet's says `deployment`).
+            let named = match kind {
+                "StatefulSet" => "statefulset",
+                "DaemonSet" => "daemonset",
+                _ => "deployment",
+            };
+            let empty_fault = (
+                "spec.selector".to_string(),
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: {}: empty selector is invalid for {named}",
+                    go_json(selector)
+                ),
+            );
+            if kind == "DaemonSet" {
+                // An empty selector selects everything; a missing one nothing.
+                if !empty && !selects(selector, labels) {
+                    faults.push(mismatch(labels));
+                }
+                if empty {
+                    faults.push(empty_fault);
+                }
+            } else {
+                if selector.is_null() {
+                    faults.push(required("spec.selector"));
+                }
+                if empty {
+                    faults.push(empty_fault);
+                } else if !selects(selector, labels) {
+                    faults.push(mismatch(labels));
+                }
+            }
+            let kept: &[&str] = match kind {
+                "StatefulSet" => &["selector", "serviceName", "podManagementPolicy"],
+                _ => &["selector"],
+            };
+            if let Some(old) = old {
+                faults.extend(immutable(&old["spec"], spec, "spec", kept));
+            }
+        }
+        ("batch", "Job") => {
+            let spec = &obj["spec"];
+            if old.is_none() && spec["manualSelector"] != json!(true) {
+                // The selector must select the labels the server generates.
+                let uid = &obj["metadata"]["uid"];
+                let generated = json!({
+                    crate::workloads::CONTROLLER_UID: uid, crate::workloads::JOB_NAME: name,
+                    "controller-uid": uid, "job-name": name,
+                });
+                if !selects(&spec["selector"], &generated) {
+                    faults.push((
+                        "spec.selector".into(),
+                        "FieldValueInvalid",
+                        format!(
+                            "Invalid value: {}: `selector` not auto-generated",
+                            go_json(&spec["selector"])
+                        ),
+                    ));
+                }
+            }
+            faults.extend(restart_policy(spec, "spec"));
+            let labels = &spec["template"]["metadata"]["labels"];
+            if spec["selector"].is_null() {
+                faults.push(required("spec.selector"));
+            } else if !selects(&spec["selector"], labels) {
+                faults.push(mismatch(labels));
+            }
+            if let Some(old) = old {
+                faults.extend(immutable(&old["spec"], spec, "spec", &["selector"]));
+            }
+        }
+        ("batch", "CronJob") => {
+            let spec = &obj["spec"];
+            let invalid_schedule = |why: &str| {
+                let detail = format!("Invalid value: {}: {why}", go_json(&spec["schedule"]));
+                ("spec.schedule".to_string(), "FieldValueInvalid", detail)
+            };
+            match spec["schedule"].as_str().unwrap_or_default() {
+                "" => faults.push(required("spec.schedule")),
+                schedule => {
+                    if let Some(why) = crate::cron::error(schedule) {
+                        faults.push(invalid_schedule(&why));
+                    }
+                    // An update may keep a time zone the old schedule named.
+                    let old_zone = old.is_some_and(|o| {
+                        o["spec"]["schedule"].as_str().unwrap_or("").contains("TZ")
+                    });
+                    if schedule.contains("TZ") && !old_zone {
+                        faults.push(invalid_schedule(
+                            "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                        ));
+                    }
+                }
+            }
+            faults.extend(restart_policy(
+                &spec["jobTemplate"]["spec"],
+                "spec.jobTemplate.spec",
+            ));
+        }
+        ("apps", "ControllerRevision") => {
+            if let Some(revision) = obj["revision"].as_i64().filter(|r| *r < 0) {
                 faults.push((
-                    "spec.template.metadata.labels".into(),
+                    "revision".into(),
                     "FieldValueInvalid",
-                    format!(
-                        "Invalid value: {}: `selector` does not match template `labels`",
-                        go_json(labels)
-                    ),
+                    format!("Invalid value: {revision}: must be greater than or equal to 0"),
                 ));
             }
-            if let Some(old) = old
-                && old["spec"]["selector"] != *selector
-            {
-                faults.push((
-                    "spec.selector".into(),
-                    "FieldValueInvalid",
-                    format!("Invalid value: {}: field is immutable", go_json(selector)),
-                ));
+            match (&obj["data"], old) {
+                (Value::Null, None) => faults.push((
+                    "data".into(),
+                    "FieldValueRequired",
+                    "Required value: data is mandatory".into(),
+                )),
+                (data, None) if !data.is_object() => faults.push((
+                    "data".into(),
+                    "FieldValueRequired",
+                    "Required value: data must be a valid JSON object".into(),
+                )),
+                (_, Some(old)) => faults.extend(immutable(old, obj, "", &["data"])),
+                _ => {}
             }
         }
         _ => {}
@@ -320,5 +501,30 @@ mod tests {
         assert_eq!(svc["spec"]["ports"][1]["protocol"], "TCP");
         assert_eq!(svc["spec"]["ports"][1]["nodePort"], 30000);
         assert_eq!(svc["spec"]["clusterIP"], "10.0.0.10");
+    }
+
+    #[test]
+    fn workloads_of_odd_shapes_are_checked_without_a_panic() {
+        let odd = [
+            json!("x"),
+            json!({"spec": 1, "data": [], "revision": "r"}),
+            json!({"metadata": {"uid": 3, "labels": "l"}, "spec": {"selector": "s",
+                "template": {"metadata": {"labels": [1]}, "spec": "t"}, "jobTemplate": 2,
+                "schedule": 5}}),
+        ];
+        for (group, kind) in [
+            ("apps", "StatefulSet"),
+            ("apps", "DaemonSet"),
+            ("apps", "ControllerRevision"),
+            ("batch", "Job"),
+            ("batch", "CronJob"),
+        ] {
+            let info = crate::resources::builtin_of(group, kind);
+            for body in &odd {
+                for old in [None, Some(&odd[1])] {
+                    let _ = check_workload(&info, "n", body, old);
+                }
+            }
+        }
     }
 }

@@ -20,7 +20,8 @@
 //! # What it serves
 //!
 //! - Resources: namespaces, configmaps, secrets, pods, services, events (core and
-//!   `events.k8s.io`, one store seen through both APIs), serviceaccounts, deployments, replicasets, leases,
+//!   `events.k8s.io`, one store seen through both APIs), serviceaccounts, deployments,
+//!   replicasets, statefulsets, daemonsets, controllerrevisions, jobs, cronjobs, leases,
 //!   selfsubjectaccessreviews and selfsubjectrulesreviews (create only, nothing stored;
 //!   everything is allowed),
 //!   customresourcedefinitions, and the resources of every CRD created through it (served
@@ -34,8 +35,14 @@
 //!   finalizer and phase, a Secret's `stringData` and default `type`, a Service's
 //!   defaults and allocated cluster IP and node ports, immutable
 //!   ConfigMaps and Secrets, a Secret's type, a Pod's containers (some, named apart, each
-//!   with an image), a Deployment's or ReplicaSet's selector (matching its template's
-//!   labels, immutable).
+//!   with an image), a Deployment's, ReplicaSet's, StatefulSet's or DaemonSet's selector
+//!   (present, not empty, matching its template's labels, immutable; a StatefulSet's
+//!   service name and pod management policy immutable too),
+//!   the defaults of StatefulSets, DaemonSets, Jobs and CronJobs (see `workloads`), a
+//!   Job's generated selector and labels, its restart policy and its immutable selector, a
+//!   CronJob's schedule (present, of valid cron syntax, no time zone) and its Jobs'
+//!   restart policy, a DaemonSet's template
+//!   generation, a ControllerRevision's data and revision.
 //! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
 //!   (label selectors; field selectors on the fields the real server selects on: the
 //!   metadata, a Pod's `spec.nodeName`, `status.phase`, ..., an Event's `involvedObject.*`,
@@ -43,11 +50,12 @@
 //!   `continue` over one consistent snapshot, `resourceVersion` and
 //!   `resourceVersionMatch`), watch (see below), update (409 on a stale
 //!   resourceVersion), the status subresource, the scale subresource (`autoscaling/v1`
-//!   `Scale` of Deployments, ReplicaSets and CRDs that declare one: get, update, patch;
+//!   `Scale` of Deployments, ReplicaSets, StatefulSets and CRDs that declare one: get,
+//!   update, patch;
 //!   `kubectl scale`), JSON patch and JSON merge patch, delete
 //!   (preconditions, finalizers, garbage collection through ownerReferences: background,
-//!   foreground, orphan), deletecollection (not of namespaces: `405`, as on the real
-//!   server).
+//!   foreground, orphan; a Job without a policy orphans, with the real server's warning),
+//!   deletecollection (not of namespaces: `405`, as on the real server).
 //! - Strategic merge patch of the built-in types: list fields merge by the merge keys of
 //!   the Kubernetes API types (containers, init and ephemeral containers, volumes,
 //!   imagePullSecrets by `name`; container ports by `containerPort`, Service ports by
@@ -79,10 +87,11 @@
 //!   with verbs, scope, short names, categories and the `scale` and `status` subresources
 //!   as the real
 //!   server gives them, CRDs included.
-//! - A minimal OpenAPI v3 (`/openapi/v3`: each resource's `patch` operation, no schemas):
-//!   enough for `kubectl get/apply/label/delete` with its default validation, which it then
-//!   leaves to the server (`fieldValidation` applies to unknown fields, see below);
-//!   `kubectl apply` builds its patch from its own compiled-in types. `/openapi/v2` is
+//! - A minimal OpenAPI v3 (`/openapi/v3`: each resource's `patch` operation, the real
+//!   server's schemas of the built-in kinds, and the schemas of custom resources as the
+//!   real server publishes their CRDs'): enough for `kubectl get/apply/label/delete` with
+//!   its default validation, which it then leaves to the server (`fieldValidation`
+//!   applies to unknown fields, see below), and for `kubectl explain`. `/openapi/v2` is
 //!   `404`.
 //! - Unknown fields of a create, update or patch (fields the pinned release's types, or a
 //!   CRD's schema, do not declare) are dropped with a `Warning: unknown field "spec.x"`
@@ -91,8 +100,9 @@
 //! - Custom resources are checked against their CRD's structural schema: unknown fields
 //!   pruned (as above); defaults filled; types
 //!   (`x-kubernetes-int-or-string`, `nullable`), `required`, `enum`, bounds, lengths,
-//!   `pattern`, item and property counts validated with the real server's `422`s. Not
-//!   checked: `format`, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL
+//!   `pattern`, item and property counts, string `format`s (see `formats`) validated
+//!   with the real server's `422`s. Not checked: some formats (`uri`, `email`,
+//!   `duration`, ...), `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL
 //!   rules.
 //! - Protobuf: a create or update of a built-in kind may send protobuf, and a client that
 //!   asks for protobuf first (as kubekit's typed clients and client-go do) gets objects,
@@ -111,18 +121,21 @@
 //! `SelfSubjectAccessReview` answers `allowed`, `kubectl auth can-i` says yes, a
 //! `SelfSubjectRulesReview` allows every verb on everything), no admission, no
 //! other defaulting or validation (empty lists and maps are kept where the real server's
-//! encoding leaves them out), no OpenAPI schemas (`kubectl explain` has nothing to show) and no OpenAPI v2, no
+//! encoding leaves them out), no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no tables in watches (`kubectl get -w` prints names
 //! and ages), no periodic watch
-//! bookmarks, no controllers (a Deployment makes no Pods) other than garbage collection
+//! bookmarks, no controllers (a Deployment, StatefulSet, DaemonSet or Job makes no Pods, a
+//! Job gets no status) other than garbage collection
 //! and namespace deletion, which happen at once.
 
 mod crd_schema;
+mod cron;
 mod defaults;
 mod discovery;
 mod events;
 mod faults;
 mod fieldset;
+mod formats;
 mod managed;
 mod openapi;
 mod resources;

@@ -83,8 +83,9 @@ fn zero_within(ty: &Value, depth: usize) -> Value {
     let t = resolve(ty);
     let mut out = Map::new();
     for (k, z) in t["zero"].as_object().into_iter().flatten() {
-        let v = match z.as_str() {
-            Some("struct") if depth > 0 => zero_within(&t["struct"][k], depth - 1),
+        let v = match (z.as_str(), z.get("value")) {
+            (Some("struct"), _) if depth > 0 => zero_within(&t["struct"][k], depth - 1),
+            (_, Some(scalar)) => scalar.clone(),
             _ => Value::Null,
         };
         out.insert(k.clone(), v);

@@ -79,8 +79,8 @@ pub enum ScaleSelector {
 }
 
 impl ScalePaths {
-    /// The scale of a Deployment or a ReplicaSet.
-    fn of_replica_sets() -> Self {
+    /// The scale of a Deployment, a ReplicaSet or a StatefulSet.
+    fn of_workloads() -> Self {
         Self {
             spec_replicas: "/spec/replicas".into(),
             status_replicas: "/status/replicas".into(),
@@ -146,91 +146,25 @@ type Row = (
     bool,
 );
 
+#[rustfmt::skip]
 const BUILTIN: &[Row] = &[
-    (
-        "",
-        "v1",
-        "Namespace",
-        "namespaces",
-        false,
-        true,
-        false,
-        true,
-    ),
-    (
-        "",
-        "v1",
-        "ConfigMap",
-        "configmaps",
-        true,
-        false,
-        false,
-        false,
-    ),
+    ("", "v1", "Namespace", "namespaces", false, true, false, true),
+    ("", "v1", "ConfigMap", "configmaps", true, false, false, false),
     ("", "v1", "Secret", "secrets", true, false, false, false),
     ("", "v1", "Pod", "pods", true, true, true, true),
     ("", "v1", "Service", "services", true, true, false, true),
     ("", "v1", "Event", "events", true, false, false, false),
-    (
-        "",
-        "v1",
-        "ServiceAccount",
-        "serviceaccounts",
-        true,
-        false,
-        false,
-        false,
-    ),
-    (
-        "events.k8s.io",
-        "v1",
-        "Event",
-        "events",
-        true,
-        false,
-        false,
-        false,
-    ),
-    (
-        "apps",
-        "v1",
-        "Deployment",
-        "deployments",
-        true,
-        true,
-        true,
-        false,
-    ),
-    (
-        "apps",
-        "v1",
-        "ReplicaSet",
-        "replicasets",
-        true,
-        true,
-        true,
-        false,
-    ),
-    (
-        "coordination.k8s.io",
-        "v1",
-        "Lease",
-        "leases",
-        true,
-        false,
-        false,
-        false,
-    ),
-    (
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-        true,
-        true,
-        true,
-    ),
+    ("", "v1", "ServiceAccount", "serviceaccounts", true, false, false, false),
+    ("events.k8s.io", "v1", "Event", "events", true, false, false, false),
+    ("apps", "v1", "Deployment", "deployments", true, true, true, false),
+    ("apps", "v1", "ReplicaSet", "replicasets", true, true, true, false),
+    ("apps", "v1", "StatefulSet", "statefulsets", true, true, true, false),
+    ("apps", "v1", "DaemonSet", "daemonsets", true, true, true, false),
+    ("apps", "v1", "ControllerRevision", "controllerrevisions", true, false, false, false),
+    ("batch", "v1", "Job", "jobs", true, true, true, false),
+    ("batch", "v1", "CronJob", "cronjobs", true, true, true, false),
+    ("coordination.k8s.io", "v1", "Lease", "leases", true, false, false, false),
+    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, true, true, true),
 ];
 
 /// The short names of the built-in resources (as the real server's discovery gives them).
@@ -244,6 +178,9 @@ fn short_names(plural: &str) -> Vec<String> {
         "serviceaccounts" => &["sa"],
         "deployments" => &["deploy"],
         "replicasets" => &["rs"],
+        "statefulsets" => &["sts"],
+        "daemonsets" => &["ds"],
+        "cronjobs" => &["cj"],
         "customresourcedefinitions" => &["crd", "crds"],
         _ => &[],
     };
@@ -253,7 +190,8 @@ fn short_names(plural: &str) -> Vec<String> {
 /// The categories of the built-in resources (as the real server's discovery gives them).
 fn categories(plural: &str) -> Vec<String> {
     let names: &[&str] = match plural {
-        "pods" | "services" | "deployments" | "replicasets" => &["all"],
+        "pods" | "services" | "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+        | "jobs" | "cronjobs" => &["all"],
         "customresourcedefinitions" => &["api-extensions"],
         _ => &[],
     };
@@ -279,8 +217,8 @@ pub fn builtin() -> Vec<ResourceInfo> {
                     generation,
                     returns_deleted_object: returns,
                     builtin: true,
-                    scale: matches!(plural, "deployments" | "replicasets")
-                        .then(ScalePaths::of_replica_sets),
+                    scale: matches!(plural, "deployments" | "replicasets" | "statefulsets")
+                        .then(ScalePaths::of_workloads),
                     review: false,
                     schema: None,
                     validation: None,

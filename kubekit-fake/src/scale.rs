@@ -1,5 +1,5 @@
 //! The `scale` subresource: an `autoscaling/v1` `Scale` read from, and written to, the
-//! paths a resource's [`ScalePaths`] name (Deployments and ReplicaSets: `spec.replicas`,
+//! paths a resource's [`ScalePaths`] name (Deployments, ReplicaSets, StatefulSets: `spec.replicas`,
 //! `status.replicas`, `spec.selector`; a custom resource: its CRD's `subresources.scale`).
 //!
 //! - `GET` answers the `Scale` of the object; `PUT` and `PATCH` (JSON, merge or strategic

@@ -1082,13 +1082,27 @@ fn delete_request(t: &Target, body: &[u8]) -> ApiResult<DeleteRequest> {
         (Some(true), _) | (None, Some("true")) => Some("Orphan".to_string()),
         _ => None,
     };
+    let mut propagation = text(&opts["propagationPolicy"])
+        .or_else(|| t.param("propagationPolicy").map(str::to_string))
+        .or(orphan);
+    // A batch/v1 Job orphans its Pods unless told otherwise, and says so.
+    if propagation.is_none()
+        && t.info.builtin
+        && (t.info.group.as_str(), t.info.kind.as_str()) == ("batch", "Job")
+    {
+        propagation = Some("Orphan".into());
+        t.warnings.lock().push(
+            "child pods are preserved by default when jobs are deleted; set \
+             propagationPolicy=Background to remove them or set propagationPolicy=Orphan to \
+             suppress this warning"
+                .into(),
+        );
+    }
     Ok(DeleteRequest {
         dry_run: t.dry_run || dry_run.is_some_and(|d| !d.is_empty()),
         uid: text(&opts["preconditions"]["uid"]),
         resource_version: text(&opts["preconditions"]["resourceVersion"]),
-        propagation: text(&opts["propagationPolicy"])
-            .or_else(|| t.param("propagationPolicy").map(str::to_string))
-            .or(orphan),
+        propagation,
     })
 }
 

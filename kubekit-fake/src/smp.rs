@@ -35,8 +35,11 @@ const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList/";
 pub(crate) enum Ty {
     /// A top-level object of a kind without list fields to merge (only its metadata).
     Object,
-    /// A Deployment or a ReplicaSet.
+    /// A workload with a Pod template at `spec.template`: a Deployment, ReplicaSet,
+    /// StatefulSet, DaemonSet or Job.
     Workload,
+    /// A CronJob.
+    CronJob,
     /// A Pod.
     Pod,
     /// A Service.
@@ -47,8 +50,12 @@ pub(crate) enum Ty {
     ServiceAccount,
     /// `metadata` (ObjectMeta).
     Meta,
-    /// A Deployment's or ReplicaSet's `spec`.
+    /// A workload's `spec` (or a CronJob's Job template's).
     WorkloadSpec,
+    /// A CronJob's `spec`.
+    CronJobSpec,
+    /// A CronJob's `jobTemplate`.
+    JobTemplate,
     /// A PodTemplateSpec.
     PodTemplate,
     /// A PodSpec.
@@ -69,7 +76,8 @@ impl Ty {
     /// The type of the top-level object of built-in kind `kind`.
     pub(crate) fn of_kind(kind: &str) -> Self {
         match kind {
-            "Deployment" | "ReplicaSet" => Self::Workload,
+            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job" => Self::Workload,
+            "CronJob" => Self::CronJob,
             "Pod" => Self::Pod,
             "Service" => Self::Service,
             "Namespace" => Self::Namespace,
@@ -109,6 +117,10 @@ const FIELDS: &[(Ty, &str, Ty, ListMerge)] = &[
     (Ty::Meta, "finalizers", Ty::Other, Scalars),
     (Ty::Workload, "spec", Ty::WorkloadSpec, Replace),
     (Ty::Workload, "status", Ty::Status, Replace),
+    (Ty::CronJob, "spec", Ty::CronJobSpec, Replace),
+    (Ty::CronJobSpec, "jobTemplate", Ty::JobTemplate, Replace),
+    (Ty::JobTemplate, "metadata", Ty::Meta, Replace),
+    (Ty::JobTemplate, "spec", Ty::WorkloadSpec, Replace),
     (Ty::Pod, "spec", Ty::PodSpec, Replace),
     (Ty::Pod, "status", Ty::PodStatus, Replace),
     (Ty::Service, "spec", Ty::ServiceSpec, Replace),
@@ -159,7 +171,13 @@ fn field(ty: Ty, name: &str) -> (Ty, ListMerge) {
     if name == "metadata"
         && matches!(
             ty,
-            Ty::Object | Ty::Workload | Ty::Pod | Ty::Service | Ty::Namespace | Ty::ServiceAccount
+            Ty::Object
+                | Ty::Workload
+                | Ty::CronJob
+                | Ty::Pod
+                | Ty::Service
+                | Ty::Namespace
+                | Ty::ServiceAccount
         )
     {
         return (Ty::Meta, Replace);

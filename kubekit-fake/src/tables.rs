@@ -10,7 +10,9 @@
 //!   `Object`; `None`), the list's resourceVersion and continue token.
 //! - Columns: ConfigMaps, Secrets, Pods (ready containers, status from phase, reason,
 //!   container states and deletion, restarts; IP, node, nominated node, readiness gates),
-//!   Services, Deployments, ReplicaSets, Namespaces, Leases, ServiceAccounts, Events (core
+//!   Services, Deployments, ReplicaSets, StatefulSets, DaemonSets, ControllerRevisions
+//!   (the controller of their owner references), Jobs (status from conditions and
+//!   deletion, completions, duration), CronJobs, Namespaces, Leases, ServiceAccounts, Events (core
 //!   and `events.k8s.io`), CRDs, and custom resources by their CRD's
 //!   `additionalPrinterColumns` (`Age` when it has none; JSONPath of fields, indices and
 //!   `[?(@.field=="value")]` filters; a value not of the column's type is empty, a date is
@@ -104,6 +106,51 @@ fn columns(info: &ResourceInfo, crd: Option<&Value>) -> Vec<Column> {
             int("Desired"),
             int("Current"),
             int("Ready"),
+            s("Age"),
+            wide("Containers"),
+            wide("Images"),
+            wide("Selector"),
+        ],
+        ("apps", "StatefulSet") => vec![
+            s("Name"),
+            s("Ready"),
+            s("Age"),
+            wide("Containers"),
+            wide("Images"),
+        ],
+        ("apps", "DaemonSet") => vec![
+            s("Name"),
+            int("Desired"),
+            int("Current"),
+            int("Ready"),
+            int("Up-to-date"),
+            int("Available"),
+            s("Node Selector"),
+            s("Age"),
+            wide("Containers"),
+            wide("Images"),
+            wide("Selector"),
+        ],
+        ("apps", "ControllerRevision") => {
+            vec![s("Name"), s("Controller"), s("Revision"), s("Age")]
+        }
+        ("batch", "Job") => vec![
+            s("Name"),
+            s("Status"),
+            s("Completions"),
+            s("Duration"),
+            s("Age"),
+            wide("Containers"),
+            wide("Images"),
+            wide("Selector"),
+        ],
+        ("batch", "CronJob") => vec![
+            s("Name"),
+            s("Schedule"),
+            s("Timezone"),
+            col("Suspend", "boolean", 0),
+            int("Active"),
+            s("Last Schedule"),
             s("Age"),
             wide("Containers"),
             wide("Images"),
@@ -333,9 +380,8 @@ fn cells(info: &ResourceInfo, crd: Option<&Value>, o: &Value, now: Timestamp) ->
             // ReplicaSet's `FormatLabelSelector`.
             let sel = match (scale::selector_string(&spec["selector"]), kind) {
                 (None, "Deployment") => json!("<invalid>"),
-                (None, _) => json!("<error>"),
-                (Some(s), "ReplicaSet") if s.is_empty() => json!("<none>"),
-                (Some(s), _) => json!(s),
+                (Some(s), "Deployment") => json!(s),
+                _ => formatted_selector(&spec["selector"]),
             };
             let replicas = spec["replicas"].as_i64().unwrap_or(0);
             if kind == "Deployment" {
@@ -370,6 +416,73 @@ fn cells(info: &ResourceInfo, crd: Option<&Value>, o: &Value, now: Timestamp) ->
                     sel,
                 ]
             }
+        }
+        ("apps", "StatefulSet") => {
+            let (names, images) = containers(&spec["template"]["spec"]);
+            let ready = format!(
+                "{}/{}",
+                status["readyReplicas"].as_i64().unwrap_or(0),
+                spec["replicas"].as_i64().unwrap_or(0)
+            );
+            vec![name, json!(ready), created, json!(names), json!(images)]
+        }
+        ("apps", "DaemonSet") => {
+            let (names, images) = containers(&spec["template"]["spec"]);
+            let mut row = vec![name];
+            for counted in [
+                "desiredNumberScheduled",
+                "currentNumberScheduled",
+                "numberReady",
+                "updatedNumberScheduled",
+                "numberAvailable",
+            ] {
+                row.push(json!(status[counted].as_i64().unwrap_or(0)));
+            }
+            let node_selector = labels(&spec["template"]["spec"]["nodeSelector"]);
+            row.extend([json!(node_selector), created, json!(names), json!(images)]);
+            row.push(formatted_selector(&spec["selector"]));
+            row
+        }
+        ("apps", "ControllerRevision") => {
+            let owners = o["metadata"]["ownerReferences"].as_array();
+            let controller = owners
+                .into_iter()
+                .flatten()
+                .find(|r| r["controller"] == true)
+                .map_or_else(|| "<none>".to_string(), controller_name);
+            vec![
+                name,
+                json!(controller),
+                json!(o["revision"].as_i64().unwrap_or(0)),
+                created,
+            ]
+        }
+        ("batch", "Job") => job_cells(o, name, created, now),
+        ("batch", "CronJob") => {
+            let job_spec = &spec["jobTemplate"]["spec"];
+            let (names, images) = containers(&job_spec["template"]["spec"]);
+            let last = match &status["lastScheduleTime"] {
+                Value::Null => json!("<none>"),
+                t => json!(age(t, now)),
+            };
+            let zone = spec["timeZone"].as_str().unwrap_or("<none>");
+            let suspend = match spec["suspend"].as_bool() {
+                Some(true) => "True",
+                Some(false) => "False",
+                None => "<unset>",
+            };
+            vec![
+                name,
+                spec["schedule"].clone(),
+                json!(zone),
+                json!(suspend),
+                json!(status["active"].as_array().map_or(0, Vec::len)),
+                last,
+                created,
+                json!(names),
+                json!(images),
+                formatted_selector(&job_spec["selector"]),
+            ]
         }
         ("", "Namespace") => vec![name, status["phase"].clone(), created],
         ("coordination.k8s.io", "Lease") => {
@@ -414,6 +527,87 @@ fn cells(info: &ResourceInfo, crd: Option<&Value>, o: &Value, now: Timestamp) ->
         }
         _ => vec![name, created],
     }
+}
+
+/// A label selector as `metav1.FormatLabelSelector` writes it: `<none>` when it selects
+/// nothing or everything, `<error>` when it is malformed.
+fn formatted_selector(selector: &Value) -> Value {
+    match scale::selector_string(selector) {
+        None => json!("<error>"),
+        Some(s) if s.is_empty() => json!("<none>"),
+        Some(s) => json!(s),
+    }
+}
+
+/// A controller's owner reference as `kind.group/name` (`kind/name` in the core group),
+/// the kind in lower case.
+fn controller_name(owner: &Value) -> String {
+    let kind = text(&owner["kind"]).to_lowercase();
+    let group = text(&owner["apiVersion"])
+        .rsplit_once('/')
+        .map(|(g, _)| g.to_string())
+        .unwrap_or_default();
+    let name = text(&owner["name"]);
+    match group.as_str() {
+        "" => format!("{kind}/{name}"),
+        g => format!("{kind}.{g}/{name}"),
+    }
+}
+
+/// A Job's cells, as the real server's job printer writes them: its status from its
+/// conditions and deletion, its completions, and how long it ran.
+fn job_cells(o: &Value, name: Value, created: Value, now: Timestamp) -> Vec<Value> {
+    let (spec, status) = (&o["spec"], &o["status"]);
+    let succeeded = status["succeeded"].as_i64().unwrap_or(0);
+    let completions = match (spec["completions"].as_i64(), spec["parallelism"].as_i64()) {
+        (Some(c), _) => format!("{succeeded}/{c}"),
+        (None, Some(p)) if p > 1 => format!("{succeeded}/1 of {p}"),
+        (None, _) => format!("{succeeded}/1"),
+    };
+    let time = |field: &str| {
+        status[field]
+            .as_str()
+            .and_then(|t| t.parse::<Timestamp>().ok())
+    };
+    let duration = match (time("startTime"), time("completionTime")) {
+        (None, _) => String::new(),
+        (Some(start), None) => human_duration(now.as_second() - start.as_second()),
+        (Some(start), Some(end)) => human_duration(end.as_second() - start.as_second()),
+    };
+    let has = |kind: &str| {
+        status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == kind)
+            .is_some_and(|c| c["status"] == "True")
+    };
+    let state = if has("Complete") {
+        "Complete"
+    } else if has("Failed") {
+        "Failed"
+    } else if o["metadata"]["deletionTimestamp"].is_string() {
+        "Terminating"
+    } else if has("Suspended") {
+        "Suspended"
+    } else if has("FailureTarget") {
+        "FailureTarget"
+    } else if has("SuccessCriteriaMet") {
+        "SuccessCriteriaMet"
+    } else {
+        "Running"
+    };
+    let (names, images) = containers(&spec["template"]["spec"]);
+    vec![
+        name,
+        json!(state),
+        json!(completions),
+        json!(duration),
+        created,
+        json!(names),
+        json!(images),
+        formatted_selector(&spec["selector"]),
+    ]
 }
 
 /// A Pod's cells, as the real server's pod printer writes them.

@@ -1,6 +1,7 @@
 //! What the real server defaults in Pods and in the workloads the fake serves that hold a
-//! Pod template (Deployments, ReplicaSets), as the differential suite compares it
-//! (`pods_and_workloads_are_defaulted_alike`):
+//! Pod template (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs), as
+//! the differential suite compares it (`pods_and_workloads_are_defaulted_alike`,
+//! `stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike`):
 //!
 //! - every Pod spec: `dnsPolicy`, `restartPolicy`, `schedulerName`, `securityContext`,
 //!   `terminationGracePeriodSeconds`; each container's and init container's
@@ -14,17 +15,27 @@
 //!   ([`admit`]): the priority of its priority class (the system ones, or the default 0;
 //!   another is refused) and the preemption policy, and the two `NoExecute` tolerations
 //!   the `DefaultTolerationSeconds` admission plugin adds;
-//! - the workloads' own fields (replicas, strategy, history limit, progress deadline)
-//!   and, on create, the empty status the real server starts them with.
+//! - the workloads' own fields (replicas, strategies, history limits, progress deadline; a
+//!   StatefulSet's pod management and claim retention policies and service name; a Job's
+//!   completions, parallelism, backoff limit, completion mode, suspension, pod replacement
+//!   policy and `manualSelector`, and its labels, when it has none, from its template; a
+//!   CronJob's concurrency policy, suspension and history limits) and, on create, the
+//!   empty status the real server starts them with (its zero counters, as Go encodes
+//!   them);
+//! - after the fields of a create are recorded ([`admit`]): a Job's generated selector and
+//!   labels, a DaemonSet's first template generation; on update, the template generation
+//!   is bumped when the template changes.
 //!
 //! Values that are not of the expected shape are left as they are (the server would
 //! refuse to decode them); nothing here panics on a body.
 
 use serde_json::{Map, Value, json};
 
-/// Fills in what the real server defaults in `obj`, a built-in object of `group`/`kind`;
-/// `creating` resets the status the way the real server does on create.
-pub fn apply(group: &str, kind: &str, obj: &mut Value, creating: bool) {
+/// Fills in what the real server defaults in `obj`, a built-in object of `group`/`kind`
+/// being created (`old` is `None`: the status is reset the way the real server does on
+/// create) or replacing `old`.
+pub fn apply(group: &str, kind: &str, obj: &mut Value, old: Option<&Value>) {
+    let creating = old.is_none();
     let Some(root) = obj.as_object_mut() else {
         return;
     };
@@ -59,7 +70,125 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value, creating: bool) {
         ("apps", "ReplicaSet") => workload(root, creating, json!({"replicas": 0}), |spec| {
             default(spec, "replicas", json!(1));
         }),
+        ("apps", "StatefulSet") => {
+            let status = json!({"availableReplicas": 0, "replicas": 0});
+            workload(root, creating, status, |spec| {
+                default(spec, "podManagementPolicy", json!("OrderedReady"));
+                default(spec, "replicas", json!(1));
+                default(spec, "revisionHistoryLimit", json!(10));
+                default(spec, "serviceName", json!(""));
+                if let Some(policy) = object_or_new(spec, "persistentVolumeClaimRetentionPolicy") {
+                    default(policy, "whenDeleted", json!("Retain"));
+                    default(policy, "whenScaled", json!("Retain"));
+                }
+                if let Some(strategy) = object_or_new(spec, "updateStrategy") {
+                    if strategy.get("type").is_none_or(Value::is_null) {
+                        strategy.insert("type".into(), json!("RollingUpdate"));
+                        default(strategy, "rollingUpdate", json!({}));
+                    }
+                    if strategy.get("type") == Some(&json!("RollingUpdate"))
+                        && let Some(rolling) = object(strategy, "rollingUpdate")
+                    {
+                        default(rolling, "partition", json!(0));
+                        default(rolling, "maxUnavailable", json!(1));
+                    }
+                }
+            });
+        }
+        ("apps", "DaemonSet") => {
+            let status = json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0,
+                                "numberMisscheduled": 0, "numberReady": 0});
+            workload(root, creating, status, |spec| {
+                default(spec, "revisionHistoryLimit", json!(10));
+                if let Some(strategy) = object_or_new(spec, "updateStrategy") {
+                    default(strategy, "type", json!("RollingUpdate"));
+                    if strategy.get("type") == Some(&json!("RollingUpdate"))
+                        && let Some(rolling) = object_or_new(strategy, "rollingUpdate")
+                    {
+                        default(rolling, "maxUnavailable", json!(1));
+                        default(rolling, "maxSurge", json!(0));
+                    }
+                }
+            });
+            if let Some(old) = old {
+                template_generation(root, old);
+            }
+        }
+        ("batch", "Job") => {
+            workload(root, creating, json!({}), job_spec);
+            job_labels(root);
+        }
+        ("batch", "CronJob") => workload(root, creating, json!({}), |spec| {
+            default(spec, "concurrencyPolicy", json!("Allow"));
+            default(spec, "suspend", json!(false));
+            default(spec, "successfulJobsHistoryLimit", json!(3));
+            default(spec, "failedJobsHistoryLimit", json!(1));
+            if let Some(job) = object(spec, "jobTemplate") {
+                default(job, "metadata", json!({}));
+                if let Some(job_spec) = object(job, "spec") {
+                    template(job_spec);
+                }
+            }
+        }),
         _ => {}
+    }
+}
+
+/// A Job's labels, when it has none: its template's (generated ones added on create, see
+/// [`admit`]).
+fn job_labels(root: &mut Map<String, Value>) {
+    let template_labels = root
+        .get("spec")
+        .and_then(|s| s.pointer("/template/metadata/labels"))
+        .filter(|l| l.is_object())
+        .cloned();
+    if let (Some(labels), Some(meta)) = (template_labels, object(root, "metadata"))
+        && meta
+            .get("labels")
+            .is_none_or(|l| l.as_object().is_none_or(Map::is_empty))
+    {
+        meta.insert("labels".into(), labels);
+    }
+}
+
+/// `SetDefaults_Job` of a Job's spec.
+fn job_spec(spec: &mut Map<String, Value>) {
+    let unset = |spec: &Map<String, Value>, key: &str| spec.get(key).is_none_or(Value::is_null);
+    if unset(spec, "completions") && unset(spec, "parallelism") {
+        spec.insert("completions".into(), json!(1));
+    }
+    default(spec, "parallelism", json!(1));
+    let backoff = match unset(spec, "backoffLimitPerIndex") {
+        true => 6,
+        false => i32::MAX,
+    };
+    default(spec, "backoffLimit", json!(backoff));
+    default(spec, "completionMode", json!("NonIndexed"));
+    default(spec, "suspend", json!(false));
+    let replacement = match unset(spec, "podFailurePolicy") {
+        true => "TerminatingOrFailed",
+        false => "Failed",
+    };
+    default(spec, "podReplacementPolicy", json!(replacement));
+    default(spec, "manualSelector", json!(false));
+}
+
+/// The annotation that holds a DaemonSet's template generation.
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// A DaemonSet's template generation on update: `old`'s, plus one when the template
+/// changed (whatever the update says).
+fn template_generation(root: &mut Map<String, Value>, old: &Value) {
+    let was = old["metadata"]["annotations"][TEMPLATE_GENERATION]
+        .as_str()
+        .and_then(|g| g.parse::<i64>().ok())
+        .unwrap_or(0);
+    let changed = root.get("spec").map(|s| &s["template"]) != Some(&old["spec"]["template"]);
+    let generation = was + i64::from(changed);
+    if let Some(annotations) =
+        object(root, "metadata").and_then(|m| object_or_new(m, "annotations"))
+    {
+        annotations.insert(TEMPLATE_GENERATION.into(), json!(generation.to_string()));
     }
 }
 
@@ -177,15 +306,103 @@ const SYSTEM_PRIORITY_CLASSES: &[(&str, i64)] = &[
     ("system-node-critical", 2_000_001_000),
 ];
 
-/// What admission adds to a Pod being created, after the write's fields are recorded (so
-/// no manager owns them): the priority of its priority class (the system ones; none is
-/// the default, priority 0) and the preemption policy, and the `DefaultTolerationSeconds`
-/// tolerations. A priority class the fake does not know is refused, with the reason the
-/// real server gives.
+/// What the real server adds to an object being created after the write's fields are
+/// recorded (so no manager owns them): to a Pod, by admission, the priority of its
+/// priority class (the system ones; none is the default, priority 0) and the preemption
+/// policy, and the `DefaultTolerationSeconds` tolerations (a priority class the fake does
+/// not know is refused, with the reason the real server gives); to a Job, its generated
+/// selector and labels (see [`generate_job_selector`]); to a DaemonSet, its first
+/// template generation (the `deprecated.daemonset.template.generation` annotation).
 pub fn admit(group: &str, kind: &str, obj: &mut Value) -> Result<(), String> {
-    if (group, kind) != ("", "Pod") {
-        return Ok(());
+    match (group, kind) {
+        ("", "Pod") => admit_pod(obj),
+        ("batch", "Job") => {
+            generate_job_selector(obj);
+            // As the object read back from storage is defaulted.
+            if let Some(root) = obj.as_object_mut() {
+                job_labels(root);
+            }
+            Ok(())
+        }
+        ("apps", "DaemonSet") => {
+            // The first template generation, unless the object names a later one.
+            let Some(meta) = obj
+                .as_object_mut()
+                .and_then(|root| object(root, "metadata"))
+            else {
+                return Ok(());
+            };
+            if let Some(annotations) = object_or_new(meta, "annotations") {
+                let given = annotations
+                    .get(TEMPLATE_GENERATION)
+                    .and_then(Value::as_str)
+                    .and_then(|g| g.parse::<i64>().ok());
+                let generation = given.unwrap_or(0).max(1).to_string();
+                annotations.insert(TEMPLATE_GENERATION.into(), json!(generation));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
+}
+
+/// The label of the uid of the Job that made a Pod; its selector selects it.
+pub const CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
+/// The label of the name of the Job that made a Pod.
+pub const JOB_NAME: &str = "batch.kubernetes.io/job-name";
+
+/// A Job's generated selector (unless `manualSelector`): its template gets the labels of
+/// its name and uid (also without the `batch.kubernetes.io/` prefix), each unless it has
+/// one, and so do the Job's own labels when they are the template's; its selector selects
+/// the uid. A selector that selects something else is refused by validation.
+fn generate_job_selector(obj: &mut Value) {
+    let name = obj["metadata"]["name"].clone();
+    let uid = obj["metadata"]["uid"].clone();
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    let shared = {
+        let own = root.get("metadata").map(|m| &m["labels"]);
+        let template = root
+            .get("spec")
+            .map(|s| &s["template"]["metadata"]["labels"]);
+        own.is_some_and(|l| l.is_object()) && own == template
+    };
+    let Some(spec) = object(root, "spec") else {
+        return;
+    };
+    if spec.get("manualSelector") == Some(&json!(true)) {
+        return;
+    }
+    let generated = [
+        ("job-name", &name),
+        (JOB_NAME, &name),
+        ("controller-uid", &uid),
+        (CONTROLLER_UID, &uid),
+    ];
+    let add = |labels: &mut Map<String, Value>| {
+        for (key, value) in generated {
+            default(labels, key, value.clone());
+        }
+    };
+    let template_labels = object(spec, "template")
+        .and_then(|t| object_or_new(t, "metadata"))
+        .and_then(|m| object_or_new(m, "labels"));
+    if let Some(labels) = template_labels {
+        add(labels);
+    }
+    if let Some(selector) = object_or_new(spec, "selector")
+        && let Some(match_labels) = object_or_new(selector, "matchLabels")
+    {
+        default(match_labels, CONTROLLER_UID, uid.clone());
+    }
+    if shared && let Some(labels) = object(root, "metadata").and_then(|m| object(m, "labels")) {
+        add(labels);
+    }
+}
+
+/// [`admit`] of a Pod.
+fn admit_pod(obj: &mut Value) -> Result<(), String> {
     let Some(spec) = obj.as_object_mut().and_then(|root| object(root, "spec")) else {
         return Ok(());
     };
@@ -524,14 +741,23 @@ mod tests {
             json!({"spec": {"containers": [1, "c", null], "volumes": {"a": 1},
                             "tolerations": "all", "template": []}}),
         ] {
-            for (group, kind) in [("", "Pod"), ("apps", "Deployment"), ("apps", "ReplicaSet")] {
+            for (group, kind) in [
+                ("", "Pod"),
+                ("apps", "Deployment"),
+                ("apps", "ReplicaSet"),
+                ("apps", "StatefulSet"),
+                ("apps", "DaemonSet"),
+                ("batch", "Job"),
+                ("batch", "CronJob"),
+            ] {
                 let mut obj = body.clone();
-                apply(group, kind, &mut obj, true);
+                apply(group, kind, &mut obj, None);
                 let _ = admit(group, kind, &mut obj);
+                apply(group, kind, &mut obj, Some(&body));
             }
         }
         let mut pod = json!({"spec": {"containers": [1], "tolerations": "all"}});
-        apply("", "Pod", &mut pod, true);
+        apply("", "Pod", &mut pod, None);
         admit("", "Pod", &mut pod).expect("no priority class");
         assert_eq!(pod["spec"]["containers"], json!([1]));
         assert_eq!(pod["spec"]["tolerations"], "all");
@@ -545,7 +771,7 @@ mod tests {
             "containers": [{"resources": {"requests": {"cpu": "10m"}}},
                            {"resources": {"requests": {"cpu": "20m"}}}],
             "initContainers": [{"resources": {"requests": {"cpu": "50m"}}}]}});
-        apply("", "Pod", &mut pod, true);
+        apply("", "Pod", &mut pod, None);
         assert_eq!(
             pod["spec"]["resources"]["requests"],
             json!({"cpu": "50m", "memory": "1Gi"})
@@ -556,7 +782,7 @@ mod tests {
         assert_eq!(add_alike(&["0.5".into()]), None);
         let mut guaranteed = json!({"spec": {"resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
             "containers": [{"name": "c"}]}});
-        apply("", "Pod", &mut guaranteed, true);
+        apply("", "Pod", &mut guaranteed, None);
         assert_eq!(guaranteed["status"]["qosClass"], "Guaranteed");
     }
 }

@@ -89,6 +89,13 @@ impl Record {
         self.0.push((label.to_string(), v));
     }
 
+    /// The last answer recorded with its uids masked (see [`with_uids_masked`]).
+    fn mask_uids_of_last(&mut self) {
+        if let Some((_, answer)) = self.0.last_mut() {
+            *answer = with_uids_masked(answer.take());
+        }
+    }
+
     /// Records the answer: the object, or the error's `Status`.
     fn answer(&mut self, label: &str, r: kubekit::rest::Result<Value>) -> Option<Value> {
         match r {
@@ -111,8 +118,13 @@ impl Record {
 impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
-            "widgets" | "gadgets" | "sprockets" => (GROUP, "v1"),
-            "deployments" | "replicasets" => ("apps", "v1"),
+            "widgets" | "gadgets" | "sprockets" | "stamps" | "bolts" => (GROUP, "v1"),
+            "deployments"
+            | "replicasets"
+            | "statefulsets"
+            | "daemonsets"
+            | "controllerrevisions" => ("apps", "v1"),
+            "jobs" | "cronjobs" => ("batch", "v1"),
             "events.k8s.io" => ("events.k8s.io", "v1"),
             _ => ("", "v1"),
         };
@@ -286,6 +298,27 @@ async fn ensure_widgets(t: &Target) {
         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
     });
     ensure_crd(t, "Widget", version).await;
+}
+
+/// Installs the Bolt CRD: a structural schema with descriptions, defaults, an enum, a
+/// set, an int-or-string, a nullable date and a CEL rule.
+async fn ensure_bolts(t: &Target) {
+    let spec = json!({"type": "object", "description": "What the bolt is.", "required": ["size"],
+    "properties": {
+        "size": {"type": "integer", "minimum": 1, "default": 2, "description": "How big."},
+        "finish": {"type": "string", "enum": ["zinc", "black"]},
+        "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        "fitted": {"type": "string", "format": "date-time", "nullable": true},
+        "torque": {"x-kubernetes-int-or-string": true},
+        "thread": {"type": "object", "properties": {"pitch": {"type": "number"}},
+            "x-kubernetes-validations": [{"rule": "self.pitch > 0.0", "message": "pitch"}]},
+    }});
+    let version = json!({"name": "v1", "served": true, "storage": true,
+        "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": {"type": "object", "description": "A bolt.", "properties": {
+            "spec": spec, "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}}}});
+    ensure_crd(t, "Bolt", version).await;
 }
 
 /// Installs the CRD of `kind` (plural: `kind` in lower case and an `s`) in [`GROUP`] with
@@ -1213,8 +1246,25 @@ async fn kubectl_apply_of_changed_manifests_gives_alike_objects() {
         widget_changed["spec"] = json!({"size": 2, "tags": ["b"]});
         let mut widget_first = widget("w", json!({}));
         widget_first["spec"] = json!({"size": 1, "tags": ["a", "b"]});
+        let stateful_set = |image: &str, extra: bool| {
+            let mut sts = deployment("db", json!([container("db", image, &[5432], env(extra))]));
+            sts["kind"] = json!("StatefulSet");
+            if let Some(spec) = sts["spec"].as_object_mut() {
+                for deployment_only in ["strategy", "progressDeadlineSeconds"] {
+                    spec.remove(deployment_only);
+                }
+            }
+            sts
+        };
+        let cron_job = |schedule: &str, image: &str| {
+            json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly"},
+                "spec": {"schedule": schedule, "suspend": true, "jobTemplate": {"spec": {"template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": image}]}}}}}})
+        };
         let manifests = [
             ("deployments", "web", first, changed),
+            ("statefulsets", "db", stateful_set("db:1", false), stateful_set("db:2", true)),
+            ("cronjobs", "nightly", cron_job("0 3 * * *", "busybox:1"), cron_job("0 4 * * *", "busybox:2")),
             (
                 "services",
                 "web",
@@ -1358,6 +1408,31 @@ async fn the_scale_subresource_reads_and_writes_replicas_alike() {
             .await
             .map(|d| d["spec"]["replicas"].clone());
         r.answer("replicas after kubectl scale", scaled);
+        // A stateful set's, scaled back to zero after.
+        let sts = json!({"metadata": {"name": "db"}, "spec": {"replicas": 0,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        let stateful_sets = t.on("statefulsets");
+        stateful_sets.create(sts).await.expect("db created");
+        let sts_scale = |r: Request| stateful_sets.req(r).name("db").subresource("scale");
+        let read = send(sts_scale(t.rest.get())).await;
+        r.answer("a stateful set's scale", scale_without_observed(read));
+        for replicas in [2, 0] {
+            let patch = json!({"spec": {"replicas": replicas}});
+            let patched = send(sts_scale(t.rest.patch(PatchType::Merge)).body(&patch)).await;
+            r.answer(
+                &format!("a stateful set scaled to {replicas}"),
+                scale_without_observed(patched),
+            );
+        }
+        let out = kubectl(
+            t,
+            &["scale", "statefulset/db", "--replicas=0"],
+            String::new(),
+        )
+        .await;
+        r.push("kubectl scale statefulset", kubectl_says(&out));
         // A custom resource's scale, at the paths its CRD declares.
         ensure_widgets(t).await;
         let widgets = t.on("widgets");
@@ -1817,6 +1892,148 @@ async fn pods_and_workloads_are_defaulted_alike() {
     .await;
 }
 
+/// `v` with every uid-shaped string in it (a Job's generated selector and labels, in its
+/// answer or an error's message) as `<uid>`.
+fn with_uids_masked(v: Value) -> Value {
+    let uid = regex::Regex::new("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+        .expect("a regex");
+    let text = uid.replace_all(&v.to_string(), "<uid>").into_owned();
+    serde_json::from_str(&text).unwrap_or(v)
+}
+
+#[tokio::test]
+async fn stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike() {
+    differential("more-workloads", async |t: &Target, r: &mut Record| {
+        let created = |o: Value| {
+            let o = with_uids_masked(o);
+            json!({"metadata": {"labels": o["metadata"]["labels"],
+                                "annotations": o["metadata"]["annotations"],
+                                "generation": o["metadata"]["generation"]},
+                   "spec": o["spec"], "status": o["status"]})
+        };
+        let template = json!({"metadata": {"labels": {"app": "x"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        let selector = json!({"matchLabels": {"app": "x"}});
+        // Scaled to zero, so that no controller writes to them while compared.
+        let sts = json!({"metadata": {"name": "s"}, "spec": {"replicas": 0,
+            "selector": selector, "template": template}});
+        r.answer("a minimal stateful set", t.on("statefulsets").create(sts).await.map(created));
+        let ds = json!({"metadata": {"name": "d"}, "spec": {"selector": selector,
+            "template": template}});
+        r.answer("a minimal daemon set", t.on("daemonsets").create(ds).await.map(created));
+        let mut job_template = template.clone();
+        job_template["spec"]["restartPolicy"] = json!("Never");
+        let job = json!({"metadata": {"name": "j"}, "spec": {"suspend": true,
+            "template": job_template}});
+        r.answer("a minimal job", t.on("jobs").create(job).await.map(created));
+        let cron = json!({"metadata": {"name": "cj"}, "spec": {"schedule": "*/5 * * * *",
+            "suspend": true, "jobTemplate": {"spec": {"template": job_template}}}});
+        r.answer("a minimal cron job", t.on("cronjobs").create(cron).await.map(created));
+        let job_without_labels = json!({"metadata": {"name": "j0"}, "spec": {"suspend": true,
+            "template": {"spec": job_template["spec"]}}});
+        let made = t.on("jobs").create(job_without_labels).await;
+        r.answer("a job whose template has no labels", made.map(created));
+        let revision = json!({"metadata": {"name": "rev"}, "revision": 1,
+            "data": {"spec": {"template": template}}});
+        let made = t.on("controllerrevisions").create(revision).await;
+        r.answer("a controller revision", made.map(|o| json!({"revision": o["revision"],
+            "data": o["data"], "generation": o["metadata"]["generation"]})));
+        // A daemon set's template generation follows template changes only. (Its status is
+        // the controller's by then.)
+        let changed = |o: Value| {
+            let mut c = created(o);
+            c.as_object_mut().map(|c| c.remove("status"));
+            c
+        };
+        let daemon_sets = t.on("daemonsets");
+        let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}});
+        let patched = daemon_sets.patch("d", PatchType::StrategicMerge, image).await;
+        r.answer("a daemon set's template changed", patched.map(changed));
+        let limit = json!({"spec": {"revisionHistoryLimit": 3}});
+        let patched = daemon_sets.patch("d", PatchType::Merge, limit).await;
+        r.answer("a daemon set's history limit changed", patched.map(changed));
+        let moved = json!({"spec": {"selector": {"matchLabels": {"app": "x", "tier": "y"}},
+            "template": {"metadata": {"labels": {"tier": "y"}}}}});
+        r.answer("a daemon set's selector changed", daemon_sets.patch("d", PatchType::Merge, moved).await);
+        let data = json!({"data": {"other": 1}});
+        let patched = t.on("controllerrevisions").patch("rev", PatchType::Merge, data).await;
+        r.answer("a controller revision's data changed", patched);
+        // What a stateful set and a job keep.
+        let stateful_sets = t.on("statefulsets");
+        for (label, patch) in [
+            ("a stateful set's selector changed", json!({"spec": {"selector": {"matchLabels": {"app": "x", "v": "2"}},
+                "template": {"metadata": {"labels": {"v": "2"}}}}})),
+            ("a stateful set's service changed", json!({"spec": {"serviceName": "other"}})),
+            ("a stateful set's pod management changed", json!({"spec": {"podManagementPolicy": "Parallel"}})),
+            ("a stateful set scaled", json!({"spec": {"replicas": 0, "minReadySeconds": 5}})),
+        ] {
+            let patched = stateful_sets.patch("s", PatchType::Merge, patch).await;
+            r.answer(label, patched.map(changed));
+        }
+        let moved = json!({"spec": {"selector": {"matchLabels": {"extra": "x"}}}});
+        let patched = t.on("jobs").patch("j", PatchType::Merge, moved).await;
+        r.answer("a job's selector changed", patched);
+        r.mask_uids_of_last();
+        // A Job deleted without a propagation policy orphans its Pods, with a warning.
+        let jobs = t.on("jobs");
+        let deleted = with_warnings(jobs.req(t.rest.delete()).name("j0")).await;
+        r.answer("a job deleted without a policy", deleted.map(|d| {
+            let meta = &d["object"]["metadata"];
+            json!({"warnings": d["warnings"], "kind": d["object"]["kind"],
+                   "finalizers": meta["finalizers"], "deleting": meta["deletionTimestamp"].is_string(),
+                   "grace": meta["deletionGracePeriodSeconds"]})
+        }));
+        let background = json!({"propagationPolicy": "Background"});
+        for (resource, name) in [("statefulsets", "s"), ("daemonsets", "d"), ("jobs", "j"),
+                                 ("cronjobs", "cj"), ("controllerrevisions", "rev")] {
+            let deleted = t.on(resource).delete(name, background.clone()).await;
+            r.answer(&format!("{resource} deleted"), deleted.map(|o| json!({"kind": o["kind"], "status": o["status"]})));
+        }
+        // The common mistakes.
+        let mut other = selector.clone();
+        other["matchLabels"]["app"] = json!("other");
+        for (resource, label, body) in [
+            ("statefulsets", "a stateful set without a selector",
+                json!({"metadata": {"name": "s1"}, "spec": {"template": template}})),
+            ("statefulsets", "a stateful set whose selector does not match",
+                json!({"metadata": {"name": "s2"}, "spec": {"selector": other, "template": template}})),
+            ("daemonsets", "a daemon set without a selector",
+                json!({"metadata": {"name": "d1"}, "spec": {"template": template}})),
+            ("daemonsets", "a daemon set whose selector does not match",
+                json!({"metadata": {"name": "d2"}, "spec": {"selector": other, "template": template}})),
+            ("jobs", "a job that restarts always",
+                json!({"metadata": {"name": "j1"}, "spec": {"template": template}})),
+            ("jobs", "a job with a selector of its own",
+                json!({"metadata": {"name": "j2"}, "spec": {"selector": selector,
+                    "template": job_template}})),
+            ("statefulsets", "a stateful set with an empty selector",
+                json!({"metadata": {"name": "s3"}, "spec": {"selector": {}, "template": template}})),
+            ("daemonsets", "a daemon set with an empty selector",
+                json!({"metadata": {"name": "d3"}, "spec": {"selector": {}, "template": template}})),
+            ("cronjobs", "a cron job without a schedule",
+                json!({"metadata": {"name": "cj1"}, "spec": {"jobTemplate": {"spec": {"template": job_template}}}})),
+            ("cronjobs", "a cron job with a time zone in its schedule",
+                json!({"metadata": {"name": "cj2"}, "spec": {"schedule": "CRON_TZ=UTC 0 * * * *",
+                    "jobTemplate": {"spec": {"template": job_template}}}})),
+            ("cronjobs", "a cron job with four fields",
+                json!({"metadata": {"name": "cj4"}, "spec": {"schedule": "*/5 * * *",
+                    "jobTemplate": {"spec": {"template": job_template}}}})),
+            ("cronjobs", "a cron job whose jobs restart always",
+                json!({"metadata": {"name": "cj3"}, "spec": {"schedule": "0 * * * *",
+                    "jobTemplate": {"spec": {"template": template}}}})),
+            ("controllerrevisions", "a controller revision without data",
+                json!({"metadata": {"name": "rev2"}, "revision": -1})),
+            ("controllerrevisions", "a controller revision whose data is no object",
+                json!({"metadata": {"name": "rev3"}, "revision": 1, "data": "x"})),
+        ] {
+            r.answer(label, t.on(resource).create(body).await);
+            // A Job's message names the uid it was given.
+            r.mask_uids_of_last();
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn dry_runs_answer_as_if_written_and_write_nothing_alike() {
     differential("dry-run", async |t: &Target, r: &mut Record| {
@@ -2212,26 +2429,69 @@ async fn openapi_v3_describes_each_patch_operation_alike() {
     // at the same places.
     let fake = fake("openapi-served").await;
     ensure_widgets(&fake).await;
+    ensure_bolts(&fake).await;
     let index = get_json(&fake, "/openapi/v3").await.expect("fake index");
     let mut served = Vec::new();
     for (gv, entry) in index["paths"].as_object().into_iter().flatten() {
         let url = entry["serverRelativeURL"].as_str().unwrap_or_default();
         let doc = get_json(&fake, url).await.expect("fake document");
-        let paths: Vec<String> = doc["paths"]
-            .as_object()
-            .into_iter()
-            .flat_map(|p| p.keys().cloned())
-            .collect();
-        served.push((gv.clone(), paths));
+        let keys = |field: &str| -> Vec<String> {
+            let found = doc.pointer(field).and_then(Value::as_object);
+            found.into_iter().flat_map(|m| m.keys().cloned()).collect()
+        };
+        served.push((gv.clone(), keys("/paths"), keys("/components/schemas")));
     }
     differential("openapi", async |t: &Target, r: &mut Record| {
         ensure_widgets(t).await;
-        for (gv, paths) in &served {
+        ensure_bolts(t).await;
+        for (gv, paths, schemas) in &served {
             let ops = testenv::eventually(60, "the group-version's OpenAPI is served", || {
                 patch_operations(t, gv, paths)
             })
             .await;
             r.push(gv, ops);
+            // The schemas the fake serves, as the real server's document has them.
+            let doc = get_json(t, &format!("/openapi/v3/{gv}")).await;
+            let theirs = doc.as_ref().map(|d| &d["components"]["schemas"]);
+            let named: BTreeMap<&String, Value> = schemas
+                .iter()
+                .map(|name| (name, theirs.map_or(Value::Null, |s| s[name].clone())))
+                .collect();
+            r.push(&format!("{gv} schemas"), json!(named));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn kubectl_explain_shows_the_same_fields() {
+    differential("explain", async |t: &Target, r: &mut Record| {
+        ensure_bolts(t).await;
+        // The real server publishes a CRD's schema a moment after it is established.
+        testenv::eventually(60, "the Bolt schema is published", || async {
+            let out = kubectl(t, &["explain", "bolts"], String::new()).await;
+            out.status.success().then_some(())
+        })
+        .await;
+        for args in [
+            &["explain", "bolts"][..],
+            &["explain", "bolts.spec", "--recursive"],
+            &["explain", "bolt.spec.torque"],
+            &["explain", "bolts.metadata.labels"],
+            &["explain", "configmap"][..],
+            &["explain", "pods.spec.containers.imagePullPolicy"],
+            &["explain", "deployment.spec.strategy", "--recursive"],
+            &["explain", "statefulsets.spec.updateStrategy"],
+            &[
+                "explain",
+                "cronjob.spec.jobTemplate.spec.template.spec.restartPolicy",
+            ],
+            &["explain", "jobs", "--api-version=batch/v1"],
+            &["explain", "crd.spec.versions.schema"],
+            &["explain", "configmap.nothing"],
+        ] {
+            let out = kubectl(t, args, String::new()).await;
+            r.push(&args.join(" "), kubectl_says(&out));
         }
     })
     .await;
@@ -2523,6 +2783,214 @@ async fn custom_resources_are_pruned_defaulted_and_validated_by_their_schema_ali
     .await;
 }
 
+#[tokio::test]
+async fn cron_job_schedules_are_parsed_alike() {
+    differential("schedules", async |t: &Target, r: &mut Record| {
+        let cron_jobs = t.on("cronjobs");
+        let schedules = [
+            "*/5 * * * *", "0 0 1 JAN mon", "5/10 * * * ?", "0-59/15 1,2,,3 * * SUN-sat",
+            "@hourly", "@yearly", "@every 1h30m", "@every 1.5s",
+            "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "0 0 0 * *", "0 0 * 13 *",
+            "0 0 * * 7", "5-1 * * * *", "*/0 * * * *", "a * * * *", "1-2-3 * * * *",
+            "1/2/3 * * * *", "-1 * * * *", "0 0 * foo *", "99999999999999999999 * * * *",
+            "@often", "@every 5", "@every 1d", "@every x", "@Hourly",
+        ];
+        for (i, schedule) in schedules.into_iter().enumerate() {
+            let cron = json!({"metadata": {"name": format!("cj{i}")}, "spec": {"schedule": schedule,
+                "suspend": true, "jobTemplate": {"spec": {"template": {"spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+            let created = cron_jobs.create(cron).await;
+            r.answer(schedule, created.map(|c| c["spec"]["schedule"].clone()));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn kubectl_creates_cron_jobs_and_jobs_from_them_alike() {
+    differential("kubectl-jobs", async |t: &Target, r: &mut Record| {
+        // A schedule that does not come before the test ends: the real controller would
+        // start Jobs.
+        let schedule = "--schedule=0 3 29 2 *";
+        let jsonpath = |fields: &str| format!("jsonpath={fields}");
+        let job_fields = jsonpath(
+            "{.metadata.annotations} {.metadata.ownerReferences[*].kind} \
+             {.spec.template.spec.containers[*].command}",
+        );
+        let cron_fields = jsonpath("{.spec.schedule} {.spec.jobTemplate.metadata} {.spec.suspend}");
+        for args in [
+            &[
+                "create",
+                "cronjob",
+                "nightly",
+                "--image=busybox",
+                schedule,
+                "--",
+                "echo",
+                "hi",
+            ][..],
+            &["create", "job", "once", "--from=cronjob/nightly"],
+            &["get", "job", "once", "-o", &job_fields],
+            &["get", "cronjob", "nightly", "-o", &cron_fields],
+            &[
+                "create",
+                "cronjob",
+                "bad",
+                "--image=busybox",
+                "--schedule=61 * * * *",
+            ],
+            &["get", "cronjobs"],
+        ] {
+            let out = kubectl(t, args, String::new()).await;
+            let says = kubectl_says(&out);
+            let text =
+                |stream: &str| kubectl_text(says[stream].as_str().unwrap_or_default(), &t.ns);
+            r.push(
+                &args.join(" "),
+                json!({"stdout": text("stdout"), "stderr": text("stderr"),
+                "success": says["success"]}),
+            );
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn custom_resource_string_formats_are_validated_alike() {
+    // Each format with values it accepts and values it refuses.
+    let formats: &[(&str, &[&str], &[&str])] = &[
+        (
+            "date-time",
+            &["2024-02-29T10:20:30Z", "2024-01-01t00:00:00.5+01:00"],
+            &[
+                "2024-01-01",
+                "2024-01-01T24:00:00Z",
+                "2023-02-29T10:00:00Z",
+                "2024-01-01T10:00:00",
+                "yesterday",
+            ],
+        ),
+        (
+            "date",
+            &["2024-02-29", "1999-12-31"],
+            &[
+                "2023-02-29",
+                "2024-1-01",
+                "2024-13-01",
+                "2024-01-01T00:00:00Z",
+            ],
+        ),
+        (
+            "uuid",
+            &[
+                "123e4567-e89b-12d3-a456-426614174000",
+                "123E4567E89B12D3A456426614174000",
+            ],
+            &["123e4567-e89b-12d3-a456", "not-a-uuid"],
+        ),
+        (
+            "uuid3",
+            &["123e4567-e89b-32d3-a456-426614174000"],
+            &["123e4567-e89b-42d3-a456-426614174000"],
+        ),
+        (
+            "uuid4",
+            &["123e4567-e89b-42d3-a456-426614174000"],
+            &["123e4567-e89b-12d3-a456-426614174000"],
+        ),
+        (
+            "uuid5",
+            &["123e4567-e89b-52d3-8456-426614174000"],
+            &["123e4567-e89b-52d3-c456-426614174000"],
+        ),
+        (
+            "ipv4",
+            &["10.0.0.1", "010.0.0.1", "::ffff:1.2.3.4"],
+            &["256.0.0.1", "1.2.3", "::1", "1.2.3.4/8"],
+        ),
+        (
+            "ipv6",
+            &["::1", "2001:db8::1", "::ffff:1.2.3.4"],
+            &["10.0.0.1", "2001:db8::g", "fe80::1%eth0"],
+        ),
+        (
+            "cidr",
+            &["10.0.0.0/8", "10.0.0.1/32", "2001:db8::/32"],
+            &["10.0.0.0", "10.0.0.0/33", "x/8"],
+        ),
+        (
+            "hostname",
+            &["example.com", "a", "xn--bcher-kva.example"],
+            &["-bad.com", "under_score.com", "a..b"],
+        ),
+        (
+            "mac",
+            &[
+                "00:1a:2b:3c:4d:5e",
+                "00-1A-2B-3C-4D-5E",
+                "001a.2b3c.4d5e",
+                "00:00:00:00:fe:80:00:00",
+                "001a2b3c4d5e",
+            ],
+            &["00:1a:2b:3c:4d", "00:1a-2b:3c:4d:5e", "zz:1a:2b:3c:4d:5e"],
+        ),
+        ("byte", &["aGVsbG8=", "aGk="], &["hello!", "aGVsbG8", ""]),
+        ("hexcolor", &["#fff", "A0B1C2"], &["#ffff", "red"]),
+        ("rgbcolor", &["rgb(255, 0, 10)"], &["rgb(256,0,0)", "#fff"]),
+        (
+            "ssn",
+            &["123-45-6789", "123 45 6789"],
+            &["123456789", "123-456-789"],
+        ),
+        ("k8s-short-name", &["web-1"], &["Web", "-web", "a.b"]),
+        (
+            "k8s-long-name",
+            &["web.example-1.com"],
+            &["Web.com", "a..b", "a."],
+        ),
+        ("password", &["anything at all"], &[]),
+        ("not-a-format", &["anything"], &[]),
+    ];
+    differential("formats", async |t: &Target, r: &mut Record| {
+        let properties: serde_json::Map<String, Value> = formats
+            .iter()
+            .map(|(format, ..)| {
+                (
+                    format.to_string(),
+                    json!({"type": "string", "format": format}),
+                )
+            })
+            .collect();
+        let version = json!({"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": properties}}}}});
+        ensure_crd(t, "Stamp", version).await;
+        let stamps = t.on("stamps");
+        let stamp = |name: String, field: &str, value: &str| {
+            json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Stamp",
+                "metadata": {"name": name}, "spec": {field: value}})
+        };
+        for (format, good, bad) in formats {
+            for (i, value) in good.iter().enumerate() {
+                let created = stamps
+                    .create(stamp(format!("{format}-good-{i}"), format, value))
+                    .await;
+                r.answer(
+                    &format!("{format} {value:?}"),
+                    created.map(|s| s["spec"].clone()),
+                );
+            }
+            for (i, value) in bad.iter().enumerate() {
+                let refused = stamps
+                    .create(stamp(format!("{format}-bad-{i}"), format, value))
+                    .await;
+                r.answer(&format!("{format} {value:?}"), refused);
+            }
+        }
+    })
+    .await;
+}
+
 /// kubectl's table output, each line as its cells (columns are padded apart by two
 /// spaces or more), with ages, cluster IPs and the namespace as placeholders.
 fn table_cells(out: &std::process::Output) -> Value {
@@ -2567,6 +3035,10 @@ async fn kubectl_get_prints_the_same_tables() {
             "additionalPrinterColumns": printed,
             "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
         ensure_crd(t, "Sprocket", version).await;
+        let pod_template = json!({"metadata": {"labels": {"app": "tbl"}},
+            "spec": {"containers": [{"name": "a", "image": "nginx"}, {"name": "b", "image": "busybox"}]}});
+        let mut job_template = pod_template.clone();
+        job_template["spec"]["restartPolicy"] = json!("Never");
         let manifests = json!({"items": [
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"t": "x"}},
                 "data": {"a": "1", "b": "2"}},
@@ -2584,6 +3056,15 @@ async fn kubectl_get_prints_the_same_tables() {
                 "spec": {"size": 3, "color": "red"}},
             {"apiVersion": format!("{GROUP}/v1"), "kind": "Sprocket", "metadata": {"name": "h", "labels": {"t": "x"}},
                 "spec": {}},
+            // Scaled to zero or suspended, so that what the controllers write is zeros.
+            {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web", "labels": {"t": "x"}},
+                "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "tbl"}}, "template": pod_template.clone()}},
+            {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "labels": {"t": "x"}},
+                "spec": {"selector": {"matchLabels": {"app": "tbl"}}, "template": {
+                    "metadata": pod_template["metadata"], "spec": {"nodeSelector": {"disk": "ssd"},
+                        "containers": pod_template["spec"]["containers"]}}}},
+            {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly", "labels": {"t": "x"}},
+                "spec": {"schedule": "0 3 * * *", "suspend": true, "jobTemplate": {"spec": {"template": job_template.clone()}}}},
         ]});
         let docs: Vec<String> = manifests["items"]
             .as_array()
@@ -2597,7 +3078,19 @@ async fn kubectl_get_prints_the_same_tables() {
         let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
         let status = sprockets.patch_status("g", PatchType::Merge, ready).await;
         status.expect("sprocket status");
+        // A revision of the stateful set, and one of nothing.
+        let web = t.on("statefulsets").get("web").await.expect("web");
+        let owner = json!([{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
+            "uid": web["metadata"]["uid"], "controller": true}]);
+        for (name, owners) in [("web-1", owner), ("loose", json!([]))] {
+            let revision = json!({"metadata": {"name": name, "labels": {"t": "x"},
+                "ownerReferences": owners}, "revision": 7, "data": {}});
+            t.on("controllerrevisions").create(revision).await.expect("a revision");
+        }
+        let workloads = "statefulsets,daemonsets,cronjobs,controllerrevisions";
         for args in [
+            &["get", workloads, "-l", "t=x"][..],
+            &["get", workloads, "-l", "t=x", "-o", "wide"],
             &["get", "configmaps,secrets,services,pods,leases", "-l", "t=x"][..],
             &["get", "configmaps,secrets,services,pods,leases", "-l", "t=x", "-o", "wide"],
             &["get", "sprockets"],
@@ -2611,9 +3104,18 @@ async fn kubectl_get_prints_the_same_tables() {
             let out = kubectl(t, args, String::new()).await;
             r.push(&args.join(" ").replace(t.ns.as_str(), "<ns>"), table_cells(&out));
         }
+        // Jobs after `get events`: their controller reports them suspended.
+        for (name, parallelism) in [("once", 1), ("many", 3)] {
+            let mut spec = json!({"suspend": true, "parallelism": parallelism, "template": job_template});
+            if parallelism > 1 {
+                spec["completions"] = Value::Null;
+            }
+            let job = json!({"metadata": {"name": name, "labels": {"t": "x"}}, "spec": spec});
+            t.on("jobs").create(job).await.expect("a job");
+        }
         // The Table itself: columns (descriptions aside), cells (ages aside) and objects.
         const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
-        for (resource, include) in [("pods", "Metadata"), ("services", "None"), ("sprockets", "Object")] {
+        for (resource, include) in [("pods", "Metadata"), ("services", "None"), ("sprockets", "Object"), ("jobs", "None")] {
             let req = t.on(resource).req(t.rest.get()).accept(TABLE);
             let mut table = Res::send(req.param("includeObject", include).param("labelSelector", "t=x"))
                 .await
@@ -2629,8 +3131,15 @@ async fn kubectl_get_prints_the_same_tables() {
                         *cell = json!("<cluster-ip>");
                     }
                 }
+                // A Job's status and duration are its controller's.
+                if resource == "jobs" {
+                    for at in [1, 3] {
+                        row["cells"][at] = json!("<controller's>");
+                    }
+                }
             }
-            r.push(&format!("a table of {resource} with {include}"), table);
+            // A Job's selector names its uid.
+            r.push(&format!("a table of {resource} with {include}"), with_uids_masked(table));
         }
     })
     .await;
@@ -2835,12 +3344,10 @@ async fn everyday_answers(t: &Target) -> Vec<(String, String)> {
 }
 
 /// How many of the 77 everyday commands must answer alike (of [`everyday_commands`]; the
-/// test prints those that do not). The 6 that differ: two lists that on the real server
+/// test prints those that do not). The 3 that differ: two lists that on the real server
 /// hold the `kube-root-ca.crt` ConfigMap and the Pods of the Deployment (controllers the
-/// fake does not run), `get events` (the same controllers' events), `create job` (Jobs
-/// are not served), `api-resources --api-group=apps` (StatefulSets, DaemonSets and
-/// ControllerRevisions are not served) and `explain` (no OpenAPI schemas).
-const EVERYDAY_ALIKE: usize = 71;
+/// fake does not run) and `get events` (the same controllers' events).
+const EVERYDAY_ALIKE: usize = 74;
 
 #[tokio::test]
 async fn everyday_kubectl_commands_answer_alike() {
@@ -2905,8 +3412,12 @@ async fn answers_come_in_protobuf_when_asked_alike() {
         pods.create(pod).await.expect("pod");
         ensure_widgets(t).await;
         t.on("widgets").create(widget("w", json!({}))).await.expect("widget");
+        let revisions = t.on("controllerrevisions");
+        let revision = json!({"metadata": {"name": "rev"}, "revision": 2, "data": {"k": ["v"]}});
+        revisions.create(revision).await.expect("a revision");
         for (label, req) in [
             ("a configmap", cms.req(t.rest.get()).name("p1")),
+            ("a controller revision", revisions.req(t.rest.get()).name("rev")),
             ("a pod", pods.req(t.rest.get()).name("pod")),
             ("a list", cms.req(t.rest.get()).param("labelSelector", "a=b")),
             ("a missing object", cms.req(t.rest.get()).name("missing")),
@@ -2964,9 +3475,19 @@ async fn unknown_fields_of_built_in_kinds_are_dropped_warned_or_refused_alike() 
             "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "d"}, "extra": 1},
                 "template": {"metadata": {"labels": {"app": "d"}},
                     "spec": {"containers": [{"name": "c", "image": "nginx", "oops": "x"}]}}}});
+        let stateful_set = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "s"},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "s"}}, "bogus": [1],
+                "template": {"metadata": {"labels": {"app": "s"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}], "nope": {}}}}});
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"suspend": true, "extra": "x", "template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox", "oops": 1}]}}}});
         for (what, resource, body) in [
             ("a configmap", "configmaps", &cm),
             ("a deployment", "deployments", &deployment),
+            ("a stateful set", "statefulsets", &stateful_set),
+            ("a job", "jobs", &job),
         ] {
             for mode in [None, Some("Strict"), Some("Ignore")] {
                 let mut body = body.clone();
@@ -2979,7 +3500,9 @@ async fn unknown_fields_of_built_in_kinds_are_dropped_warned_or_refused_alike() 
                 if let Some(m) = mode {
                     req = req.param("fieldValidation", m);
                 }
-                r.answer(&format!("{what} with {mode:?}"), with_warnings(req).await);
+                // A Job's generated labels name its uid.
+                let answer = with_warnings(req).await.map(with_uids_masked);
+                r.answer(&format!("{what} with {mode:?}"), answer);
             }
         }
     })

@@ -161,21 +161,28 @@ pub fn go_module_dir(module: &str, version: &str) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("go mod download {module}@{version} gave no directory"))
 }
 
-/// k8s-openapi's version and `src` directory, as the workspace's lock file resolves it.
-fn k8s_openapi_src(repo: &Path) -> Result<(String, PathBuf), String> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--locked"])
-        .current_dir(repo)
+/// What `command` (`what`, for errors) prints on stdout, read as JSON; an error when it
+/// cannot run, fails (with its stderr) or prints something else.
+pub fn json_output(command: &mut Command, what: &str) -> Result<serde_json::Value, String> {
+    let out = command
         .output()
-        .map_err(|e| format!("running cargo metadata: {e}"))?;
+        .map_err(|e| format!("running {what}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "cargo metadata failed: {}",
+            "{what} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let json: serde_json::Value =
-        serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("{what}: {e}"))
+}
+
+/// k8s-openapi's version and `src` directory, as the workspace's lock file resolves it.
+fn k8s_openapi_src(repo: &Path) -> Result<(String, PathBuf), String> {
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(repo);
+    let json = json_output(&mut cargo, "cargo metadata")?;
     let packages = json["packages"]
         .as_array()
         .ok_or("cargo metadata: no packages")?;
