@@ -28,6 +28,8 @@
 //! - Pods and the workloads with a Pod template get their defaults from
 //!   [`workloads`](crate::workloads).
 
+use std::collections::BTreeMap;
+
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
@@ -284,7 +286,7 @@ fn selects(selector: &Value, labels: &Value) -> bool {
     else {
         return false;
     };
-    let labels = labels
+    let labels: BTreeMap<String, String> = labels
         .as_object()
         .into_iter()
         .flatten()
