@@ -97,8 +97,9 @@ run_informer() {
         esac
         shift
     done
-    rust_bin="$(build_rust kube-rs-informer)"
+    rust_bin="$(build_rust kube-rs-informer kubekit-informer)"
     args+=(--kube-rs-bin "$(dirname "$rust_bin")/kube-rs-informer")
+    args+=(--kubekit-bin "$(dirname "$rust_bin")/kubekit-informer")
     if [[ ",$clients," == *",client-go,"* ]]; then
         args+=(--go-bin "$(build_go informer)")
     fi

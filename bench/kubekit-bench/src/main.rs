@@ -12,14 +12,13 @@
 //! - `compact`: what the compact cache costs and saves per object against typed objects.
 //! - `fake`: starting kubekit-fake and running the App controller's e2e scenario against it,
 //!   next to the same scenario on the real local control plane.
-//! - `informer-peer`: kubekit's side of `informer`, run by it as a child process.
-//! - `floor-peer`: the readers that decode nothing, the floor of `informer` (run by it).
+//!
+//! kubekit's peers of `informer` are a program of their own, `kubekit-informer`
+//! (`bench/kubekit-informer`), as client-go's and kube-rs's are.
 
 mod compact;
 mod fake;
-mod floor_peer;
 mod informer;
-mod informer_peer;
 mod relist;
 mod workqueue;
 
@@ -52,6 +51,8 @@ benchmarks:
                        --go-bin PATH       the client-go peer (bench/go/informer)
                        --kube-rs-bin PATH  the kube-rs peer (default: kube-rs-informer next
                                            to this program)
+                       --kubekit-bin PATH  kubekit's peers (default: kubekit-informer next
+                                           to this program)
                        --fixture PATH      the PodList to replicate (default
                                            bench/fixtures/pods.json)
                        --timeout SECS      a peer taking longer fails (default 600)
@@ -64,13 +65,7 @@ benchmarks:
   fake        time to start kubekit-fake and run the App controller's e2e scenario against it,
               next to the same scenario on the real local control plane (started by testenv)
               options: --runs N   runs per server; the table shows medians (default 3)
-  informer-peer  kubekit's peer of `informer` (run by it)
-              options: --server URL | --kubeconfig PATH, --updates M,
-                       --compact   cache Compact<Pod> instead of typed Pods
-                       --metadata  cache the Pods' PartialObjectMetadata (factory.for_metadata)
-                       --metadata-strip  the same without managedFields
-  floor-peer     the readers that decode nothing, the floor of `informer` (run by it)
-              options: --server URL | --kubeconfig PATH, --updates M, --json | --protobuf";
+";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -80,8 +75,6 @@ fn main() -> ExitCode {
         Some("informer") => informer::Options::parse(args).and_then(informer::run),
         Some("compact") => compact::Options::parse(args).and_then(compact::run),
         Some("fake") => fake::Options::parse(args).and_then(fake::run),
-        Some("informer-peer") => informer_peer::parse(args).and_then(informer_peer::run),
-        Some("floor-peer") => floor_peer::parse(args).and_then(floor_peer::run),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

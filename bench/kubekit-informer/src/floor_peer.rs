@@ -1,4 +1,4 @@
-//! The floor of the informer benchmark (`kubekit-bench floor-peer --json|--protobuf`): a
+//! The floor of the informer benchmark (`kubekit-informer floor-peer --json|--protobuf`): a
 //! reader that makes the informers' request — a streaming list of all Pods
 //! (`watch=true&sendInitialEvents=true`), asking for JSON or for protobuf — and decodes
 //! nothing. It splits the stream into events (lines, or length-prefixed frames) and reads
@@ -17,7 +17,9 @@ use kubekit::rest::RestClient;
 /// What the reader asks the server for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
+    /// JSON: one event per line.
     Json,
+    /// Protobuf: length-prefixed frames.
     Protobuf,
 }
 

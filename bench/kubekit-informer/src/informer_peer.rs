@@ -1,4 +1,4 @@
-//! kubekit's peer of the informer benchmark (`kubekit-bench informer-peer`): the Pod
+//! kubekit's peer of the informer benchmark (`kubekit-informer informer-peer`): the Pod
 //! informer of a [`SharedInformerFactory`] as a kubekit user writes it, reporting on
 //! stdout in the protocol of [`informer_protocol`].
 //!
@@ -20,7 +20,7 @@ use std::time::Instant;
 use informer_protocol::{PeerOptions, Target, UpdateTimer, report_synced, report_updated};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
-use kubekit::cache::{Compact, ResourceEventHandlerFuncs, SharedIndexInformer};
+use kubekit::cache::{Compact, ResourceEventHandlerFuncs, SharedIndexInformer, meta_ref};
 use kubekit::clientset::Clientset;
 use kubekit::informers::SharedInformerFactory;
 use kubekit::meta::GroupVersionResource;
@@ -83,10 +83,7 @@ pub fn parse(args: impl Iterator<Item = String>) -> Result<(Cache, PeerOptions),
 /// Runs `peer` on a multi-threaded runtime with the client configuration of `target`, as
 /// the benchmark's clients are configured: no client-side rate limit, kubekit's defaults
 /// otherwise.
-pub(crate) fn run_with_config<F>(
-    target: &Target,
-    peer: impl FnOnce(Config) -> F,
-) -> Result<(), String>
+pub fn run_with_config<F>(target: &Target, peer: impl FnOnce(Config) -> F) -> Result<(), String>
 where
     F: Future<Output = Result<(), String>>,
 {
@@ -152,7 +149,7 @@ where
                 }
             })
             .on_update(move |old, new| {
-                if old.meta().resource_version == new.meta().resource_version {
+                if meta_ref(&**old).resource_version() == meta_ref(&**new).resource_version() {
                     return;
                 }
                 let mut updates = updates.lock().unwrap_or_else(PoisonError::into_inner);

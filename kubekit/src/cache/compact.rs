@@ -18,7 +18,7 @@
 //!   `managedFields` and `annotations` (name, namespace, uid, resourceVersion, generation,
 //!   labels, ownerReferences, finalizers, timestamps, …) is kept packed, its strings in one
 //!   allocation (a few hundred bytes for a Pod), and read through
-//!   [`meta_ref`](Compact::meta_ref) (or [`cache::meta_ref`](super::meta_ref) on any
+//!   [`meta_ref`](Compact::meta_ref) (or [`cache::meta_ref`](fn@super::meta_ref) on any
 //!   object): keys, the namespace and controller indexes, label selectors, owner lookups
 //!   and the manager's handlers read it so, and never decode the object.
 //!   [`meta`](kube::Resource::meta) builds those fields as an `ObjectMeta` on its first
@@ -78,7 +78,7 @@ use crate::rest::leading::read_metadata;
 
 /// An object of type `K` kept compressed; see the [module docs](self).
 pub struct Compact<K> {
-    /// The metadata the cache reads ([`meta_ref`](super::meta_ref)).
+    /// The metadata the cache reads ([`meta_ref`](fn@super::meta_ref)).
     packed: PackedMeta,
     /// The metadata as an `ObjectMeta`, made on the first [`meta`](Resource::meta) or
     /// [`meta_mut`](Resource::meta_mut); from then on what [`MetaRef`] reads.
@@ -139,7 +139,7 @@ impl<K> Compact<K> {
     }
 
     /// The object's metadata, without building an `ObjectMeta` (what
-    /// [`meta_ref`](super::meta_ref) gives for a compact object).
+    /// [`meta_ref`](fn@super::meta_ref) gives for a compact object).
     pub fn meta_ref(&self) -> MetaRef<'_> {
         match self.meta.get() {
             Some(meta) => MetaRef::new(meta),

@@ -10,7 +10,7 @@
 //! - [`store`]: [`Indexer`], the thread-safe cache with named secondary indexes.
 //! - [`compact`]: [`Compact`], objects kept compressed with their metadata at hand, for
 //!   informers over many objects.
-//! - [`meta_ref`]: [`MetaRef`], an object's metadata as the cache reads it, without
+//! - [`meta_ref`](mod@meta_ref): [`MetaRef`], an object's metadata as the cache reads it, without
 //!   building an `ObjectMeta` for a compact object.
 //! - [`delta_fifo`]: [`DeltaFifo`], the queue of changes between a reflector and an
 //!   informer.

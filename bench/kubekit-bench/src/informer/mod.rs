@@ -2,7 +2,7 @@
 //! realistic Pods served by the same replay server (the same bytes), then apply M MODIFIED
 //! watch events; the table gives each client's medians over the runs and kubekit's ratios.
 //!
-//! Each client is a child process (a *peer*: `kubekit-bench informer-peer`,
+//! Each client is a child process (a *peer*: `kubekit-informer informer-peer`,
 //! `kube-rs-informer`, the Go program `bench/go/informer`) started with
 //! `--server URL --updates M`. It prints `synced {json}` once its cache holds every pod;
 //! the orchestrator then waits until the peer's watch is open (past its initial events)
@@ -10,7 +10,7 @@
 //! the M-th and exits. See [`informer_protocol`] for the lines.
 //!
 //! With `--kubeconfig`, the pods are created in a real cluster instead, the readers that
-//! decode nothing (`kubekit-bench floor-peer`, JSON and protobuf) join the clients as the
+//! decode nothing (`kubekit-informer floor-peer`, JSON and protobuf) join the clients as the
 //! floor, and the M updates are real: once a peer has synced, a writer patches a label of
 //! M pods (32 patches in flight) while the peer watches. The server bounds their rate, so
 //! the figures of the watch are the peer's CPU per event and how long after the writer's
@@ -28,9 +28,9 @@ use informer_protocol::{Line, Synced, Updated};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
-use crate::floor_peer::Encoding;
-use crate::informer_peer::Cache;
 pub(crate) use fixture::Fixture;
+use kubekit_informer::floor_peer::Encoding;
+use kubekit_informer::informer_peer::Cache;
 use real::Cluster;
 use server::ReplayServer;
 
@@ -110,6 +110,8 @@ pub struct Options {
     clients: Vec<Client>,
     go_bin: Option<PathBuf>,
     kube_rs_bin: Option<PathBuf>,
+    /// kubekit's peers (`bench/kubekit-informer`).
+    kubekit_bin: Option<PathBuf>,
     fixture: PathBuf,
     verbose: bool,
     kubeconfig: Option<PathBuf>,
@@ -129,6 +131,7 @@ impl Options {
             clients: Client::DEFAULT.to_vec(),
             go_bin: None,
             kube_rs_bin: None,
+            kubekit_bin: None,
             fixture: default_fixture(),
             verbose: false,
             kubeconfig: None,
@@ -157,6 +160,7 @@ impl Options {
                 }
                 "--go-bin" => options.go_bin = Some(value("--go-bin")?.into()),
                 "--kube-rs-bin" => options.kube_rs_bin = Some(value("--kube-rs-bin")?.into()),
+                "--kubekit-bin" => options.kubekit_bin = Some(value("--kubekit-bin")?.into()),
                 "--fixture" => options.fixture = value("--fixture")?.into(),
                 "--kubeconfig" => options.kubeconfig = Some(value("--kubeconfig")?.into()),
                 "--verbose" => options.verbose = true,
@@ -212,6 +216,8 @@ struct Program {
 
 fn programs(options: &Options) -> Result<Vec<Program>, String> {
     let this = std::env::current_exe().map_err(|e| format!("locating kubekit-bench: {e}"))?;
+    let kubekit =
+        (options.kubekit_bin.clone()).unwrap_or_else(|| this.with_file_name("kubekit-informer"));
     options
         .clients
         .iter()
@@ -220,10 +226,10 @@ fn programs(options: &Options) -> Result<Vec<Program>, String> {
                 _ if client.is_kubekit() => {
                     let flag = client.cache().and_then(Cache::flag);
                     let args = ["informer-peer"].into_iter().chain(flag);
-                    (this.clone(), args.map(str::to_string).collect())
+                    (kubekit.clone(), args.map(str::to_string).collect())
                 }
                 Client::Floor(encoding) => (
-                    this.clone(),
+                    kubekit.clone(),
                     vec!["floor-peer".to_string(), encoding.flag().to_string()],
                 ),
                 Client::KubeRs => (
