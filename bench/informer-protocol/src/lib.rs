@@ -9,11 +9,14 @@
 //! ```
 //!
 //! client-go's peer (`bench/go/informer`) prints the same lines. The crate depends on
-//! nothing but serde, so the kube-rs peer stays independent of kubekit.
+//! nothing but serde, so the kube-rs peer stays independent of kubekit. It also holds the
+//! `main` of kubekit's benchmark programs, whose first argument names a subcommand
+//! ([`main_with_subcommands`]).
 
 use std::fmt;
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -286,6 +289,36 @@ impl UpdateTimer {
         self.counted += 1;
         let first = *self.first.get_or_insert(at);
         (self.counted == self.target).then(|| at.duration_since(first).as_secs_f64())
+    }
+}
+
+/// The arguments after a program's subcommand.
+pub type SubcommandArgs = std::iter::Skip<std::env::Args>;
+
+/// The `main` of a program whose first argument names a subcommand: `dispatch` runs the
+/// one named (`None`: there is no such subcommand); `-h`, `--help` and `help` print
+/// `usage`. A missing or unknown subcommand, and a subcommand's failure, are printed on
+/// stderr with exit status 2.
+pub fn main_with_subcommands(
+    usage: &str,
+    dispatch: impl FnOnce(&str, SubcommandArgs) -> Option<Result<(), String>>,
+) -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let result = match args.next() {
+        Some(help) if matches!(help.as_str(), "-h" | "--help" | "help") => {
+            println!("{usage}");
+            return ExitCode::SUCCESS;
+        }
+        Some(name) => dispatch(&name, args)
+            .unwrap_or_else(|| Err(format!("unknown subcommand {name:?}\n{usage}"))),
+        None => Err(usage.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -68,25 +68,14 @@ benchmarks:
 ";
 
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let result = match args.next().as_deref() {
-        Some("workqueue") => workqueue::Options::parse(args).and_then(workqueue::run),
-        Some("relist") => relist::Options::parse(args).and_then(relist::run),
-        Some("informer") => informer::Options::parse(args).and_then(informer::run),
-        Some("compact") => compact::Options::parse(args).and_then(compact::run),
-        Some("fake") => fake::Options::parse(args).and_then(fake::run),
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Some(other) => Err(format!("unknown benchmark {other:?}\n{USAGE}")),
-        None => Err(USAGE.to_string()),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("{message}");
-            ExitCode::from(2)
-        }
-    }
+    informer_protocol::main_with_subcommands(USAGE, |name, args| {
+        Some(match name {
+            "workqueue" => workqueue::Options::parse(args).and_then(workqueue::run),
+            "relist" => relist::Options::parse(args).and_then(relist::run),
+            "informer" => informer::Options::parse(args).and_then(informer::run),
+            "compact" => compact::Options::parse(args).and_then(compact::run),
+            "fake" => fake::Options::parse(args).and_then(fake::run),
+            _ => return None,
+        })
+    })
 }

@@ -15,22 +15,11 @@ const USAGE: &str = "usage: kubekit-informer informer-peer|floor-peer [options]
               options: --server URL | --kubeconfig PATH, --updates M, --json | --protobuf";
 
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let result = match args.next().as_deref() {
-        Some("informer-peer") => informer_peer::parse(args).and_then(informer_peer::run),
-        Some("floor-peer") => floor_peer::parse(args).and_then(floor_peer::run),
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Some(other) => Err(format!("unknown peer {other:?}\n{USAGE}")),
-        None => Err(USAGE.to_string()),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("{message}");
-            ExitCode::from(2)
-        }
-    }
+    informer_protocol::main_with_subcommands(USAGE, |name, args| {
+        Some(match name {
+            "informer-peer" => informer_peer::parse(args).and_then(informer_peer::run),
+            "floor-peer" => floor_peer::parse(args).and_then(floor_peer::run),
+            _ => return None,
+        })
+    })
 }
