@@ -21,16 +21,14 @@
 //! assert_eq!(meta.label("app"), Some("web"));
 //! ```
 
-use std::any::{Any, TypeId};
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
-use std::sync::LazyLock;
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
+use super::codec::per_type;
+use crate::labels::Labels;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
-use parking_lot::RwLock;
-
-use crate::labels::Labels;
 
 /// An object's metadata as the cache reads it: every field of `ObjectMeta` but
 /// `annotations` and `managedFields` (which a [`Compact`](super::Compact) object does not
@@ -236,34 +234,22 @@ impl Labels for MetaRef<'_> {
 /// Reads the metadata of an object of type `K` that is a [`Compact`](super::Compact) one.
 pub(crate) type Reader = for<'a> fn(&'a dyn Any) -> Option<MetaRef<'a>>;
 
-/// The readers of the [`Compact`](super::Compact) types made so far, by type.
-static READERS: LazyLock<RwLock<HashMap<TypeId, Reader>>> = LazyLock::new(Default::default);
-
-thread_local! {
-    /// This thread's copy of what it looked up in [`READERS`]: a type is registered
-    /// before its first object exists, and an object is needed to look one up, so a miss
-    /// stays a miss.
-    static LOOKED_UP: RefCell<HashMap<TypeId, Option<Reader>>> = RefCell::new(HashMap::new());
-}
+/// How objects of one type are read: set by [`register`] for each
+/// [`Compact`](super::Compact) type before its first object exists, empty for the others
+/// (kept per type by [`per_type`]).
+#[derive(Default)]
+pub(crate) struct ReaderSlot(OnceLock<Reader>);
 
 /// Registers how objects of type `K` are read, unless done already.
 pub(crate) fn register<K: 'static>(reader: Reader) {
-    let id = TypeId::of::<K>();
-    if !READERS.read().contains_key(&id) {
-        READERS.write().insert(id, reader);
-    }
+    per_type::<K, ReaderSlot>().0.get_or_init(|| reader);
 }
 
 /// The metadata of `obj` as the cache reads it: borrowed from its `ObjectMeta`, or, for a
 /// [`Compact`](super::Compact) object, from what it keeps, without building an
 /// `ObjectMeta`.
 pub fn meta_ref<K: Resource + 'static>(obj: &K) -> MetaRef<'_> {
-    let id = TypeId::of::<K>();
-    let reader = LOOKED_UP.with_borrow_mut(|seen| {
-        *seen
-            .entry(id)
-            .or_insert_with(|| READERS.read().get(&id).copied())
-    });
+    let reader = per_type::<K, ReaderSlot>().0.get();
     reader
         .and_then(|read| read(obj))
         .unwrap_or_else(|| MetaRef::new(obj.meta()))
