@@ -45,7 +45,7 @@ pub use envelope::{
 };
 pub use json::{JsonCodec, json_codec, metadata_only};
 pub use registry::{
-    Codec, ResourceMessage, ResourceVisitor, codec, for_each_resource, list_parts, object_meta,
-    object_meta_with, without_managed_fields,
+    Codec, ListParts, ResourceMessage, ResourceVisitor, codec, for_each_resource, list_parts,
+    object_meta, object_meta_with, split_list, without_managed_fields,
 };
 pub use runtime::{DecodeOptions, Error, Message};

@@ -13,7 +13,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::envelope::{Unknown, decode_message_with, encode_raw};
-use crate::runtime::{DecodeOptions, Decoder, Encoder, Error, Field, Message, WireType};
+use crate::runtime::{
+    DecodeOptions, Decoder, Encoder, Error, Field, Message, WireType, merge_message,
+};
 
 /// Decodes a message into the `Option<W>` behind the `Any`.
 type DecodeFn = dyn Fn(&[u8], DecodeOptions, &mut dyn Any) -> Result<(), Error> + Send + Sync;
@@ -230,20 +232,69 @@ fn copy_fields_but(raw: &[u8], number: u32, out: &mut Encoder) -> Result<(), Err
     Ok(())
 }
 
-/// A list message's `metadata` and its items' messages, not yet decoded.
+/// A list message's `metadata` and its items' messages, not yet decoded; see
+/// [`split_list`] for the shard selector the server applied too.
 pub fn list_parts(raw: &[u8]) -> Result<(ListMeta, Vec<&[u8]>), Error> {
+    split_list(raw).map(|parts| (parts.metadata, parts.items))
+}
+
+/// A list message taken apart: [`split_list`].
+#[derive(Debug, Default)]
+pub struct ListParts<'a> {
+    /// The list's `metadata`.
+    pub metadata: ListMeta,
+    /// `metadata.shardInfo.selector`: the shard selector the server applied to the list
+    /// (`None` when it applied none). Read for every Kubernetes version k8s-openapi may be
+    /// built for, though its `ListMeta` has `shard_info` only from 1.36 on.
+    pub shard_selector: Option<String>,
+    /// The items' messages, not yet decoded.
+    pub items: Vec<&'a [u8]>,
+}
+
+/// A list message's `metadata`, the shard selector it echoes and its items' messages.
+pub fn split_list(raw: &[u8]) -> Result<ListParts<'_>, Error> {
     let mut d = Decoder::new(raw);
-    let (mut metadata, mut items) = (ListMeta::default(), Vec::new());
+    let mut parts = ListParts::default();
     while !d.is_empty() {
         match d.key()? {
-            (1, wire) => {
-                Field::merge(&mut metadata, wire, &mut d).map_err(|e| e.within("a list", 1))?
+            (1, WireType::Len) => {
+                let meta = d.len_delimited()?;
+                let in_list = |e: Error| e.within("a list", 1);
+                merge_message(&mut parts.metadata, &mut Decoder::new(meta)).map_err(in_list)?;
+                if let Some(selector) = shard_selector(meta).map_err(in_list)? {
+                    parts.shard_selector = Some(selector);
+                }
             }
-            (2, WireType::Len) => items.push(d.len_delimited()?),
+            (1, wire) => {
+                return Err(Error::new(format!("list metadata of wire type {wire:?}")));
+            }
+            (2, WireType::Len) => parts.items.push(d.len_delimited()?),
             (_, wire) => d.skip(wire)?,
         }
     }
-    Ok((metadata, items))
+    Ok(parts)
+}
+
+/// `shardInfo.selector` of a `ListMeta` message (fields 5 and 1 in apimachinery's
+/// `generated.proto`); `None` when absent or empty.
+fn shard_selector(list_meta: &[u8]) -> Result<Option<String>, Error> {
+    let mut d = Decoder::new(list_meta);
+    let mut selector: Option<String> = None;
+    while !d.is_empty() {
+        match d.key()? {
+            (5, WireType::Len) => d.nested(|info| {
+                while !info.is_empty() {
+                    match info.key()? {
+                        (1, wire) => selector.merge_omit_empty(wire, info)?,
+                        (_, wire) => info.skip(wire)?,
+                    }
+                }
+                Ok(())
+            })?,
+            (_, wire) => d.skip(wire)?,
+        }
+    }
+    Ok(selector)
 }
 
 /// Field 1 of a message, decoded as a `T`; the other fields skipped.
@@ -321,6 +372,35 @@ mod tests {
         assert_eq!(metadata.resource_version.as_deref(), Some("7"));
         assert_eq!(items.len(), 2);
         assert_eq!(object_meta(items[0]).unwrap().name.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn a_list_gives_the_shard_selector_the_server_echoed_and_none_without_one() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo;
+        let selector =
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
+        let sharded = k8s_openapi::List::<ConfigMap> {
+            items: vec![config_map("x")],
+            metadata: ListMeta {
+                resource_version: Some("9".into()),
+                shard_info: Some(ShardInfo {
+                    selector: selector.into(),
+                }),
+                ..Default::default()
+            },
+        };
+        let bytes = encode(&sharded);
+        let parts = split_list(Unknown::read(&bytes).unwrap().raw).unwrap();
+        assert_eq!(parts.shard_selector.as_deref(), Some(selector));
+        assert_eq!(parts.metadata, sharded.metadata);
+        assert_eq!(parts.items.len(), 1);
+
+        let plain = k8s_openapi::List::<ConfigMap>::default();
+        let bytes = encode(&plain);
+        let parts = split_list(Unknown::read(&bytes).unwrap().raw).unwrap();
+        assert_eq!(parts.shard_selector, None);
+        // A shardInfo whose selector is not a string is an error, not a guess.
+        assert!(split_list(&[0x0a, 0x04, 0x2a, 0x02, 0x08, 0x01]).is_err());
     }
 
     #[test]

@@ -21,6 +21,10 @@
 //!   `start` starts nothing.
 //! - Informers asked for are configured (handlers, indexers, transform) before `start`;
 //!   handlers can also be added later (they are replayed the cache).
+//! - A factory built with a [`shard`](SharedInformerFactoryBuilder::shard) gives every
+//!   informer it makes that shard: each caches only the objects whose uid (or namespace)
+//!   hashes into it, filtered by the API server when it can and by the informer when it
+//!   cannot (see [`ShardSelector`]).
 //! - Cached objects have no `metadata.managedFields` unless
 //!   [`keep_managed_fields(true)`](SharedInformerFactoryBuilder::keep_managed_fields).
 //! - Informers sync with a streaming list (a watch with `sendInitialEvents`, as client-go
@@ -69,7 +73,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::{
-    ListWatch, ListerWatcher, ReflectorMetrics, SharedIndexInformer, TweakListOptions,
+    ListWatch, ListerWatcher, ReflectorMetrics, ShardSelector, SharedIndexInformer,
+    TweakListOptions,
 };
 use crate::clientset::{Clientset, KnownScope, ListOptions, ResourceClient};
 use crate::dynamic::{DynamicClient, Unstructured};
@@ -177,6 +182,7 @@ pub struct SharedInformerFactoryBuilder {
     metrics: Option<ReflectorMetrics>,
     streaming_list: bool,
     keep_managed_fields: bool,
+    shard: Option<ShardSelector>,
 }
 
 impl fmt::Debug for SharedInformerFactoryBuilder {
@@ -235,6 +241,14 @@ impl SharedInformerFactoryBuilder {
         self
     }
 
+    /// Caches only the objects of `shard` in every informer (typed, dynamic and metadata)
+    /// the factory makes; see [`ShardSelector`] and
+    /// [`SharedIndexInformer::set_shard`].
+    pub fn shard(mut self, shard: ShardSelector) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
     /// Counts every informer's lists, watches, events and cached objects in `metrics`
     /// (see [`ReflectorMetrics`]), each under its resource's name.
     pub fn metrics(mut self, metrics: &ReflectorMetrics) -> Self {
@@ -272,6 +286,7 @@ impl SharedInformerFactoryBuilder {
             metrics: self.metrics,
             streaming_list: self.streaming_list,
             keep_managed_fields: self.keep_managed_fields,
+            shard: self.shard,
             state: Mutex::new(State::default()),
             cancel: CancellationToken::new(),
         }
@@ -291,6 +306,7 @@ pub struct SharedInformerFactory {
     metrics: Option<ReflectorMetrics>,
     streaming_list: bool,
     keep_managed_fields: bool,
+    shard: Option<ShardSelector>,
     state: Mutex<State>,
     cancel: CancellationToken,
 }
@@ -332,6 +348,7 @@ impl SharedInformerFactory {
             metrics: None,
             streaming_list: true,
             keep_managed_fields: false,
+            shard: None,
         }
     }
 
@@ -358,6 +375,7 @@ impl SharedInformerFactory {
             o.metrics.clone_from(&self.metrics);
             o.use_streaming_list = self.streaming_list;
             o.drop_managed_fields = !self.keep_managed_fields;
+            o.shard.clone_from(&self.shard);
         });
         informer
     }

@@ -16,6 +16,11 @@
 //!   test binaries that need running pods ask for it, since the two extra processes cost
 //!   CPU and change pods that other tests watch. A binary that asks for both gets two
 //!   control planes.
+//! - [`control_plane_with_feature_gates`] does the same for a control plane whose
+//!   kube-apiserver runs with other feature gates than the script's default
+//!   (`ShardedListAndWatch=true`), e.g. `ShardedListAndWatch=false` to test a client
+//!   against a server without sharded list and watch; one per set of gates, kept across
+//!   [`ControlPlane::restart_apiserver`].
 //! - When the test binary ends — normally, through a panicking test, or killed — a watchdog
 //!   started with the control plane stops every process and removes its directory.
 //! - A control plane that cannot start makes [`control_plane`] panic with the failing
@@ -36,8 +41,8 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -51,6 +56,8 @@ pub struct ControlPlane {
     kubeconfig: PathBuf,
     kubectl: PathBuf,
     script: PathBuf,
+    /// kube-apiserver's `--feature-gates`, when not the script's default.
+    feature_gates: Option<String>,
 }
 
 static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
@@ -93,7 +100,7 @@ pub fn deployment(name: &str, replicas: i32) -> Deployment {
 /// Panics, with the reason and the failing component's log tail, when the control plane
 /// cannot be built or started.
 pub fn control_plane() -> &'static ControlPlane {
-    match SHARED.get_or_init(|| ControlPlane::start(0)) {
+    match SHARED.get_or_init(|| ControlPlane::start(0, None)) {
         Ok(cp) => cp,
         Err(e) => panic!("{e}"),
     }
@@ -107,7 +114,35 @@ pub fn control_plane() -> &'static ControlPlane {
 /// Panics, with the reason and the failing component's log tail, when the control plane
 /// cannot be built or started, or its Nodes do not become Ready.
 pub fn control_plane_with_nodes() -> &'static ControlPlane {
-    match SHARED_WITH_NODES.get_or_init(|| ControlPlane::start(NODES)) {
+    match SHARED_WITH_NODES.get_or_init(|| ControlPlane::start(NODES, None)) {
+        Ok(cp) => cp,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The control plane (without nodes) whose kube-apiserver runs with `--feature-gates
+/// <gates>` (e.g. `ShardedListAndWatch=false`), shared by every test of this binary that
+/// asks for the same gates, started on first use.
+///
+/// # Panics
+///
+/// As [`control_plane`].
+pub fn control_plane_with_feature_gates(gates: &str) -> &'static ControlPlane {
+    type Started = Vec<(String, &'static Result<ControlPlane, String>)>;
+    static STARTED: Mutex<Started> = Mutex::new(Vec::new());
+    let mut started = STARTED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let cp = match started.iter().find(|(g, _)| g == gates) {
+        Some((_, cp)) => *cp,
+        None => {
+            let cp: &'static Result<ControlPlane, String> =
+                Box::leak(Box::new(ControlPlane::start(0, Some(gates))));
+            started.push((gates.to_string(), cp));
+            cp
+        }
+    };
+    match cp {
         Ok(cp) => cp,
         Err(e) => panic!("{e}"),
     }
@@ -122,7 +157,7 @@ pub fn repo_root() -> PathBuf {
 }
 
 impl ControlPlane {
-    fn start(nodes: usize) -> Result<Self, String> {
+    fn start(nodes: usize, feature_gates: Option<&str>) -> Result<Self, String> {
         let script = repo_root().join("scripts/local-cluster.sh");
         let dir = std::env::temp_dir().join(format!(
             "kubekit-testenv-{}-{}",
@@ -132,12 +167,16 @@ impl ControlPlane {
                 .map(|d| d.as_millis())
                 .unwrap_or_default()
         ));
-        let out = Command::new("bash")
-            .arg(&script)
+        let mut up = Command::new("bash");
+        up.arg(&script)
             .args(["up", "--dir"])
             .arg(&dir)
             .args(["--nodes", &nodes.to_string()])
-            .args(["--watch-pid", &std::process::id().to_string()])
+            .args(["--watch-pid", &std::process::id().to_string()]);
+        if let Some(gates) = feature_gates {
+            up.env("KUBEKIT_FEATURE_GATES", gates);
+        }
+        let out = up
             .output()
             .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -170,6 +209,7 @@ impl ControlPlane {
             dir,
             kubeconfig,
             script,
+            feature_gates: feature_gates.map(str::to_string),
         })
     }
 
@@ -304,10 +344,15 @@ impl ControlPlane {
     /// serves. Every open connection and watch is cut. Tests that call this should run in
     /// their own test binary, since it disturbs every test sharing the control plane.
     pub fn restart_apiserver(&self) {
-        let out = Command::new("bash")
+        let mut restart = Command::new("bash");
+        restart
             .arg(&self.script)
             .args(["restart-apiserver", "--dir"])
-            .arg(&self.dir)
+            .arg(&self.dir);
+        if let Some(gates) = &self.feature_gates {
+            restart.env("KUBEKIT_FEATURE_GATES", gates);
+        }
+        let out = restart
             .output()
             .expect("run local-cluster.sh restart-apiserver");
         assert!(

@@ -10,6 +10,8 @@
 //! | `reflector_errors_total{name,kind}` | counter | errors reported to the watch-error handler, by kind: `api` (a refusal, an `ERROR` event, a 410), `transport` (connection failures, very short watches), `timeout` (a request timed out, a silent watch), `decode` (a malformed object, skipped), `too_large` (a response or watch event over its limit), `panic` (a transform or the reflector panicked), `other` |
 //! | `reflector_last_resource_version_timestamp_seconds{name}` | gauge | Unix time the reflector last advanced its resourceVersion (list, event or bookmark): `time() - x` is how stale the cache may be |
 //! | `informer_objects{name}` | gauge | objects in the informer's cache |
+//! | `reflector_shard_server_filtered{name}` | gauge | sharded reflectors only ([`ShardSelector`](super::ShardSelector)): 1 when the API server applied the shard selector to the last list (it echoed it), 0 when it did not and the reflector filters alone |
+//! | `reflector_shard_dropped_objects_total{name}` | counter | sharded reflectors only: objects outside the shard that the server sent anyway (list items and watch events), dropped by the reflector |
 //!
 //! Give one to every informer of a factory with
 //! [`SharedInformerFactoryBuilder::metrics`](crate::informers::SharedInformerFactoryBuilder::metrics),
@@ -55,6 +57,8 @@ pub struct ReflectorMetrics {
     errors: Family<KindLabels, Counter>,
     last_resource_version: Family<NameLabel, Gauge<f64, AtomicU64>>,
     objects: Family<NameLabel, Gauge>,
+    shard_by_server: Family<NameLabel, Gauge>,
+    shard_dropped: Family<NameLabel, Counter>,
 }
 
 impl fmt::Debug for ReflectorMetrics {
@@ -108,6 +112,16 @@ impl ReflectorMetrics {
             "Objects in the informer's cache",
             self.objects.clone(),
         );
+        registry.register(
+            "reflector_shard_server_filtered",
+            "1 when the API server applied the reflector's shard selector to its last list, 0 when the reflector filters alone",
+            self.shard_by_server.clone(),
+        );
+        registry.register(
+            "reflector_shard_dropped_objects",
+            "Objects outside the reflector's shard that the server sent anyway, dropped by the reflector",
+            self.shard_dropped.clone(),
+        );
     }
 
     /// The series of the reflector (and informer) named `name`, resolved once.
@@ -136,6 +150,16 @@ impl ReflectorMetrics {
             }),
             last_resource_version: self.last_resource_version.get_or_create(&label).clone(),
             objects: self.objects.get_or_create(&label).clone(),
+        }
+    }
+
+    /// The shard series of the sharded reflector named `name`, resolved once (only
+    /// sharded reflectors have them).
+    pub(crate) fn bind_shard(&self, name: &str) -> ShardMetrics {
+        let label = label(name);
+        ShardMetrics {
+            by_server: self.shard_by_server.get_or_create(&label).clone(),
+            dropped: self.shard_dropped.get_or_create(&label).clone(),
         }
     }
 }
@@ -212,6 +236,25 @@ impl BoundMetrics {
     /// The informer's cache holds `count` objects.
     pub(crate) fn objects(&self, count: usize) {
         self.objects.set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+}
+
+/// One sharded reflector's series.
+#[derive(Clone, Debug)]
+pub(crate) struct ShardMetrics {
+    by_server: Gauge,
+    dropped: Counter,
+}
+
+impl ShardMetrics {
+    /// Whether the server applied the selector to the last list.
+    pub(crate) fn server_filtered(&self, yes: bool) {
+        self.by_server.set(i64::from(yes));
+    }
+
+    /// An object outside the shard was dropped.
+    pub(crate) fn dropped(&self) {
+        self.dropped.inc();
     }
 }
 

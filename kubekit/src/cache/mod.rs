@@ -20,6 +20,8 @@
 //! - [`metrics`]: [`ReflectorMetrics`], the reflectors' and informers' Prometheus series.
 //! - [`reflector`]: [`Reflector`], list-then-watch with client-go's resourceVersion,
 //!   backoff and relist rules.
+//! - [`shard`]: [`ShardSelector`], one shard of a resource's objects by the hash of their
+//!   uid or namespace, as the API server's sharded list and watch selects them.
 //! - [`controller`]: [`Controller`], the process loop.
 //! - [`handler`]: [`ResourceEventHandler`] and [`ResourceEventHandlerFuncs`].
 //! - [`shared_informer`]: [`SharedIndexInformer`] and its handler registrations.
@@ -36,6 +38,7 @@ pub mod meta_ref;
 pub mod metrics;
 pub mod pager;
 pub mod reflector;
+pub mod shard;
 pub mod shared_informer;
 pub mod store;
 #[cfg(test)]
@@ -56,6 +59,9 @@ pub use pager::{DEFAULT_PAGE_SIZE, ListPager, Page};
 pub use reflector::{
     BackoffPolicy, Reflector, ReflectorOptions, ReflectorStore, ShouldResync, TransformFunc,
     WATCH_BACKLOG_LIMIT, WatchErrorHandler, default_watch_error_handler, strip_managed_fields,
+};
+pub use shard::{
+    HASH_SPACE_END, ShardKey, ShardRange, ShardSelector, ShardSelectorError, shard_hash,
 };
 pub use shared_informer::{
     MINIMUM_RESYNC_PERIOD, ResourceEventHandlerRegistration, SharedIndexInformer,

@@ -114,6 +114,9 @@ impl<K> fmt::Debug for ListPager<K> {
 pub struct Page<K> {
     /// `metadata` of the page: its resourceVersion and `continue` token.
     pub metadata: ListMeta,
+    /// The shard selector the server applied, as in
+    /// [`ObjectList::shard_selector`](crate::rest::ObjectList::shard_selector).
+    pub shard_selector: Option<String>,
     /// The page's objects that decoded, in the server's order.
     pub items: Vec<K>,
     /// Objects of the page that did not decode, each with the reason.
@@ -244,6 +247,7 @@ impl<K: Send + 'static> ListPager<K> {
                 };
                 let page = Page {
                     metadata: list.metadata,
+                    shard_selector: list.shard_selector,
                     items: list.items,
                     skipped: list.skipped,
                     restarted,
@@ -254,7 +258,7 @@ impl<K: Send + 'static> ListPager<K> {
     }
 
     /// The whole list as one [`ObjectList`]: the pages joined, with the first page's
-    /// metadata and no `continue` token; after an expired continue token, the full list
+    /// metadata and shard selector and no `continue` token; after an expired continue token, the full list
     /// replaces what had been gathered.
     pub async fn list(&self, opts: ListOptions) -> Result<ObjectList<K>> {
         let mut pages = std::pin::pin!(self.pages(opts));
@@ -269,6 +273,7 @@ impl<K: Send + 'static> ListPager<K> {
                 _ => {
                     out = Some(ObjectList {
                         metadata: page.metadata,
+                        shard_selector: page.shard_selector,
                         items: page.items,
                         skipped: page.skipped,
                     })

@@ -38,6 +38,19 @@
 //!   in parts of 64 as they arrive, the bookmark annotated `k8s.io/initial-events-end`
 //!   ends the relist, and the same watch goes on. A server that refuses it gets a plain
 //!   list from then on.
+//! - **Shard** ([`ReflectorOptions::shard`]). Every list and watch carries the
+//!   [`ShardSelector`] (`shardSelector`), and only the objects it selects reach the store,
+//!   whatever the server did with it: a server with the `ShardedListAndWatch` feature
+//!   filters and echoes the selector in the list's `metadata.shardInfo`; one without it
+//!   ignores the parameter and sends everything, and the reflector then drops the objects
+//!   outside the shard itself (list items and watch events alike; a watch event for an
+//!   object outside the shard that the store holds — which cannot happen for a uid or a
+//!   namespace, both immutable — deletes it). Which of the two happened is logged when it
+//!   changes (the first list included) and set in `reflector_shard_server_filtered`;
+//!   objects dropped are counted in `reflector_shard_dropped_objects_total`
+//!   ([`ReflectorMetrics`]). A streaming list says nothing of the selector (its initial
+//!   events end with a bookmark without `shardInfo`), so before each one a sharded
+//!   reflector lists a single object (`limit=1`, the latest state) to learn it.
 //! - **Resync.** Every [`ReflectorOptions::resync_period`] (when non-zero) while watching,
 //!   the store's [`resync`](ReflectorStore::resync) is called if `should_resync` agrees.
 //! - **Memory.** The transform runs on each object as soon as it is decoded, before it is
@@ -76,6 +89,7 @@ use super::delta_fifo::DeltaFifo;
 use super::key::{KeyError, meta_namespace_key};
 use super::listwatch::ListerWatcher;
 use super::metrics::{BoundMetrics, ReflectorMetrics};
+use super::shard::{ShardFilter, ShardSelector};
 use crate::clientset::{ListOptions, ResourceVersionMatch, WatchStream};
 use crate::rest::{Error, WatchEvent};
 
@@ -307,6 +321,8 @@ pub struct ReflectorOptions<K> {
     pub backoff: BackoffPolicy,
     /// Where lists, watches and events are counted, under `name`.
     pub metrics: Option<ReflectorMetrics>,
+    /// Only the objects of this shard: see the module docs (**Shard**).
+    pub shard: Option<ShardSelector>,
 }
 
 impl<K> fmt::Debug for ReflectorOptions<K> {
@@ -322,6 +338,7 @@ impl<K> fmt::Debug for ReflectorOptions<K> {
             .field("transform", &self.transform.is_some())
             .field("backoff", &self.backoff)
             .field("metrics", &self.metrics.is_some())
+            .field("shard", &self.shard.as_ref().map(ToString::to_string))
             .finish_non_exhaustive()
     }
 }
@@ -341,6 +358,7 @@ impl<K> Default for ReflectorOptions<K> {
             watch_error_handler: None,
             backoff: BackoffPolicy::default(),
             metrics: None,
+            shard: None,
         }
     }
 }
@@ -389,6 +407,8 @@ pub struct Reflector<K> {
     version: Mutex<VersionState>,
     streaming: std::sync::atomic::AtomicBool,
     metrics: Option<BoundMetrics>,
+    /// The shard, and what the server does with its selector.
+    shard: Option<ShardFilter>,
     /// Whether a list completed once (the next ones are relists).
     listed: std::sync::atomic::AtomicBool,
 }
@@ -423,6 +443,10 @@ where
             .unwrap_or_else(|| default_watch_error_handler(&opts.name));
         let streaming = std::sync::atomic::AtomicBool::new(opts.use_streaming_list);
         let metrics = opts.metrics.as_ref().map(|m| m.bind(&opts.name));
+        let shard = opts.shard.clone().map(|selector| {
+            let metrics = opts.metrics.as_ref().map(|m| m.bind_shard(&opts.name));
+            ShardFilter::new(selector, metrics)
+        });
         Self {
             lw,
             store,
@@ -431,6 +455,7 @@ where
             version: Mutex::new(VersionState::default()),
             streaming,
             metrics,
+            shard,
             listed: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -593,8 +618,18 @@ where
         }
     }
 
-    /// Decodes, transforms and de-duplicates one listed object against the store.
+    /// Whether `obj` is in the reflector's shard (always, without one); one that is not
+    /// is counted as dropped.
+    fn in_shard(&self, obj: &K) -> bool {
+        self.shard.as_ref().is_none_or(|shard| shard.keeps(obj))
+    }
+
+    /// Transforms and de-duplicates one listed object against the store; `None` for an
+    /// object to skip (outside the shard, no name, a panicking transform).
     fn intern(&self, obj: K) -> Option<Arc<K>> {
+        if !self.in_shard(&obj) {
+            return None;
+        }
         let obj = self.transform(obj)?;
         let Ok(key) = meta_namespace_key(&obj) else {
             tracing::warn!(reflector = %self.opts.name, "skipping a listed object without a name");
@@ -631,6 +666,9 @@ where
                 };
                 if list_rv.is_empty() {
                     list_rv = page.metadata.resource_version.clone().unwrap_or_default();
+                }
+                if let (Some(shard), false) = (&self.shard, continued) {
+                    shard.listed(&self.opts.name, page.shard_selector.as_deref());
                 }
                 let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
                 let (decoded, next) = match next {
@@ -687,6 +725,7 @@ where
             resource_version: (continue_token.is_none() && !rv.is_empty()).then(|| rv.into()),
             limit: (self.opts.page_size > 0).then_some(self.opts.page_size),
             continue_token,
+            shard_selector: self.shard_selector(),
             ..Default::default()
         };
         if opts.resource_version.as_deref().is_some_and(|v| v != "0") {
@@ -730,8 +769,40 @@ where
             resource_version: Some(self.version.lock().last_sync.clone()),
             timeout_seconds: Some(timeout.as_secs().max(1) as u32),
             allow_watch_bookmarks: true,
+            shard_selector: self.shard_selector(),
             ..Default::default()
         }
+    }
+
+    /// The `shardSelector` of every list and watch.
+    fn shard_selector(&self) -> Option<String> {
+        self.shard.as_ref().map(|shard| shard.text().to_string())
+    }
+
+    /// Learns, by listing one object, whether the server applies the shard selector
+    /// (a watch does not say); false when `cancel` fired meanwhile. A failure is only
+    /// logged: the stream that follows meets the same server and reports it.
+    async fn probe_shard(&self, cancel: &CancellationToken) -> bool {
+        let Some(shard) = &self.shard else {
+            return true;
+        };
+        let opts = ListOptions {
+            limit: Some(1),
+            shard_selector: self.shard_selector(),
+            ..Default::default()
+        };
+        let listed = tokio::select! {
+            _ = cancel.cancelled() => return false,
+            listed = self.lw.list_page(opts) => listed,
+        };
+        match listed {
+            Ok(page) => shard.listed(&self.opts.name, page.shard_selector.as_deref()),
+            Err(e) => tracing::debug!(
+                reflector = %self.opts.name,
+                "could not learn whether the server applies the shard selector: {e}"
+            ),
+        }
+        true
     }
 
     fn random_timeout(&self) -> Duration {
@@ -751,6 +822,9 @@ where
         opts.send_initial_events = Some(true);
         opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
         opts.resource_version = Some(if rv == "0" { String::new() } else { rv });
+        if !self.probe_shard(cancel).await {
+            return Ok(None);
+        }
         let mut stream = tokio::select! {
             _ = cancel.cancelled() => return Ok(None),
             s = self.lw.watch(opts) => s?,
@@ -978,11 +1052,25 @@ where
         obj: K,
         op: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), KeyError>,
     ) -> (Result<(), KeyError>, Option<String>) {
+        if !self.in_shard(&obj) {
+            let rv = resource_version(&obj).map(str::to_string);
+            return (self.outside_shard(obj), rv);
+        }
         let Some(obj) = self.transform(obj) else {
             return (Ok(()), None);
         };
         let rv = resource_version(&obj).map(str::to_string);
         (op(self.store.as_ref(), Arc::new(obj)), rv)
+    }
+
+    /// A watched object outside the shard: dropped, or deleted from the store if the store
+    /// holds it (it moved out of the shard).
+    fn outside_shard(&self, obj: K) -> Result<(), KeyError> {
+        let key = meta_namespace_key(&obj)?;
+        if self.store.known(&key).is_none() {
+            return Ok(());
+        }
+        self.store.delete(Arc::new(obj))
     }
 }
 

@@ -448,6 +448,13 @@ where
         self.options.lock().watch_error_handler = Some(Arc::new(handler));
     }
 
+    /// Caches only the objects of one shard (see [`ShardSelector`](super::ShardSelector)
+    /// and the reflector's **Shard** rules), whether or not the server applies the
+    /// selector. Has no effect once the informer runs.
+    pub fn set_shard(&self, shard: super::ShardSelector) {
+        self.options.lock().shard = Some(shard);
+    }
+
     /// Adjusts the reflector's options (page size, watch timeout, streaming list, backoff).
     /// Has no effect once the informer runs.
     pub fn configure_reflector(&self, f: impl FnOnce(&mut ReflectorOptions<K>)) {

@@ -32,7 +32,26 @@ impl Script {
                 ..Default::default()
             },
             items: names.iter().map(|(n, v)| cm(n, v)).collect(),
-            skipped: Vec::new(),
+            ..ObjectList::default()
+        }));
+    }
+
+    /// A whole list at `rv` of `items`, echoing `shard_selector` as the server's
+    /// `metadata.shardInfo.selector`.
+    pub(crate) fn list_sharded(
+        &self,
+        rv: &str,
+        shard_selector: Option<&str>,
+        items: Vec<ConfigMap>,
+    ) {
+        self.lists.lock().push_back(Ok(ObjectList {
+            metadata: ListMeta {
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            shard_selector: shard_selector.map(Into::into),
+            items,
+            ..ObjectList::default()
         }));
     }
 

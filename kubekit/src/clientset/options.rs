@@ -120,6 +120,14 @@ pub struct ListOptions {
     pub label_selector: Option<String>,
     /// Only objects whose fields match, e.g. `metadata.name=web` or `status.phase=Running`.
     pub field_selector: Option<String>,
+    /// Only the objects of one shard (the `shardSelector` parameter, Kubernetes 1.36+ with
+    /// the `ShardedListAndWatch` feature gate), e.g.
+    /// `shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')`; a
+    /// [`ShardSelector`](crate::cache::ShardSelector) writes it. A server without the
+    /// feature ignores it and sends every object: the list's
+    /// [`shard_selector`](crate::rest::ObjectList::shard_selector) says whether it was
+    /// applied.
+    pub shard_selector: Option<String>,
     /// At most this many objects per response; the list's `continue` token fetches the next
     /// page.
     pub limit: Option<u32>,
@@ -148,6 +156,13 @@ impl ListOptions {
     /// Sets the field selector.
     pub fn fields(mut self, selector: &str) -> Self {
         self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets the shard selector, from its text or a
+    /// [`ShardSelector`](crate::cache::ShardSelector).
+    pub fn shard(mut self, selector: impl std::fmt::Display) -> Self {
+        self.shard_selector = Some(selector.to_string());
         self
     }
 
@@ -196,6 +211,7 @@ impl ListOptions {
     fn common(&self, params: &mut QueryParams) {
         push_str(params, "labelSelector", self.label_selector.as_deref());
         push_str(params, "fieldSelector", self.field_selector.as_deref());
+        push_str(params, "shardSelector", self.shard_selector.as_deref());
         push_str(params, "resourceVersion", self.resource_version.as_deref());
         if let Some(m) = self.resource_version_match {
             params.push(("resourceVersionMatch", m.as_str().into()));
@@ -561,6 +577,25 @@ mod tests {
                 ("allowWatchBookmarks", "true"),
                 ("sendInitialEvents", "true"),
             ]
+        );
+    }
+
+    #[test]
+    fn the_shard_selector_goes_with_lists_and_watches_as_shard_selector() {
+        let range = crate::cache::ShardRange::new(0, 0x8000_0000_0000_0000).unwrap();
+        let opts = ListOptions::default().shard(crate::cache::ShardSelector::uid(range));
+        let expected = (
+            "shardSelector",
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
+        );
+        assert_eq!(pairs(&opts.list_params()), [expected]);
+        assert_eq!(pairs(&opts.watch_params()), [expected]);
+        assert_eq!(
+            ListOptions::default()
+                .shard(expected.1)
+                .shard_selector
+                .as_deref(),
+            Some(expected.1)
         );
     }
 

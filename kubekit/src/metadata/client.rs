@@ -87,6 +87,7 @@ impl MetadataResourceClient {
         let items = page.items;
         Ok(ListPage {
             metadata: page.metadata,
+            shard_selector: page.shard_selector,
             items: Box::pin(async move { Ok(checked_list(items.await?, &what)) }),
         })
     }

@@ -913,6 +913,11 @@ pub struct Response {
 pub struct ObjectList<K> {
     /// `metadata` of the list.
     pub metadata: ListMeta,
+    /// `metadata.shardInfo.selector`: the shard selector the server applied to the list
+    /// (see [`ShardSelector`](crate::cache::ShardSelector)); `None` when it applied none —
+    /// none was asked for, or the server ignores the parameter. Read whatever Kubernetes
+    /// version k8s-openapi was built for (its `ListMeta` has the field from 1.36 on).
+    pub shard_selector: Option<String>,
     /// The objects that decoded.
     pub items: Vec<K>,
     /// Items that did not decode, each with the reason; they are left out of `items`.
@@ -923,6 +928,7 @@ impl<K> Default for ObjectList<K> {
     fn default() -> Self {
         Self {
             metadata: ListMeta::default(),
+            shard_selector: None,
             items: Vec::new(),
             skipped: Vec::new(),
         }
@@ -935,6 +941,8 @@ impl<K> Default for ObjectList<K> {
 pub struct ListPage<K> {
     /// `metadata` of the list.
     pub metadata: ListMeta,
+    /// The shard selector the server applied, as in [`ObjectList::shard_selector`].
+    pub shard_selector: Option<String>,
     /// The page's objects, once decoded.
     pub items: BoxFuture<'static, Result<ObjectList<K>>>,
 }
@@ -943,6 +951,7 @@ impl<K> fmt::Debug for ListPage<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ListPage")
             .field("metadata", &self.metadata)
+            .field("shard_selector", &self.shard_selector)
             .finish_non_exhaustive()
     }
 }
@@ -952,6 +961,7 @@ impl<K: Send + 'static> ListPage<K> {
     pub fn ready(list: ObjectList<K>) -> Self {
         Self {
             metadata: list.metadata.clone(),
+            shard_selector: list.shard_selector.clone(),
             items: Box::pin(std::future::ready(Ok(list))),
         }
     }
@@ -959,10 +969,33 @@ impl<K: Send + 'static> ListPage<K> {
 
 #[derive(Deserialize)]
 struct RawList<'a> {
-    #[serde(default)]
-    metadata: ListMeta,
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
     #[serde(borrow, default)]
     items: Option<Vec<&'a RawValue>>,
+}
+
+/// A JSON list's `metadata` and its `shardInfo.selector` (see
+/// [`ObjectList::shard_selector`]), from the raw `metadata` value.
+fn json_list_metadata(raw: Option<&RawValue>) -> serde_json::Result<(ListMeta, Option<String>)> {
+    #[derive(Deserialize)]
+    struct Echo {
+        #[serde(rename = "shardInfo")]
+        shard_info: Option<ShardInfo>,
+    }
+    #[derive(Deserialize)]
+    struct ShardInfo {
+        selector: Option<String>,
+    }
+    let Some(raw) = raw else {
+        return Ok((ListMeta::default(), None));
+    };
+    let metadata: Option<ListMeta> = serde_json::from_str(raw.get())?;
+    let echo: Option<Echo> = serde_json::from_str(raw.get())?;
+    let selector = echo
+        .and_then(|e| e.shard_info?.selector)
+        .filter(|s| !s.is_empty());
+    Ok((metadata.unwrap_or_default(), selector))
 }
 
 impl Response {
@@ -1023,15 +1056,17 @@ impl Response {
     where
         K: DeserializeOwned + Send + 'static,
     {
-        let metadata: Option<ListMeta> = if self.is_protobuf() {
-            let (_, metadata, _) = protobuf_list_parts::<K>(&self.body, &self.what)?;
-            Some(metadata)
+        let (metadata, shard_selector) = if self.is_protobuf() {
+            let (_, parts) = protobuf_list_parts::<K>(&self.body, &self.what)?;
+            (parts.metadata, parts.shard_selector)
         } else {
-            read_metadata(&self.body)
+            read_metadata::<Box<RawValue>>(&self.body)
+                .and_then(|raw| json_list_metadata(raw.as_deref()))
                 .map_err(|e| Error::decode(format!("list of {}", self.what), e, &self.body))?
         };
         Ok(ListPage {
-            metadata: metadata.unwrap_or_default(),
+            metadata,
+            shard_selector,
             items: Box::pin(self.decode_list_in_background()),
         })
     }
@@ -1069,14 +1104,20 @@ fn decode_json_list<K: DeserializeOwned + Send>(
     what: &str,
     options: DecodeOptions,
 ) -> Result<ObjectList<K>> {
-    let raw: RawList<'_> = serde_json::from_slice(body)
-        .map_err(|e| Error::decode(format!("list of {what}"), e, body))?;
+    let list_error = |e| Error::decode(format!("list of {what}"), e, body);
+    let raw: RawList<'_> = serde_json::from_slice(body).map_err(list_error)?;
+    let (metadata, shard_selector) = json_list_metadata(raw.metadata).map_err(list_error)?;
     let raw_items = raw.items.unwrap_or_default();
-    Ok(decode_items(raw.metadata, &raw_items, |item, i| {
-        let json = json_without(item.get().as_bytes(), &[], options);
-        super::json::from_slice(&json)
-            .map_err(|e| Error::decode(format!("item {i} of {what}"), e, &json))
-    }))
+    Ok(decode_items(
+        metadata,
+        shard_selector,
+        &raw_items,
+        |item, i| {
+            let json = json_without(item.get().as_bytes(), &[], options);
+            super::json::from_slice(&json)
+                .map_err(|e| Error::decode(format!("item {i} of {what}"), e, &json))
+        },
+    ))
 }
 
 /// `json`, which holds an object at `path`, without what `options` leave out (see
@@ -1135,15 +1176,18 @@ fn decode_protobuf<K: 'static>(body: &[u8], what: &str, options: DecodeOptions) 
 fn protobuf_list_parts<'a, K: 'static>(
     body: &'a [u8],
     what: &str,
-) -> Result<(&'static kubekit_protobuf::Codec, ListMeta, Vec<&'a [u8]>)> {
+) -> Result<(
+    &'static kubekit_protobuf::Codec,
+    kubekit_protobuf::ListParts<'a>,
+)> {
     let codec = codec_for::<K>(what)?;
     let list_error = |e| protobuf_error(format!("list of {what}"), e, body);
     let unknown = kubekit_protobuf::Unknown::read(body).map_err(list_error)?;
     unknown
         .expect(codec.api_version(), &format!("{}List", codec.kind()))
         .map_err(list_error)?;
-    let (metadata, items) = kubekit_protobuf::list_parts(unknown.raw).map_err(list_error)?;
-    Ok((codec, metadata, items))
+    let parts = kubekit_protobuf::split_list(unknown.raw).map_err(list_error)?;
+    Ok((codec, parts))
 }
 
 /// Decodes a protobuf `*List` body item by item, on every core like [`decode_list`].
@@ -1152,12 +1196,17 @@ pub(crate) fn decode_protobuf_list<K: Send + 'static>(
     what: &str,
     options: DecodeOptions,
 ) -> Result<ObjectList<K>> {
-    let (codec, metadata, items) = protobuf_list_parts::<K>(body, what)?;
-    Ok(decode_items(metadata, &items, |item, i| {
-        codec
-            .decode_message_with(item, options)
-            .map_err(|e| protobuf_error(format!("item {i} of {what}"), e, item))
-    }))
+    let (codec, parts) = protobuf_list_parts::<K>(body, what)?;
+    Ok(decode_items(
+        parts.metadata,
+        parts.shard_selector,
+        &parts.items,
+        |item, i| {
+            codec
+                .decode_message_with(item, options)
+                .map_err(|e| protobuf_error(format!("item {i} of {what}"), e, item))
+        },
+    ))
 }
 
 /// Items per thread below which a page is decoded on one thread: a thread costs tens of
@@ -1176,11 +1225,13 @@ fn decode_threads(items: usize) -> usize {
 /// logged and kept in [`ObjectList::skipped`].
 fn decode_items<I: Sync, K: Send>(
     metadata: ListMeta,
+    shard_selector: Option<String>,
     items: &[I],
     decode_one: impl Fn(&I, usize) -> Result<K> + Sync,
 ) -> ObjectList<K> {
     let mut list = ObjectList {
         metadata,
+        shard_selector,
         items: Vec::with_capacity(items.len()),
         skipped: Vec::new(),
     };
@@ -1263,6 +1314,43 @@ mod tests {
         assert!(
             debug.contains(&format!("body_bytes: Some({len})")),
             "{debug}"
+        );
+    }
+
+    #[test]
+    fn a_json_list_gives_the_shard_selector_the_server_echoed() {
+        let selector =
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
+        let body = format!(
+            r#"{{"kind":"ConfigMapList","apiVersion":"v1","metadata":{{"resourceVersion":"7","shardInfo":{{"selector":"{selector}"}}}},"items":[{{"metadata":{{"name":"a"}}}}]}}"#
+        );
+        let list =
+            decode_list::<k8s_openapi::api::core::v1::ConfigMap>(body.as_bytes(), "cms").unwrap();
+        assert_eq!(list.shard_selector.as_deref(), Some(selector));
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("7"));
+        assert_eq!(list.items.len(), 1);
+        // The page path reads the metadata alone.
+        let (metadata, echoed) = read_metadata::<Box<RawValue>>(body.as_bytes())
+            .and_then(|raw| json_list_metadata(raw.as_deref()))
+            .unwrap();
+        assert_eq!(
+            (metadata.resource_version.as_deref(), echoed.as_deref()),
+            (Some("7"), Some(selector))
+        );
+        for plain in [
+            r#"{"metadata":{"resourceVersion":"7"},"items":[]}"#,
+            r#"{"metadata":{"shardInfo":{"selector":""}},"items":[]}"#,
+            r#"{"metadata":null,"items":[]}"#,
+            r#"{"items":[]}"#,
+        ] {
+            let list =
+                decode_list::<k8s_openapi::api::core::v1::ConfigMap>(plain.as_bytes(), "cms")
+                    .unwrap();
+            assert_eq!(list.shard_selector, None, "{plain}");
+        }
+        let bad = r#"{"metadata":{"shardInfo":{"selector":5}},"items":[]}"#;
+        assert!(
+            decode_list::<k8s_openapi::api::core::v1::ConfigMap>(bad.as_bytes(), "cms").is_err()
         );
     }
 

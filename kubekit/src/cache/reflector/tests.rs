@@ -613,13 +613,14 @@ impl ListerWatcher<ConfigMap> for GatedPages {
                 ..Default::default()
             },
             items: vec![cm(name, "5")],
-            skipped: Vec::new(),
+            ..Default::default()
         };
         let listed = if first {
             let release = self.release.lock().take().expect("one first page");
             let list = page("a", Some("p2"));
             ListPage {
                 metadata: list.metadata.clone(),
+                shard_selector: None,
                 items: Box::pin(async move {
                     release.await.expect("released");
                     Ok(list)
@@ -916,6 +917,179 @@ async fn a_transform_panicking_on_one_object_reports_it_skips_it_and_the_reflect
     assert_eq!(keys, ["ns/a", "ns/c", "ns/d"], "still watching");
     assert_eq!(h.errors().len(), 2);
     assert_eq!(h.reflector.last_sync_resource_version(), "12");
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+/// A ConfigMap `name` at `rv` with `uid`.
+fn cm_uid(name: &str, rv: &str, uid: &str) -> ConfigMap {
+    let mut c = cm(name, rv);
+    c.metadata.uid = Some(uid.into());
+    c
+}
+
+/// The lower half of the hash space by uid, and uids in it and out of it.
+fn lower_half() -> (ShardSelector, Vec<String>, Vec<String>) {
+    let shard = ShardSelector::uid(crate::cache::ShardRange::new(0, 1 << 63).unwrap());
+    // Leading digits: FNV-1a barely carries a string's last bytes into its top bits.
+    let (inside, outside) = (0..40)
+        .map(|i| format!("{i}-uid"))
+        .partition(|uid| shard.contains(crate::cache::shard_hash(uid)));
+    (shard, inside, outside)
+}
+
+/// The metric lines of `registry`.
+fn metrics_text(registry: &prometheus_client::registry::Registry) -> String {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    text
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sharded_reflector_filters_itself_when_the_server_ignores_its_selector() {
+    let (shard, inside, outside) = lower_half();
+    let metrics = crate::cache::ReflectorMetrics::new();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let h = harness(|o| {
+        o.name = "cms".into();
+        o.metrics = Some(metrics.clone());
+        o.shard = Some(shard.clone());
+    });
+    // The server sends every object and no shardInfo.
+    h.script.list_sharded(
+        "10",
+        None,
+        vec![
+            cm_uid("in0", "5", &inside[0]),
+            cm_uid("out0", "5", &outside[0]),
+        ],
+    );
+    let events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    events
+        .send(Ok(WatchEvent::Added(cm_uid("in1", "11", &inside[1]))))
+        .unwrap();
+    events
+        .send(Ok(WatchEvent::Added(cm_uid("out1", "12", &outside[1]))))
+        .unwrap();
+    events
+        .send(Ok(WatchEvent::Deleted(cm_uid("out0", "13", &outside[0]))))
+        .unwrap();
+    h.settle().await;
+    h.drain().await;
+
+    let mut cached = h.indexer.list_keys();
+    cached.sort();
+    assert_eq!(cached, ["ns/in0", "ns/in1"]);
+    assert_eq!(
+        h.reflector.last_sync_resource_version(),
+        "13",
+        "a dropped event still advances the version"
+    );
+    let calls = h.script.calls();
+    for (kind, opts) in &calls {
+        assert_eq!(
+            opts.shard_selector.as_deref(),
+            Some(shard.to_string().as_str()),
+            "{kind} carries the selector"
+        );
+    }
+    let text = metrics_text(&registry);
+    for line in [
+        r#"reflector_shard_server_filtered{name="cms"} 0"#,
+        r#"reflector_shard_dropped_objects_total{name="cms"} 3"#,
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sharded_reflector_reports_server_filtering_when_the_list_echoes_its_selector() {
+    let (shard, inside, _) = lower_half();
+    let metrics = crate::cache::ReflectorMetrics::new();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let h = harness(|o| {
+        o.name = "cms".into();
+        o.metrics = Some(metrics.clone());
+        o.shard = Some(shard.clone());
+    });
+    h.script.list_sharded(
+        "10",
+        Some(&shard.to_string()),
+        vec![cm_uid("in0", "5", &inside[0])],
+    );
+    let _events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    h.drain().await;
+    assert_eq!(h.indexer.list_keys(), ["ns/in0"]);
+    let text = metrics_text(&registry);
+    for line in [
+        r#"reflector_shard_server_filtered{name="cms"} 1"#,
+        r#"reflector_shard_dropped_objects_total{name="cms"} 0"#,
+    ] {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_event_moving_a_cached_object_out_of_the_shard_deletes_it() {
+    let (shard, inside, outside) = lower_half();
+    let h = harness(|o| o.shard = Some(shard));
+    h.script
+        .list_sharded("10", None, vec![cm_uid("a", "5", &inside[0])]);
+    let events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    h.drain().await;
+    assert_eq!(h.indexer.list_keys(), ["ns/a"]);
+    events
+        .send(Ok(WatchEvent::Modified(cm_uid("a", "11", &outside[0]))))
+        .unwrap();
+    h.settle().await;
+    assert_eq!(h.drain().await, [("ns/a".to_string(), DeltaType::Deleted)]);
+    assert!(h.indexer.list_keys().is_empty());
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sharded_streaming_list_lists_one_object_to_learn_what_the_server_does() {
+    let (shard, inside, outside) = lower_half();
+    let h = harness(|o| {
+        o.use_streaming_list = true;
+        o.shard = Some(shard.clone());
+    });
+    h.script.list_sharded("10", None, vec![]);
+    let events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    events
+        .send(Ok(WatchEvent::Added(cm_uid("in0", "5", &inside[0]))))
+        .unwrap();
+    events
+        .send(Ok(WatchEvent::Added(cm_uid("out0", "5", &outside[0]))))
+        .unwrap();
+    events.send(Ok(initial_events_end("8"))).unwrap();
+    h.settle().await;
+    h.drain().await;
+    assert!(h.fifo.has_synced());
+    assert_eq!(h.indexer.list_keys(), ["ns/in0"]);
+    let calls = h.script.calls();
+    assert_eq!(h.script.kinds(), ["list", "watch"]);
+    let (probe, stream) = (&calls[0].1, &calls[1].1);
+    assert_eq!(probe.limit, Some(1));
+    assert_eq!(probe.resource_version, None, "the latest state");
+    assert_eq!(probe.shard_selector, Some(shard.to_string()));
+    assert_eq!(stream.send_initial_events, Some(true));
+    assert_eq!(stream.shard_selector, Some(shard.to_string()));
     h.cancel.cancel();
     task.await.unwrap();
 }
