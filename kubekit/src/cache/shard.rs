@@ -18,7 +18,7 @@
 //!   selector built here is never refused by the server. Invalid ranges and text are an
 //!   [`ShardSelectorError`], never a panic.
 //! - [`ShardSelector::matches`] decides from the object's metadata alone, reading it
-//!   through [`meta_ref`](super::meta_ref): a [`Compact`](super::Compact) object is not
+//!   through [`meta_ref()`]: a [`Compact`](super::Compact) object is not
 //!   decoded.
 //!
 //! A reflector (and so an informer, or every informer of a factory) given a shard
