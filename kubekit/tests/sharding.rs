@@ -5,12 +5,13 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Resource;
-use kubekit::cache::{Compact, ReflectorMetrics, ShardRange, ShardSelector};
+use kubekit::cache::{Compact, ReflectorMetrics, ShardRange, ShardSelector, SharedIndexInformer};
 use kubekit::clientset::{Clientset, CreateOptions, KnownScope, ListOptions, ResourceClient};
 use kubekit::dynamic::DynamicClient;
 use kubekit::informers::SharedInformerFactory;
@@ -257,27 +258,24 @@ enum Listing {
 /// What the server is expected to do with the selector.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Filtering {
+    /// It filters and echoes the selector.
     Server,
+    /// It filters, but its lists do not echo the selector (metadata-only lists).
+    ServerWithoutEcho,
+    /// It ignores the selector (the feature gate is off).
     Client,
 }
 
 /// A factory given `shard` over the labelled ConfigMaps of a new namespace: its informer
-/// of `K` holds exactly the shard's objects after the sync and once more objects are
-/// created while it watches, and its metrics say who filtered.
+/// (made by `informer_of`) holds exactly the shard's objects after the sync and once more
+/// objects are created while it watches, and its metrics say who filtered.
 async fn a_sharded_informer_holds_exactly_its_shard<K>(
     cp: &ControlPlane,
     listing: Listing,
     filtering: Filtering,
+    informer_of: impl FnOnce(&SharedInformerFactory) -> Arc<SharedIndexInformer<K>>,
 ) where
-    K: Resource<DynamicType = ()>
-        + Serialize
-        + DeserializeOwned
-        + Clone
-        + fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-    K::Scope: KnownScope,
+    K: Resource + Clone + Send + Sync + 'static,
 {
     let (cs, ns) = setup(cp, "shard-informer").await;
     let cms = cs.core_v1().config_maps(&ns);
@@ -294,13 +292,12 @@ async fn a_sharded_informer_holds_exactly_its_shard<K>(
         .metrics(&metrics)
         .shard(shard.clone())
         .build();
-    let informer = factory.for_type::<K>();
+    let informer = informer_of(&factory);
     factory.start();
     let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
     assert!(synced.values().all(|ok| *ok), "{synced:?}");
     let cached = || -> BTreeSet<String> {
         informer
-            .informer()
             .indexer()
             .list_keys()
             .into_iter()
@@ -325,6 +322,10 @@ async fn a_sharded_informer_holds_exactly_its_shard<K>(
             assert_eq!(by_server, Some(1.0));
             assert_eq!(dropped, Some(0.0), "the server sent only the shard");
         }
+        Filtering::ServerWithoutEcho => {
+            assert_eq!(by_server, Some(0.0), "no echo");
+            assert_eq!(dropped, Some(0.0), "the server sent only the shard");
+        }
         Filtering::Client => {
             assert_eq!(by_server, Some(0.0));
             let outside = (all.len() - want.len()) as f64;
@@ -337,42 +338,91 @@ async fn a_sharded_informer_holds_exactly_its_shard<K>(
     factory.shutdown().await;
 }
 
+fn typed<K>(factory: &SharedInformerFactory) -> Arc<SharedIndexInformer<K>>
+where
+    K: Resource<DynamicType = ()>
+        + Serialize
+        + DeserializeOwned
+        + Clone
+        + fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    K::Scope: KnownScope,
+{
+    factory.for_type::<K>().informer().clone()
+}
+
 #[tokio::test]
 async fn a_sharded_streaming_informer_holds_exactly_its_shard_filtered_by_the_server() {
-    a_sharded_informer_holds_exactly_its_shard::<ConfigMap>(
+    a_sharded_informer_holds_exactly_its_shard(
         gate_on(),
         Listing::Streaming,
         Filtering::Server,
+        typed::<ConfigMap>,
     )
     .await;
 }
 
 #[tokio::test]
 async fn a_sharded_paged_compact_informer_holds_exactly_its_shard_filtered_by_the_server() {
-    a_sharded_informer_holds_exactly_its_shard::<Compact<ConfigMap>>(
+    a_sharded_informer_holds_exactly_its_shard(
         gate_on(),
         Listing::Paged,
         Filtering::Server,
+        typed::<Compact<ConfigMap>>,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_sharded_metadata_informer_is_filtered_by_the_server_though_its_lists_never_echo() {
+    // kube-apiserver 1.37.2 builds a PartialObjectMetadataList from the list's
+    // resourceVersion, continue token and remaining count only: its shardInfo is lost.
+    a_sharded_informer_holds_exactly_its_shard(
+        gate_on(),
+        Listing::Paged,
+        Filtering::ServerWithoutEcho,
+        |factory| {
+            let gvr = GroupVersionResource::of::<ConfigMap>();
+            factory.for_metadata(&gvr).informer().clone()
+        },
     )
     .await;
 }
 
 #[tokio::test]
 async fn without_the_feature_gate_a_streaming_informer_filters_its_shard_itself() {
-    a_sharded_informer_holds_exactly_its_shard::<ConfigMap>(
+    a_sharded_informer_holds_exactly_its_shard(
         gate_off(),
         Listing::Streaming,
         Filtering::Client,
+        typed::<ConfigMap>,
     )
     .await;
 }
 
 #[tokio::test]
 async fn without_the_feature_gate_a_paged_compact_informer_filters_its_shard_itself() {
-    a_sharded_informer_holds_exactly_its_shard::<Compact<ConfigMap>>(
+    a_sharded_informer_holds_exactly_its_shard(
         gate_off(),
         Listing::Paged,
         Filtering::Client,
+        typed::<Compact<ConfigMap>>,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn without_the_feature_gate_a_dynamic_informer_filters_its_shard_itself() {
+    a_sharded_informer_holds_exactly_its_shard(
+        gate_off(),
+        Listing::Streaming,
+        Filtering::Client,
+        |factory| {
+            let gvr = GroupVersionResource::of::<ConfigMap>();
+            factory.for_resource(&gvr).informer().clone()
+        },
     )
     .await;
 }

@@ -10,7 +10,7 @@
 //! | `reflector_errors_total{name,kind}` | counter | errors reported to the watch-error handler, by kind: `api` (a refusal, an `ERROR` event, a 410), `transport` (connection failures, very short watches), `timeout` (a request timed out, a silent watch), `decode` (a malformed object, skipped), `too_large` (a response or watch event over its limit), `panic` (a transform or the reflector panicked), `other` |
 //! | `reflector_last_resource_version_timestamp_seconds{name}` | gauge | Unix time the reflector last advanced its resourceVersion (list, event or bookmark): `time() - x` is how stale the cache may be |
 //! | `informer_objects{name}` | gauge | objects in the informer's cache |
-//! | `reflector_shard_server_filtered{name}` | gauge | sharded reflectors only ([`ShardSelector`](super::ShardSelector)): 1 when the API server applied the shard selector to the last list (it echoed it), 0 when it did not and the reflector filters alone |
+//! | `reflector_shard_server_filtered{name}` | gauge | sharded reflectors only ([`ShardSelector`](super::ShardSelector)): 1 when the API server echoed the shard selector in the last list (it filtered), 0 when it did not: a server without the feature (the reflector filters alone), or a metadata-only list, which never carries the echo though the server filters (then nothing is dropped) |
 //! | `reflector_shard_dropped_objects_total{name}` | counter | sharded reflectors only: objects outside the shard that the server sent anyway (list items and watch events), dropped by the reflector |
 //!
 //! Give one to every informer of a factory with

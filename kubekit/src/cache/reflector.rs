@@ -50,7 +50,9 @@
 //!   objects dropped are counted in `reflector_shard_dropped_objects_total`
 //!   ([`ReflectorMetrics`]). A streaming list says nothing of the selector (its initial
 //!   events end with a bookmark without `shardInfo`), so before each one a sharded
-//!   reflector lists a single object (`limit=1`, the latest state) to learn it.
+//!   reflector lists a single object (`limit=1`, the latest state) to learn it. A
+//!   metadata-only list (`PartialObjectMetadataList`) never echoes the selector, though
+//!   the server applies it: a metadata informer reports 0 and drops nothing.
 //! - **Resync.** Every [`ReflectorOptions::resync_period`] (when non-zero) while watching,
 //!   the store's [`resync`](ReflectorStore::resync) is called if `should_resync` agrees.
 //! - **Memory.** The transform runs on each object as soon as it is decoded, before it is

@@ -509,8 +509,9 @@ impl ShardFilter {
             ),
             None => tracing::warn!(
                 reflector, selector = %self.text,
-                "the API server ignored the shard selector (no shardInfo in its list: \
-                 is its ShardedListAndWatch feature gate off?); the reflector filters objects itself"
+                "the API server did not echo the shard selector (no shardInfo in its list: its \
+                 ShardedListAndWatch feature gate is off, or the list is metadata-only, which never \
+                 carries it); the reflector filters objects itself"
             ),
             Some(other) => tracing::warn!(
                 reflector, selector = %self.text, echoed = other,

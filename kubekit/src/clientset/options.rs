@@ -126,7 +126,9 @@ pub struct ListOptions {
     /// [`ShardSelector`](crate::cache::ShardSelector) writes it. A server without the
     /// feature ignores it and sends every object: the list's
     /// [`shard_selector`](crate::rest::ObjectList::shard_selector) says whether it was
-    /// applied.
+    /// applied. Text the server cannot parse is refused with a 500 `InternalError` (by
+    /// kube-apiserver 1.37.2), which clients retry as a server fault: build it from a
+    /// `ShardSelector`, which checks it first.
     pub shard_selector: Option<String>,
     /// At most this many objects per response; the list's `continue` token fetches the next
     /// page.
