@@ -35,7 +35,10 @@
 //!   `controller`, `key` (`namespace/name`), `attempt` (the key's retries through the rate
 //!   limiter so far, client-go's `NumRequeues`: 0 on a first try) and `reconcile_id` (32 hex
 //!   digits, random, different for every reconcile, as controller-runtime's `reconcileID`):
-//!   whatever the reconciler logs carries them. kubekit installs no subscriber.
+//!   whatever the reconciler logs carries them. kubekit installs no subscriber. The span's
+//!   target is `kubekit::controller`: a filter that turns kubekit's INFO off (say
+//!   `RUST_LOG=info,kubekit=warn`) drops the span and its fields with it; keep
+//!   `kubekit::controller=info` on to have them.
 //! - When the cancellation token fires, the queue is shut down: workers finish the keys
 //!   in flight *and those still queued*, then `run` returns once every worker has ended.
 //!   [`Runner::run_or_abort`] also takes an `abort` token: when it fires, workers take no
