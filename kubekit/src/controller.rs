@@ -12,14 +12,33 @@
 //! - Then `workers` tasks each loop: get a key, reconcile it, and
 //!   - on success **forget** the key (its backoff starts over) and, for
 //!     [`Action::RequeueAfter`], add it again after that delay;
-//!   - on error re-add it **rate-limited** while it has been retried fewer than
-//!     [`Runner::max_retries`] times, then drop it with an error log;
+//!   - on error do what the error's [`ErrorPolicy`] says:
+//!     - [`Retry`](ErrorPolicy::Retry) (what `?` on any error gives): re-add it
+//!       **rate-limited** while it has been retried fewer than [`Runner::max_retries`]
+//!       times, then drop it with an error log;
+//!     - [`RequeueAfter`](ErrorPolicy::RequeueAfter): add it again after that delay; its
+//!       failure history in the rate limiter is left as it is (neither raised nor
+//!       cleared), and `max_retries` does not apply;
+//!     - [`Permanent`](ErrorPolicy::Permanent): log it as an error, count it
+//!       ([`RunStats::permanent`], `controller_runtime_terminal_reconcile_errors_total`),
+//!       forget the key and cancel any retry of it still waiting in the queue. The key is
+//!       reconciled again only when something adds it to the queue again: for a
+//!       controller, a new event about its object (a change, or a resync). A key added
+//!       while its reconcile ran is reconciled again, as always;
 //!   - on a **panic** inside the reconcile (or while the reconciler makes its future),
 //!     report it (log and
 //!     [`RunStats::panics`]) and re-add it rate-limited like an error; the worker goes on;
 //!   - a reconcile that outlasts [`Runner::reconcile_timeout`] is dropped and counts as an
-//!     error;
+//!     error (retried);
 //!   - and always mark it **done**, exactly once.
+//! - Each reconcile runs in an INFO-level `reconcile` [span](tracing::Span) with the fields
+//!   `controller`, `key` (`namespace/name`), `attempt` (the key's retries through the rate
+//!   limiter so far, client-go's `NumRequeues`: 0 on a first try) and `reconcile_id` (32 hex
+//!   digits, random, different for every reconcile, as controller-runtime's `reconcileID`):
+//!   whatever the reconciler logs carries them. kubekit installs no subscriber. The span's
+//!   target is `kubekit::controller`: a filter that turns kubekit's INFO off (say
+//!   `RUST_LOG=info,kubekit=warn`) drops the span and its fields with it; keep
+//!   `kubekit::controller=info` on to have them.
 //! - When the cancellation token fires, the queue is shut down: workers finish the keys
 //!   in flight *and those still queued*, then `run` returns once every worker has ended.
 //!   [`Runner::run_or_abort`] also takes an `abort` token: when it fires, workers take no
@@ -30,18 +49,27 @@
 //! - [`shutdown_signal`] gives a token cancelled by the first SIGINT or SIGTERM; a second
 //!   signal exits the process at once, as a Go controller's `SetupSignalHandler` does.
 //!
+//! A reconciler is either a [`Reconciler`] (returns a boxed future; usable as a trait
+//! object) or, more simply, an [`AsyncReconciler`] (an `async fn`):
+//!
 //! ```no_run
 //! # async fn demo(queue: kubekit::workqueue::RateLimitingQueue<String>) {
-//! use futures_util::future::BoxFuture;
-//! use kubekit::controller::{Action, ReconcileError, Reconciler, Runner, shutdown_signal};
+//! use std::time::Duration;
+//! use kubekit::controller::{Action, AsyncReconciler, ReconcileError, ReconcileResultExt, Runner, shutdown_signal};
 //!
 //! struct Printer;
-//! impl Reconciler for Printer {
-//!     fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
-//!         Box::pin(async move {
-//!             println!("reconciling {key}");
-//!             Ok(Action::Done)
-//!         })
+//! impl AsyncReconciler for Printer {
+//!     async fn reconcile(&self, key: &str) -> Result<Action, ReconcileError> {
+//!         tracing::info!("reconciling"); // logged with controller, key, attempt, reconcile_id
+//!         let Some((_namespace, name)) = key.split_once('/') else {
+//!             // Retrying cannot help: wait until the object changes.
+//!             return Err(ReconcileError::new(format!("{key} is not namespaced")).permanent());
+//!         };
+//!         let config = std::fs::read_to_string(format!("/etc/printer/{name}"))
+//!             .requeue_after(Duration::from_secs(30))?; // not there yet: look again in 30 s
+//!         let width: usize = config.trim().parse()?; // any other error: retried with backoff
+//!         println!("{name:>width$}");
+//!         Ok(Action::Done)
 //!     }
 //! }
 //!
@@ -51,8 +79,10 @@
 //! # }
 //! ```
 
+use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
+use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,6 +97,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::cache::{
     MaybeTombstone, ResourceEventHandlerFuncs, deletion_handling_meta_namespace_key,
@@ -74,8 +105,143 @@ use crate::cache::{
 };
 use crate::workqueue::RateLimitingQueue;
 
-/// The error a reconcile returns; it is logged and the key retried.
-pub type ReconcileError = Box<dyn std::error::Error + Send + Sync>;
+/// What becomes of a key whose reconcile failed (kube-rs's `error_policy` answer,
+/// controller-runtime's `TerminalError` and `Result.RequeueAfter` for errors). See the
+/// [module docs](self) for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorPolicy {
+    /// Retry through the queue's rate limiter (per-key exponential backoff), up to
+    /// [`Runner::max_retries`] times.
+    #[default]
+    Retry,
+    /// Reconcile the key again after this delay, instead of the rate limiter's.
+    RequeueAfter(Duration),
+    /// Retrying cannot help (an invalid spec, a refused permission): do not retry; the
+    /// key is reconciled again when its object changes. Logged, counted, and (in a
+    /// [manager](crate::manager)'s controller) recorded as a Warning Event on the object.
+    Permanent,
+}
+
+/// The error a reconcile returns: any error, and the [`ErrorPolicy`] it asks for.
+///
+/// `?` on any [`std::error::Error`] (and `.into()` of a `&str`, a `String` or a
+/// `Box<dyn Error + Send + Sync>`) makes one that is retried; [`permanent`](Self::permanent)
+/// and [`requeue_after`](Self::requeue_after) change that, and
+/// [`ReconcileResultExt`] does the same on a `Result`. It dereferences to the error it
+/// holds (`err.to_string()`, `err.downcast_ref::<kubekit::rest::Error>()`,
+/// `err.source()`), which [`into_inner`](Self::into_inner) gives back.
+///
+/// It used to be an alias of `Box<dyn Error + Send + Sync>`: every signature that named it
+/// is unchanged, and code that made one with `.into()` or `?` compiles as it did; code that
+/// made one with `Box::new(e)` now writes `e.into()` or `ReconcileError::new(e)`. It is not
+/// itself a `std::error::Error` (as `anyhow::Error` is not), which is what lets it be made
+/// from any error with `?`.
+///
+/// ```
+/// use std::time::Duration;
+/// use kubekit::controller::{ErrorPolicy, ReconcileError};
+///
+/// let err: ReconcileError = "the API server is down".into();
+/// assert_eq!(err.policy(), ErrorPolicy::Retry);
+/// let err = ReconcileError::new("spec.replicas is negative").permanent();
+/// assert_eq!(err.policy(), ErrorPolicy::Permanent);
+/// let err = ReconcileError::new("waiting for the volume").requeue_after(Duration::from_secs(10));
+/// assert_eq!(err.policy(), ErrorPolicy::RequeueAfter(Duration::from_secs(10)));
+/// assert_eq!(err.to_string(), "waiting for the volume");
+/// ```
+pub struct ReconcileError {
+    error: Box<dyn StdError + Send + Sync>,
+    policy: ErrorPolicy,
+}
+
+impl ReconcileError {
+    /// `error`, to be retried ([`ErrorPolicy::Retry`]).
+    pub fn new(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self {
+            error: error.into(),
+            policy: ErrorPolicy::Retry,
+        }
+    }
+
+    /// The same error, not to be retried until its object changes
+    /// ([`ErrorPolicy::Permanent`]).
+    #[must_use]
+    pub fn permanent(self) -> Self {
+        self.with_policy(ErrorPolicy::Permanent)
+    }
+
+    /// The same error, to be reconciled again after `delay`
+    /// ([`ErrorPolicy::RequeueAfter`]).
+    #[must_use]
+    pub fn requeue_after(self, delay: Duration) -> Self {
+        self.with_policy(ErrorPolicy::RequeueAfter(delay))
+    }
+
+    /// The same error, with `policy`.
+    #[must_use]
+    pub fn with_policy(mut self, policy: ErrorPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// What the error asks for.
+    pub fn policy(&self) -> ErrorPolicy {
+        self.policy
+    }
+
+    /// The error itself.
+    pub fn into_inner(self) -> Box<dyn StdError + Send + Sync> {
+        self.error
+    }
+}
+
+impl<E: Into<Box<dyn StdError + Send + Sync>>> From<E> for ReconcileError {
+    fn from(error: E) -> Self {
+        Self::new(error)
+    }
+}
+
+impl Deref for ReconcileError {
+    type Target = dyn StdError + Send + Sync;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.error
+    }
+}
+
+impl fmt::Display for ReconcileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl fmt::Debug for ReconcileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReconcileError")
+            .field("error", &self.error)
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+/// Sets the [`ErrorPolicy`] of a `Result`'s error:
+/// `client.get(name).await.permanent()?`.
+pub trait ReconcileResultExt<T> {
+    /// The error, if any, as a permanent [`ReconcileError`].
+    fn permanent(self) -> Result<T, ReconcileError>;
+    /// The error, if any, as a [`ReconcileError`] to reconcile again after `delay`.
+    fn requeue_after(self, delay: Duration) -> Result<T, ReconcileError>;
+}
+
+impl<T, E: Into<ReconcileError>> ReconcileResultExt<T> for Result<T, E> {
+    fn permanent(self) -> Result<T, ReconcileError> {
+        self.map_err(|e| e.into().permanent())
+    }
+
+    fn requeue_after(self, delay: Duration) -> Result<T, ReconcileError> {
+        self.map_err(|e| e.into().requeue_after(delay))
+    }
+}
 
 /// What to do with a key after a successful reconcile (controller-runtime's `Result`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -88,10 +254,25 @@ pub enum Action {
 }
 
 /// The business logic of a controller: bring the object named by `key` to its desired
-/// state.
+/// state. Implement [`AsyncReconciler`] instead to write it as an `async fn`.
 pub trait Reconciler: Send + Sync + 'static {
-    /// Reconciles one key; an error retries it with backoff.
+    /// Reconciles one key; an error is handled as its [`ErrorPolicy`] says.
     fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>>;
+}
+
+/// A [`Reconciler`] written as an `async fn` (`async fn reconcile(&self, key: &str) ->
+/// Result<Action, ReconcileError>`); every `AsyncReconciler` is a `Reconciler`. Its future
+/// must be `Send` (workers are tokio tasks). Unlike `Reconciler`, it cannot be used as a
+/// trait object.
+pub trait AsyncReconciler: Send + Sync + 'static {
+    /// Reconciles one key; an error is handled as its [`ErrorPolicy`] says.
+    fn reconcile(&self, key: &str) -> impl Future<Output = Result<Action, ReconcileError>> + Send;
+}
+
+impl<R: AsyncReconciler> Reconciler for R {
+    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+        Box::pin(AsyncReconciler::reconcile(self, key))
+    }
 }
 
 /// The error counted when a reconcile outlasts [`Runner::reconcile_timeout`].
@@ -113,6 +294,7 @@ pub struct RunStats {
     succeeded: AtomicU64,
     failed: AtomicU64,
     dropped: AtomicU64,
+    permanent: AtomicU64,
     panics: AtomicU64,
     workers_died: AtomicU64,
 }
@@ -122,13 +304,18 @@ impl RunStats {
     pub fn succeeded(&self) -> u64 {
         self.succeeded.load(Ordering::Relaxed)
     }
-    /// Reconciles that returned an error (each retry counts).
+    /// Reconciles that returned an error (each retry counts), permanent ones included.
     pub fn failed(&self) -> u64 {
         self.failed.load(Ordering::Relaxed)
     }
     /// Keys dropped after exhausting their retries.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+    /// Reconciles that returned a [permanent](ErrorPolicy::Permanent) error (their key
+    /// was not retried).
+    pub fn permanent(&self) -> u64 {
+        self.permanent.load(Ordering::Relaxed)
     }
     /// Reconciles that panicked.
     pub fn panics(&self) -> u64 {
@@ -143,16 +330,23 @@ impl RunStats {
 
 /// controller-runtime's reconcile metrics, by controller name:
 /// `controller_runtime_reconcile_total{controller,result}` (`success`, `requeue_after` or
-/// `error`; a panic or a timeout is an error), `controller_runtime_reconcile_errors_total{controller}` and
-/// `controller_runtime_reconcile_time_seconds{controller}`. Give it to a runner with
-/// [`Runner::metrics`]; cheap to clone (clones share the families).
+/// `error`; a panic, a timeout and a permanent error are errors),
+/// `controller_runtime_reconcile_errors_total{controller}`,
+/// `controller_runtime_terminal_reconcile_errors_total{controller}` (the errors that are
+/// [permanent](ErrorPolicy::Permanent): their key is not retried) and
+/// `controller_runtime_reconcile_time_seconds{controller}`; and, as kubekit's own,
+/// `controller_runtime_reconcile_retries_total{controller}`: the errors whose key was
+/// queued again, rate-limited or after a delay (so `errors = retries + terminal + keys
+/// dropped after max_retries`). Give it to a runner with [`Runner::metrics`]; cheap to
+/// clone (clones share the families).
 #[derive(Clone)]
 pub struct ControllerMetrics {
     total: Family<ResultLabels, Counter>,
     errors: Family<ControllerLabel, Counter>,
+    terminal: Family<ControllerLabel, Counter>,
+    retries: Family<ControllerLabel, Counter>,
     time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
 }
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     controller: String,
@@ -192,6 +386,8 @@ impl ControllerMetrics {
         Self {
             total: Family::default(),
             errors: Family::default(),
+            terminal: Family::default(),
+            retries: Family::default(),
             time: Family::new_with_constructor(reconcile_histogram),
         }
     }
@@ -209,6 +405,16 @@ impl ControllerMetrics {
             "controller_runtime_reconcile_errors",
             "Total number of reconciliation errors per controller",
             self.errors.clone(),
+        );
+        registry.register(
+            "controller_runtime_terminal_reconcile_errors",
+            "Total number of terminal reconciliation errors per controller",
+            self.terminal.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_retries",
+            "Total number of reconciliation errors whose key was queued again per controller",
+            self.retries.clone(),
         );
         registry.register(
             "controller_runtime_reconcile_time_seconds",
@@ -231,6 +437,53 @@ impl ControllerMetrics {
             self.errors.get_or_create(&label).inc();
         }
         self.time.get_or_create(&label).observe(took.as_secs_f64());
+    }
+
+    /// Counts an error of `controller` after which `what` was done with its key.
+    fn settled(&self, controller: &str, what: Settled) {
+        let family = match what {
+            Settled::Retried => &self.retries,
+            Settled::Permanent => &self.terminal,
+            Settled::Dropped => return,
+        };
+        family
+            .get_or_create(&ControllerLabel {
+                controller: controller.to_string(),
+            })
+            .inc();
+    }
+}
+
+/// What became of a key after an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// Queued again, rate-limited or after a delay.
+    Retried,
+    /// Not retried: the error was permanent.
+    Permanent,
+    /// Not retried: it had been retried `max_retries` times.
+    Dropped,
+}
+
+/// What one reconcile gave.
+enum Outcome {
+    Succeeded(Action),
+    Failed(ReconcileError),
+    Panicked(String),
+}
+
+/// Identifies one reconcile in logs: 128 random bits, shown as 32 hex digits.
+struct ReconcileId(u128);
+
+impl ReconcileId {
+    fn new() -> Self {
+        Self(fastrand::u128(..))
+    }
+}
+
+impl fmt::Display for ReconcileId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
     }
 }
 
@@ -259,7 +512,7 @@ impl Runner {
     }
 
     /// Drops a reconcile that has not finished after `timeout` and counts it as an error
-    /// (retried like one). Default: no timeout.
+    /// (retried through the rate limiter). Default: no timeout.
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
         self.reconcile_timeout = Some(timeout);
         self
@@ -271,7 +524,8 @@ impl Runner {
         self
     }
 
-    /// How many times a failing key is retried before it is dropped.
+    /// How many times a failing key is retried through the rate limiter
+    /// ([`ErrorPolicy::Retry`]) before it is dropped.
     pub fn max_retries(mut self, retries: usize) -> Self {
         self.max_retries = retries;
         self
@@ -411,12 +665,12 @@ impl<R: Reconciler> Worker<R> {
     }
 
     /// The reconcile of `key`, bounded by the timeout, with panics caught.
-    async fn outcome(&self, key: &str) -> Result<Result<Action, ReconcileError>, String> {
+    async fn outcome(&self, key: &str) -> Outcome {
         // A reconciler may panic while making its future as well as while running it.
         let made = std::panic::catch_unwind(AssertUnwindSafe(|| self.reconciler.reconcile(key)));
         let reconcile = match made {
             Ok(future) => AssertUnwindSafe(future).catch_unwind(),
-            Err(panic) => return Err(crate::panic::message(panic.as_ref()).to_string()),
+            Err(panic) => return Outcome::Panicked(crate::panic::message(panic.as_ref()).into()),
         };
         let caught = match self.reconcile_timeout {
             None => reconcile.await,
@@ -425,47 +679,85 @@ impl<R: Reconciler> Worker<R> {
                 Err(_) => Ok(Err(ReconcileTimeout(limit).into())),
             },
         };
-        caught.map_err(|panic| crate::panic::message(panic.as_ref()).to_string())
+        match caught {
+            Ok(Ok(action)) => Outcome::Succeeded(action),
+            Ok(Err(e)) => Outcome::Failed(e),
+            Err(panic) => Outcome::Panicked(crate::panic::message(panic.as_ref()).into()),
+        }
     }
 
+    /// Reconciles `key` in its `reconcile` span and settles what comes of it.
     async fn process(&self, key: &str) {
+        let key = key.to_string();
+        let attempt = self.queue.num_requeues(&key);
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = %self.name,
+            key = %key,
+            attempt,
+            reconcile_id = %ReconcileId::new(),
+        );
+        self.reconcile_and_settle(key, attempt)
+            .instrument(span)
+            .await;
+    }
+
+    async fn reconcile_and_settle(&self, key: String, attempt: usize) {
         let started = Instant::now();
-        let outcome = self.outcome(key).await;
+        let outcome = self.outcome(&key).await;
         if let Some(metrics) = &self.metrics {
             let result = match outcome {
-                Ok(Ok(Action::Done)) => "success",
-                Ok(Ok(Action::RequeueAfter(_))) => "requeue_after",
-                _ => "error",
+                Outcome::Succeeded(Action::Done) => "success",
+                Outcome::Succeeded(Action::RequeueAfter(_)) => "requeue_after",
+                Outcome::Failed(_) | Outcome::Panicked(_) => "error",
             };
             metrics.observe(&self.name, result, started.elapsed());
         }
-        let error = match outcome {
-            Ok(Ok(action)) => {
+        let (policy, error) = match outcome {
+            Outcome::Succeeded(action) => {
                 self.stats.succeeded.fetch_add(1, Ordering::Relaxed);
-                self.queue.forget(&key.to_string());
+                self.queue.forget(&key);
                 if let Action::RequeueAfter(delay) = action {
-                    self.queue.add_after(key.to_string(), delay);
+                    self.queue.add_after(key, delay);
                 }
                 return;
             }
-            Ok(Err(e)) => {
+            Outcome::Failed(e) => {
                 self.stats.failed.fetch_add(1, Ordering::Relaxed);
-                e.to_string()
+                (e.policy(), e.to_string())
             }
-            Err(panic) => {
+            Outcome::Panicked(panic) => {
                 self.stats.panics.fetch_add(1, Ordering::Relaxed);
-                format!("reconcile panicked: {panic}")
+                (ErrorPolicy::Retry, format!("reconcile panicked: {panic}"))
             }
         };
-        let key = key.to_string();
-        let retries = self.queue.num_requeues(&key);
-        if retries < self.max_retries {
-            tracing::warn!(controller = %self.name, %key, retries, "error syncing: {error}; retrying");
-            self.queue.add_rate_limited(key);
-        } else {
-            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(controller = %self.name, %key, retries, "dropping key out of the queue: {error}");
-            self.queue.forget(&key);
+        let settled = match policy {
+            ErrorPolicy::Retry if attempt < self.max_retries => {
+                tracing::warn!("error syncing: {error}; retrying");
+                self.queue.add_rate_limited(key);
+                Settled::Retried
+            }
+            ErrorPolicy::Retry => {
+                self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("dropping key out of the queue after {attempt} retries: {error}");
+                self.queue.forget(&key);
+                Settled::Dropped
+            }
+            ErrorPolicy::RequeueAfter(delay) => {
+                tracing::warn!("error syncing: {error}; requeued after {delay:?}");
+                self.queue.add_after(key, delay);
+                Settled::Retried
+            }
+            ErrorPolicy::Permanent => {
+                self.stats.permanent.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("permanent error, not retried until the object changes: {error}");
+                self.queue.forget(&key);
+                self.queue.cancel_waiting(&key);
+                Settled::Permanent
+            }
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.settled(&self.name, settled);
         }
     }
 }
@@ -719,6 +1011,242 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} missing from\n{text}");
         }
+    }
+
+    /// Reconciles `key` as `script` says for its call (1st, 2nd, …); past its end,
+    /// succeeds. Records the (virtual) time of every call; `during` runs inside each call.
+    struct Scripted {
+        script: Vec<Result<Action, fn() -> ReconcileError>>,
+        calls: Mutex<Vec<tokio::time::Instant>>,
+        during: Box<dyn Fn() + Send + Sync>,
+    }
+
+    impl Scripted {
+        fn new(script: Vec<Result<Action, fn() -> ReconcileError>>) -> Self {
+            Self {
+                script,
+                calls: Mutex::default(),
+                during: Box::new(|| {}),
+            }
+        }
+
+        fn calls(&self) -> Vec<tokio::time::Instant> {
+            self.calls.lock().clone()
+        }
+    }
+
+    impl AsyncReconciler for Scripted {
+        async fn reconcile(&self, _key: &str) -> Result<Action, ReconcileError> {
+            tracing::info!("inside the reconcile");
+            (self.during)();
+            let n = {
+                let mut calls = self.calls.lock();
+                calls.push(tokio::time::Instant::now());
+                calls.len()
+            };
+            match self.script.get(n - 1) {
+                None => Ok(Action::Done),
+                Some(Ok(action)) => Ok(*action),
+                Some(Err(error)) => Err(error()),
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_permanent_error_cancels_the_waiting_retry_and_the_key_waits_for_its_next_add() {
+        let q = RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
+            Duration::from_secs(1),
+            Duration::from_secs(10),
+        ));
+        q.add("ns/a".to_string());
+        let mut script = Scripted::new(vec![
+            Err(|| "the API server is down".into()),
+            Err(|| ReconcileError::new("spec.replicas is negative").permanent()),
+        ]);
+        // An event while the first reconcile runs: the key is reconciled again at once,
+        // while its retry (in 1 s) waits.
+        let first = std::sync::Once::new();
+        let events = q.clone();
+        script.during = Box::new(move || first.call_once(|| events.add("ns/a".to_string())));
+        let script = Arc::new(script);
+        let runner = Runner::new("test", q.clone());
+        let cancel = CancellationToken::new();
+        let run = runner.run(script.clone(), 1, async { true }, cancel.clone());
+        let test = async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            assert_eq!(script.calls().len(), 2, "the waiting retry was cancelled");
+            assert_eq!(runner.stats().permanent(), 1);
+            assert_eq!(q.num_requeues(&"ns/a".to_string()), 0, "forgotten");
+            // The object changed: its key is added again, and reconciled at once.
+            let changed = tokio::time::Instant::now();
+            q.add("ns/a".to_string());
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            assert_eq!(script.calls()[2], changed);
+            assert_eq!(script.calls().len(), 3, "then succeeded");
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(run, test);
+        result.unwrap();
+        let stats = runner.stats();
+        assert_eq!(
+            (stats.succeeded(), stats.failed(), stats.dropped()),
+            (1, 2, 0)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_to_requeue_after_a_delay_is_reconciled_again_exactly_that_delay_later() {
+        let q = queue();
+        q.add("ns/a".to_string());
+        let later =
+            || ReconcileError::new("waiting for the volume").requeue_after(Duration::from_secs(7));
+        let script = Arc::new(Scripted::new(vec![Err(later), Err(later), Err(later)]));
+        let runner = Runner::new("test", q.clone()).max_retries(0);
+        run_for(&runner, script.clone(), 1, Duration::from_secs(60)).await;
+        let calls = script.calls();
+        assert_eq!(calls.len(), 4, "three errors, then success");
+        for pair in calls.windows(2) {
+            assert_eq!(pair[1] - pair[0], Duration::from_secs(7));
+        }
+        let stats = runner.stats();
+        assert_eq!(
+            (stats.failed(), stats.dropped(), stats.succeeded()),
+            (3, 0, 1),
+            "max_retries does not apply to a requeue after a delay"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn metrics_count_retries_and_permanent_failures_per_controller() {
+        let q = queue();
+        for key in ["ns/retried", "ns/later", "ns/permanent"] {
+            q.add(key.to_string());
+        }
+        struct ByKey;
+        impl AsyncReconciler for ByKey {
+            async fn reconcile(&self, key: &str) -> Result<Action, ReconcileError> {
+                static RETRIED: AtomicU64 = AtomicU64::new(0);
+                static LATER: AtomicU64 = AtomicU64::new(0);
+                match key {
+                    "ns/retried" if RETRIED.fetch_add(1, Ordering::Relaxed) < 2 => {
+                        Err("conflict".into())
+                    }
+                    "ns/later" if LATER.fetch_add(1, Ordering::Relaxed) < 1 => {
+                        Err(ReconcileError::new("not yet").requeue_after(Duration::from_secs(1)))
+                    }
+                    "ns/permanent" => Err(ReconcileError::new("invalid").permanent()),
+                    _ => Ok(Action::Done),
+                }
+            }
+        }
+        let metrics = ControllerMetrics::new();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let runner = Runner::new("test", q.clone()).metrics(&metrics);
+        run_for(&runner, Arc::new(ByKey), 1, Duration::from_secs(60)).await;
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for line in [
+            r#"controller_runtime_reconcile_total{controller="test",result="error"} 4"#,
+            r#"controller_runtime_reconcile_total{controller="test",result="success"} 2"#,
+            r#"controller_runtime_reconcile_errors_total{controller="test"} 4"#,
+            r#"controller_runtime_reconcile_retries_total{controller="test"} 3"#,
+            r#"controller_runtime_terminal_reconcile_errors_total{controller="test"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+    }
+
+    /// What a `fmt` subscriber writes, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_a_reconcile_logs_carries_the_controller_the_key_the_attempt_and_a_reconcile_id() {
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_ansi(false)
+            .finish();
+        // The test's runtime runs every task on this thread.
+        let _default = tracing::subscriber::set_default(subscriber);
+        let q = queue();
+        q.add("ns/a".to_string());
+        let script = Arc::new(Scripted::new(vec![Err(|| "conflict".into())]));
+        run_for(&Runner::new("test", q), script, 1, Duration::from_secs(1)).await;
+        let text = String::from_utf8(captured.0.lock().clone()).unwrap();
+        let inside: Vec<&str> = text
+            .lines()
+            .filter(|l| l.ends_with("inside the reconcile"))
+            .collect();
+        assert_eq!(inside.len(), 2, "{text}");
+        let mut ids = Vec::new();
+        for (attempt, line) in inside.iter().enumerate() {
+            let prefix =
+                format!("reconcile{{controller=test key=ns/a attempt={attempt} reconcile_id=");
+            let (_, rest) = line
+                .split_once(&prefix)
+                .unwrap_or_else(|| panic!("{prefix} not in {line}"));
+            let id = &rest[..rest.find('}').unwrap()];
+            assert!(
+                id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{id}"
+            );
+            ids.push(id.to_string());
+        }
+        assert_ne!(ids[0], ids[1], "each reconcile has its own id");
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&format!("reconcile_id={}}}", ids[0]))
+                    && l.contains("error syncing: conflict; retrying")),
+            "the runner's own log of the error is in the span too:\n{text}"
+        );
+    }
+
+    #[test]
+    fn question_mark_on_any_error_retries_and_the_result_extension_sets_the_policy() {
+        fn parse(s: &str) -> Result<u32, ReconcileError> {
+            Ok(s.parse::<u32>()?)
+        }
+        let err = parse("x").unwrap_err();
+        assert_eq!(err.policy(), ErrorPolicy::Retry);
+        assert!(
+            err.is::<std::num::ParseIntError>(),
+            "dereferences to the error"
+        );
+        let err = "x".parse::<u32>().permanent().unwrap_err();
+        assert_eq!(err.policy(), ErrorPolicy::Permanent);
+        let err = "x"
+            .parse::<u32>()
+            .requeue_after(Duration::from_secs(3))
+            .unwrap_err();
+        assert_eq!(
+            err.policy(),
+            ErrorPolicy::RequeueAfter(Duration::from_secs(3))
+        );
+        let boxed: Box<dyn std::error::Error + Send + Sync> = "boxed".into();
+        let err = ReconcileError::from(boxed).with_policy(ErrorPolicy::Permanent);
+        assert_eq!(err.to_string(), "boxed");
+        assert_eq!(err.into_inner().to_string(), "boxed");
+        let from_string: ReconcileError = format!("{} failed", "sync").into();
+        assert_eq!(format!("{from_string}"), "sync failed");
     }
 
     #[tokio::test(start_paused = true)]

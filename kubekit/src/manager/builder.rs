@@ -20,13 +20,34 @@
 //!   and the context. A key whose object is no longer in the cache is logged and forgotten:
 //!   clean-up of deleted objects belongs to ownerReferences (garbage collection) or
 //!   finalizers.
-//! - It returns an [`Action`] (done, or requeue after a delay), or an error, retried
-//!   through the rate limiter (per-item exponential backoff 5 ms … 1000 s under an overall
-//!   10 qps bucket): by default without end, as controller-runtime and kube-rs retry, so an
-//!   object whose reconcile fails for a long while (an outage) is reconciled when it
-//!   succeeds again, without having to change; [`max_retries`](ControllerBuilder::max_retries)
-//!   bounds it (the key is then dropped, logged and counted). The control loop is
-//!   [`Runner`]'s.
+//! - It returns an [`Action`] (done, or requeue after a delay), or a [`ReconcileError`]
+//!   (`?` on any error makes one), handled as its [`ErrorPolicy`] says — unless the
+//!   controller's [`error_policy`](ControllerBuilder::error_policy) hook, which sees the
+//!   object and the error, decides otherwise:
+//!   - [`Retry`](ErrorPolicy::Retry), the default: retried through the rate limiter
+//!     (per-item exponential backoff 5 ms … 1000 s under an overall 10 qps bucket), by
+//!     default without end, as controller-runtime and kube-rs retry, so an object whose
+//!     reconcile fails for a long while (an outage) is reconciled when it succeeds again,
+//!     without having to change; [`max_retries`](ControllerBuilder::max_retries) bounds it
+//!     (the key is then dropped, logged and counted);
+//!   - [`RequeueAfter`](ErrorPolicy::RequeueAfter): reconciled again after that delay;
+//!   - [`Permanent`](ErrorPolicy::Permanent): logged, counted
+//!     (`controller_runtime_terminal_reconcile_errors_total`), recorded as a Warning Event
+//!     on the object (reason [`PERMANENT_ERROR_REASON`], reported by a recorder named
+//!     after the controller) and not retried: the object is reconciled again when an
+//!     event about it comes (it changed, a child it owns changed, or a resync).
+//!
+//!   The control loop is [`Runner`]'s (a `reconcile` span per reconcile, with the
+//!   controller, the key, the attempt and a reconcile id).
+//! - **Resync** ([`resync_period`](ControllerBuilder::resync_period), or the manager's
+//!   [`resync_period`](super::ManagerBuilder::resync_period); none by default): every
+//!   period, every cached object of the primary type is enqueued again, changed or not
+//!   (client-go's informer resync, controller-runtime's `SyncPeriod`), through the
+//!   shared informer's own per-handler resync. Owned and watched types do not resync for
+//!   the controller. A resync is an update whose resourceVersion is unchanged: the event
+//!   filters see it (so [`Predicate::resource_version_changed`] and
+//!   [`Predicate::generation_changed`] drop it, as in controller-runtime), and with the
+//!   priority queue it waits behind live changes.
 
 use std::fmt;
 use std::future::Future;
@@ -41,10 +62,14 @@ use serde::de::DeserializeOwned;
 
 use super::predicate::{Change, Predicate};
 use super::{Manager, ManagerError, RegisteredController};
-use crate::cache::{Indexer, MetaRef, ResourceEventHandlerFuncs, controller_uid_index, meta_ref};
+use crate::cache::{
+    Indexer, MetaRef, ResourceEventHandlerFuncs, SharedIndexInformer, controller_uid_index,
+    meta_ref,
+};
 use crate::clientset::KnownScope;
-use crate::controller::{Action, ReconcileError, Reconciler, Runner};
+use crate::controller::{Action, ErrorPolicy, ReconcileError, Reconciler, Runner};
 use crate::informers::SharedInformerFactory;
+use crate::record::{EventRecorder, EventType};
 use crate::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
 /// A type a controller can watch: any typed resource the informer factory can serve
@@ -151,7 +176,12 @@ impl<W: Resource> Event<'_, W> {
     }
 }
 
+/// The reason of the Warning Event a manager's controller records on an object whose
+/// reconcile failed with a [permanent](ErrorPolicy::Permanent) error.
+pub const PERMANENT_ERROR_REASON: &str = "PermanentReconcileError";
+
 type MapFn<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
+type ErrorPolicyFn<K> = Arc<dyn Fn(&K, &ReconcileError) -> ErrorPolicy + Send + Sync>;
 type Watch = Box<dyn FnOnce(&SharedInformerFactory, &Enqueue)>;
 
 /// Where a controller's event handlers put keys, and how.
@@ -210,6 +240,17 @@ fn mapped_handler<W: Resource + Send + Sync + 'static>(
         .non_blocking()
 }
 
+/// Enqueues the key of every change of the primary type, and of every cached object each
+/// `resync` period (zero: never), through `informer`'s own resync.
+fn watch_primary<K: Resource + Clone + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+    enqueue: &Enqueue,
+    resync: Duration,
+) {
+    let own_key: MapFn<K> = Arc::new(|obj| ObjectKey::of(obj).into_iter().collect());
+    informer.add_event_handler_with_resync_period(mapped_handler(enqueue, own_key), resync);
+}
+
 /// Builds a controller into a [`Manager`]; see the [module docs](self). Made by
 /// [`Manager::controller`].
 ///
@@ -247,6 +288,8 @@ pub struct ControllerBuilder<'m, K> {
     max_retries: usize,
     reconcile_timeout: Option<Duration>,
     priority_queue: bool,
+    resync_period: Option<Duration>,
+    error_policy: Option<ErrorPolicyFn<K>>,
     primary: PhantomData<fn() -> K>,
 }
 
@@ -259,6 +302,8 @@ impl<K> fmt::Debug for ControllerBuilder<'_, K> {
             .field("max_retries", &self.max_retries)
             .field("reconcile_timeout", &self.reconcile_timeout)
             .field("priority_queue", &self.priority_queue)
+            .field("resync_period", &self.resync_period)
+            .field("error_policy", &self.error_policy.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -274,6 +319,8 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             max_retries: usize::MAX,
             reconcile_timeout: None,
             priority_queue: true,
+            resync_period: None,
+            error_policy: None,
             primary: PhantomData,
         }
     }
@@ -302,9 +349,10 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         let map: MapFn<W> = Arc::new(map);
         self.watches.push(Box::new(move |factory, enqueue| {
             let informer = factory.for_type::<W>();
+            // No resync: another controller's resync of `W` must not reach this one.
             informer
                 .informer()
-                .add_event_handler(mapped_handler(enqueue, map));
+                .add_event_handler_with_resync_period(mapped_handler(enqueue, map), Duration::ZERO);
         }));
         self
     }
@@ -337,9 +385,51 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         self
     }
 
-    /// A reconcile still running after `timeout` is dropped and counts as an error.
+    /// A reconcile still running after `timeout` is dropped and counts as an error
+    /// (retried through the rate limiter; the [error policy](Self::error_policy) does not
+    /// see it).
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
         self.reconcile_timeout = Some(timeout);
+        self
+    }
+
+    /// Every `period`, every cached object of the primary type is enqueued again, changed
+    /// or not (see the [module docs](self)); overrides the manager's
+    /// [`resync_period`](super::ManagerBuilder::resync_period). Zero: no resync. At least
+    /// 1 s (a shorter period is raised to it, and logged).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = Some(period);
+        self
+    }
+
+    /// Decides what becomes of a failed reconcile (kube-rs's `error_policy`): `policy` is
+    /// given the object and the error and returns the [`ErrorPolicy`] to follow. Without
+    /// it, the error's own ([`ReconcileError::policy`]). It runs on the worker, after the
+    /// reconcile; a panic in it is handled as a panic of the reconcile. Timeouts and
+    /// panics do not reach it (they are retried).
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # use kubekit::controller::{Action, ErrorPolicy};
+    /// # async fn reconcile(_: Arc<ConfigMap>, _: Arc<()>) -> Result<Action, kubekit::rest::Error> { Ok(Action::Done) }
+    /// # fn demo(mut mgr: kubekit::manager::Manager) -> Result<(), kubekit::manager::ManagerError> {
+    /// mgr.controller::<ConfigMap>("configmaps")
+    ///     .error_policy(|_cm, err| match err.downcast_ref::<kubekit::rest::Error>() {
+    ///         // Not allowed to act on this object: asking again will not help.
+    ///         Some(e) if e.is_forbidden() => ErrorPolicy::Permanent,
+    ///         _ => ErrorPolicy::RequeueAfter(Duration::from_secs(5)),
+    ///     })
+    ///     .build(reconcile, Arc::new(()))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn error_policy(
+        mut self,
+        policy: impl Fn(&K, &ReconcileError) -> ErrorPolicy + Send + Sync + 'static,
+    ) -> Self {
+        self.error_policy = Some(Arc::new(policy));
         self
     }
 
@@ -362,6 +452,8 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             max_retries,
             reconcile_timeout,
             priority_queue,
+            resync_period,
+            error_policy,
             primary: _,
         } = self;
         if manager.controllers.iter().any(|c| c.name == name) {
@@ -379,10 +471,8 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             priority: priority_queue,
         };
         let primary = manager.factory.for_type::<K>();
-        primary.informer().add_event_handler(mapped_handler::<K>(
-            &enqueue,
-            Arc::new(|obj| ObjectKey::of(obj).into_iter().collect()),
-        ));
+        let resync = resync_period.unwrap_or(manager.resync_period);
+        watch_primary(primary.informer(), &enqueue, resync);
         for watch in watches {
             watch(&manager.factory, &enqueue);
         }
@@ -393,10 +483,11 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             runner = runner.reconcile_timeout(timeout);
         }
         let reconciler = Arc::new(FnReconciler {
-            controller: name.clone(),
             indexer: primary.informer().indexer().clone(),
             reconcile,
             ctx,
+            error_policy,
+            recorder: manager.event_recorder(&name),
         });
         let stats = runner.stats().clone();
         manager.controllers.push(RegisteredController {
@@ -418,17 +509,39 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
     }
 }
 
-/// A [`Reconciler`] over a reconcile function: looks the key up in the primary cache.
+/// A [`Reconciler`] over a reconcile function: looks the key up in the primary cache, and
+/// settles the policy of an error (recording the Event of a permanent one).
 struct FnReconciler<K, F, C> {
-    controller: String,
     indexer: Arc<Indexer<K>>,
     reconcile: F,
     ctx: Arc<C>,
+    error_policy: Option<ErrorPolicyFn<K>>,
+    recorder: EventRecorder,
+}
+
+impl<K: Resource<DynamicType = ()>, F, C> FnReconciler<K, F, C> {
+    /// `error` with the policy the controller's hook gives it (its own without a hook);
+    /// a permanent one is recorded as a Warning Event on `obj`.
+    fn settle_policy(&self, obj: &K, error: ReconcileError) -> ReconcileError {
+        let error = match &self.error_policy {
+            Some(policy) => {
+                let policy = policy(obj, &error);
+                error.with_policy(policy)
+            }
+            None => error,
+        };
+        if error.policy() == ErrorPolicy::Permanent {
+            let message = format!("{error}; not retried until the object changes");
+            self.recorder
+                .event(obj, EventType::Warning, PERMANENT_ERROR_REASON, &message);
+        }
+        error
+    }
 }
 
 impl<K, F, Fut, E, C> Reconciler for FnReconciler<K, F, C>
 where
-    K: Resource + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Send + Sync + 'static,
     F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     E: Into<ReconcileError>,
@@ -436,11 +549,16 @@ where
 {
     fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
         let Some(obj) = self.indexer.get(key) else {
-            tracing::info!(controller = %self.controller, %key, "object in work queue no longer exists");
+            // The runner's span names the controller and the key.
+            tracing::info!("object in work queue no longer exists");
             return Box::pin(std::future::ready(Ok(Action::Done)));
         };
-        let reconcile = (self.reconcile)(obj, self.ctx.clone());
-        Box::pin(async move { reconcile.await.map_err(Into::into) })
+        let reconcile = (self.reconcile)(obj.clone(), self.ctx.clone());
+        Box::pin(async move {
+            reconcile
+                .await
+                .map_err(|e| self.settle_policy(&obj, e.into()))
+        })
     }
 }
 
@@ -590,6 +708,272 @@ mod tests {
             };
             assert_eq!(order, expected, "priority queue {priority}");
         }
+    }
+
+    /// Writes down the reason and message of every event it is given.
+    #[derive(Clone, Default)]
+    struct RecordingSink(Arc<parking_lot::Mutex<Vec<String>>>);
+
+    impl crate::record::EventSink for RecordingSink {
+        fn create(
+            &self,
+            event: &k8s_openapi::api::core::v1::Event,
+        ) -> BoxFuture<'_, crate::rest::Result<k8s_openapi::api::core::v1::Event>> {
+            self.0.lock().push(format!(
+                "{}: {}",
+                event.reason.as_deref().unwrap_or_default(),
+                event.message.as_deref().unwrap_or_default()
+            ));
+            Box::pin(std::future::ready(Ok(event.clone())))
+        }
+
+        fn patch(
+            &self,
+            event: &k8s_openapi::api::core::v1::Event,
+            patch: &serde_json::Value,
+        ) -> BoxFuture<'_, crate::rest::Result<k8s_openapi::api::core::v1::Event>> {
+            self.0.lock().push(format!("patched: {}", patch["message"]));
+            Box::pin(std::future::ready(Ok(event.clone())))
+        }
+    }
+
+    /// A controller of ConfigMaps wired as `build` wires one (primary handler, resync,
+    /// error policy, event recorder), over a scripted informer; it runs until `stop`.
+    struct Rig {
+        watch: crate::cache::test_support::Events,
+        stats: Arc<crate::controller::RunStats>,
+        events: RecordingSink,
+        broadcaster: crate::record::EventBroadcaster,
+        cancel: tokio_util::sync::CancellationToken,
+        tasks: Vec<tokio::task::JoinHandle<()>>,
+    }
+
+    type Cm = k8s_openapi::api::core::v1::ConfigMap;
+
+    fn start_rig<F, Fut>(
+        listed: &[(&str, &str)],
+        resync: Duration,
+        error_policy: Option<ErrorPolicyFn<Cm>>,
+        reconcile: F,
+    ) -> Rig
+    where
+        F: Fn(Arc<Cm>, Arc<()>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+    {
+        use crate::cache::test_support::{Fake, Script};
+
+        let script = Arc::new(Script::default());
+        script.list("10", None, listed);
+        let watch = script.watch();
+        let informer = Arc::new(SharedIndexInformer::new(
+            Arc::new(Fake(script)),
+            Duration::ZERO,
+        ));
+        let queue = test_queue();
+        let enqueue = Enqueue {
+            queue: queue.clone(),
+            predicates: Vec::new().into(),
+            priority: true,
+        };
+        watch_primary(&informer, &enqueue, resync);
+        let broadcaster = crate::record::EventBroadcaster::new();
+        let events = RecordingSink::default();
+        broadcaster.start_recording_to_sink(events.clone());
+        let reconciler = Arc::new(FnReconciler {
+            indexer: informer.indexer().clone(),
+            reconcile,
+            ctx: Arc::new(()),
+            error_policy,
+            recorder: broadcaster.new_recorder(crate::record::EventSource::new("test")),
+        });
+        let runner = Runner::new("test", queue).max_retries(5);
+        let stats = runner.stats().clone();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let run_informer = {
+            let (informer, cancel) = (informer.clone(), cancel.clone());
+            tokio::spawn(async move { informer.run(cancel).await })
+        };
+        let run_controller = {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                let token = cancel.clone();
+                let synced = informer.wait_for_sync(&token);
+                runner.run(reconciler, 1, synced, cancel).await.unwrap();
+            })
+        };
+        Rig {
+            watch,
+            stats,
+            events,
+            broadcaster,
+            cancel,
+            tasks: vec![run_informer, run_controller],
+        }
+    }
+
+    impl Rig {
+        fn change(&self, cm: Cm) {
+            let event = crate::rest::WatchEvent::Modified(cm);
+            self.watch.send(Ok(event)).unwrap();
+        }
+
+        fn events(&self) -> Vec<String> {
+            self.events.0.lock().clone()
+        }
+
+        async fn stop(self) {
+            self.cancel.cancel();
+            for task in self.tasks {
+                task.await.unwrap();
+            }
+            self.broadcaster.shutdown().await;
+        }
+    }
+
+    /// Counts the reconciles of each object, by `name@resourceVersion`.
+    #[derive(Clone, Default)]
+    struct Calls(Arc<parking_lot::Mutex<Vec<String>>>);
+
+    impl Calls {
+        fn record(&self, cm: &Cm) {
+            let meta = &cm.metadata;
+            let (name, rv) = (meta.name.as_deref(), meta.resource_version.as_deref());
+            self.0.lock().push(format!(
+                "{}@{}",
+                name.unwrap_or_default(),
+                rv.unwrap_or_default()
+            ));
+        }
+
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.0.lock())
+        }
+    }
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    #[tokio::test(start_paused = true)]
+    async fn a_permanent_error_is_recorded_as_an_event_and_not_retried_until_the_object_changes() {
+        use crate::cache::test_support::cm;
+
+        let calls = Calls::default();
+        let seen = calls.clone();
+        // Invalid until the ConfigMap has a `valid` key.
+        let reconcile = move |cm: Arc<Cm>, _: Arc<()>| {
+            seen.record(&cm);
+            let valid = cm.data.as_ref().is_some_and(|d| d.contains_key("valid"));
+            async move {
+                match valid {
+                    true => Ok(Action::Done),
+                    false => Err(ReconcileError::new("no valid key").permanent()),
+                }
+            }
+        };
+        let rig = start_rig(&[("a", "1")], Duration::ZERO, None, reconcile);
+        // A retried error would be reconciled 5 more times within 50 ms.
+        tokio::time::sleep(MINUTE).await;
+        assert_eq!(calls.take(), ["a@1"]);
+        assert_eq!(
+            rig.events(),
+            ["PermanentReconcileError: no valid key; not retried until the object changes"]
+        );
+        rig.change(cm("a", "2"));
+        tokio::time::sleep(MINUTE).await;
+        assert_eq!(
+            calls.take(),
+            ["a@2"],
+            "changed, reconciled, failed again: not retried"
+        );
+        let mut valid = cm("a", "3");
+        valid.data = Some([("valid".to_string(), String::new())].into());
+        rig.change(valid);
+        tokio::time::sleep(MINUTE).await;
+        assert_eq!(calls.take(), ["a@3"]);
+        assert_eq!(rig.events().len(), 2, "one event per permanent failure");
+        assert_eq!(
+            (
+                rig.stats.permanent(),
+                rig.stats.succeeded(),
+                rig.stats.dropped()
+            ),
+            (2, 1, 0)
+        );
+        rig.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_error_policy_hook_sees_the_object_and_its_decision_is_followed() {
+        let calls = Calls::default();
+        let seen = calls.clone();
+        let reconcile = move |cm: Arc<Cm>, _: Arc<()>| {
+            seen.record(&cm);
+            // Retried through the rate limiter, unless the hook says otherwise.
+            async { Err::<Action, _>(ReconcileError::new("conflict")) }
+        };
+        let policy: ErrorPolicyFn<Cm> = Arc::new(|cm, err| {
+            assert_eq!(err.to_string(), "conflict");
+            match cm.metadata.name.as_deref() {
+                Some("later") => ErrorPolicy::RequeueAfter(Duration::from_secs(25)),
+                Some("stop") => ErrorPolicy::Permanent,
+                _ => err.policy(),
+            }
+        });
+        let rig = start_rig(
+            &[("later", "1"), ("stop", "2"), ("retry", "3")],
+            Duration::ZERO,
+            Some(policy),
+            reconcile,
+        );
+        tokio::time::sleep(MINUTE).await;
+        let calls = calls.take();
+        let count = |name: &str| calls.iter().filter(|c| c.starts_with(name)).count();
+        assert_eq!(count("later@"), 3, "at 0, 25 and 50 s");
+        assert_eq!(count("stop@"), 1);
+        assert_eq!(
+            count("retry@"),
+            6,
+            "the error's own policy: retried 5 times"
+        );
+        assert_eq!(rig.events().len(), 1, "the permanent one");
+        rig.stop().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_resync_enqueues_every_unchanged_object_of_the_primary_type_each_period() {
+        let calls = Calls::default();
+        let seen = calls.clone();
+        let reconcile = move |cm: Arc<Cm>, _: Arc<()>| {
+            seen.record(&cm);
+            async { Ok(Action::Done) }
+        };
+        let rig = start_rig(
+            &[("a", "1"), ("b", "2")],
+            Duration::from_secs(10),
+            None,
+            reconcile,
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let mut first = calls.take();
+        first.sort();
+        assert_eq!(first, ["a@1", "b@2"], "the initial list");
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            let mut resynced = calls.take();
+            resynced.sort();
+            assert_eq!(resynced, ["a@1", "b@2"], "each period, nothing changed");
+        }
+        rig.stop().await;
+
+        let calls = Calls::default();
+        let seen = calls.clone();
+        let reconcile = move |cm: Arc<Cm>, _: Arc<()>| {
+            seen.record(&cm);
+            async { Ok(Action::Done) }
+        };
+        let without = start_rig(&[("a", "1")], Duration::ZERO, None, reconcile);
+        tokio::time::sleep(MINUTE).await;
+        assert_eq!(calls.take(), ["a@1"], "no resync: reconciled once");
+        without.stop().await;
     }
 
     #[tokio::test]

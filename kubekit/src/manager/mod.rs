@@ -5,7 +5,7 @@
 //!   metrics registry, the metrics and health endpoints and optional leader election,
 //!   for any number of controllers.
 //! - [`ControllerBuilder`]: a controller from a plain `async fn`, its primary type, owned
-//!   and watched types and [`Predicate`]s.
+//!   and watched types, [`Predicate`]s, error policy and resync period.
 //! - [`Endpoints`]: the metrics (`/metrics`) and health (`/healthz`, `/readyz`) endpoints.
 //!
 //! # Contract of [`Manager::start`]
@@ -68,12 +68,13 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use futures_util::future::{BoxFuture, join_all};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-pub use builder::{ControllerBuilder, Object, ObjectKey};
+pub use builder::{ControllerBuilder, Object, ObjectKey, PERMANENT_ERROR_REASON};
 pub use endpoints::{Check, Endpoints, Served};
 pub use predicate::{Change, Predicate};
 
@@ -155,6 +156,7 @@ pub struct ManagerBuilder {
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
     leader_election: Option<LeaderElectionFn>,
+    resync_period: Duration,
 }
 
 impl fmt::Debug for ManagerBuilder {
@@ -164,6 +166,7 @@ impl fmt::Debug for ManagerBuilder {
             .field("metrics_address", &self.metrics_address)
             .field("health_address", &self.health_address)
             .field("leader_election", &self.leader_election.is_some())
+            .field("resync_period", &self.resync_period)
             .finish_non_exhaustive()
     }
 }
@@ -186,6 +189,16 @@ impl ManagerBuilder {
     /// served). `/metrics` answers here too.
     pub fn health_probe_bind_address(mut self, address: SocketAddr) -> Self {
         self.health_address = Some(address);
+        self
+    }
+
+    /// Every `period`, each controller enqueues every cached object of its primary type
+    /// again, changed or not (controller-runtime's `SyncPeriod`, client-go's informer
+    /// resync), unless the controller sets its own
+    /// [`resync_period`](ControllerBuilder::resync_period). Default: zero, no resync
+    /// (controller-runtime's default is 10 hours).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
         self
     }
 
@@ -243,6 +256,7 @@ impl ManagerBuilder {
             elector,
             metrics_address: self.metrics_address,
             health_address: self.health_address,
+            resync_period: self.resync_period,
             controllers: Vec::new(),
         })
     }
@@ -258,6 +272,7 @@ pub struct Manager {
     elector: Option<LeaderElector>,
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
+    resync_period: Duration,
     controllers: Vec<RegisteredController>,
 }
 
@@ -269,6 +284,7 @@ impl fmt::Debug for Manager {
             .field("elector", &self.elector)
             .field("metrics_address", &self.metrics_address)
             .field("health_address", &self.health_address)
+            .field("resync_period", &self.resync_period)
             .field("controllers", &names)
             .finish_non_exhaustive()
     }
@@ -283,6 +299,7 @@ impl Manager {
             metrics_address: None,
             health_address: None,
             leader_election: None,
+            resync_period: Duration::ZERO,
         }
     }
 

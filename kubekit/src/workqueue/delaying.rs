@@ -9,6 +9,8 @@
 //! - Items whose deadlines are equal are added in the order of their `add_after` calls.
 //! - A waiting item is independent of the queue itself: it may also be queued or being
 //!   processed; when its deadline comes it is simply `add`ed (and de-duplicated then).
+//! - [`cancel_waiting`](DelayingQueue::cancel_waiting) drops an item's waiting entry: it
+//!   is not added when its deadline comes. It does not take the item out of the queue.
 //! - At shutdown, the items whose deadline has passed are added before the queue stops
 //!   accepting items, so they are still handed out. Items still waiting are dropped, as
 //!   client-go drops them (an `add` after shutdown is ignored). `add_after` after shutdown
@@ -169,6 +171,15 @@ where
             .is_some_and(|(first, _)| *first == key)
     }
 
+    /// Drops `item`'s waiting entry; whether it had one.
+    fn remove(&mut self, item: &T) -> bool {
+        let Some(key) = self.by_item.remove(item) else {
+            return false;
+        };
+        self.by_deadline.remove(&key);
+        true
+    }
+
     /// Removes the items due at `now` (in deadline order) and hands them to `add`.
     fn fire_due(&mut self, now: Instant, mut add: impl FnMut(T)) {
         while let Some(entry) = self.by_deadline.first_entry() {
@@ -265,6 +276,14 @@ where
         if earliest {
             inner.timers.wake.notify_one();
         }
+    }
+
+    /// Drops the waiting entry of `item` (an [`add_after`](Self::add_after) whose deadline
+    /// has not come): it will not be added then. Returns whether it was waiting. An item
+    /// already in the queue stays there. The timer task may still wake at the old
+    /// deadline, and finds nothing to add.
+    pub fn cancel_waiting(&self, item: &T) -> bool {
+        self.inner.timers.state.lock().remove(item)
     }
 
     /// See [`Queue::add`].
@@ -434,6 +453,23 @@ mod tests {
             0,
             "the later request was merged into the earlier"
         );
+        queue.shut_down();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_waiting_item_is_not_added_and_the_others_still_are() {
+        let queue = DelayingQueue::new();
+        queue.add_after("a", 2 * SEC);
+        queue.add_after("b", 3 * SEC);
+        queue.add("c");
+        assert!(queue.cancel_waiting(&"a"));
+        assert!(!queue.cancel_waiting(&"a"), "no longer waiting");
+        assert!(!queue.cancel_waiting(&"c"), "queued, not waiting");
+        tokio::time::sleep(10 * SEC).await;
+        settle().await;
+        assert_eq!(queue.len(), 2, "c stays queued, b fired, a did not");
+        assert_eq!(queue.get().await, Some("c"));
+        assert_eq!(queue.get().await, Some("b"));
         queue.shut_down();
     }
 

@@ -126,6 +126,13 @@ where
         self.queue.add_after(item, delay);
     }
 
+    /// See [`DelayingQueue::cancel_waiting`]: a pending [`add_after`](Self::add_after) or
+    /// [`add_rate_limited`](Self::add_rate_limited) of `item` is dropped. Its failure
+    /// history is not touched ([`forget`](Self::forget) it as well to clear that).
+    pub fn cancel_waiting(&self, item: &T) -> bool {
+        self.queue.cancel_waiting(item)
+    }
+
     /// See [`Queue::add`](super::Queue::add).
     pub fn add(&self, item: T) {
         self.queue.add(item);

@@ -1,7 +1,9 @@
 //! The manager and the controller builder against the real control plane: controllers
 //! built from plain `async fn`s reconcile, owned objects enqueue their owner, predicates
 //! filter, requeue-after and retries behave, readiness follows the caches, `/metrics` is
-//! scraped with curl, and a lost leadership stops the manager with an error.
+//! scraped with curl, a lost leadership stops the manager with an error, a permanent error
+//! becomes a Warning Event and waits for a change, and a resync reconciles unchanged
+//! objects.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -11,10 +13,10 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kubekit::clientset::{Clientset, CreateOptions, GetOptions, UpdateOptions};
-use kubekit::controller::Action;
+use kubekit::clientset::{Clientset, CreateOptions, GetOptions, ListOptions, UpdateOptions};
+use kubekit::controller::{Action, ReconcileError};
 use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
-use kubekit::manager::{Change, Manager, ManagerError, Predicate};
+use kubekit::manager::{Change, Manager, ManagerError, PERMANENT_ERROR_REASON, Predicate};
 use kubekit::rest::Config;
 use parking_lot::Mutex;
 use testenv::eventually;
@@ -475,4 +477,90 @@ async fn a_lease_lost_while_draining_after_cancel_stops_the_controllers_at_once(
         "the manager stops once its lease is lost, drain or not",
     )
     .await;
+}
+
+/// Fails permanently until the ConfigMap has a `valid` key.
+async fn reconcile_until_valid(
+    cm: Arc<ConfigMap>,
+    seen: Arc<Seen>,
+) -> Result<Action, ReconcileError> {
+    seen.record(
+        "until-valid",
+        cm.metadata.name.as_deref().unwrap_or_default(),
+    );
+    if cm.data.as_ref().is_some_and(|d| d.contains_key("valid")) {
+        return Ok(Action::Done);
+    }
+    Err(ReconcileError::new("no valid key").permanent())
+}
+
+async fn reconcile_resyncing(
+    cm: Arc<ConfigMap>,
+    seen: Arc<Seen>,
+) -> Result<Action, ReconcileError> {
+    seen.record("resyncing", cm.metadata.name.as_deref().unwrap_or_default());
+    Ok(Action::Done)
+}
+
+#[tokio::test]
+async fn a_permanent_error_is_a_warning_event_and_waits_for_a_change_while_a_resync_reconciles_unchanged_objects()
+ {
+    let ns = namespace("manager-permanent").await;
+    let config = admin_config().await;
+    let admin = Clientset::new(&config).unwrap();
+    let cms = admin.core_v1().config_maps(&ns);
+    cms.create(&config_map("invalid", &[]), &CreateOptions::default())
+        .await
+        .unwrap();
+    let mut mgr = Manager::builder(config).namespace(&ns).build().unwrap();
+    let seen = Arc::new(Seen::default());
+    // Two controllers on one informer: only the second one resyncs.
+    mgr.controller::<ConfigMap>("until-valid")
+        .build(reconcile_until_valid, seen.clone())
+        .unwrap();
+    mgr.controller::<ConfigMap>("resyncing")
+        .resync_period(Duration::from_secs(1))
+        .build(reconcile_resyncing, seen.clone())
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let manager = tokio::spawn(mgr.start(cancel.clone()));
+
+    eventually(30, "three resyncs of an unchanged object", || async {
+        (seen.count("resyncing", "invalid") >= 3).then_some(())
+    })
+    .await;
+    let event = eventually(30, "the Warning Event of the permanent error", || async {
+        let events = admin
+            .core_v1()
+            .events(&ns)
+            .list(&ListOptions::default())
+            .await
+            .ok()?;
+        events.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some(PERMANENT_ERROR_REASON)
+                && e.involved_object.name.as_deref() == Some("invalid")
+        })
+    })
+    .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(event.involved_object.kind.as_deref(), Some("ConfigMap"));
+    assert_eq!(
+        event.message.as_deref(),
+        Some("no valid key; not retried until the object changes")
+    );
+    // Seconds have passed (three resyncs), in which a retried key would have been
+    // reconciled again after 5, 10, 20 … ms; the other controller's resyncs do not reach
+    // this one.
+    assert_eq!(seen.count("until-valid", "invalid"), 1);
+
+    let mut valid = cms.get("invalid", &GetOptions::default()).await.unwrap();
+    valid.data = Some([("valid".to_string(), "yes".to_string())].into());
+    cms.update(&valid, &UpdateOptions::default()).await.unwrap();
+    eventually(30, "the changed object reconciled again", || async {
+        (seen.count("until-valid", "invalid") == 2).then_some(())
+    })
+    .await;
+
+    cancel.cancel();
+    manager.await.unwrap().unwrap();
 }
