@@ -24,11 +24,13 @@
 //! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
 //! | [`leaderelection`] | `tools/leaderelection` | Lease-based leader election |
 //! | [`manager`] | controller-runtime `manager`, `builder` | the manager (shared clientset, informers, events, metrics, health, leader election) and the controller builder |
+//! | [`conditions`] | `apimachinery/pkg/api/meta` conditions | setting and reading `status.conditions` |
 //!
 //! Modules appear here as they are built; the table names the whole plan.
 
 pub mod cache;
 pub mod clientset;
+pub mod conditions;
 pub mod controller;
 pub mod discovery;
 pub mod dynamic;
