@@ -190,6 +190,12 @@ where
         self.endpoint.get(name, None, opts).await?.decode()
     }
 
+    /// The object named `name`, `None` when it does not exist (a 404 `NotFound`); other
+    /// errors are errors.
+    pub async fn get_opt(&self, name: &str, opts: &GetOptions) -> Result<Option<K>> {
+        crate::rest::error::found(self.get(name, opts).await)
+    }
+
     /// The object named `name`, read through its `status` subresource.
     pub async fn get_status(&self, name: &str, opts: &GetOptions) -> Result<K> {
         self.endpoint
