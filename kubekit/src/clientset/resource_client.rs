@@ -57,21 +57,7 @@ use crate::meta::GroupVersionResource;
 use crate::rest::{ListPage, ObjectList, RestClient, Result};
 use kubekit_protobuf::DecodeOptions;
 
-/// A resource scope known when compiling: whether objects of the type live in a
-/// namespace. Implemented for `k8s-openapi`'s two scopes, which every built-in and
-/// derived custom type uses.
-pub trait KnownScope {
-    /// Whether objects of this scope live in a namespace.
-    const NAMESPACED: bool;
-}
-
-impl KnownScope for NamespaceResourceScope {
-    const NAMESPACED: bool = true;
-}
-
-impl KnownScope for ClusterResourceScope {
-    const NAMESPACED: bool = false;
-}
+pub use crate::meta::KnownScope;
 
 /// A typed client of resource `K` in one namespace, all namespaces, or (cluster-scoped
 /// types) none; see the [module docs](self).
