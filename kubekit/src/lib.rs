@@ -24,6 +24,7 @@
 //! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
 //! | [`leaderelection`] | `tools/leaderelection` | Lease-based leader election |
 //! | [`manager`] | controller-runtime `manager`, `builder` | the manager (shared clientset, informers, events, metrics, health, leader election) and the controller builder |
+//! | [`finalizer`] | controller-runtime `controllerutil` finalizers | clean-up before an object is deleted, guarded patches of the finalizer list |
 //! | [`conditions`] | `apimachinery/pkg/api/meta` conditions | setting and reading `status.conditions` |
 //!
 //! Modules appear here as they are built; the table names the whole plan.
@@ -34,6 +35,7 @@ pub mod conditions;
 pub mod controller;
 pub mod discovery;
 pub mod dynamic;
+pub mod finalizer;
 pub mod flowcontrol;
 #[cfg(test)]
 mod fuzz;
