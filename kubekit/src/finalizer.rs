@@ -55,7 +55,7 @@ use serde_json::{Value, json};
 use crate::cache::meta_ref;
 use crate::clientset::{Clientset, Patch, PatchOptions, ResourceClient};
 use crate::controller::Action;
-use crate::meta::Object;
+use crate::meta::{GroupVersionResource, Object};
 use crate::rest::Error;
 
 /// What [`finalizer`]'s reconcile function is asked to do.
@@ -97,13 +97,20 @@ pub fn has_finalizer<K: kube::Resource + 'static>(obj: &K, name: &str) -> bool {
     meta_ref(obj).finalizers().any(|f| f == name)
 }
 
-/// The client of `obj`'s resource in `obj`'s namespace, and `obj`'s name.
-fn client_of<K: Object>(clientset: &Clientset, obj: &K) -> Option<(ResourceClient<K>, String)> {
+/// The client of `obj`'s resource in `obj`'s namespace, and `obj`'s name; an object
+/// without a name gets the not-found error of a nameless object.
+fn client_of<K: Object>(
+    clientset: &Clientset,
+    obj: &K,
+) -> Result<(ResourceClient<K>, String), Error> {
     let meta = meta_ref(obj);
-    let name = meta.name().filter(|n| !n.is_empty())?;
+    let Some(name) = meta.name().filter(|n| !n.is_empty()) else {
+        let gvr = GroupVersionResource::of::<K>();
+        return Err(Error::not_found(&gvr.group, &gvr.resource, ""));
+    };
     let namespace = meta.namespace().unwrap_or_default();
     let client = ResourceClient::new(clientset.rest_client().clone(), namespace);
-    Some((client, name.to_string()))
+    Ok((client, name.to_string()))
 }
 
 /// The guarded JSON patch adding `name` to the finalizer list `current`.
@@ -144,7 +151,7 @@ pub async fn add_finalizer<K: Object>(
     if current.contains(&name) {
         return Ok(None);
     }
-    let (client, object) = client_or_not_found(clientset, obj)?;
+    let (client, object) = client_of(clientset, obj)?;
     let patch = Patch::Json(add_patch(&current, name));
     client
         .patch(&object, &patch, &PatchOptions::default())
@@ -164,23 +171,12 @@ pub async fn remove_finalizer<K: Object>(
     let Some(index) = meta_ref(obj).finalizers().position(|f| f == name) else {
         return Ok(None);
     };
-    let (client, object) = client_or_not_found(clientset, obj)?;
+    let (client, object) = client_of(clientset, obj)?;
     let patch = Patch::Json(remove_patch(index, name));
     let patched = client
         .patch(&object, &patch, &PatchOptions::default())
         .await;
     crate::rest::error::found(patched)
-}
-
-/// [`client_of`], or the not-found error an unnamed object gets.
-fn client_or_not_found<K: Object>(
-    clientset: &Clientset,
-    obj: &K,
-) -> Result<(ResourceClient<K>, String), Error> {
-    client_of(clientset, obj).ok_or_else(|| {
-        let gvr = crate::meta::GroupVersionResource::of::<K>();
-        Error::not_found(&gvr.group, &gvr.resource, "")
-    })
 }
 
 /// Reconciles `obj` through its finalizer `name`: adds it, runs `reconcile` with
