@@ -14,7 +14,25 @@
 //! `kube`'s [`Resource`] and [`ResourceExt`] traits are included (the same items as
 //! `kube::Resource` and `kube::ResourceExt`, so importing those too is no clash), and so
 //! is tokio-util's [`CancellationToken`], which [`Manager::start`] takes.
-//! [`Object`](crate::meta::Object) is left out: `kube::core::Object` has its name.
+//! [`Object`](crate::meta::Object) and
+//! [`PropagationPolicy`](crate::clientset::PropagationPolicy) are left out: `kube::api`
+//! has types of those names.
+//!
+//! Glob-imported beside `kube`'s own names, nothing is ambiguous:
+//!
+//! ```
+//! use kube::*;
+//! use kube::api::*;
+//! use kubekit::prelude::*;
+//!
+//! let theirs: Option<Config> = None; // kube::Config
+//! let ours: Option<RestConfig> = None; // kubekit::rest::Config
+//! let merge = Patch::Merge(serde_json::json!({})); // kube::api::Patch
+//! let apply = PatchBody::Apply(serde_json::json!({})); // kubekit::clientset::Patch
+//! assert!(apply.is_apply() && theirs.is_none() && ours.is_none());
+//! let policy = PropagationPolicy::Foreground; // kube::api's; kubekit's is not in the prelude
+//! # let _ = (merge, policy, ReconcileAction::Done, ObjectKey::new("ns", "name"));
+//! ```
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -39,7 +57,7 @@ pub use tokio_util::sync::CancellationToken;
 
 pub use crate::clientset::{
     Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, Patch as PatchBody,
-    PatchOptions, PropagationPolicy, ResourceClient, UpdateOptions,
+    PatchOptions, ResourceClient, UpdateOptions,
 };
 pub use crate::conditions::{
     CONDITION_FALSE, CONDITION_TRUE, CONDITION_UNKNOWN, find_status_condition,
