@@ -1,6 +1,73 @@
 //! kubekit is client-go for Rust: the pieces a Kubernetes controller is built from,
 //! natively on tokio.
 //!
+//! # Getting started
+//!
+//! A controller is an `async fn` that brings one object's world in line with it, run by a
+//! [`Manager`](manager::Manager) that watches the objects and their children, queues the
+//! changes and retries failures. This one gives every Deployment a ConfigMap of settings,
+//! owned by the Deployment (so it goes away with it), written with server-side apply (so
+//! fields set by others are left alone); a change to either enqueues the Deployment:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use kubekit::k8s_openapi::api::apps::v1::Deployment;
+//! use kubekit::k8s_openapi::api::core::v1::ConfigMap;
+//! use kubekit::prelude::*;
+//! use serde_json::json;
+//!
+//! const MANAGER: &str = "settings-controller";
+//!
+//! struct Ctx {
+//!     clientset: Clientset,
+//! }
+//!
+//! async fn reconcile(deploy: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<ReconcileAction, ReconcileError> {
+//!     let namespace = deploy.namespace().unwrap_or_default();
+//!     let name = format!("{}-settings", deploy.name_any());
+//!     let replicas = deploy.spec.replicas.unwrap_or(1);
+//!     let settings = json!({
+//!         "apiVersion": "v1",
+//!         "kind": "ConfigMap",
+//!         "metadata": { "name": name, "ownerReferences": [controller_ref(&*deploy)] },
+//!         "data": { "replicas": replicas.to_string() },
+//!     });
+//!     let options = PatchOptions::apply(MANAGER).force();
+//!     let config_maps = ctx.clientset.core_v1().config_maps(&namespace);
+//!     config_maps.patch(&name, &PatchBody::Apply(settings), &options).await?;
+//!     Ok(ReconcileAction::Done)
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let mut mgr = Manager::builder(RestConfig::infer().await?).build()?;
+//!     let ctx = Arc::new(Ctx { clientset: mgr.clientset().clone() });
+//!     mgr.controller::<Deployment>(MANAGER)
+//!         .owns::<ConfigMap>()
+//!         .build(reconcile, ctx)?;
+//!     mgr.start(shutdown_signal()).await?; // until SIGINT or SIGTERM
+//!     Ok(())
+//! }
+//! ```
+//!
+//! [`prelude`] brings in what a controller like this uses; [`finalizer`] cleans up what
+//! cannot be owned (objects elsewhere, outside resources) before an object goes, and
+//! [`conditions`] keeps a status's conditions as the API conventions ask. The repository's
+//! `examples/` crate has runnable programs, `config-map-generator` among them, a custom
+//! resource with a finalizer and a `Ready` condition.
+//!
+//! # Dependencies
+//!
+//! [`kube`] and [`k8s_openapi`] are re-exported, at the versions kubekit is built with:
+//! `kubekit::k8s_openapi::api::core::v1::Pod` is the type kubekit's clients take. A
+//! program still lists `k8s-openapi` among its own dependencies, at the same version, to
+//! enable the one feature that picks the Kubernetes version (`v1_37`): a library must not
+//! pick it, or two libraries picking different ones would not build together. The
+//! repository's README has the whole `[dependencies]` block.
+//!
+//! # Layers
+//!
 //! The library is layered the way client-go is; data and imports flow one way, from the
 //! top of this list to the bottom:
 //!
@@ -20,18 +87,27 @@
 //! | [`labels`] | `apimachinery/pkg/labels` | label selectors |
 //! | [`validation`] | `apimachinery/pkg/util/validation` | object names as the server checks them |
 //! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
-//! | [`controller`] | the seeds' `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
+//! | [`controller`] | sample-controller's `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
 //! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
 //! | [`leaderelection`] | `tools/leaderelection` | Lease-based leader election |
 //! | [`manager`] | controller-runtime `manager`, `builder` | the manager (shared clientset, informers, events, metrics, health, leader election) and the controller builder |
+//! | [`finalizer`] | controller-runtime `controllerutil` finalizers | clean-up before an object is deleted, guarded patches of the finalizer list |
 //!
-//! Modules appear here as they are built; the table names the whole plan.
+//! Beside the layers: [`meta`] (group/version/kind and resource names, owner references,
+//! [`meta::Object`] and [`meta::ObjectKey`]), [`conditions`] (apimachinery's
+//! `api/meta` conditions helpers for `status.conditions`), [`flowcontrol`] (client-side
+//! rate limiting) and [`prelude`] (the names a controller uses, in one `use`).
+
+pub use k8s_openapi;
+pub use kube;
 
 pub mod cache;
 pub mod clientset;
+pub mod conditions;
 pub mod controller;
 pub mod discovery;
 pub mod dynamic;
+pub mod finalizer;
 pub mod flowcontrol;
 #[cfg(test)]
 mod fuzz;
@@ -44,6 +120,7 @@ pub mod meta;
 pub mod metadata;
 mod panic;
 pub mod pods;
+pub mod prelude;
 pub mod record;
 pub mod rest;
 pub mod retry;

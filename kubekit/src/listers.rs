@@ -7,7 +7,9 @@
 //!   informer; check the informer has synced before trusting an absence.
 //! - [`Lister::get`] and [`NamespaceLister::get`] report a missing object with the same
 //!   error the API server gives ([`Error::is_not_found`](crate::rest::Error::is_not_found)
-//!   is true), so code can move between a lister and a client unchanged.
+//!   is true), so code can move between a lister and a client unchanged;
+//!   [`Lister::get_opt`] and [`NamespaceLister::get_opt`] give `Ok(None)` instead, as
+//!   [`ResourceClient::get_opt`](crate::clientset::ResourceClient::get_opt) does.
 //! - Namespaced listing uses the namespace index; it never scans the whole cache.
 //!
 //! ```no_run
@@ -94,6 +96,12 @@ impl<K: Resource + 'static> Lister<K> {
             .ok_or_else(|| Error::not_found(&self.gvr.group, &self.gvr.resource, name))
     }
 
+    /// A cluster-scoped object by name, `None` when the cache has none (the shape of
+    /// [`get`](Self::get) that code reading an optional object wants).
+    pub fn get_opt(&self, name: &str) -> Result<Option<Arc<K>>, Error> {
+        crate::rest::error::found(self.get(name))
+    }
+
     /// The cached objects whose index `index_name` has `value` (client-go's
     /// `Indexer.ByIndex`): a secondary index added to the informer
     /// ([`SharedIndexInformer::add_indexers`](crate::cache::SharedIndexInformer::add_indexers)),
@@ -166,6 +174,11 @@ impl<K: Resource + 'static> NamespaceLister<K> {
             .indexer
             .get(&format!("{}/{name}", self.namespace))
             .ok_or_else(|| Error::not_found(&gvr.group, &gvr.resource, name))
+    }
+
+    /// The object `name` of this namespace, `None` when the cache has none.
+    pub fn get_opt(&self, name: &str) -> Result<Option<Arc<K>>, Error> {
+        crate::rest::error::found(self.get(name))
     }
 }
 
@@ -281,5 +294,19 @@ mod tests {
             "{err}"
         );
         assert!(l.get("one").unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn get_opt_gives_none_for_a_missing_object_and_the_cached_arc_for_a_present_one() {
+        let l = lister();
+        let got = l.namespaced("b").get_opt("one").unwrap();
+        let cached = l.namespaced("b").get("one").unwrap();
+        assert!(got.is_some_and(|got| Arc::ptr_eq(&got, &cached)));
+        assert!(l.namespaced("b").get_opt("two").unwrap().is_none());
+        assert!(l.namespaced("c").get_opt("one").unwrap().is_none());
+        assert!(
+            l.get_opt("one").unwrap().is_none(),
+            "namespaced, not cluster-scoped"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Names of API types (apimachinery's `schema` package): group/version, group/version/kind,
-//! group/version/resource; and controller ownerReferences (`metav1.GetControllerOf`,
-//! `IsControlledBy`, `NewControllerRef`).
+//! group/version/resource; controller ownerReferences (`metav1.GetControllerOf`,
+//! `IsControlledBy`, `NewControllerRef`); the types a controller works on ([`Object`]) and
+//! the names of their objects ([`ObjectKey`], `types.NamespacedName`).
 //!
 //! The core group is the empty string: Pods are `("", "v1", "pods")`, Deployments
 //! `("apps", "v1", "deployments")`.
@@ -18,7 +19,92 @@
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::cache::meta_ref;
+
+/// A resource scope known when compiling: whether objects of the type live in a
+/// namespace. Implemented for `k8s-openapi`'s two scopes, which every built-in and
+/// derived custom type uses.
+pub trait KnownScope {
+    /// Whether objects of this scope live in a namespace.
+    const NAMESPACED: bool;
+}
+
+impl KnownScope for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl KnownScope for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// A type a controller can watch: any typed resource the informer factory can serve
+/// (built-in types and `#[derive(CustomResource)]` types alike).
+pub trait Object:
+    Resource<DynamicType = (), Scope: KnownScope>
+    + Serialize
+    + DeserializeOwned
+    + Clone
+    + fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> Object for T where
+    T: Resource<DynamicType = (), Scope: KnownScope>
+        + Serialize
+        + DeserializeOwned
+        + Clone
+        + fmt::Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// The name of an object to reconcile (controller-runtime's `types.NamespacedName`); its
+/// `Display` is the work queue key, `namespace/name` (or `name` when cluster-scoped).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// The namespace; `None` for a cluster-scoped object.
+    pub namespace: Option<String>,
+    /// The name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of `name` in `namespace`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
+    }
+
+    /// The key of `obj`; `None` when it has no name.
+    pub fn of<K: Resource + 'static>(obj: &K) -> Option<Self> {
+        let meta = meta_ref(obj);
+        Some(Self {
+            namespace: meta.namespace().filter(|ns| !ns.is_empty()).map(Into::into),
+            name: meta.name().filter(|n| !n.is_empty())?.into(),
+        })
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
 
 /// The ownerReference of `obj` marked `controller: true`, if any (`metav1.GetControllerOf`).
 pub fn controller_of(obj: &ObjectMeta) -> Option<&OwnerReference> {

@@ -57,21 +57,7 @@ use crate::meta::GroupVersionResource;
 use crate::rest::{ListPage, ObjectList, RestClient, Result};
 use kubekit_protobuf::DecodeOptions;
 
-/// A resource scope known when compiling: whether objects of the type live in a
-/// namespace. Implemented for `k8s-openapi`'s two scopes, which every built-in and
-/// derived custom type uses.
-pub trait KnownScope {
-    /// Whether objects of this scope live in a namespace.
-    const NAMESPACED: bool;
-}
-
-impl KnownScope for NamespaceResourceScope {
-    const NAMESPACED: bool = true;
-}
-
-impl KnownScope for ClusterResourceScope {
-    const NAMESPACED: bool = false;
-}
+pub use crate::meta::KnownScope;
 
 /// A typed client of resource `K` in one namespace, all namespaces, or (cluster-scoped
 /// types) none; see the [module docs](self).
@@ -188,6 +174,12 @@ where
     /// The object named `name`.
     pub async fn get(&self, name: &str, opts: &GetOptions) -> Result<K> {
         self.endpoint.get(name, None, opts).await?.decode()
+    }
+
+    /// The object named `name`, `None` when it does not exist (a 404 `NotFound`); other
+    /// errors are errors.
+    pub async fn get_opt(&self, name: &str, opts: &GetOptions) -> Result<Option<K>> {
+        crate::rest::error::found(self.get(name, opts).await)
     }
 
     /// The object named `name`, read through its `status` subresource.

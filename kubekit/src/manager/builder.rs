@@ -57,8 +57,6 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use kube::Resource;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use super::predicate::{Change, Predicate};
 use super::{Manager, ManagerError, RegisteredController};
@@ -72,69 +70,7 @@ use crate::informers::SharedInformerFactory;
 use crate::record::{EventRecorder, EventType};
 use crate::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
-/// A type a controller can watch: any typed resource the informer factory can serve
-/// (built-in types and `#[derive(CustomResource)]` types alike).
-pub trait Object:
-    Resource<DynamicType = (), Scope: KnownScope>
-    + Serialize
-    + DeserializeOwned
-    + Clone
-    + fmt::Debug
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<T> Object for T where
-    T: Resource<DynamicType = (), Scope: KnownScope>
-        + Serialize
-        + DeserializeOwned
-        + Clone
-        + fmt::Debug
-        + Send
-        + Sync
-        + 'static
-{
-}
-
-/// The name of an object to reconcile (controller-runtime's `types.NamespacedName`); its
-/// `Display` is the work queue key, `namespace/name` (or `name` when cluster-scoped).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
-    /// The namespace; `None` for a cluster-scoped object.
-    pub namespace: Option<String>,
-    /// The name.
-    pub name: String,
-}
-
-impl ObjectKey {
-    /// The key of `name` in `namespace`.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
-            namespace: Some(namespace.into()),
-            name: name.into(),
-        }
-    }
-
-    /// The key of `obj`; `None` when it has no name.
-    pub fn of<K: Resource + 'static>(obj: &K) -> Option<Self> {
-        let meta = meta_ref(obj);
-        Some(Self {
-            namespace: meta.namespace().filter(|ns| !ns.is_empty()).map(Into::into),
-            name: meta.name().filter(|n| !n.is_empty())?.into(),
-        })
-    }
-}
-
-impl fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.namespace {
-            Some(ns) => write!(f, "{ns}/{}", self.name),
-            None => f.write_str(&self.name),
-        }
-    }
-}
+pub use crate::meta::{Object, ObjectKey};
 
 /// The key of the object that controls `obj`, when that controller is of type `K`: its
 /// group and kind match (as controller-runtime's `EnqueueRequestForOwner` compares them,

@@ -16,6 +16,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 /// The result of every fallible call in the client layer.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// `Ok(Some)` for what was found, `Ok(None)` for a 404 `NotFound`, other errors as they
+/// are: the shape of every `get_opt`.
+pub(crate) fn found<T>(result: Result<T>) -> Result<Option<T>> {
+    match result {
+        Ok(found) => Ok(Some(found)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// An error from the client layer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -342,6 +352,20 @@ mod tests {
         fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
             self.1.as_deref().map(|l| l as _)
         }
+    }
+
+    #[test]
+    fn found_turns_only_not_found_into_none() {
+        assert_eq!(found(Ok(1)).unwrap(), Some(1));
+        let missing: Result<i32> = Err(Error::not_found("", "pods", "web"));
+        assert_eq!(found(missing).unwrap(), None);
+        let status = Status {
+            code: Some(409),
+            reason: Some("Conflict".into()),
+            ..Default::default()
+        };
+        let conflict: Result<i32> = Err(Error::from_status("PUT", "", status));
+        assert!(found(conflict).unwrap_err().is_conflict());
     }
 
     #[test]

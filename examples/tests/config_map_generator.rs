@@ -1,0 +1,159 @@
+//! The `config-map-generator` example end to end: the real binary against the real control
+//! plane, driven with kubectl as its docs say. A generator gets its ConfigMap and a `Ready`
+//! condition; a change of its data reaches the ConfigMap; `kubectl delete` of the
+//! generator deletes the ConfigMap through the finalizer, then the generator goes.
+
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kubekit::clientset::{Clientset, GetOptions};
+use kubekit::rest::Config;
+use testenv::{ControlPlane, eventually};
+
+/// The example's process, killed when dropped.
+struct Example(Child);
+
+impl Drop for Example {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `kubectl` with `args`, `stdin` piped in; its stdout, after asserting it succeeded.
+fn kubectl(cp: &ControlPlane, args: &[&str], stdin: &str) -> String {
+    let mut child = (cp.kubectl().args(args))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    let out = child.wait_with_output().expect("kubectl");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kubectl {args:?}: {stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn generator(ns: &str, value: &str) -> String {
+    format!(
+        "apiVersion: examples.kubekit.dev/v1\nkind: ConfigMapGenerator\n\
+         metadata: {{name: greeting, namespace: {ns}}}\nspec: {{data: {{hello: {value}}}}}\n"
+    )
+}
+
+#[tokio::test]
+async fn the_generator_gets_its_config_map_a_ready_condition_and_a_cleanup_on_delete() {
+    let cp = testenv::control_plane();
+    let ns = cp.create_namespace(&cp.client().await, "generator").await;
+    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    let config_maps = Clientset::new(&config).unwrap().core_v1().config_maps(&ns);
+    let _example = Example(
+        Command::new(env!("CARGO_BIN_EXE_config-map-generator"))
+            .arg("--kubeconfig")
+            .arg(cp.kubeconfig_path())
+            .args(["--namespace", &ns])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start config-map-generator"),
+    );
+    // The example installs its CRD; apply once the server serves it.
+    eventually(60, "the CRD established", || async {
+        let args = ["get", "crd", "configmapgenerators.examples.kubekit.dev"];
+        let out = cp.kubectl().args(args).args(["-o", "name"]).output().ok()?;
+        out.status.success().then_some(())
+    })
+    .await;
+    kubectl(
+        cp,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/configmapgenerators.examples.kubekit.dev",
+        ],
+        "",
+    );
+    kubectl(cp, &["apply", "-f", "-"], &generator(&ns, "world"));
+
+    let data = |cm: &ConfigMap| cm.data.as_ref().and_then(|d| d.get("hello")).cloned();
+    let cm = eventually(60, "the ConfigMap", || async {
+        config_maps
+            .get("greeting", &GetOptions::default())
+            .await
+            .ok()
+    })
+    .await;
+    assert_eq!(data(&cm).as_deref(), Some("world"));
+    let owner = &cm.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.controller),
+        ("ConfigMapGenerator", Some(true))
+    );
+    let ready = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
+    eventually(60, "Ready=True", || async {
+        let args = [
+            "get",
+            "configmapgenerator",
+            "greeting",
+            "-n",
+            &ns,
+            "-o",
+            ready,
+        ];
+        (kubectl(cp, &args, "") == "True").then_some(())
+    })
+    .await;
+    let finalizers = kubectl(
+        cp,
+        &[
+            "get",
+            "configmapgenerator",
+            "greeting",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.metadata.finalizers}",
+        ],
+        "",
+    );
+    assert!(
+        finalizers.contains("examples.kubekit.dev/config-map"),
+        "{finalizers}"
+    );
+
+    kubectl(cp, &["apply", "-f", "-"], &generator(&ns, "again"));
+    eventually(60, "the changed data in the ConfigMap", || async {
+        let cm = config_maps
+            .get("greeting", &GetOptions::default())
+            .await
+            .ok()?;
+        (data(&cm).as_deref() == Some("again")).then_some(())
+    })
+    .await;
+
+    // kubectl delete waits for the generator to be gone; the finalizer went first, after
+    // the ConfigMap was deleted (no garbage collector is needed for it).
+    kubectl(
+        cp,
+        &[
+            "delete",
+            "configmapgenerator",
+            "greeting",
+            "-n",
+            &ns,
+            "--timeout=60s",
+        ],
+        "",
+    );
+    let left = config_maps
+        .get_opt("greeting", &GetOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        left.is_none(),
+        "the cleanup deleted the ConfigMap: {left:?}"
+    );
+}

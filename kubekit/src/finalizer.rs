@@ -1,0 +1,346 @@
+//! Finalizers (controller-runtime's `controllerutil.AddFinalizer` / `RemoveFinalizer` /
+//! `ContainsFinalizer`, kube-runtime's `finalizer`): clean up what an object stands for
+//! before the API server lets it go.
+//!
+//! # Contract
+//!
+//! - [`add_finalizer`] and [`remove_finalizer`] write with a JSON patch guarded by a `test`
+//!   of the finalizer list they read from the object given (add: the whole list, or its
+//!   absence; remove: the finalizer at its index): a list that someone else changed since
+//!   is never overwritten, the server refuses the patch (422) and the caller retries from
+//!   a fresher copy. Other fields may have changed meanwhile; they are not touched.
+//! - [`finalizer`] runs one reconcile of an object through its finalizer `name`:
+//!   - not being deleted, without the finalizer: the finalizer is added first, then
+//!     [`Event::Apply`] runs with the object as the server returned it, so nothing is
+//!     made for an object that could go away without its cleanup;
+//!   - not being deleted, with the finalizer: [`Event::Apply`];
+//!   - being deleted (`deletionTimestamp` set), with the finalizer: [`Event::Cleanup`],
+//!     and the finalizer is removed **only when cleanup returned `Ok`**;
+//!   - being deleted without the finalizer: nothing runs, there is nothing left to clean.
+//! - Nothing is remembered between calls: what happens is decided from the object alone.
+//!   A controller stopped or killed during a cleanup (or whose cleanup failed) leaves the
+//!   finalizer on the object, so the object stays, and the next reconcile, in this process
+//!   or the next, runs the cleanup again. Cleanup must therefore be idempotent: deleting
+//!   what is already gone is success.
+//! - Writes go through the given [`Clientset`]; a manager's is guarded by leader election.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kubekit::clientset::Clientset;
+//! use kubekit::controller::Action;
+//! use kubekit::finalizer::{Event, FinalizerError, finalizer};
+//!
+//! #[derive(Debug, thiserror::Error)]
+//! #[error("{0}")]
+//! struct Error(String);
+//!
+//! async fn reconcile(cm: Arc<ConfigMap>, clientset: Arc<Clientset>) -> Result<Action, FinalizerError<Error>> {
+//!     finalizer(&clientset, "example.com/cleanup", cm, |event| async move {
+//!         match event {
+//!             Event::Apply(cm) => println!("making what {:?} asks for", cm.metadata.name),
+//!             Event::Cleanup(cm) => println!("removing what {:?} made", cm.metadata.name),
+//!         }
+//!         Ok::<_, Error>(Action::Done)
+//!     })
+//!     .await
+//! }
+//! ```
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::cache::meta_ref;
+use crate::clientset::{Clientset, Patch, PatchOptions, ResourceClient};
+use crate::controller::Action;
+use crate::meta::{GroupVersionResource, Object};
+use crate::rest::Error;
+
+/// What [`finalizer`]'s reconcile function is asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<K> {
+    /// Bring the world in line with the object, which has the finalizer and is not being
+    /// deleted. Must be idempotent.
+    Apply(Arc<K>),
+    /// Undo what `Apply` made: the object is being deleted and has the finalizer, which is
+    /// removed once this returns `Ok`. Must be idempotent: it may run again after a crash.
+    Cleanup(Arc<K>),
+}
+
+/// Why [`finalizer`] failed; every kind is worth a retry.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FinalizerError<E> {
+    /// The reconcile function failed at [`Event::Apply`].
+    #[error("apply failed: {0}")]
+    ApplyFailed(E),
+    /// The reconcile function failed at [`Event::Cleanup`]; the finalizer stays.
+    #[error("cleanup failed: {0}")]
+    CleanupFailed(E),
+    /// The finalizer could not be added (a 422 when the finalizer list changed since the
+    /// object was read).
+    #[error("adding the finalizer: {0}")]
+    AddFinalizer(#[source] Error),
+    /// The finalizer could not be removed after a successful cleanup (a 422 when the
+    /// finalizer list changed since the object was read); the cleanup runs again.
+    #[error("removing the finalizer: {0}")]
+    RemoveFinalizer(#[source] Error),
+    /// The object has no name (it cannot be patched).
+    #[error("the object has no name")]
+    UnnamedObject,
+}
+
+/// Whether `obj` has the finalizer `name` (`controllerutil.ContainsFinalizer`).
+pub fn has_finalizer<K: kube::Resource + 'static>(obj: &K, name: &str) -> bool {
+    meta_ref(obj).finalizers().any(|f| f == name)
+}
+
+/// The client of `obj`'s resource in `obj`'s namespace, and `obj`'s name; an object
+/// without a name gets the not-found error of a nameless object.
+fn client_of<K: Object>(
+    clientset: &Clientset,
+    obj: &K,
+) -> Result<(ResourceClient<K>, String), Error> {
+    let meta = meta_ref(obj);
+    let Some(name) = meta.name().filter(|n| !n.is_empty()) else {
+        let gvr = GroupVersionResource::of::<K>();
+        return Err(Error::not_found(&gvr.group, &gvr.resource, ""));
+    };
+    let namespace = meta.namespace().unwrap_or_default();
+    let client = ResourceClient::new(clientset.rest_client().clone(), namespace);
+    Ok((client, name.to_string()))
+}
+
+/// The guarded JSON patch adding `name` to the finalizer list `current`.
+fn add_patch(current: &[&str], name: &str) -> Value {
+    if current.is_empty() {
+        json!([
+            { "op": "test", "path": "/metadata/finalizers", "value": null },
+            { "op": "add", "path": "/metadata/finalizers", "value": [name] },
+        ])
+    } else {
+        json!([
+            { "op": "test", "path": "/metadata/finalizers", "value": current },
+            { "op": "add", "path": "/metadata/finalizers/-", "value": name },
+        ])
+    }
+}
+
+/// The guarded JSON patch removing the finalizer `name` found at `index`.
+fn remove_patch(index: usize, name: &str) -> Value {
+    let path = format!("/metadata/finalizers/{index}");
+    json!([
+        { "op": "test", "path": path, "value": name },
+        { "op": "remove", "path": path },
+    ])
+}
+
+/// Adds the finalizer `name` to `obj` on the server, unless `obj` has it already
+/// (`controllerutil.AddFinalizer` and the patch that writes it): the object as patched,
+/// or `None` when `obj` had it (no request is made). Guarded as the
+/// [module docs](self) say. An object without a name is reported as not found.
+pub async fn add_finalizer<K: Object>(
+    clientset: &Clientset,
+    obj: &K,
+    name: &str,
+) -> Result<Option<K>, Error> {
+    let meta = meta_ref(obj);
+    let current: Vec<&str> = meta.finalizers().collect();
+    if current.contains(&name) {
+        return Ok(None);
+    }
+    let (client, object) = client_of(clientset, obj)?;
+    let patch = Patch::Json(add_patch(&current, name));
+    client
+        .patch(&object, &patch, &PatchOptions::default())
+        .await
+        .map(Some)
+}
+
+/// Removes the finalizer `name` from `obj` on the server (`controllerutil.RemoveFinalizer`
+/// and the patch that writes it): the object as patched (it is gone from the server when
+/// this was its last finalizer and it was being deleted), or `None` when `obj` has no
+/// such finalizer or the object no longer exists. Guarded as the [module docs](self) say.
+pub async fn remove_finalizer<K: Object>(
+    clientset: &Clientset,
+    obj: &K,
+    name: &str,
+) -> Result<Option<K>, Error> {
+    let Some(index) = meta_ref(obj).finalizers().position(|f| f == name) else {
+        return Ok(None);
+    };
+    let (client, object) = client_of(clientset, obj)?;
+    let patch = Patch::Json(remove_patch(index, name));
+    let patched = client
+        .patch(&object, &patch, &PatchOptions::default())
+        .await;
+    crate::rest::error::found(patched)
+}
+
+/// Reconciles `obj` through its finalizer `name`: adds it, runs `reconcile` with
+/// [`Event::Apply`] or [`Event::Cleanup`], and removes it after a successful cleanup; see
+/// the [module docs](self) for when each happens. `reconcile`'s [`Action`] is returned
+/// (after a cleanup too; the object is usually gone by then), or
+/// [`Action::Done`] when nothing ran.
+pub async fn finalizer<K, F, Fut, E>(
+    clientset: &Clientset,
+    name: &str,
+    obj: Arc<K>,
+    reconcile: F,
+) -> Result<Action, FinalizerError<E>>
+where
+    K: Object,
+    F: FnOnce(Event<K>) -> Fut,
+    Fut: Future<Output = Result<Action, E>>,
+{
+    if meta_ref(&*obj).name().is_none_or(str::is_empty) {
+        return Err(FinalizerError::UnnamedObject);
+    }
+    let deleting = meta_ref(&*obj).deletion_timestamp().is_some();
+    match (has_finalizer(&*obj, name), deleting) {
+        (true, false) => reconcile(Event::Apply(obj))
+            .await
+            .map_err(FinalizerError::ApplyFailed),
+        (true, true) => {
+            let action = reconcile(Event::Cleanup(obj.clone()))
+                .await
+                .map_err(FinalizerError::CleanupFailed)?;
+            remove_finalizer(clientset, &*obj, name)
+                .await
+                .map_err(FinalizerError::RemoveFinalizer)?;
+            Ok(action)
+        }
+        (false, false) => {
+            let added = add_finalizer(clientset, &*obj, name)
+                .await
+                .map_err(FinalizerError::AddFinalizer)?;
+            let obj = added.map_or(obj, Arc::new);
+            reconcile(Event::Apply(obj))
+                .await
+                .map_err(FinalizerError::ApplyFailed)
+        }
+        (false, true) => Ok(Action::Done),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn config_map(finalizers: &[&str]) -> ConfigMap {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some("cm".into());
+        cm.metadata.namespace = Some("ns".into());
+        cm.metadata.finalizers =
+            (!finalizers.is_empty()).then(|| finalizers.iter().map(|f| f.to_string()).collect());
+        cm
+    }
+
+    #[test]
+    fn has_finalizer_matches_whole_names_only() {
+        let cm = config_map(&["a.example.com/x", "b"]);
+        assert!(has_finalizer(&cm, "b"));
+        assert!(has_finalizer(&cm, "a.example.com/x"));
+        assert!(!has_finalizer(&cm, "a.example.com"));
+        assert!(!has_finalizer(&config_map(&[]), "b"));
+    }
+
+    #[test]
+    fn adding_to_an_absent_list_tests_that_it_is_still_absent() {
+        assert_eq!(
+            add_patch(&[], "f"),
+            json!([
+                { "op": "test", "path": "/metadata/finalizers", "value": null },
+                { "op": "add", "path": "/metadata/finalizers", "value": ["f"] },
+            ])
+        );
+    }
+
+    #[test]
+    fn adding_to_a_list_tests_the_whole_list_then_appends() {
+        assert_eq!(
+            add_patch(&["a", "b"], "f"),
+            json!([
+                { "op": "test", "path": "/metadata/finalizers", "value": ["a", "b"] },
+                { "op": "add", "path": "/metadata/finalizers/-", "value": "f" },
+            ])
+        );
+    }
+
+    #[test]
+    fn removing_tests_the_finalizer_at_its_index() {
+        assert_eq!(
+            remove_patch(1, "f"),
+            json!([
+                { "op": "test", "path": "/metadata/finalizers/1", "value": "f" },
+                { "op": "remove", "path": "/metadata/finalizers/1" },
+            ])
+        );
+    }
+
+    /// A clientset whose every request fails to connect: the cases below must not write.
+    fn offline() -> Clientset {
+        let config = crate::rest::Config::from_url("http://127.0.0.1:9").unwrap();
+        Clientset::new(&config).unwrap()
+    }
+
+    #[tokio::test]
+    async fn with_the_finalizer_and_no_deletion_only_apply_runs_and_nothing_is_written() {
+        let cm = Arc::new(config_map(&["f"]));
+        let action = finalizer(&offline(), "f", cm, |event| async move {
+            assert!(matches!(event, Event::Apply(_)), "{event:?}");
+            Ok::<_, std::fmt::Error>(Action::RequeueAfter(std::time::Duration::from_secs(1)))
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            action,
+            Action::RequeueAfter(std::time::Duration::from_secs(1))
+        );
+    }
+
+    fn being_deleted(mut cm: ConfigMap) -> Arc<ConfigMap> {
+        let now = k8s_openapi::jiff::Timestamp::now();
+        cm.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now));
+        Arc::new(cm)
+    }
+
+    #[tokio::test]
+    async fn a_failed_cleanup_keeps_the_finalizer_without_writing() {
+        let cm = being_deleted(config_map(&["f"]));
+        let result = finalizer(&offline(), "f", cm, |event| async move {
+            assert!(matches!(event, Event::Cleanup(_)), "{event:?}");
+            Err::<Action, _>(std::fmt::Error)
+        })
+        .await;
+        assert!(
+            matches!(result, Err(FinalizerError::CleanupFailed(_))),
+            "{result:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_object_being_deleted_without_the_finalizer_runs_nothing() {
+        let cm = being_deleted(config_map(&["someone-else"]));
+        let result = finalizer(&offline(), "f", cm, |_| async {
+            Err::<Action, _>(std::fmt::Error) // would fail the test if it ran
+        })
+        .await;
+        assert_eq!(result.unwrap(), Action::Done);
+    }
+
+    #[tokio::test]
+    async fn an_unnamed_object_is_refused_before_anything_runs() {
+        let mut cm = config_map(&[]);
+        cm.metadata.name = None;
+        let result = finalizer(&offline(), "f", Arc::new(cm), |_| async {
+            Ok::<_, std::fmt::Error>(Action::Done)
+        })
+        .await;
+        assert!(matches!(result, Err(FinalizerError::UnnamedObject)));
+    }
+}
