@@ -413,8 +413,13 @@ impl Value for String {
     const WIRE: WireType = WireType::Len;
 
     fn decode(d: &mut Decoder<'_>) -> Result<Self, Error> {
-        // Invalid UTF-8 becomes U+FFFD, as the server's JSON encoder writes it.
-        Ok(String::from_utf8_lossy(d.len_delimited()?).into_owned())
+        // Invalid UTF-8 becomes U+FFFD, as the server's JSON encoder writes it. The strict
+        // check first: it is several times faster than the lossy one on valid text.
+        let bytes = d.len_delimited()?;
+        Ok(match std::str::from_utf8(bytes) {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+        })
     }
 
     fn encode(&self, e: &mut Encoder) {
