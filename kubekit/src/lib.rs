@@ -23,6 +23,7 @@
 //! | [`controller`] | the seeds' `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
 //! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
 //! | [`leaderelection`] | `tools/leaderelection` | Lease-based leader election |
+//! | [`webhook`] | controller-runtime `pkg/webhook` | admission (validating, defaulting) and conversion webhooks over HTTPS, with reloaded or generated certificates |
 //! | [`manager`] | controller-runtime `manager`, `builder` | the manager (shared clientset, informers, events, metrics, health, leader election) and the controller builder |
 //!
 //! Modules appear here as they are built; the table names the whole plan.
@@ -50,4 +51,5 @@ pub mod retry;
 pub mod scale;
 pub mod validation;
 pub mod watch;
+pub mod webhook;
 pub mod workqueue;
