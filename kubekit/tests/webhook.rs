@@ -34,13 +34,16 @@ use tokio_util::sync::CancellationToken;
 
 use common::{admin_client, namespace};
 
-/// Denies Apps with negative replicas; panics on an App named `panic-please`.
+/// Denies Apps with negative replicas; panics on an App named `panic-please` and takes
+/// 5 s over one named `slow-please`.
 struct AppValidator;
 
 impl Validator<App> for AppValidator {
     async fn validate_create(&self, app: &App, _: &AdmissionRequest) -> Verdict {
-        if app.metadata.name.as_deref() == Some("panic-please") {
-            panic!("asked to panic");
+        match app.metadata.name.as_deref() {
+            Some("panic-please") => panic!("asked to panic"),
+            Some("slow-please") => tokio::time::sleep(Duration::from_secs(5)).await,
+            _ => {}
         }
         if app.spec.deployment_template.replicas < 0 {
             return Verdict::deny("spec.deploymentTemplate.replicas must not be negative")
@@ -283,9 +286,12 @@ async fn kubectl_apply_of_an_invalid_app_is_denied_with_the_validators_message_a
     assert!(readiness.check().is_err(), "ready after stopping");
 }
 
-/// Whether the server at `address` presents a certificate that `ca` verifies for
-/// 127.0.0.1, with verification on (a refusal is `false`).
-async fn served_by(address: SocketAddr, ca: &CertificateAuthority) -> bool {
+/// A TLS connection to `address` that verifies the server's certificate against `ca` for
+/// 127.0.0.1 (verification on: a certificate of another authority is refused).
+async fn tls_connect(
+    address: SocketAddr,
+    ca: &CertificateAuthority,
+) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
     use rustls::pki_types::pem::PemObject as _;
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.ca_bundle().as_bytes()) {
@@ -298,12 +304,171 @@ async fn served_by(address: SocketAddr, ca: &CertificateAuthority) -> bool {
     .unwrap()
     .with_root_certificates(roots)
     .with_no_client_auth();
-    let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    let tcp = tokio::net::TcpStream::connect(address).await?;
     let name = rustls::pki_types::ServerName::IpAddress(address.ip().into());
     tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
-        .is_ok()
+}
+
+/// Whether the server at `address` presents a certificate that `ca` verifies.
+async fn served_by(address: SocketAddr, ca: &CertificateAuthority) -> bool {
+    tls_connect(address, ca).await.is_ok()
+}
+
+/// POSTs `body` to `path` over HTTPS (HTTP/1.1, one request): the status and the body.
+async fn post(
+    address: SocketAddr,
+    ca: &CertificateAuthority,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut tls = tls_connect(address, ca).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    // The server may answer (413) before it has read the whole body.
+    let _ = tls.write_all(body).await;
+    let mut response = Vec::new();
+    let mut chunk = [0; 8192];
+    while let Ok(n @ 1..) = tls.read(&mut chunk).await {
+        response.extend_from_slice(&chunk[..n]);
+    }
+    let response = String::from_utf8_lossy(&response);
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {response:?}"));
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    (status, body.to_owned())
+}
+
+/// An `AdmissionReview` creating `app`.
+fn admission_review(app: &App) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": { "uid": "uid-1", "operation": "CREATE", "object": app },
+    }))
+    .unwrap()
+}
+
+/// A validating server for Apps with a 1 KiB body limit and a 300 ms timeout, its CA and
+/// its metrics.
+async fn limited_server(
+    cancel: &CancellationToken,
+) -> (SocketAddr, CertificateAuthority, Registry) {
+    let ca = CertificateAuthority::generate("limits-ca").unwrap();
+    let metrics = WebhookMetrics::default();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let served = WebhookServer::new(Certificates::issued_by(&ca, &["127.0.0.1"]).unwrap())
+        .validator::<App, _>(AppValidator)
+        .max_request_bytes(1024)
+        .timeout(Duration::from_millis(300))
+        .metrics(&metrics)
+        .serve("127.0.0.1:0".parse().unwrap(), cancel.clone())
+        .await
+        .unwrap();
+    (served.address(), ca, registry)
+}
+
+#[tokio::test]
+async fn a_review_of_another_kind_or_version_gets_400_naming_what_the_webhook_serves() {
+    let cancel = CancellationToken::new();
+    let (address, ca, _) = limited_server(&cancel).await;
+    let path = validate_path::<App>();
+    let conversion = br#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}"#;
+    let (status, body) = post(address, &ca, &path, "application/json", conversion).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.contains(r#"serves admission.k8s.io/v1 AdmissionReview, not "apiextensions.k8s.io/v1" "ConversionReview""#),
+        "{body}"
+    );
+    let beta = br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}"#;
+    let (status, body) = post(address, &ca, &path, "application/json", beta).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = post(address, &ca, &path, "application/json", b"not json").await;
+    assert_eq!(status, 400);
+    let (status, _) = post(
+        address,
+        &ca,
+        &path,
+        "text/plain",
+        &admission_review(&app("a", 1)),
+    )
+    .await;
+    assert_eq!(status, 415);
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413_and_the_server_goes_on() {
+    let cancel = CancellationToken::new();
+    let (address, ca, _) = limited_server(&cancel).await;
+    let path = validate_path::<App>();
+    let mut big = app("big", 1);
+    big.spec.deployment_template.image = "x".repeat(4096);
+    let (status, body) = post(
+        address,
+        &ca,
+        &path,
+        "application/json",
+        &admission_review(&big),
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    let (status, body) = post(
+        address,
+        &ca,
+        &path,
+        "application/json",
+        &admission_review(&app("small", 1)),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""allowed":true"#), "{body}");
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn a_handler_past_the_timeout_is_denied_with_504_and_an_unknown_path_is_404_and_not_counted()
+{
+    let cancel = CancellationToken::new();
+    let (address, ca, registry) = limited_server(&cancel).await;
+    let path = validate_path::<App>();
+    let (status, body) = post(
+        address,
+        &ca,
+        &path,
+        "application/json",
+        &admission_review(&app("slow-please", 1)),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(r#""allowed":false"#) && body.contains(r#""code":504"#),
+        "{body}"
+    );
+    assert!(body.contains("did not answer within 300ms"), "{body}");
+    let (status, _) = post(address, &ca, "/nothing-here", "application/json", b"{}").await;
+    assert_eq!(status, 404);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(!text.contains("nothing-here"), "{text}");
+    assert!(
+        text.contains(&format!(
+            r#"controller_runtime_webhook_requests_total{{webhook="{path}",code="200"}} 1"#
+        )),
+        "{text}"
+    );
+    cancel.cancel();
 }
 
 /// Writes a certificate and key issued by `ca` for 127.0.0.1 into `dir`, key first (so a

@@ -19,22 +19,24 @@ use serde_json::value::RawValue;
 ///
 /// ```
 /// use kube::CustomResource;
-/// use kubekit::webhook::Conversion;
-/// use schemars::JsonSchema;
+/// use kubekit::webhook::{Conversion, WebhookServer};
 /// use serde::{Deserialize, Serialize};
 ///
 /// mod v1 {
-///     # use super::*;
-///     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-///     #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+///     use super::*;
+///     /// A widget whose size has a unit.
+///     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug)]
+///     #[kube(group = "example.com", version = "v1", kind = "Widget", namespaced, schema = "disabled")]
 ///     pub struct WidgetSpec { pub size: String }
 /// }
 /// mod v2 {
-///     # use super::*;
-///     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, JsonSchema)]
-///     #[kube(group = "example.com", version = "v2", kind = "Widget", namespaced)]
+///     use super::*;
+///     /// A widget whose size is in MiB: the hub.
+///     #[derive(CustomResource, Serialize, Deserialize, Clone, Debug)]
+///     #[kube(group = "example.com", version = "v2", kind = "Widget", namespaced, schema = "disabled")]
 ///     pub struct WidgetSpec { pub size_mib: u32 }
 /// }
+///
 /// impl From<v1::Widget> for v2::Widget {
 ///     fn from(w: v1::Widget) -> Self {
 ///         let size_mib = w.spec.size.trim_end_matches("Mi").parse().unwrap_or(0);
@@ -43,11 +45,17 @@ use serde_json::value::RawValue;
 /// }
 /// impl From<v2::Widget> for v1::Widget {
 ///     fn from(w: v2::Widget) -> Self {
-///         v1::Widget { metadata: w.metadata, spec: v1::WidgetSpec { size: format!("{}Mi", w.spec.size_mib) } }
+///         let size = format!("{}Mi", w.spec.size_mib);
+///         v1::Widget { metadata: w.metadata, spec: v1::WidgetSpec { size } }
 ///     }
 /// }
 ///
-/// let conversion = Conversion::<v2::Widget>::hub().spoke::<v1::Widget>();
+/// fn main() {
+///     let conversion = Conversion::<v2::Widget>::hub().spoke::<v1::Widget>();
+///     # let ca = kubekit::webhook::CertificateAuthority::generate("demo").unwrap();
+///     # let certificates = kubekit::webhook::Certificates::issued_by(&ca, &["127.0.0.1"]).unwrap();
+///     let server = WebhookServer::new(certificates).conversion("/convert", conversion);
+/// }
 /// ```
 pub struct Conversion<H> {
     versions: HashMap<String, Version<H>>,
