@@ -708,8 +708,12 @@ impl From<v1::Widget> for v2::Widget {
     }
 }
 
+/// Panics on size 13, for the test of panicking conversions.
 impl From<v2::Widget> for v1::Widget {
     fn from(w: v2::Widget) -> Self {
+        if w.spec.size_mib == 13 {
+            panic!("unlucky size");
+        }
         v1::Widget {
             metadata: w.metadata,
             spec: v1::WidgetSpec {
@@ -806,4 +810,57 @@ async fn an_object_stored_in_v1_reads_as_v2_and_writes_back_through_v2_without_l
     );
     cancel.cancel();
     served.stopped().await;
+}
+
+/// A `ConversionReview` of one v2 Widget of `size_mib` into v1.
+fn conversion_review(size_mib: u32) -> Vec<u8> {
+    let widget = v2::Widget::new("w", v2::WidgetSpec { size_mib });
+    serde_json::to_vec(&json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": { "uid": "uid-2", "desiredAPIVersion": "conversion.kubekit.test/v1", "objects": [widget] },
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_panicking_conversion_fails_its_review_with_the_panic_message_and_the_server_goes_on() {
+    let ca = CertificateAuthority::generate("conversion-panic-ca").unwrap();
+    let cancel = CancellationToken::new();
+    let served = WebhookServer::new(Certificates::issued_by(&ca, &["127.0.0.1"]).unwrap())
+        .conversion(
+            "/convert",
+            Conversion::<v2::Widget>::hub().spoke::<v1::Widget>(),
+        )
+        .serve("127.0.0.1:0".parse().unwrap(), cancel.clone())
+        .await
+        .unwrap();
+    let (status, body) = post(
+        served.address(),
+        &ca,
+        "/convert",
+        "application/json",
+        &conversion_review(13),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""status":"Failure""#), "{body}");
+    assert!(
+        body.contains("the conversion panicked: unlucky size"),
+        "{body}"
+    );
+    let (status, body) = post(
+        served.address(),
+        &ca,
+        "/convert",
+        "application/json",
+        &conversion_review(64),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(r#""status":"Success""#) && body.contains(r#""size":"64Mi""#),
+        "{body}"
+    );
+    cancel.cancel();
 }

@@ -17,7 +17,10 @@
 //!   `AdmissionReview` carries up to two objects of at most 3 MiB each) is answered
 //!   `413 Payload Too Large` before it is read further. A handler that runs past
 //!   [`WebhookServer::timeout`] (9 s unless set, under kube-apiserver's default
-//!   `timeoutSeconds` of 10) is denied (code 504) with a message that says so.
+//!   `timeoutSeconds` of 10) is denied (code 504) with a message that says so; the limit
+//!   acts where an admission handler awaits (one that blocks its thread is not
+//!   interrupted). Conversions run on tokio's blocking pool: one past the limit fails the
+//!   review at once, and finishes in the background.
 //! - **Panics.** A panic in a handler is caught: the request is denied (code 500) with the
 //!   panic's message, and the server goes on serving.
 //! - **Metrics** (controller-runtime's names, labelled by `webhook`, the path):

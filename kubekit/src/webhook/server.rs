@@ -47,7 +47,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a path serves.
 enum Route {
     Admission(Box<dyn Admit>),
-    Conversion(Box<dyn Convert>),
+    Conversion(Arc<dyn Convert>),
 }
 
 /// An HTTPS server for admission and conversion webhooks; see the [module docs](super).
@@ -120,7 +120,7 @@ impl WebhookServer {
         H: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + Sync + 'static,
     {
         self.routes
-            .insert(path.into(), Route::Conversion(Box::new(conversion)));
+            .insert(path.into(), Route::Conversion(Arc::new(conversion)));
         self
     }
 
@@ -283,7 +283,7 @@ impl WebhookServer {
         };
         let answer = match route {
             Route::Admission(admit) => self.admit(admit.as_ref(), &body, deadline).await,
-            Route::Conversion(convert) => self.convert(convert.as_ref(), &body, deadline).await,
+            Route::Conversion(convert) => self.convert(convert.clone(), &body, deadline).await,
         };
         match answer {
             Ok(json) => Response::builder()
@@ -326,10 +326,12 @@ impl WebhookServer {
         serde_json::to_vec(&out).map_err(|e| format!("encoding the response: {e}"))
     }
 
-    /// Answers a `ConversionReview`; `Err` is a body that is not one.
+    /// Answers a `ConversionReview`; `Err` is a body that is not one. Conversions are
+    /// synchronous (`From`), so they run on the blocking pool, where a large review does not
+    /// hold up the runtime and the time limit can answer while one is still running.
     async fn convert(
         &self,
-        convert: &dyn Convert,
+        convert: Arc<dyn Convert>,
         body: &[u8],
         deadline: tokio::time::Instant,
     ) -> Result<Vec<u8>, String> {
@@ -339,32 +341,33 @@ impl WebhookServer {
         let request = review
             .request
             .ok_or("the ConversionReview has no request")?;
-        let converted = guarded(
-            async { convert.convert(&request.objects, &request.desired_api_version) },
-            deadline,
-            self.timeout,
-        )
-        .await;
+        let (objects, desired) = (request.objects, request.desired_api_version);
+        let task = tokio::task::spawn_blocking(move || convert.convert(&objects, &desired));
+        let converted = match tokio::time::timeout_at(deadline, task).await {
+            Ok(Ok(converted)) => converted,
+            Ok(Err(e)) if e.is_panic() => Err(format!(
+                "the conversion panicked: {}",
+                crate::panic::message(e.into_panic().as_ref())
+            )),
+            Ok(Err(e)) => Err(format!("the conversion did not run: {e}")),
+            Err(_) => Err(format!(
+                "the conversion did not finish within {:?}",
+                self.timeout
+            )),
+        };
         let (converted_objects, result) = match converted {
-            Ok(Ok(objects)) => (
+            Ok(objects) => (
                 objects,
                 ConversionResult {
                     status: "Success",
                     message: String::new(),
                 },
             ),
-            Ok(Err(message)) | Err(Failure::TimedOut(message)) => (
+            Err(message) => (
                 Vec::new(),
                 ConversionResult {
                     status: "Failure",
                     message,
-                },
-            ),
-            Err(Failure::Panicked(message)) => (
-                Vec::new(),
-                ConversionResult {
-                    status: "Failure",
-                    message: format!("the conversion panicked: {message}"),
                 },
             ),
         };
