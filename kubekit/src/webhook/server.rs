@@ -148,12 +148,15 @@ impl WebhookServer {
         self.ready.clone()
     }
 
-    /// Loads the certificate, binds `address` and serves until `cancel` fires.
+    /// Binds `address`, loads the certificate and serves until `cancel` fires.
     pub async fn serve(
         self,
         address: SocketAddr,
         cancel: CancellationToken,
     ) -> Result<Served, Error> {
+        // Bound first, so that a port in use starts no certificate reloading.
+        let listener = TcpListener::bind(address).await.map_err(Error::Bind)?;
+        let address = listener.local_addr().map_err(Error::Bind)?;
         let resolver = self.certificates.load(cancel.clone()).await?;
         let mut tls = rustls::ServerConfig::builder_with_provider(super::certs::provider())
             .with_safe_default_protocol_versions()
@@ -162,8 +165,6 @@ impl WebhookServer {
             .with_cert_resolver(resolver);
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         let acceptor = TlsAcceptor::from(Arc::new(tls));
-        let listener = TcpListener::bind(address).await.map_err(Error::Bind)?;
-        let address = listener.local_addr().map_err(Error::Bind)?;
         let ready = self.ready.clone();
         let server = Arc::new(self);
         ready.0.store(true, Ordering::Release);
