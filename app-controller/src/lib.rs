@@ -7,6 +7,7 @@
 //! fails when the two disagree.
 
 pub mod controller;
+pub mod webhook;
 
 use k8s_openapi::api::apps::v1::DeploymentStatus;
 use k8s_openapi::api::core::v1::ServiceStatus;

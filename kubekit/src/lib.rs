@@ -90,6 +90,7 @@
 //! | [`controller`] | sample-controller's `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
 //! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
 //! | [`leaderelection`] | `tools/leaderelection` | Lease-based leader election |
+//! | [`webhook`] | controller-runtime `pkg/webhook` | admission (validating, defaulting) and conversion webhooks over HTTPS, with reloaded or generated certificates |
 //! | [`manager`] | controller-runtime `manager`, `builder` | the manager (shared clientset, informers, events, metrics, health, leader election) and the controller builder |
 //! | [`finalizer`] | controller-runtime `controllerutil` finalizers | clean-up before an object is deleted, guarded patches of the finalizer list |
 //!
@@ -127,4 +128,5 @@ pub mod retry;
 pub mod scale;
 pub mod validation;
 pub mod watch;
+pub mod webhook;
 pub mod workqueue;
