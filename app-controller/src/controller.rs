@@ -17,14 +17,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
-use kube::Resource;
 use kube::core::NamespaceResourceScope;
-use kubekit::clientset::{Clientset, DeleteOptions, Patch, PatchOptions, PropagationPolicy};
-use kubekit::controller::{Action, ReconcileError};
-use kubekit::listers::Lister;
-use kubekit::manager::{Manager, ManagerError, Object, Predicate};
-use kubekit::meta::{controller_ref, is_controlled_by};
-use kubekit::record::{EventRecorder, EventType};
+use kubekit::clientset::PropagationPolicy;
+use kubekit::meta::Object;
+use kubekit::prelude::*;
 use serde_json::{Value, json};
 
 use crate::{App, AppStatus};
@@ -95,7 +91,7 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
         tracing::warn!(app = ?app.metadata.name, "{} name must be specified", kind.to_lowercase());
         return Ok(None);
     }
-    if let Ok(current) = lister.namespaced(ns).get(name)
+    if let Some(current) = lister.namespaced(ns).get_opt(name)?
         && !is_controlled_by(current.meta(), &app.metadata)
     {
         let message = format!("{kind} {name:?} already exists and is not managed by App");
@@ -106,7 +102,7 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
     let client = ctx.clientset.resource::<K>(ns);
     tracing::info!(app = ?app.metadata.name, child = %name, "applying {kind}");
     let child = client
-        .patch(name, &Patch::Apply(desired), &apply_options())
+        .patch(name, &PatchBody::Apply(desired), &apply_options())
         .await?;
     // The children it controls under another name (the spec renamed them).
     let controlled = lister.controlled_by(&app.metadata);
@@ -127,11 +123,11 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
     Ok(Some(child))
 }
 
-async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<ReconcileAction, ReconcileError> {
     if app.metadata.deletion_timestamp.is_some() {
         // Being deleted: the garbage collector removes its children; making them again
         // would fight it (Kubernetes' own controllers leave such objects alone too).
-        return Ok(Action::Done);
+        return Ok(ReconcileAction::Done);
     }
     let deployment = sync_child(&ctx, &app, &ctx.deployments, deployment(&app)).await?;
     let service = sync_child(&ctx, &app, &ctx.services, service(&app)).await?;
@@ -147,13 +143,13 @@ async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<Action, ReconcileErro
             .clientset
             .resource::<App>(meta.namespace.as_deref().unwrap_or_default());
         let name = meta.name.as_deref().unwrap_or_default();
-        apps.patch_status(name, &Patch::Apply(config), &apply_options())
+        apps.patch_status(name, &PatchBody::Apply(config), &apply_options())
             .await?;
     }
     let message = "App synced successfully";
     ctx.recorder
         .event(&*app, EventType::Normal, SUCCESS_SYNCED, message);
-    Ok(Action::Done)
+    Ok(ReconcileAction::Done)
 }
 
 /// Adds the App controller to `mgr`: `workers` workers, at most `max_retries` retries.

@@ -36,7 +36,6 @@ use std::sync::Arc;
 use kube::CustomResource;
 use kube::core::CustomResourceExt;
 use kubekit::k8s_openapi::api::core::v1::ConfigMap;
-use kubekit::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kubekit::prelude::*;
 use kubekit::rest::Error;
 use schemars::JsonSchema;

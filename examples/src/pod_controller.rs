@@ -15,12 +15,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kubekit::cache::{Indexer, ListWatch, SharedIndexInformer};
 use kubekit::clientset::Clientset;
 use kubekit::controller::{
-    Action, ReconcileError, Reconciler, Runner, enqueue_handler, shutdown_signal,
+    Action, AsyncReconciler, ReconcileError, Runner, enqueue_handler, shutdown_signal,
 };
 use kubekit::workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 
@@ -29,19 +28,17 @@ struct SyncToStdout {
     indexer: Arc<Indexer<Pod>>,
 }
 
-impl Reconciler for SyncToStdout {
-    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
-        Box::pin(async move {
-            match self.indexer.get(key) {
-                None => println!("Pod {key} does not exist anymore"),
-                // The object is the one in the cache: no copy was made.
-                Some(pod) => println!(
-                    "Sync/Add/Update for Pod {}",
-                    pod.metadata.name.as_deref().unwrap_or_default()
-                ),
-            }
-            Ok(Action::Done)
-        })
+impl AsyncReconciler for SyncToStdout {
+    async fn reconcile(&self, key: &str) -> Result<Action, ReconcileError> {
+        match self.indexer.get(key) {
+            None => println!("Pod {key} does not exist anymore"),
+            // The object is the one in the cache: no copy was made.
+            Some(pod) => println!(
+                "Sync/Add/Update for Pod {}",
+                pod.metadata.name.as_deref().unwrap_or_default()
+            ),
+        }
+        Ok(Action::Done)
     }
 }
 

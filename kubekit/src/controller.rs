@@ -103,6 +103,7 @@ use crate::cache::{
     MaybeTombstone, ResourceEventHandlerFuncs, deletion_handling_meta_namespace_key,
     meta_namespace_key,
 };
+use crate::finalizer::FinalizerError;
 use crate::workqueue::RateLimitingQueue;
 
 /// What becomes of a key whose reconcile failed (kube-rs's `error_policy` answer,
@@ -155,12 +156,24 @@ pub struct ReconcileError {
 }
 
 impl ReconcileError {
-    /// `error`, to be retried ([`ErrorPolicy::Retry`]).
+    /// `error`, to be retried ([`ErrorPolicy::Retry`]) — unless `error`, or one of its
+    /// [sources](StdError::source), is a [`FinalizerError`] around a `ReconcileError`:
+    /// then that one's policy, so `.permanent()` or `.requeue_after(d)` inside a
+    /// finalizer's `Apply` or `Cleanup` survives `?` on the finalizer's result.
+    ///
+    /// ```
+    /// use kubekit::controller::{ErrorPolicy, ReconcileError};
+    /// use kubekit::finalizer::FinalizerError;
+    ///
+    /// let inner = ReconcileError::new("spec.port is out of range").permanent();
+    /// let err = ReconcileError::new(FinalizerError::ApplyFailed(inner));
+    /// assert_eq!(err.policy(), ErrorPolicy::Permanent);
+    /// assert_eq!(err.to_string(), "apply failed: spec.port is out of range");
+    /// ```
     pub fn new(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
-        Self {
-            error: error.into(),
-            policy: ErrorPolicy::Retry,
-        }
+        let error = error.into();
+        let policy = carried_policy(&*error).unwrap_or_default();
+        Self { error, policy }
     }
 
     /// The same error, not to be retried until its object changes
@@ -193,6 +206,22 @@ impl ReconcileError {
     pub fn into_inner(self) -> Box<dyn StdError + Send + Sync> {
         self.error
     }
+}
+
+/// The policy of the first [`FinalizerError`] around a [`ReconcileError`] in `error`'s
+/// chain (itself, then its sources) that has one.
+fn carried_policy(error: &(dyn StdError + 'static)) -> Option<ErrorPolicy> {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(policy) = error
+            .downcast_ref::<FinalizerError<ReconcileError>>()
+            .and_then(FinalizerError::policy)
+        {
+            return Some(policy);
+        }
+        next = error.source();
+    }
+    None
 }
 
 impl<E: Into<Box<dyn StdError + Send + Sync>>> From<E> for ReconcileError {

@@ -54,7 +54,7 @@ use serde_json::{Value, json};
 
 use crate::cache::meta_ref;
 use crate::clientset::{Clientset, Patch, PatchOptions, ResourceClient};
-use crate::controller::Action;
+use crate::controller::{Action, ErrorPolicy, ReconcileError};
 use crate::meta::{GroupVersionResource, Object};
 use crate::rest::Error;
 
@@ -69,7 +69,10 @@ pub enum Event<K> {
     Cleanup(Arc<K>),
 }
 
-/// Why [`finalizer`] failed; every kind is worth a retry.
+/// Why [`finalizer`] failed. The finalizer's own failures are worth a retry; the reconcile
+/// function's are what it says: with a [`ReconcileError`] as `E`, its
+/// [policy](FinalizerError::policy) is kept when this error becomes a `ReconcileError`
+/// (`?`, or returned to a manager's controller).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FinalizerError<E> {
@@ -90,6 +93,19 @@ pub enum FinalizerError<E> {
     /// The object has no name (it cannot be patched).
     #[error("the object has no name")]
     UnnamedObject,
+}
+
+impl FinalizerError<ReconcileError> {
+    /// The [`ErrorPolicy`] of the reconcile function's error (`None` for the finalizer's
+    /// own failures, which are retried). Converting this error into a [`ReconcileError`]
+    /// (`?` in a reconcile, or what a manager's controller does with the error a reconcile
+    /// returns) keeps it: a `.permanent()` error of `Apply` stays permanent.
+    pub fn policy(&self) -> Option<ErrorPolicy> {
+        match self {
+            Self::ApplyFailed(e) | Self::CleanupFailed(e) => Some(e.policy()),
+            _ => None,
+        }
+    }
 }
 
 /// Whether `obj` has the finalizer `name` (`controllerutil.ContainsFinalizer`).
@@ -331,6 +347,64 @@ mod tests {
         })
         .await;
         assert_eq!(result.unwrap(), Action::Done);
+    }
+
+    #[tokio::test]
+    async fn the_policy_of_an_apply_or_cleanup_error_survives_the_conversion_to_a_reconcile_error()
+    {
+        use std::time::Duration;
+
+        async fn reconcile(
+            cm: Arc<ConfigMap>,
+            error: fn() -> ReconcileError,
+        ) -> Result<Action, ReconcileError> {
+            let action = finalizer(&offline(), "f", cm, |_| async move { Err(error()) }).await?;
+            Ok(action)
+        }
+        let cm = Arc::new(config_map(&["f"]));
+        let err = reconcile(cm.clone(), || {
+            ReconcileError::new("spec.port is out of range").permanent()
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(err.policy(), ErrorPolicy::Permanent, "{err:?}");
+        assert_eq!(err.to_string(), "apply failed: spec.port is out of range");
+        let err = reconcile(being_deleted(config_map(&["f"])), || {
+            ReconcileError::new("the bucket is busy").requeue_after(Duration::from_secs(30))
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(
+            err.policy(),
+            ErrorPolicy::RequeueAfter(Duration::from_secs(30))
+        );
+        assert!(
+            err.downcast_ref::<FinalizerError<ReconcileError>>()
+                .is_some_and(|e| matches!(e, FinalizerError::CleanupFailed(_))),
+            "{err:?}"
+        );
+        let err = reconcile(cm, || "conflict".into()).await.unwrap_err();
+        assert_eq!(err.policy(), ErrorPolicy::Retry);
+
+        // The finalizer's own failures are retried; so is any error, as before.
+        let own: FinalizerError<ReconcileError> = FinalizerError::UnnamedObject;
+        assert_eq!(own.policy(), None);
+        assert_eq!(ReconcileError::from(own).policy(), ErrorPolicy::Retry);
+        let other = FinalizerError::ApplyFailed(std::fmt::Error);
+        assert_eq!(ReconcileError::from(other).policy(), ErrorPolicy::Retry);
+
+        // Found as the source of another error too (errors.As through the chain).
+        #[derive(Debug, thiserror::Error)]
+        #[error("reconciling: {0}")]
+        struct Wrapped(#[source] FinalizerError<ReconcileError>);
+        let inner = ReconcileError::new("invalid").permanent();
+        let err = ReconcileError::new(Wrapped(FinalizerError::CleanupFailed(inner)));
+        assert_eq!(err.policy(), ErrorPolicy::Permanent);
+        // And an explicit policy set afterwards wins.
+        let inner = ReconcileError::new("invalid").permanent();
+        let err =
+            ReconcileError::new(FinalizerError::ApplyFailed(inner)).with_policy(ErrorPolicy::Retry);
+        assert_eq!(err.policy(), ErrorPolicy::Retry);
     }
 
     #[tokio::test]

@@ -13,7 +13,9 @@
 //!
 //! `kube`'s [`Resource`] and [`ResourceExt`] traits are included (the same items as
 //! `kube::Resource` and `kube::ResourceExt`, so importing those too is no clash), and so
-//! is tokio-util's [`CancellationToken`], which [`Manager::start`] takes.
+//! are tokio-util's [`CancellationToken`], which [`Manager::start`] takes, and
+//! apimachinery's [`Condition`], which [`set_status_condition`] and the other condition
+//! helpers work on.
 //! [`Object`](crate::meta::Object) and
 //! [`PropagationPolicy`](crate::clientset::PropagationPolicy) are left out: `kube::api`
 //! has types of those names.
@@ -51,7 +53,62 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! A controller with a finalizer, a condition in its object's status and error policies
+//! needs nothing else:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use kubekit::k8s_openapi::api::core::v1::ConfigMap;
+//! use kubekit::prelude::*;
+//!
+//! const FINALIZER: &str = "example.com/cleanup";
+//!
+//! async fn apply(cm: &ConfigMap, clientset: &Clientset) -> Result<ReconcileAction, ReconcileError> {
+//!     let Some(port) = cm.data.as_ref().and_then(|d| d.get("port")) else {
+//!         // Retrying cannot help until the ConfigMap changes.
+//!         return Err(ReconcileError::new("data.port is missing").permanent());
+//!     };
+//!     let port: u16 = port.parse().permanent()?;
+//!     let mut conditions: Vec<Condition> = Vec::new();
+//!     let ready = new_condition("Ready", CONDITION_TRUE, "Listening", &format!("port {port}"), None);
+//!     set_status_condition(&mut conditions, ready);
+//!     let config_maps = clientset.core_v1().config_maps(&cm.namespace().unwrap_or_default());
+//!     // Not there yet: look again in 10 s rather than backing off.
+//!     config_maps.get(&format!("{}-peer", cm.name_any()), &GetOptions::default())
+//!         .await
+//!         .requeue_after(Duration::from_secs(10))?;
+//!     Ok(ReconcileAction::Done)
+//! }
+//!
+//! async fn reconcile(cm: Arc<ConfigMap>, clientset: Arc<Clientset>) -> Result<ReconcileAction, ReconcileError> {
+//!     let clientset: &Clientset = &clientset;
+//!     // A permanent error of `apply` stays permanent through the finalizer's error.
+//!     Ok(finalizer(clientset, FINALIZER, cm, |event| async move {
+//!         match event {
+//!             FinalizerEvent::Apply(cm) => apply(&cm, clientset).await,
+//!             FinalizerEvent::Cleanup(_) => Ok(ReconcileAction::Done),
+//!         }
+//!     })
+//!     .await?)
+//! }
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut mgr = Manager::builder(RestConfig::infer().await?).build()?;
+//! let clientset = Arc::new(mgr.clientset().clone());
+//! mgr.controller::<ConfigMap>("ports")
+//!     .error_policy(|_cm, err| match err.policy() {
+//!         ErrorPolicy::Retry => ErrorPolicy::RequeueAfter(Duration::from_secs(5)),
+//!         policy => policy,
+//!     })
+//!     .build(reconcile, clientset)?;
+//! mgr.start(shutdown_signal()).await?;
+//! # Ok(())
+//! # }
+//! ```
 
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 pub use kube::{Resource, ResourceExt};
 pub use tokio_util::sync::CancellationToken;
 
@@ -64,7 +121,10 @@ pub use crate::conditions::{
     is_status_condition_false, is_status_condition_present_and_equal, is_status_condition_true,
     new_condition, remove_status_condition, set_status_condition,
 };
-pub use crate::controller::{Action as ReconcileAction, ReconcileError, shutdown_signal};
+pub use crate::controller::{
+    Action as ReconcileAction, AsyncReconciler, ErrorPolicy, ReconcileError, ReconcileResultExt,
+    shutdown_signal,
+};
 pub use crate::finalizer::{
     Event as FinalizerEvent, FinalizerError, add_finalizer, finalizer, has_finalizer,
     remove_finalizer,

@@ -309,3 +309,70 @@ async fn a_cleanup_dropped_midway_runs_again_in_a_fresh_manager_and_the_object_g
     cancel.cancel();
     manager.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_permanent_error_of_apply_stays_permanent_through_the_finalizer_in_a_manager() {
+    use kubekit::clientset::ListOptions;
+    use kubekit::controller::ReconcileError;
+    use kubekit::manager::PERMANENT_ERROR_REASON;
+
+    let (config, clientset, ns) = setup("finalizer-permanent").await;
+    let cms = clientset.core_v1().config_maps(&ns);
+    cms.create(&config_map("invalid"), &CreateOptions::default())
+        .await
+        .unwrap();
+    let applies = Arc::new(AtomicUsize::new(0));
+    let mut mgr = Manager::builder(config).namespace(&ns).build().unwrap();
+    let only_invalid = Predicate::new(|change| {
+        let (Change::Create(meta) | Change::Delete(meta) | Change::Update { new: meta, .. }) =
+            change;
+        meta.name.as_deref() == Some("invalid")
+    });
+    let ctx = Arc::new((clientset.clone(), applies.clone()));
+    mgr.controller::<ConfigMap>("finalizer-permanent")
+        .with_event_filter(only_invalid)
+        .with_event_filter(Predicate::generation_changed().or(Predicate::labels_changed()))
+        .build(
+            |cm: Arc<ConfigMap>, ctx: Arc<(Clientset, Arc<AtomicUsize>)>| async move {
+                let (clientset, applies) = &*ctx;
+                finalizer(clientset, FINALIZER, cm, |event| async move {
+                    match event {
+                        Event::Apply(_) => {
+                            applies.fetch_add(1, Ordering::SeqCst);
+                            Err(ReconcileError::new("data.port is missing").permanent())
+                        }
+                        Event::Cleanup(_) => Ok(Action::Done),
+                    }
+                })
+                .await
+            },
+            ctx,
+        )
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let manager = tokio::spawn(mgr.start(cancel.clone()));
+    let event = eventually(30, "the Warning Event of the permanent error", || async {
+        let events = clientset
+            .core_v1()
+            .events(&ns)
+            .list(&ListOptions::default())
+            .await
+            .ok()?;
+        events.items.into_iter().find(|e| {
+            e.reason.as_deref() == Some(PERMANENT_ERROR_REASON)
+                && e.involved_object.name.as_deref() == Some("invalid")
+        })
+    })
+    .await;
+    assert_eq!(
+        event.message.as_deref(),
+        Some("apply failed: data.port is missing; not retried until the object changes")
+    );
+    // A retried key would have been reconciled again after 5, 10, 20 … ms.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(applies.load(Ordering::SeqCst), 1, "not retried");
+    let kept = cms.get("invalid", &GetOptions::default()).await.unwrap();
+    assert_eq!(finalizers(&kept), [FINALIZER], "added before Apply ran");
+    cancel.cancel();
+    manager.await.unwrap().unwrap();
+}

@@ -25,10 +25,16 @@
 //!   as an add with `is_in_initial_list = true`, atomically with respect to the processing
 //!   of new deltas; its registration [`has_synced`](ResourceEventHandlerRegistration::has_synced)
 //!   once the informer has synced and the handler has *handled* those adds.
-//! - **Resync periods.** Per handler, never below 1 s. Before start, a handler period
-//!   shorter than the informer's check period lowers it; after start it is raised to the
-//!   check period (the reflector's tick is fixed once it runs). With no period anywhere,
-//!   there is no resync.
+//! - **Resync periods.** Per handler, never below 1 s.
+//!   [`add_event_handler`](SharedIndexInformer::add_event_handler) gives a handler the
+//!   informer's default period, the one it was made with (client-go's
+//!   `defaultEventHandlerResyncPeriod`), never another handler's.
+//!   Before start, a handler period shorter than the informer's check period lowers the
+//!   check period (other handlers keep their own periods); after start it is raised to the
+//!   check period (the reflector's tick is fixed once it runs), or made zero when the
+//!   running informer does not resync. Unlike client-go, an informer made without a
+//!   period resyncs for a handler that asks for one before start. With no period
+//!   anywhere, there is no resync.
 //! - **Panics.** A handler that panics is reported (logged, counted on its registration)
 //!   and goes on with its next notification; the informer is unaffected.
 //! - **Transform** runs on each object before it is stored; set it before start.
@@ -296,7 +302,12 @@ struct Processor<K> {
     listeners: Vec<Arc<Listener<K>>>,
     /// Listeners due for the resync being processed.
     syncing: Vec<Arc<Listener<K>>>,
+    /// How often the reflector asks whether a resync is due: the shortest handler period
+    /// asked for before start (or the default).
     resync_check_period: Duration,
+    /// The period [`SharedIndexInformer::add_event_handler`] gives a handler: the one the
+    /// informer was made with, never lowered by other handlers.
+    default_resync: Duration,
     next_id: u64,
     tasks: Vec<JoinHandle<()>>,
     started: bool,
@@ -407,6 +418,7 @@ where
                     listeners: Vec::new(),
                     syncing: Vec::new(),
                     resync_check_period: default_resync,
+                    default_resync,
                     next_id: 0,
                     tasks: Vec::new(),
                     started: false,
@@ -483,12 +495,14 @@ where
             .unwrap_or_default()
     }
 
-    /// Adds a handler with the informer's default resync period.
+    /// Adds a handler with the informer's default resync period, the one it was made with
+    /// (client-go's `defaultEventHandlerResyncPeriod`), whatever shorter periods other
+    /// handlers asked for.
     pub fn add_event_handler(
         &self,
         handler: impl ResourceEventHandler<K>,
     ) -> ResourceEventHandlerRegistration<K> {
-        let period = self.shared.processor.lock().resync_check_period;
+        let period = self.shared.processor.lock().default_resync;
         self.add_event_handler_with_resync_period(handler, period)
     }
 
@@ -510,7 +524,12 @@ where
             }
             if period < processor.resync_check_period || processor.resync_check_period.is_zero() {
                 if processor.started {
-                    if !processor.resync_check_period.is_zero() {
+                    if processor.resync_check_period.is_zero() {
+                        tracing::warn!(
+                            "resync period {period:?} asked of a running informer that does not resync; the handler gets none"
+                        );
+                        period = Duration::ZERO;
+                    } else {
                         tracing::warn!(
                             "resync period {period:?} is below the running informer's check period {:?}; using that",
                             processor.resync_check_period

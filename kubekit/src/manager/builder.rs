@@ -285,7 +285,8 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         let map: MapFn<W> = Arc::new(map);
         self.watches.push(Box::new(move |factory, enqueue| {
             let informer = factory.for_type::<W>();
-            // No resync: another controller's resync of `W` must not reach this one.
+            // No resync: a controller resyncs its primary type only. Explicit, so that
+            // an informer made with a default period gives none to this handler either.
             informer
                 .informer()
                 .add_event_handler_with_resync_period(mapped_handler(enqueue, map), Duration::ZERO);

@@ -204,8 +204,8 @@ async fn resync_periods_are_at_least_one_second_and_raised_to_the_running_check_
     let default = inf.add_event_handler(Log::default().handler());
     assert_eq!(
         default.resync_period(),
-        MINIMUM_RESYNC_PERIOD,
-        "before start, a shorter handler period lowers the check period"
+        Duration::from_secs(10),
+        "a shorter handler period lowers the check period, not the default handlers get"
     );
 
     let script = Arc::new(Script::default());
@@ -221,6 +221,73 @@ async fn resync_periods_are_at_least_one_second_and_raised_to_the_running_check_
         "after start, it is raised to the running check period"
     );
     run.stop().await;
+
+    let script = Arc::new(Script::default());
+    let _events = synced_list(&script, &[]);
+    let inf = informer(&script, Duration::ZERO);
+    let run = start(&inf);
+    settle().await;
+    let late =
+        inf.add_event_handler_with_resync_period(Log::default().handler(), Duration::from_secs(3));
+    assert_eq!(
+        late.resync_period(),
+        Duration::ZERO,
+        "a running informer that does not resync gives none"
+    );
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn add_event_handler_gives_the_default_period_whatever_shorter_periods_others_asked_for() {
+    let script = Arc::new(Script::default());
+    let _events = synced_list(&script, &[("a", "1")]);
+    let inf = informer(&script, Duration::from_secs(10));
+    let before = Log::default();
+    let fast = Log::default();
+    let after = Log::default();
+    let r_before = inf.add_event_handler(before.handler());
+    let r_fast = inf.add_event_handler_with_resync_period(fast.handler(), Duration::from_secs(2));
+    let r_after = inf.add_event_handler(after.handler());
+    assert_eq!(r_before.resync_period(), Duration::from_secs(10));
+    assert_eq!(r_fast.resync_period(), Duration::from_secs(2));
+    assert_eq!(
+        r_after.resync_period(),
+        Duration::from_secs(10),
+        "the default, not the lowered check period"
+    );
+    // An informer made without a period: a default handler never resyncs, even beside a
+    // handler that does.
+    let script_none = Arc::new(Script::default());
+    let _events_none = synced_list(&script_none, &[("a", "1")]);
+    let inf_none = informer(&script_none, Duration::ZERO);
+    let resyncing = Log::default();
+    let plain = Log::default();
+    inf_none.add_event_handler_with_resync_period(resyncing.handler(), Duration::from_secs(2));
+    let r_plain = inf_none.add_event_handler(plain.handler());
+    assert_eq!(r_plain.resync_period(), Duration::ZERO);
+
+    let (run, run_none) = (start(&inf), start(&inf_none));
+    assert!(inf.wait_for_sync(&run.cancel).await);
+    assert!(inf_none.wait_for_sync(&run_none.cancel).await);
+    settle().await;
+    for log in [&before, &fast, &after, &resyncing, &plain] {
+        log.take_after(1).await;
+    }
+    for _ in 0..10 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        settle().await;
+    }
+    assert_eq!(fast.take_after(5).await, ["update a 1->1"; 5]);
+    assert_eq!(resyncing.take_after(5).await, ["update a 1->1"; 5]);
+    assert_eq!(
+        before.take(),
+        ["update a 1->1"],
+        "one resync in 10 s, not one every 2 s"
+    );
+    assert_eq!(after.take(), ["update a 1->1"]);
+    assert!(plain.take().is_empty(), "no resync at all");
+    run.stop().await;
+    run_none.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
