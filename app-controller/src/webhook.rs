@@ -1,6 +1,6 @@
 //! The App's admission webhooks: [`AppValidator`] refuses Apps the controller could not
-//! build (negative replicas, names the server would refuse for the Deployment or the
-//! Service) and [`AppDefaulter`] pins an untagged image to `:latest`, which is what the
+//! build (negative replicas, a named Deployment without an image, names the server would
+//! refuse for the Deployment or the Service, one name for both) and [`AppDefaulter`] pins an untagged image to `:latest`, which is what the
 //! kubelet would pull anyway, so the App says what runs. `app-webhook` serves both
 //! (`cargo run -p app-controller --bin app-webhook -- --help`).
 
@@ -26,10 +26,19 @@ impl Validator<App> for AppValidator {
                 problems.push(format!("spec.deploymentTemplate.name: {p}"));
             }
         }
+        if !deployment.name.is_empty() && deployment.image.is_empty() {
+            problems.push("spec.deploymentTemplate.image is required with a name".to_string());
+        }
         let service = &app.spec.service_template.name;
         if !service.is_empty() {
             for p in dns1035_label(service) {
                 problems.push(format!("spec.serviceTemplate.name: {p}"));
+            }
+            if *service == deployment.name {
+                problems.push(format!(
+                    "spec.serviceTemplate.name: {service:?} is the Deployment's name too; \
+                     the App's children need names of their own"
+                ));
             }
         }
         if !problems.is_empty() {
@@ -37,10 +46,6 @@ impl Validator<App> for AppValidator {
             return Verdict::deny(format!("App {name:?} is invalid: {}", problems.join("; ")))
                 .with_reason("Invalid")
                 .with_code(422);
-        }
-        if deployment.image.ends_with(":latest") {
-            return Verdict::allow()
-                .with_warning("spec.deploymentTemplate.image uses :latest; pin a version");
         }
         Verdict::allow()
     }
@@ -90,7 +95,7 @@ mod tests {
     async fn apps_with_negative_replicas_or_names_the_server_refuses_are_denied_with_every_problem()
     {
         let verdict = AppValidator
-            .validate_create(&app("Bad_Name", "nginx:1", -1, "9svc"), &request())
+            .validate_create(&app("Bad_Name", "", -1, "9svc"), &request())
             .await;
         assert!(!verdict.is_allowed());
         let message = verdict.message();
@@ -103,16 +108,30 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("spec.serviceTemplate.name"), "{message}");
-        let ok = AppValidator
-            .validate_create(&app("web", "nginx:1", 2, "web"), &request())
-            .await;
-        assert_eq!(ok, Verdict::allow());
-        let latest = AppValidator
-            .validate_create(&app("web", "nginx:latest", 2, ""), &request())
-            .await;
         assert!(
-            latest.is_allowed() && latest != Verdict::allow(),
-            "a warning is expected"
+            message.contains("image is required with a name"),
+            "{message}"
+        );
+        for valid in [
+            app("web", "nginx:1", 2, "web-svc"),
+            app("", "", 0, "web"),
+            app("web", "nginx:latest", 0, ""),
+        ] {
+            let verdict = AppValidator.validate_create(&valid, &request()).await;
+            assert_eq!(verdict, Verdict::allow());
+        }
+    }
+
+    #[tokio::test]
+    async fn an_app_whose_deployment_and_service_share_a_name_is_denied() {
+        let verdict = AppValidator
+            .validate_create(&app("web", "nginx:1", 1, "web"), &request())
+            .await;
+        assert!(!verdict.is_allowed());
+        assert!(
+            verdict.message().contains("names of their own"),
+            "{}",
+            verdict.message()
         );
     }
 
