@@ -75,14 +75,26 @@ impl fmt::Debug for Endpoints {
     }
 }
 
-/// A running [`Endpoints`] server.
+/// A running server: [`Endpoints`], or a
+/// [`WebhookServer`](crate::webhook::WebhookServer).
 #[derive(Debug)]
 pub struct Served {
     address: SocketAddr,
     task: JoinHandle<()>,
+    /// What it serves, for the log line of a failure.
+    what: &'static str,
 }
 
 impl Served {
+    /// `task`, serving `what` at `address`.
+    pub(crate) fn new(address: SocketAddr, task: JoinHandle<()>, what: &'static str) -> Self {
+        Self {
+            address,
+            task,
+            what,
+        }
+    }
+
     /// The address it listens on (the port chosen when port 0 was asked for).
     pub fn address(&self) -> SocketAddr {
         self.address
@@ -91,7 +103,7 @@ impl Served {
     /// Waits until the server has stopped (after its cancellation token fired).
     pub async fn stopped(self) {
         if let Err(e) = self.task.await {
-            tracing::error!("the metrics and health server failed: {e}");
+            tracing::error!("the {} server failed: {e}", self.what);
         }
     }
 }
@@ -170,7 +182,7 @@ impl Endpoints {
                 });
             }
         });
-        Ok(Served { address, task })
+        Ok(Served::new(address, task, "metrics and health"))
     }
 
     fn respond(&self, req: &Request<Incoming>) -> Response<Full<Bytes>> {

@@ -67,11 +67,12 @@ mod conversion;
 mod review;
 mod server;
 
+pub use crate::manager::Served;
 pub use admission::{Defaulter, Validator, Verdict};
 pub use certs::{CaBundleTarget, CertificateAuthority, Certificates};
 pub use conversion::Conversion;
 pub use review::{AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, UserInfo};
-pub use server::{Readiness, Served, WebhookMetrics, WebhookServer};
+pub use server::{Readiness, WebhookMetrics, WebhookServer};
 
 use kube::Resource;
 

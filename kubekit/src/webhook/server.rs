@@ -29,9 +29,10 @@ use prometheus_client::registry::Registry;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+
+use crate::manager::Served;
 
 use super::admission::{Admit, Defaulting, Validating};
 use super::conversion::{Conversion, Convert};
@@ -216,7 +217,7 @@ impl WebhookServer {
             }
             ready.0.store(false, Ordering::Release);
         });
-        Ok(Served { address, task })
+        Ok(Served::new(address, task, "webhook"))
     }
 
     /// The response to one request, measured.
@@ -428,27 +429,6 @@ fn text(status: StatusCode, message: String) -> Response<Full<Bytes>> {
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .body(Full::new(Bytes::from(message + "\n")))
         .unwrap_or_default()
-}
-
-/// A running [`WebhookServer`].
-#[derive(Debug)]
-pub struct Served {
-    address: SocketAddr,
-    task: JoinHandle<()>,
-}
-
-impl Served {
-    /// The address it listens on (the port chosen when port 0 was asked for).
-    pub fn address(&self) -> SocketAddr {
-        self.address
-    }
-
-    /// Waits until the server has stopped (after its cancellation token fired).
-    pub async fn stopped(self) {
-        if let Err(e) = self.task.await {
-            tracing::error!("the webhook server failed: {e}");
-        }
-    }
 }
 
 /// Whether a [`WebhookServer`] serves: ready from the moment it listens with its
