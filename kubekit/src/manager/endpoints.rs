@@ -45,7 +45,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -73,6 +73,57 @@ impl fmt::Debug for Endpoints {
             .field("readyz", &names(&self.readyz))
             .finish_non_exhaustive()
     }
+}
+
+/// What [`Endpoints`] are called in log lines.
+const SERVER: &str = "metrics and health";
+
+/// The next connection `listener` accepts (a failure to accept is logged, and the next
+/// one awaited); `None` once `cancel` fires. `server` names the server in log lines.
+pub(crate) async fn next_connection(
+    listener: &TcpListener,
+    cancel: &CancellationToken,
+    server: &str,
+) -> Option<TcpStream> {
+    loop {
+        let accepted = tokio::select! {
+            () = cancel.cancelled() => return None,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => return Some(stream),
+            Err(e) => tracing::warn!("{server} server: accepting a connection: {e}"),
+        }
+    }
+}
+
+/// Serves one HTTP/1.1 connection with `service` until the client closes it or, once
+/// `cancel` fires, until the requests in flight are answered. A failed connection is
+/// logged at debug level, under `server`'s name.
+pub(crate) async fn serve_connection<I, S, B>(
+    io: I,
+    service: S,
+    cancel: &CancellationToken,
+    server: &str,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    S: hyper::service::HttpService<Incoming, ResBody = B>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let connection = http1::Builder::new().serve_connection(io, service);
+    tokio::pin!(connection);
+    tokio::select! {
+        () = cancel.cancelled() => connection.as_mut().graceful_shutdown(),
+        result = connection.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!("{server} server: a connection failed: {e}");
+            }
+            return;
+        }
+    }
+    let _ = connection.await;
 }
 
 /// A running server: [`Endpoints`], or a
@@ -148,41 +199,18 @@ impl Endpoints {
         let address = listener.local_addr()?;
         let endpoints = Arc::new(self);
         let task = tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    () = cancel.cancelled() => return,
-                    accepted = listener.accept() => accepted,
-                };
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        tracing::warn!("metrics and health server: accepting a connection: {e}");
-                        continue;
-                    }
-                };
+            while let Some(stream) = next_connection(&listener, &cancel, SERVER).await {
                 let (endpoints, cancel) = (endpoints.clone(), cancel.clone());
                 tokio::spawn(async move {
                     let service = service_fn(move |req| {
                         let response = endpoints.respond(&req);
                         async move { Ok::<_, Infallible>(response) }
                     });
-                    let connection =
-                        http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-                    tokio::pin!(connection);
-                    tokio::select! {
-                        () = cancel.cancelled() => connection.as_mut().graceful_shutdown(),
-                        result = connection.as_mut() => {
-                            if let Err(e) = result {
-                                tracing::debug!("metrics and health server: a connection failed: {e}");
-                            }
-                            return;
-                        }
-                    }
-                    let _ = connection.await;
+                    serve_connection(TokioIo::new(stream), service, &cancel, SERVER).await;
                 });
             }
         });
-        Ok(Served::new(address, task, "metrics and health"))
+        Ok(Served::new(address, task, SERVER))
     }
 
     fn respond(&self, req: &Request<Incoming>) -> Response<Full<Bytes>> {

@@ -16,7 +16,6 @@ use futures_util::FutureExt as _;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use kube::Resource;
@@ -33,6 +32,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use crate::manager::Served;
+use crate::manager::endpoints::{next_connection, serve_connection};
 
 use super::admission::{Admit, Defaulting, Validating};
 use super::conversion::{Conversion, Convert};
@@ -170,18 +170,7 @@ impl WebhookServer {
         let server = Arc::new(self);
         ready.0.store(true, Ordering::Release);
         let task = tokio::spawn(async move {
-            loop {
-                let accepted = tokio::select! {
-                    () = cancel.cancelled() => break,
-                    accepted = listener.accept() => accepted,
-                };
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        tracing::warn!("webhook server: accepting a connection: {e}");
-                        continue;
-                    }
-                };
+            while let Some(stream) = next_connection(&listener, &cancel, "webhook").await {
                 let (server, acceptor, cancel) = (server.clone(), acceptor.clone(), cancel.clone());
                 tokio::spawn(async move {
                     let stream = match tokio::time::timeout(
@@ -200,19 +189,7 @@ impl WebhookServer {
                         let server = server.clone();
                         async move { Ok::<_, Infallible>(server.respond(req).await) }
                     });
-                    let connection =
-                        http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-                    tokio::pin!(connection);
-                    tokio::select! {
-                        () = cancel.cancelled() => connection.as_mut().graceful_shutdown(),
-                        result = connection.as_mut() => {
-                            if let Err(e) = result {
-                                tracing::debug!("webhook server: a connection failed: {e}");
-                            }
-                            return;
-                        }
-                    }
-                    let _ = connection.await;
+                    serve_connection(TokioIo::new(stream), service, &cancel, "webhook").await;
                 });
             }
             ready.0.store(false, Ordering::Release);
