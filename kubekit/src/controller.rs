@@ -870,6 +870,7 @@ mod tests {
     use parking_lot::Mutex;
 
     use super::*;
+    use crate::cache::test_support::assert_metric_lines;
     use crate::workqueue::ItemExponentialFailureRateLimiter;
 
     /// Fails `key-fail` always, panics on `key-panic` the first time, succeeds otherwise;
@@ -948,16 +949,15 @@ mod tests {
             0,
             "dropped keys are forgotten"
         );
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        for line in [
-            r#"controller_runtime_reconcile_total{controller="test",result="success"} 3"#,
-            r#"controller_runtime_reconcile_total{controller="test",result="error"} 6"#,
-            r#"controller_runtime_reconcile_errors_total{controller="test"} 6"#,
-            r#"controller_runtime_reconcile_time_seconds_count{controller="test"} 9"#,
-        ] {
-            assert!(text.contains(line), "{line} missing from\n{text}");
-        }
+        assert_metric_lines(
+            &registry,
+            &[
+                r#"controller_runtime_reconcile_total{controller="test",result="success"} 3"#,
+                r#"controller_runtime_reconcile_total{controller="test",result="error"} 6"#,
+                r#"controller_runtime_reconcile_errors_total{controller="test"} 6"#,
+                r#"controller_runtime_reconcile_time_seconds_count{controller="test"} 9"#,
+            ],
+        );
     }
 
     /// Runs `runner` with `workers` workers for `time`, then cancels it and waits for it.
@@ -1031,15 +1031,14 @@ mod tests {
             "first try + 2 retries, each timed out"
         );
         assert_eq!(runner.stats().dropped(), 1);
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        for line in [
-            r#"controller_runtime_reconcile_total{controller="test",result="requeue_after"} 2"#,
-            r#"controller_runtime_reconcile_total{controller="test",result="success"} 1"#,
-            r#"controller_runtime_reconcile_errors_total{controller="test"} 3"#,
-        ] {
-            assert!(text.contains(line), "{line} missing from\n{text}");
-        }
+        assert_metric_lines(
+            &registry,
+            &[
+                r#"controller_runtime_reconcile_total{controller="test",result="requeue_after"} 2"#,
+                r#"controller_runtime_reconcile_total{controller="test",result="success"} 1"#,
+                r#"controller_runtime_reconcile_errors_total{controller="test"} 3"#,
+            ],
+        );
     }
 
     /// Reconciles `key` as `script` says for its call (1st, 2nd, …); past its end,
@@ -1173,17 +1172,16 @@ mod tests {
         metrics.register(&mut registry);
         let runner = Runner::new("test", q.clone()).metrics(&metrics);
         run_for(&runner, Arc::new(ByKey), 1, Duration::from_secs(60)).await;
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        for line in [
-            r#"controller_runtime_reconcile_total{controller="test",result="error"} 4"#,
-            r#"controller_runtime_reconcile_total{controller="test",result="success"} 2"#,
-            r#"controller_runtime_reconcile_errors_total{controller="test"} 4"#,
-            r#"controller_runtime_reconcile_retries_total{controller="test"} 3"#,
-            r#"controller_runtime_terminal_reconcile_errors_total{controller="test"} 1"#,
-        ] {
-            assert!(text.contains(line), "{line} missing from\n{text}");
-        }
+        assert_metric_lines(
+            &registry,
+            &[
+                r#"controller_runtime_reconcile_total{controller="test",result="error"} 4"#,
+                r#"controller_runtime_reconcile_total{controller="test",result="success"} 2"#,
+                r#"controller_runtime_reconcile_errors_total{controller="test"} 4"#,
+                r#"controller_runtime_reconcile_retries_total{controller="test"} 3"#,
+                r#"controller_runtime_terminal_reconcile_errors_total{controller="test"} 1"#,
+            ],
+        );
     }
 
     /// What a `fmt` subscriber writes, kept for the test to read.

@@ -172,3 +172,18 @@ pub(crate) async fn eventually(cond: impl Fn() -> bool) {
     }
     panic!("condition not reached within 10 s");
 }
+
+/// Asserts that `registry`'s metrics, in the text format, hold every line of `lines`;
+/// returns that text for further checks.
+#[track_caller]
+pub(crate) fn assert_metric_lines(
+    registry: &prometheus_client::registry::Registry,
+    lines: &[&str],
+) -> String {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    for line in lines {
+        assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+    text
+}

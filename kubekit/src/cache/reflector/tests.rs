@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 
 use super::*;
 use crate::cache::test_support::{
-    Fake, Script, cm, error_event, initial_events_end, status, transport,
+    Fake, Script, assert_metric_lines, cm, error_event, initial_events_end, status, transport,
 };
 use crate::cache::{DeltaType, Indexer, ListWatch};
 use crate::clientset::ResourceClient;
@@ -705,19 +705,18 @@ async fn metrics_count_lists_relists_watches_and_events_by_type() {
     h.settle().await;
     assert_eq!(h.script.kinds(), ["list", "watch", "list", "watch"]);
 
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-    for line in [
-        r#"reflector_lists_total{name="cms"} 2"#,
-        r#"reflector_relists_total{name="cms"} 1"#,
-        r#"reflector_watches_total{name="cms"} 2"#,
-        r#"reflector_watch_events_total{name="cms",type="ADDED"} 1"#,
-        r#"reflector_watch_events_total{name="cms",type="MODIFIED"} 1"#,
-        r#"reflector_watch_events_total{name="cms",type="ERROR"} 1"#,
-        r#"reflector_watch_events_total{name="cms",type="DELETED"} 0"#,
-    ] {
-        assert!(text.contains(line), "{line} missing from\n{text}");
-    }
+    let text = assert_metric_lines(
+        &registry,
+        &[
+            r#"reflector_lists_total{name="cms"} 2"#,
+            r#"reflector_relists_total{name="cms"} 1"#,
+            r#"reflector_watches_total{name="cms"} 2"#,
+            r#"reflector_watch_events_total{name="cms",type="ADDED"} 1"#,
+            r#"reflector_watch_events_total{name="cms",type="MODIFIED"} 1"#,
+            r#"reflector_watch_events_total{name="cms",type="ERROR"} 1"#,
+            r#"reflector_watch_events_total{name="cms",type="DELETED"} 0"#,
+        ],
+    );
     assert!(
         !text.contains(r#"reflector_last_resource_version_timestamp_seconds{name="cms"} 0"#),
         "the version advanced: {text}"
@@ -809,10 +808,10 @@ async fn watches_closed_at_once_with_an_empty_body_are_reported_and_backed_off()
     );
     assert_eq!(requests.len(), 3);
 
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-    let line = r#"reflector_errors_total{name="test",kind="transport"} 2"#;
-    assert!(text.contains(line), "{line} missing from\n{text}");
+    assert_metric_lines(
+        &registry,
+        &[r#"reflector_errors_total{name="test",kind="transport"} 2"#],
+    );
     h.cancel.cancel();
     task.await.unwrap();
 }
@@ -938,13 +937,6 @@ fn lower_half() -> (ShardSelector, Vec<String>, Vec<String>) {
     (shard, inside, outside)
 }
 
-/// The metric lines of `registry`.
-fn metrics_text(registry: &prometheus_client::registry::Registry) -> String {
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
-    text
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_sharded_reflector_filters_itself_when_the_server_ignores_its_selector() {
     let (shard, inside, outside) = lower_half();
@@ -996,13 +988,13 @@ async fn a_sharded_reflector_filters_itself_when_the_server_ignores_its_selector
             "{kind} carries the selector"
         );
     }
-    let text = metrics_text(&registry);
-    for line in [
-        r#"reflector_shard_server_filtered{name="cms"} 0"#,
-        r#"reflector_shard_dropped_objects_total{name="cms"} 3"#,
-    ] {
-        assert!(text.contains(line), "{line} missing from\n{text}");
-    }
+    assert_metric_lines(
+        &registry,
+        &[
+            r#"reflector_shard_server_filtered{name="cms"} 0"#,
+            r#"reflector_shard_dropped_objects_total{name="cms"} 3"#,
+        ],
+    );
     h.cancel.cancel();
     task.await.unwrap();
 }
@@ -1028,13 +1020,13 @@ async fn a_sharded_reflector_reports_server_filtering_when_the_list_echoes_its_s
     h.settle().await;
     h.drain().await;
     assert_eq!(h.indexer.list_keys(), ["ns/in0"]);
-    let text = metrics_text(&registry);
-    for line in [
-        r#"reflector_shard_server_filtered{name="cms"} 1"#,
-        r#"reflector_shard_dropped_objects_total{name="cms"} 0"#,
-    ] {
-        assert!(text.contains(line), "{line} missing from\n{text}");
-    }
+    assert_metric_lines(
+        &registry,
+        &[
+            r#"reflector_shard_server_filtered{name="cms"} 1"#,
+            r#"reflector_shard_dropped_objects_total{name="cms"} 0"#,
+        ],
+    );
     h.cancel.cancel();
     task.await.unwrap();
 }
