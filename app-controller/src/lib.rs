@@ -16,6 +16,28 @@ use kube::core::CustomResourceExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// The body of the App programs' `main`: logs to stdout (filtered by `RUST_LOG`, `info`
+/// by default; colours on a terminal), runs `run`, and turns its error into a logged line
+/// naming `program` and a failing exit code.
+pub async fn run_program(
+    program: &str,
+    run: impl Future<Output = anyhow::Result<()>>,
+) -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    match run.await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{program}: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// The desired state of an App: the Deployment and the Service it consists of.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(

@@ -125,18 +125,5 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let flags = Flags::parse();
-    tracing_subscriber::fmt()
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
-    match run(flags).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("app-webhook: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    app_controller::run_program("app-webhook", run(Flags::parse())).await
 }
