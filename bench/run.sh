@@ -8,6 +8,8 @@
 #   bench/run.sh compact [options]     what the compact cache costs and saves per Pod
 #   bench/run.sh fake [options]        kubekit-fake vs the real control plane: start and the
 #                                      App controller's e2e scenario
+#   bench/run.sh webhook [options]     admissions/s and latency of kubekit's webhook server vs
+#                                      controller-runtime's
 #
 # Rust programs are built with cargo (honouring CARGO_TARGET_DIR), Go programs with
 # `go build` from the module in bench/go into bench/target/. Build output goes to stderr;
@@ -46,6 +48,12 @@ benchmarks:
               next to the same scenario on the real local control plane (started by testenv,
               once; the Go build is cached)
               options: --runs N (default 3; medians)
+  webhook     admissions per second, p50/p99 latency and server CPU of kubekit's webhook
+              server against controller-runtime's (bench/go/webhook), both validating Apps
+              with the same checks over HTTP/1.1 and TLS, driven by one load generator
+              options: --runs N (default 3), --seconds S per load (default 5),
+                       --connections C,... (default 1,8,32), --rotate (rotate the
+                       certificate every second and reconnect every 50 reviews)
 USAGE
 }
 
@@ -129,6 +137,10 @@ case "${1:-}" in
     fake)
         shift
         "$(build_rust)" fake "$@"
+        ;;
+    webhook)
+        shift
+        "$(build_rust)" webhook --go-bin "$(build_go webhook)" "$@"
         ;;
     -h | --help | help)
         usage

@@ -89,14 +89,23 @@ const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
 impl Usage {
     /// Reads this process's usage from `/proc/self/stat` and `/proc/self/status`.
     pub fn now() -> io::Result<Self> {
+        Self::read("/proc/self")
+    }
+
+    /// Reads another process's usage from `/proc/<pid>`.
+    pub fn of_process(pid: u32) -> io::Result<Self> {
+        Self::read(&format!("/proc/{pid}"))
+    }
+
+    fn read(proc_dir: &str) -> io::Result<Self> {
         let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
-        let stat = std::fs::read_to_string("/proc/self/stat")?;
-        let status = std::fs::read_to_string("/proc/self/status")?;
+        let stat = std::fs::read_to_string(format!("{proc_dir}/stat"))?;
+        let status = std::fs::read_to_string(format!("{proc_dir}/status"))?;
         let cpu_seconds =
-            cpu_seconds(&stat).ok_or_else(|| invalid("unreadable /proc/self/stat"))?;
+            cpu_seconds(&stat).ok_or_else(|| invalid(&format!("unreadable {proc_dir}/stat")))?;
         let field = |name| {
             status_bytes(&status, name)
-                .ok_or_else(|| invalid(&format!("no {name} in /proc/self/status")))
+                .ok_or_else(|| invalid(&format!("no {name} in {proc_dir}/status")))
         };
         Ok(Self {
             cpu_seconds,

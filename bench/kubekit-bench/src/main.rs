@@ -12,6 +12,8 @@
 //! - `compact`: what the compact cache costs and saves per object against typed objects.
 //! - `fake`: starting kubekit-fake and running the App controller's e2e scenario against it,
 //!   next to the same scenario on the real local control plane.
+//! - `webhook`: admissions per second and latency of kubekit's webhook server against
+//!   controller-runtime's (`webhook-peer` is kubekit's server).
 //!
 //! kubekit's peers of `informer` are a program of their own, `kubekit-informer`
 //! (`bench/kubekit-informer`), as client-go's and kube-rs's are.
@@ -20,6 +22,7 @@ mod compact;
 mod fake;
 mod informer;
 mod relist;
+mod webhook;
 mod workqueue;
 
 use std::process::ExitCode;
@@ -65,6 +68,14 @@ benchmarks:
   fake        time to start kubekit-fake and run the App controller's e2e scenario against it,
               next to the same scenario on the real local control plane (started by testenv)
               options: --runs N   runs per server; the table shows medians (default 3)
+  webhook     admissions per second and latency of kubekit's webhook server vs
+              controller-runtime's, validating Apps over HTTP/1.1 and TLS
+              options: --go-bin PATH        the controller-runtime server (bench/go/webhook)
+                       --runs N             runs; the table shows medians (default 3)
+                       --seconds S          measured seconds per load (default 5)
+                       --connections C,...  loads: concurrent connections (default 1,8,32)
+                       --rotate             rotate the certificate every second meanwhile
+  webhook-peer  kubekit's server of `webhook` (--cert-dir DIR --port PORT)
 ";
 
 fn main() -> ExitCode {
@@ -75,6 +86,8 @@ fn main() -> ExitCode {
             "informer" => informer::Options::parse(args).and_then(informer::run),
             "compact" => compact::Options::parse(args).and_then(compact::run),
             "fake" => fake::Options::parse(args).and_then(fake::run),
+            "webhook" => webhook::Options::parse(args).and_then(webhook::run),
+            "webhook-peer" => webhook::peer(args),
             _ => return None,
         })
     })

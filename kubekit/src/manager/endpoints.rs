@@ -91,7 +91,14 @@ pub(crate) async fn next_connection(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, _)) => return Some(stream),
+            Ok((stream, _)) => {
+                // Responses are written as they are ready: without this, a TLS handshake's
+                // last flight waits for the client's delayed ACK (some 40 ms).
+                if let Err(e) = stream.set_nodelay(true) {
+                    tracing::debug!("{server} server: setting TCP_NODELAY: {e}");
+                }
+                return Some(stream);
+            }
             Err(e) => tracing::warn!("{server} server: accepting a connection: {e}"),
         }
     }

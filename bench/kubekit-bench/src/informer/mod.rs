@@ -491,7 +491,7 @@ const FIGURES: [Figure; 9] = [
 ];
 
 /// The median of `values` (the mean of the middle two for an even count).
-fn median(mut values: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut values: Vec<f64>) -> Option<f64> {
     values.sort_by(f64::total_cmp);
     let n = values.len();
     match n {
