@@ -66,6 +66,7 @@ mod certs;
 mod conversion;
 mod review;
 mod server;
+mod webhooks;
 
 pub use crate::manager::Served;
 pub use admission::{Defaulter, Validator, Verdict};
@@ -73,6 +74,9 @@ pub use certs::{CaBundleTarget, CertificateAuthority, Certificates};
 pub use conversion::Conversion;
 pub use review::{AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, UserInfo};
 pub use server::{Readiness, WebhookMetrics, WebhookServer};
+pub use webhooks::{
+    FailurePolicy, WebhookBuilder, WebhookEndpoint, WebhookManifests, Webhooks, convert_path,
+};
 
 use kube::Resource;
 
