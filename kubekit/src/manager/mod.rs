@@ -17,6 +17,12 @@
 //! - Informers start at once, leader or not, so a new leader's caches are warm; the
 //!   controllers run while this replica leads (always, without leader election), each
 //!   waiting for the caches to sync before its workers start.
+//! - The **webhook server** ([`ManagerBuilder::webhook_server`]), when configured, is
+//!   served after the endpoints and before the informers start, on every replica (leader
+//!   or not), until `cancel`, even with no controller; `/readyz` has a `webhook` check
+//!   that passes while it serves (after its manifests are installed and its `caBundle`
+//!   written, when so configured). Webhooks registered ([`Manager::webhook`]) without a
+//!   server are an error at start.
 //! - On `cancel`: the controllers drain (reconciles in flight and queued keys finish),
 //!   then the lease is released (if so configured), then the informers, the event
 //!   broadcaster and the endpoints stop, and `start` returns `Ok`.
@@ -500,6 +506,7 @@ impl Manager {
                 }
             }
         }
+        let serving_webhooks = webhook_server.is_some();
         if let (Ok(()), Some((address, server))) = (&result, webhook_server) {
             match server.serve(address, stop_endpoints.clone()).await {
                 Ok(s) => {
@@ -528,6 +535,10 @@ impl Manager {
                     }
                     Some(elector) => lead(elector, controllers, &factory, &cancel).await,
                 };
+                // The webhooks are served until `cancel`, whether controllers run or not.
+                if serving_webhooks && result.is_ok() {
+                    cancel.cancelled().await;
+                }
                 running.cancel();
                 result
             };
