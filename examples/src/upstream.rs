@@ -199,7 +199,8 @@ mod tests {
         ] {
             let upstream = v2(address, tls);
             let back = v2::Upstream::from(v1::Upstream::from(upstream.clone()));
-            assert_eq!(back, upstream, "{address}");
+            assert_eq!(back.spec, upstream.spec, "{address}");
+            assert_eq!(back.metadata, upstream.metadata, "{address}");
         }
         let old = v1::Upstream::from(v2("db:5432", true));
         assert_eq!((old.spec.host.as_str(), old.spec.port), ("db", 5432));
