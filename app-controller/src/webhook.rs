@@ -38,7 +38,7 @@ pub fn add_to(webhooks: &mut Webhooks, namespace: &str) {
             ..Default::default()
         });
     }
-    let _ = builder.validator(AppValidator).defaulter(AppDefaulter);
+    builder.validator(AppValidator).defaulter(AppDefaulter);
 }
 
 /// Where the shipped manifests call the webhooks: the Service `app-controller-webhook` in

@@ -154,7 +154,7 @@ impl Defaulter<v2::Upstream> for UpstreamDefaulter {
 
 /// Registers the converter (hub `v2`, spoke `v1`) and the defaulter into `webhooks`.
 pub fn add_to(webhooks: &mut Webhooks) {
-    let _ = webhooks
+    webhooks
         .add::<v2::Upstream>()
         .converter(Conversion::hub().spoke::<v1::Upstream>())
         .defaulter(UpstreamDefaulter);

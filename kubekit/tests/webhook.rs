@@ -929,8 +929,7 @@ async fn a_manager_serves_the_webhooks_registered_next_to_its_controllers_instal
         .health_probe_bind_address(health)
         .build()
         .unwrap();
-    let _ = mgr
-        .webhook::<App>()
+    mgr.webhook::<App>()
         .validator(AppValidator)
         .defaulter(AppDefaulter)
         .namespace_selector(only_namespace(&ns));
@@ -998,7 +997,7 @@ async fn webhooks_registered_without_a_webhook_server_are_an_error_at_start() {
     let cp = testenv::control_plane();
     let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
     let mut mgr = Manager::builder(config).build().unwrap();
-    let _ = mgr.webhook::<App>().validator(AppValidator);
+    mgr.webhook::<App>().validator(AppValidator);
     let e = mgr.start(CancellationToken::new()).await.unwrap_err();
     assert!(
         matches!(&e, ManagerError::NoWebhookServer(paths) if paths == &[validate_path::<App>()]),
@@ -1028,8 +1027,7 @@ async fn generated_certificates_rotate_before_expiry_through_an_old_and_new_bund
         .validity(validity)
         .rotation_overlap(Duration::from_secs(2));
     let mut mgr = webhook_manager(&name, certificates).await.build().unwrap();
-    let _ = mgr
-        .webhook::<App>()
+    mgr.webhook::<App>()
         .validator(AppValidator)
         .defaulter(AppDefaulter)
         .namespace_selector(only_namespace(&ns));
@@ -1120,8 +1118,7 @@ async fn a_handler_that_panics_or_hangs_past_timeout_seconds_is_refused_under_fa
             .await
             .build()
             .unwrap();
-        let _ = mgr
-            .webhook::<App>()
+        mgr.webhook::<App>()
             .validator(Misbehaving)
             .failure_policy(policy)
             .timeout_seconds(1)

@@ -192,17 +192,17 @@ impl Certificates {
     ) -> Result<Arc<Reloading>, Error> {
         match &self.source {
             Source::Generated(generated) => {
-                let mut targets = targets;
-                targets.extend(generated.targets.iter().cloned());
-                targets.dedup();
+                let mut unique = Vec::new();
+                for target in targets.into_iter().chain(generated.targets.iter().cloned()) {
+                    if !unique.contains(&target) {
+                        unique.push(target);
+                    }
+                }
+                let targets = unique;
                 let client = match (client, targets.is_empty()) {
                     (Some(client), _) => Some(client.clone()),
                     (None, true) => None,
-                    (None, false) => {
-                        return Err(Error::Certificate(
-                            "writing the caBundle of generated certificates needs a client".into(),
-                        ));
-                    }
+                    (None, false) => return Err(Error::NoClient("writing a generated caBundle")),
                 };
                 let (ca, key) = generated.issue()?;
                 if let Some(client) = &client {

@@ -116,7 +116,7 @@ impl WebhookServer {
         K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
         V: Validator<K>,
     {
-        let _ = self.webhooks.add::<K>().validator(validator);
+        self.webhooks.add::<K>().validator(validator);
         self
     }
 
@@ -127,7 +127,7 @@ impl WebhookServer {
         K: Resource<DynamicType = ()> + DeserializeOwned + Serialize + Send + Sync + 'static,
         D: Defaulter<K>,
     {
-        let _ = self.webhooks.add::<K>().defaulter(defaulter);
+        self.webhooks.add::<K>().defaulter(defaulter);
         self
     }
 
@@ -176,9 +176,10 @@ impl WebhookServer {
         let address = listener.local_addr().map_err(Error::Bind)?;
         let mut targets = Vec::new();
         if let Some((name, endpoint)) = &self.install {
-            let client = self.client.as_ref().ok_or_else(|| {
-                Error::Certificate("installing the manifests needs a client".into())
-            })?;
+            let client = self
+                .client
+                .as_ref()
+                .ok_or(Error::NoClient("installing the manifests"))?;
             let manifests = self
                 .webhooks
                 .manifests(name, &endpoint.listening_on(address.port()));
@@ -566,6 +567,34 @@ impl WebhookMetrics {
             "controller_runtime_webhook_requests_in_flight",
             "Current number of admission requests being served.",
             self.in_flight.clone(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_or_a_timeout_is_a_denial_under_fail_and_an_admission_with_a_warning_under_ignore() {
+        let panicked = || Failure::Panicked("boom".into());
+        let denied = panicked().verdict(FailurePolicy::Fail);
+        assert!(!denied.is_allowed());
+        assert_eq!(denied.message(), "the webhook panicked: boom");
+        let admitted = panicked().verdict(FailurePolicy::Ignore);
+        assert!(admitted.is_allowed());
+        let response = admitted.into_response("u".into(), None);
+        assert_eq!(
+            response.warnings,
+            ["the webhook panicked: boom; admitted under failurePolicy Ignore"]
+        );
+        let timed_out = Failure::TimedOut("too slow".into()).verdict(FailurePolicy::Fail);
+        assert_eq!(
+            timed_out
+                .into_response("u".into(), None)
+                .status
+                .map(|s| s.code),
+            Some(504)
         );
     }
 }

@@ -299,7 +299,8 @@ impl Webhooks {
 
 /// Registers the handlers of `K` into [`Webhooks`] (or a manager's:
 /// [`Manager::webhook`](crate::manager::Manager::webhook)); see the [module docs](self).
-#[must_use = "a webhook builder registers handlers only through its methods"]
+/// Each method registers at once and returns the builder for the next, so the value of
+/// the chain may be dropped.
 pub struct WebhookBuilder<'a, K> {
     webhooks: &'a mut Webhooks,
     options: HookOptions,
@@ -592,6 +593,87 @@ fn with_type_meta<K: Resource<DynamicType = ()> + Serialize>(object: &K) -> serd
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::webhook::{AdmissionRequest, Verdict};
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    struct Allow;
+    impl Validator<ConfigMap> for Allow {
+        async fn validate_create(&self, _: &ConfigMap, _: &AdmissionRequest) -> Verdict {
+            Verdict::allow()
+        }
+    }
+    impl Defaulter<ConfigMap> for Allow {
+        async fn set_defaults(&self, _: &mut ConfigMap, _: &AdmissionRequest) -> Verdict {
+            Verdict::allow()
+        }
+    }
+
+    #[test]
+    fn a_builders_settings_apply_to_the_handlers_it_registered_before_and_after_them() {
+        let mut webhooks = Webhooks::default();
+        webhooks
+            .add::<ConfigMap>()
+            .validator(Allow)
+            .failure_policy(FailurePolicy::Ignore)
+            .timeout_seconds(2)
+            .validate_deletes(true)
+            .defaulter(Allow);
+        let manifests = webhooks.manifests("demo", &WebhookEndpoint::service("ns", "svc", 443));
+        let validating = &manifests.validating.unwrap().webhooks.unwrap()[0];
+        let mutating = &manifests.mutating.unwrap().webhooks.unwrap()[0];
+        assert_eq!(validating.name, "validate.configmaps.");
+        assert_eq!(mutating.name, "default.configmaps.");
+        for (policy, timeout) in [
+            (&validating.failure_policy, validating.timeout_seconds),
+            (&mutating.failure_policy, mutating.timeout_seconds),
+        ] {
+            assert_eq!((policy.as_deref(), timeout), (Some("Ignore"), Some(2)));
+        }
+        let operations = |rules: &Option<Vec<admission::RuleWithOperations>>| {
+            rules.as_ref().unwrap()[0].operations.clone().unwrap()
+        };
+        assert_eq!(
+            operations(&validating.rules),
+            ["CREATE", "UPDATE", "DELETE"]
+        );
+        assert_eq!(operations(&mutating.rules), ["CREATE", "UPDATE"]);
+        let service = validating.client_config.service.as_ref().unwrap();
+        assert_eq!(service.path.as_deref(), Some("/validate--v1-configmap"));
+        assert_eq!(
+            (service.namespace.as_str(), service.port),
+            ("ns", Some(443))
+        );
+        assert!(manifests.conversions.is_empty());
+    }
+
+    #[test]
+    fn manifests_list_only_the_kinds_registered_and_their_yaml_carries_type_meta() {
+        let mut webhooks = Webhooks::default();
+        webhooks.add::<ConfigMap>().validator(Allow);
+        let manifests = webhooks.manifests(
+            "demo",
+            &WebhookEndpoint::Url("https://127.0.0.1:9443/".into()),
+        );
+        assert!(manifests.mutating.is_none());
+        let yaml = manifests.to_yaml();
+        assert!(yaml.starts_with("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n"), "{yaml}");
+        assert!(
+            yaml.contains("url: https://127.0.0.1:9443/validate--v1-configmap"),
+            "{yaml}"
+        );
+        assert_eq!(
+            manifests.ca_bundle_targets(),
+            [CaBundleTarget::ValidatingWebhookConfiguration(
+                "demo".into()
+            )]
+        );
+        assert!(
+            Webhooks::default()
+                .manifests("x", &WebhookEndpoint::Url(String::new()))
+                .to_yaml()
+                .is_empty()
+        );
+    }
 
     #[test]
     fn a_url_with_port_zero_takes_the_listening_port_and_others_stay() {
