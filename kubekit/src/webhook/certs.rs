@@ -367,8 +367,8 @@ impl Rotation {
         }
     }
 
-    /// Writes `bundle` into every target, trying each again until it is written;
-    /// `false` when `cancel` fired first.
+    /// Writes `bundle` into every target, trying each again until it is written or found
+    /// deleted; `false` when `cancel` fired first.
     async fn write_everywhere(&self, bundle: &str, cancel: &CancellationToken) -> bool {
         let Some(client) = &self.client else {
             return true;
@@ -382,6 +382,12 @@ impl Rotation {
                 };
                 match written {
                     Ok(()) => break,
+                    // Deleted: nothing to keep trusting this server, and no reason to
+                    // hold the rotation up.
+                    Err(Error::Api(e)) if e.is_not_found() => {
+                        tracing::warn!("webhook certificate rotation: {target:?} is gone");
+                        break;
+                    }
                     Err(e) => tracing::warn!("webhook certificate rotation: {target:?}: {e}"),
                 }
                 tokio::select! {
