@@ -30,6 +30,7 @@ use kubekit::webhook::{
     FailurePolicy, Validator, Verdict, WebhookEndpoint, WebhookMetrics, WebhookServer, mutate_path,
     validate_path,
 };
+use kubekit_examples::upstream;
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -1016,11 +1017,14 @@ async fn bundle_of(rest: &RestClient, name: &str) -> Option<String> {
 }
 
 #[tokio::test]
-async fn generated_certificates_rotate_before_expiry_through_an_old_and_new_bundle_and_no_request_fails()
+async fn generated_certificates_rotate_before_expiry_through_an_old_and_new_bundle_and_no_admission_or_conversion_fails()
  {
     let rest = admin_client().await;
     let ns = namespace("webhook-ca-rotate").await;
     install_crd(&rest, &App::crd()).await;
+    // The example's two-version Upstream, whose conversion the rotation must not break.
+    let endpoint = WebhookEndpoint::Url("https://127.0.0.1:0".into());
+    install_crd(&rest, &upstream::crd(&endpoint)).await;
     let name = format!("{ns}-ca-rotate");
     let validity = Duration::from_secs(12);
     let certificates = Certificates::generated("rotating-ca", &["127.0.0.1"])
@@ -1031,6 +1035,8 @@ async fn generated_certificates_rotate_before_expiry_through_an_old_and_new_bund
         .validator(AppValidator)
         .defaulter(AppDefaulter)
         .namespace_selector(only_namespace(&ns));
+    mgr.webhook::<upstream::v2::Upstream>()
+        .converter(Conversion::hub().spoke::<upstream::v1::Upstream>());
     let (cancel, task) = run_manager(mgr);
     let apps = ResourceClient::<App>::namespaced(rest.clone(), &ns);
     let dry_run = CreateOptions {
@@ -1040,6 +1046,23 @@ async fn generated_certificates_rotate_before_expiry_through_an_old_and_new_bund
     eventually(30, "kube-apiserver to call the validator", || async {
         let e = apps.create(&app("probe", -1), &dry_run).await.err()?;
         e.to_string().contains("must not be negative").then_some(())
+    })
+    .await;
+    let stored = upstream::v1::Upstream::new(
+        "db",
+        upstream::v1::UpstreamSpec {
+            host: "db".into(),
+            port: 5432,
+            timeout_seconds: None,
+        },
+    );
+    ResourceClient::<upstream::v1::Upstream>::namespaced(rest.clone(), &ns)
+        .create(&stored, &CreateOptions::default())
+        .await
+        .unwrap();
+    let upstreams = ResourceClient::<upstream::v2::Upstream>::namespaced(rest.clone(), &ns);
+    eventually_ok(30, "kube-apiserver to call the converter", || async {
+        upstreams.get("db", &GetOptions::default()).await
     })
     .await;
 
@@ -1052,6 +1075,11 @@ async fn generated_certificates_rotate_before_expiry_through_an_old_and_new_bund
                 match apps.create(&app("flowing", 0), &dry_run).await {
                     Ok(app) if app.spec.deployment_template.image == "nginx" => admitted += 1,
                     Ok(app) => failures.push(format!("not defaulted: {:?}", app.spec)),
+                    Err(e) => failures.push(e.to_string()),
+                }
+                match upstreams.get("db", &GetOptions::default()).await {
+                    Ok(db) if db.spec.address == "db:5432" => {}
+                    Ok(db) => failures.push(format!("converted wrong: {:?}", db.spec)),
                     Err(e) => failures.push(e.to_string()),
                 }
             }
@@ -1087,6 +1115,19 @@ async fn generated_certificates_rotate_before_expiry_through_an_old_and_new_bund
     );
     cancel.cancel();
     task.await.unwrap();
+    // The CRD's conversion stanza got the same bundles (read once the rotation stopped).
+    let crd = ResourceClient::<CustomResourceDefinition>::cluster(rest.clone())
+        .get("upstreams.examples.kubekit.dev", &GetOptions::default())
+        .await
+        .unwrap();
+    let crd_bundle = crd
+        .spec
+        .conversion
+        .and_then(|c| c.webhook?.client_config?.ca_bundle);
+    assert_eq!(
+        crd_bundle.map(|b| b.0),
+        bundle_of(&rest, &name).await.map(String::into_bytes)
+    );
 }
 
 /// Panics on Apps named `panic-…`; never answers for Apps named `hang-…`.
