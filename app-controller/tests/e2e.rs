@@ -1,15 +1,20 @@
 //! The App controller end to end: the real binary, run as an identity bound only to
 //! `artifacts/rbac.yaml`'s ClusterRole (through a RoleBinding in the test namespace), on
 //! the real control plane, driven with kubectl like a user would; and three replicas of it
-//! electing a leader.
+//! electing a leader; and with its admission webhooks on (`--webhook-bind-address`), served
+//! on its manager's webhook server with a generated authority, which kube-apiserver calls.
 
 mod common;
 
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use app_controller::App;
 use app_controller::controller::APP_LABEL;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Service;
@@ -561,4 +566,111 @@ async fn a_leader_paused_past_its_lease_writes_nothing_when_it_resumes() {
         "the paused leader wrote after its lease expired"
     );
     assert_eq!(holder(&leases).await, successor.identity);
+}
+
+/// `kubectl apply -f -` of `yaml`: whether it succeeded, and what it printed.
+fn try_kubectl_apply(cp: &ControlPlane, yaml: &str) -> (bool, String) {
+    let mut child = cp
+        .kubectl()
+        .args(["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(yaml.as_bytes()).expect("write manifest");
+    drop(stdin);
+    let out = child.wait_with_output().expect("kubectl apply");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[tokio::test]
+async fn with_webhooks_on_an_invalid_app_is_denied_by_kubectl_and_the_seed_apps_run_as_before() {
+    let cp = testenv::control_plane();
+    let rest = kubekit::rest::RestClient::new(
+        &Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap(),
+    )
+    .unwrap();
+    let ns = cp.create_namespace(&cp.client().await, "app-webhook").await;
+    install(cp, &ns, "app-webhook-e2e");
+    let health = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    // As admin: installing webhook configurations is beyond the controller's ClusterRole.
+    let mut controller = Controller::start_with(
+        cp.kubeconfig_path(),
+        &ns,
+        &[
+            "--health-probe-bind-address",
+            &health,
+            "--webhook-bind-address",
+            "127.0.0.1:0",
+        ],
+        Stdio::null(),
+    );
+    eventually(60, "the controller to be ready", || async {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut stream = tokio::net::TcpStream::connect(&health).await.ok()?;
+        let request = "GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.ok()?;
+        response.starts_with("HTTP/1.1 200").then_some(())
+    })
+    .await;
+
+    let invalid = format!(
+        "apiVersion: appcontroller.k8s.io/v1\nkind: App\nmetadata: {{name: bad, namespace: {ns}}}\n\
+         spec: {{deploymentTemplate: {{name: web, image: nginx, replicas: -1}}}}\n"
+    );
+    let output = eventually(30, "kube-apiserver to call the validator", || async {
+        let (ok, output) = try_kubectl_apply(cp, &invalid);
+        (!ok).then_some(output)
+    })
+    .await;
+    assert!(
+        output.contains(
+            r#"denied the request: App "bad" is invalid: spec.deploymentTemplate.replicas must not be negative"#
+        ),
+        "{output}"
+    );
+
+    // A valid App: its Deployment is made as before, its untagged image defaulted.
+    kubectl_apply(
+        cp,
+        &artifact("example/test_app.yaml").replace("namespace: tcs", &format!("namespace: {ns}")),
+    );
+    let deployments = ResourceClient::<Deployment>::namespaced(rest.clone(), &ns);
+    let deployment = eventually(60, "the App's Deployment", || async {
+        deployments
+            .get("app-deploy", &GetOptions::default())
+            .await
+            .ok()
+    })
+    .await;
+    let image = deployment.spec.template.spec.unwrap().containers[0]
+        .image
+        .clone();
+    assert_eq!(image.as_deref(), Some("nginx:latest"));
+    let app = ResourceClient::<App>::namespaced(rest.clone(), &ns)
+        .get("test-app", &GetOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(app.spec.deployment_template.replicas, 2);
+
+    assert!(controller.terminate().success());
+    let name = format!("app-controller-{ns}");
+    ResourceClient::<ValidatingWebhookConfiguration>::cluster(rest.clone())
+        .delete(&name, &DeleteOptions::default())
+        .await
+        .unwrap();
+    ResourceClient::<MutatingWebhookConfiguration>::cluster(rest.clone())
+        .delete(&name, &DeleteOptions::default())
+        .await
+        .unwrap();
 }

@@ -1,4 +1,7 @@
-//! Shared by the example programs: the command-line flags client-go controllers take.
+//! Shared by the example programs: the command-line flags client-go controllers take, and
+//! the two-version `Upstream` resource of the `upstream-webhook` example ([`upstream`]).
+
+pub mod upstream;
 
 use std::path::PathBuf;
 

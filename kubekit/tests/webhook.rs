@@ -18,14 +18,19 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::CustomResource;
 use kube::core::CustomResourceExt;
 use kubekit::clientset::{CreateOptions, GetOptions, ResourceClient, UpdateOptions};
+use kubekit::manager::{Manager, ManagerBuilder, ManagerError};
+use kubekit::rest::Config;
 use kubekit::rest::RestClient;
 use kubekit::webhook::{
     AdmissionRequest, CaBundleTarget, CertificateAuthority, Certificates, Conversion, Defaulter,
-    Validator, Verdict, WebhookMetrics, WebhookServer, mutate_path, validate_path,
+    FailurePolicy, Validator, Verdict, WebhookEndpoint, WebhookMetrics, WebhookServer, mutate_path,
+    validate_path,
 };
+use kubekit_examples::upstream;
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -863,4 +868,357 @@ async fn a_panicking_conversion_fails_its_review_with_the_panic_message_and_the_
         "{body}"
     );
     cancel.cancel();
+}
+
+/// Selects the namespace `ns` alone (webhooks here apply to the whole shared cluster).
+fn only_namespace(ns: &str) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some([("kubernetes.io/metadata.name".to_string(), ns.to_string())].into()),
+        ..Default::default()
+    }
+}
+
+/// A manager with a webhook server on a free port of 127.0.0.1, its certificates
+/// `certificates`, installing its manifests named `name`.
+async fn webhook_manager(name: &str, certificates: Certificates) -> ManagerBuilder {
+    let cp = testenv::control_plane();
+    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    Manager::builder(config)
+        .webhook_server("127.0.0.1:0".parse().unwrap(), certificates)
+        .install_webhook_manifests(name, WebhookEndpoint::Url("https://127.0.0.1:0".into()))
+}
+
+/// Runs `mgr` on a task until the returned token fires.
+fn run_manager(mgr: Manager) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { mgr.start(cancel).await.expect("the manager runs") }
+    });
+    (cancel, task)
+}
+
+/// A free port on 127.0.0.1 (bound, then let go).
+fn free_port() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// `GET path` on `address` over plain HTTP: the status code.
+async fn http_status(address: SocketAddr, path: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    response.get(9..12)?.parse().ok()
+}
+
+#[tokio::test]
+async fn a_manager_serves_the_webhooks_registered_next_to_its_controllers_installs_their_manifests_and_is_ready_once_they_are_called()
+ {
+    let rest = admin_client().await;
+    let ns = namespace("webhook-manager").await;
+    install_crd(&rest, &App::crd()).await;
+    let health = free_port();
+    let name = format!("{ns}-manager");
+    let mut mgr = webhook_manager(&name, Certificates::generated("manager-ca", &["127.0.0.1"]))
+        .await
+        .health_probe_bind_address(health)
+        .build()
+        .unwrap();
+    mgr.webhook::<App>()
+        .validator(AppValidator)
+        .defaulter(AppDefaulter)
+        .namespace_selector(only_namespace(&ns));
+    let (cancel, task) = run_manager(mgr);
+    eventually(30, "/readyz to pass", || async {
+        (http_status(health, "/readyz").await? == 200).then_some(())
+    })
+    .await;
+
+    // Ready means installed, with the caBundle: both configurations say so.
+    let validating = ResourceClient::<ValidatingWebhookConfiguration>::cluster(rest.clone())
+        .get(&name, &GetOptions::default())
+        .await
+        .unwrap();
+    let hook = &validating.webhooks.as_ref().unwrap()[0];
+    assert_eq!(hook.name, "validate.apps.appcontroller.k8s.io");
+    assert_eq!(hook.failure_policy.as_deref(), Some("Fail"));
+    assert_eq!(hook.namespace_selector, Some(only_namespace(&ns)));
+    assert!(hook.client_config.ca_bundle.is_some());
+    let url = hook.client_config.url.as_deref().unwrap();
+    assert!(
+        url.starts_with("https://127.0.0.1:") && !url.starts_with("https://127.0.0.1:0/"),
+        "{url}"
+    );
+    let mutating = ResourceClient::<MutatingWebhookConfiguration>::cluster(rest.clone())
+        .get(&name, &GetOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        mutating.webhooks.unwrap()[0]
+            .client_config
+            .ca_bundle
+            .is_some()
+    );
+
+    let apps = ResourceClient::<App>::namespaced(rest.clone(), &ns);
+    let denied = eventually(30, "kube-apiserver to call the validator", || async {
+        let e = apps
+            .create(&app("invalid", -1), &CreateOptions::default())
+            .await
+            .err()?;
+        e.to_string().contains("must not be negative").then_some(e)
+    })
+    .await;
+    assert!(
+        denied.to_string().contains("denied the request"),
+        "{denied}"
+    );
+    let mut defaulted = app("defaulted", 0);
+    defaulted.spec.deployment_template.image.clear();
+    let created = apps
+        .create(&defaulted, &CreateOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(created.spec.deployment_template.replicas, 1);
+    assert_eq!(created.spec.deployment_template.image, "nginx");
+
+    cancel.cancel();
+    task.await.unwrap();
+    assert_eq!(http_status(health, "/readyz").await, None, "stopped");
+}
+
+#[tokio::test]
+async fn webhooks_registered_without_a_webhook_server_are_an_error_at_start() {
+    let cp = testenv::control_plane();
+    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    let mut mgr = Manager::builder(config).build().unwrap();
+    mgr.webhook::<App>().validator(AppValidator);
+    let e = mgr.start(CancellationToken::new()).await.unwrap_err();
+    assert!(
+        matches!(&e, ManagerError::NoWebhookServer(paths) if paths == &[validate_path::<App>()]),
+        "{e}"
+    );
+}
+
+/// The PEM certificates in the `caBundle` of the first webhook of `name`.
+async fn bundle_of(rest: &RestClient, name: &str) -> Option<String> {
+    let config = ResourceClient::<ValidatingWebhookConfiguration>::cluster(rest.clone())
+        .get(name, &GetOptions::default())
+        .await
+        .ok()?;
+    let bundle = config.webhooks?.first()?.client_config.ca_bundle.clone()?;
+    String::from_utf8(bundle.0).ok()
+}
+
+#[tokio::test]
+async fn generated_certificates_rotate_before_expiry_through_an_old_and_new_bundle_and_no_admission_or_conversion_fails()
+ {
+    let rest = admin_client().await;
+    let ns = namespace("webhook-ca-rotate").await;
+    install_crd(&rest, &App::crd()).await;
+    // The example's two-version Upstream, whose conversion the rotation must not break.
+    let endpoint = WebhookEndpoint::Url("https://127.0.0.1:0".into());
+    install_crd(&rest, &upstream::crd(&endpoint)).await;
+    let name = format!("{ns}-ca-rotate");
+    let validity = Duration::from_secs(12);
+    let certificates = Certificates::generated("rotating-ca", &["127.0.0.1"])
+        .validity(validity)
+        .rotation_overlap(Duration::from_secs(2));
+    let mut mgr = webhook_manager(&name, certificates).await.build().unwrap();
+    mgr.webhook::<App>()
+        .validator(AppValidator)
+        .defaulter(AppDefaulter)
+        .namespace_selector(only_namespace(&ns));
+    mgr.webhook::<upstream::v2::Upstream>()
+        .converter(Conversion::hub().spoke::<upstream::v1::Upstream>());
+    let (cancel, task) = run_manager(mgr);
+    let apps = ResourceClient::<App>::namespaced(rest.clone(), &ns);
+    let dry_run = CreateOptions {
+        dry_run: true,
+        ..Default::default()
+    };
+    eventually(30, "kube-apiserver to call the validator", || async {
+        let e = apps.create(&app("probe", -1), &dry_run).await.err()?;
+        e.to_string().contains("must not be negative").then_some(())
+    })
+    .await;
+    let stored = upstream::v1::Upstream::new(
+        "db",
+        upstream::v1::UpstreamSpec {
+            host: "db".into(),
+            port: 5432,
+            timeout_seconds: None,
+        },
+    );
+    ResourceClient::<upstream::v1::Upstream>::namespaced(rest.clone(), &ns)
+        .create(&stored, &CreateOptions::default())
+        .await
+        .unwrap();
+    let upstreams = ResourceClient::<upstream::v2::Upstream>::namespaced(rest.clone(), &ns);
+    eventually_ok(30, "kube-apiserver to call the converter", || async {
+        upstreams.get("db", &GetOptions::default()).await
+    })
+    .await;
+
+    let stop = CancellationToken::new();
+    let writer = tokio::spawn({
+        let (apps, stop, dry_run) = (apps.clone(), stop.clone(), dry_run.clone());
+        async move {
+            let (mut failures, mut admitted) = (Vec::new(), 0);
+            while !stop.is_cancelled() {
+                match apps.create(&app("flowing", 0), &dry_run).await {
+                    Ok(app) if app.spec.deployment_template.image == "nginx" => admitted += 1,
+                    Ok(app) => failures.push(format!("not defaulted: {:?}", app.spec)),
+                    Err(e) => failures.push(e.to_string()),
+                }
+                match upstreams.get("db", &GetOptions::default()).await {
+                    Ok(db) if db.spec.address == "db:5432" => {}
+                    Ok(db) => failures.push(format!("converted wrong: {:?}", db.spec)),
+                    Err(e) => failures.push(e.to_string()),
+                }
+            }
+            (failures, admitted)
+        }
+    });
+    // Three validity periods: at least two rotations, each seen as a bundle of two
+    // authorities, then one.
+    let mut bundles: Vec<String> = Vec::new();
+    let until = tokio::time::Instant::now() + validity * 2 + validity / 2;
+    while tokio::time::Instant::now() < until {
+        if let Some(bundle) = bundle_of(&rest, &name).await
+            && bundles.last() != Some(&bundle)
+        {
+            bundles.push(bundle);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    stop.cancel();
+    let (failures, admitted) = writer.await.unwrap();
+    assert!(
+        failures.is_empty(),
+        "requests failed during rotation: {failures:?}"
+    );
+    assert!(admitted > 20, "too few requests to judge: {admitted}");
+    let counts: Vec<usize> = bundles
+        .iter()
+        .map(|b| b.matches("BEGIN CERTIFICATE").count())
+        .collect();
+    assert!(
+        counts.starts_with(&[1, 2, 1, 2, 1]),
+        "bundles seen (certificates in each): {counts:?}"
+    );
+    cancel.cancel();
+    task.await.unwrap();
+    // The CRD's conversion stanza got the same bundles (read once the rotation stopped).
+    let crd = ResourceClient::<CustomResourceDefinition>::cluster(rest.clone())
+        .get("upstreams.examples.kubekit.dev", &GetOptions::default())
+        .await
+        .unwrap();
+    let crd_bundle = crd
+        .spec
+        .conversion
+        .and_then(|c| c.webhook?.client_config?.ca_bundle);
+    assert_eq!(
+        crd_bundle.map(|b| b.0),
+        bundle_of(&rest, &name).await.map(String::into_bytes)
+    );
+}
+
+/// Panics on Apps named `panic-…`; never answers for Apps named `hang-…`.
+struct Misbehaving;
+
+impl Validator<App> for Misbehaving {
+    async fn validate_create(&self, app: &App, _: &AdmissionRequest) -> Verdict {
+        let name = app.metadata.name.as_deref().unwrap_or_default();
+        if name.starts_with("panic-") {
+            panic!("asked to panic");
+        }
+        if name.starts_with("hang-") {
+            std::future::pending::<()>().await;
+        }
+        Verdict::allow()
+    }
+}
+
+#[tokio::test]
+async fn a_handler_that_panics_or_hangs_past_timeout_seconds_is_refused_under_fail_and_admitted_under_ignore()
+ {
+    let rest = admin_client().await;
+    install_crd(&rest, &App::crd()).await;
+    let mut running = Vec::new();
+    for policy in [FailurePolicy::Fail, FailurePolicy::Ignore] {
+        let ns = namespace(&format!("webhook-{policy:?}").to_lowercase()).await;
+        let name = format!("{ns}-policy");
+        let mut mgr = webhook_manager(&name, Certificates::generated("policy-ca", &["127.0.0.1"]))
+            .await
+            .build()
+            .unwrap();
+        mgr.webhook::<App>()
+            .validator(Misbehaving)
+            .failure_policy(policy)
+            .timeout_seconds(1)
+            .namespace_selector(only_namespace(&ns));
+        running.push(run_manager(mgr));
+        let apps = ResourceClient::<App>::namespaced(rest.clone(), &ns);
+        // Until kube-apiserver calls the webhook, the Apps are admitted without it.
+        let dry_run = CreateOptions {
+            dry_run: true,
+            ..Default::default()
+        };
+        eventually(30, "kube-apiserver to call the webhook", || async {
+            let configs = ResourceClient::<ValidatingWebhookConfiguration>::cluster(rest.clone());
+            configs.get(&name, &GetOptions::default()).await.ok()?;
+            match policy {
+                FailurePolicy::Fail => apps
+                    .create(&app("panic-probe", 1), &dry_run)
+                    .await
+                    .err()
+                    .map(drop),
+                // Under Ignore the call is seen by its time: a hang takes the whole second.
+                FailurePolicy::Ignore => {
+                    let start = tokio::time::Instant::now();
+                    apps.create(&app("hang-probe", 1), &dry_run).await.ok()?;
+                    (start.elapsed() >= Duration::from_millis(900)).then_some(())
+                }
+            }
+        })
+        .await;
+        for kind in ["panic", "hang"] {
+            let start = tokio::time::Instant::now();
+            let result = apps
+                .create(&app(&format!("{kind}-app"), 1), &CreateOptions::default())
+                .await;
+            let took = start.elapsed();
+            match (policy, result) {
+                (FailurePolicy::Fail, Err(e)) => {
+                    let e = e.to_string();
+                    let expected = match kind {
+                        "panic" => "the webhook panicked: asked to panic",
+                        _ => "failed calling webhook",
+                    };
+                    assert!(e.contains(expected), "{kind} under Fail: {e}");
+                }
+                (FailurePolicy::Ignore, Ok(_)) => {}
+                (policy, result) => panic!("{kind} under {policy:?}: {result:?}"),
+            }
+            assert!(
+                took < Duration::from_secs(5),
+                "{kind} under {policy:?} took {took:?}, past timeoutSeconds"
+            );
+        }
+        // A well-behaved App is admitted either way: the server went on.
+        apps.create(&app("fine", 1), &CreateOptions::default())
+            .await
+            .unwrap();
+    }
+    for (cancel, task) in running {
+        cancel.cancel();
+        task.await.unwrap();
+    }
 }

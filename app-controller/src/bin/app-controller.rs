@@ -3,6 +3,14 @@
 //! in-cluster configuration when running in a pod, else `$KUBECONFIG` or `~/.kube/config`.
 //! SIGINT or SIGTERM stops it gracefully (a second signal exits at once); losing the
 //! leader lease makes it exit with status 1. `RUST_LOG` sets the log level (default `info`).
+//!
+//! With `--webhook-bind-address HOST:PORT` it also serves the App's validating and
+//! defaulting webhooks (`app_controller::webhook`) on the manager's webhook server: with
+//! `--webhook-cert-dir DIR`, from `DIR/tls.crt` and `DIR/tls.key` (reloaded when they
+//! change; apply `artifacts/webhook.yaml`, whose `caBundle` cert-manager injects); without
+//! it, from an authority it generates and rotates, installing the webhook configurations
+//! (`app-controller`, or `app-controller-NS` with `--namespace NS`, for that namespace's
+//! Apps only) that call `https://WEBHOOK_HOST:PORT` with its bundle.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -10,11 +18,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use app_controller::controller::{CONTROLLER_NAME, add_to};
+use app_controller::webhook::WEBHOOK_CONFIGURATION;
 use clap::Parser;
 use kubekit::controller::shutdown_signal;
 use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
 use kubekit::manager::Manager;
 use kubekit::rest::Config;
+use kubekit::webhook::{Certificates, WebhookEndpoint};
 
 /// Retries of a failing App before it is dropped (until its next change).
 const MAX_RETRIES: usize = 10;
@@ -65,6 +75,18 @@ struct Flags {
     #[arg(long, env = "APP_CONTROLLER_HEALTH_PROBE_BIND_ADDRESS", default_value = ":8081",
           value_parser = bind_address)]
     health_probe_bind_address: BindAddress,
+    /// HOST:PORT serving the App's admission webhooks (HTTPS); `0`, the default: off.
+    #[arg(long, env = "APP_CONTROLLER_WEBHOOK_BIND_ADDRESS", default_value = "0",
+          value_parser = bind_address)]
+    webhook_bind_address: BindAddress,
+    /// The name or IP address kube-apiserver calls the webhooks at, with a generated
+    /// certificate (it is in the certificate and the installed configurations).
+    #[arg(long, env = "APP_CONTROLLER_WEBHOOK_HOST", default_value = "127.0.0.1")]
+    webhook_host: String,
+    /// A directory with the webhooks' tls.crt and tls.key (cert-manager's Secret); unset:
+    /// a certificate authority generated and rotated in memory (one replica only).
+    #[arg(long, env = "APP_CONTROLLER_WEBHOOK_CERT_DIR")]
+    webhook_cert_dir: Option<PathBuf>,
 }
 
 /// An address to serve on, or none (`0`).
@@ -109,6 +131,29 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
     if let BindAddress(Some(address)) = flags.health_probe_bind_address {
         builder = builder.health_probe_bind_address(address);
     }
+    if let BindAddress(Some(address)) = flags.webhook_bind_address {
+        builder = match &flags.webhook_cert_dir {
+            Some(dir) => builder.webhook_server(
+                address,
+                Certificates::from_files(dir.join("tls.crt"), dir.join("tls.key")),
+            ),
+            None => {
+                let name = match flags.namespace.as_str() {
+                    "" => WEBHOOK_CONFIGURATION.to_string(),
+                    ns => format!("{WEBHOOK_CONFIGURATION}-{ns}"),
+                };
+                let certificates =
+                    Certificates::generated("app-controller-webhook-ca", &[&flags.webhook_host]);
+                let base = match flags.webhook_host.parse::<std::net::Ipv6Addr>() {
+                    Ok(_) => format!("https://[{}]:{}", flags.webhook_host, address.port()),
+                    Err(_) => format!("https://{}:{}", flags.webhook_host, address.port()),
+                };
+                builder
+                    .webhook_server(address, certificates)
+                    .install_webhook_manifests(&name, WebhookEndpoint::Url(base))
+            }
+        };
+    }
     if flags.leader_elect {
         let namespace = flags
             .leader_elect_namespace
@@ -127,6 +172,9 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
     }
     let mut mgr = builder.build()?;
     add_to(&mut mgr, flags.workers.into(), MAX_RETRIES)?;
+    if flags.webhook_bind_address.0.is_some() {
+        app_controller::webhook::add_to(mgr.webhooks_mut(), &flags.namespace);
+    }
     mgr.start(shutdown_signal()).await?;
     Ok(())
 }
@@ -151,6 +199,10 @@ mod tests {
             Some("0.0.0.0:8081".parse().unwrap())
         );
         assert_eq!(flags.leader_elect_lease_duration, Duration::from_secs(15));
+        assert_eq!(
+            flags.webhook_bind_address.0, None,
+            "webhooks off by default"
+        );
         let flags = Flags::try_parse_from([
             "app-controller",
             "--leader-elect",

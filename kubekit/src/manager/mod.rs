@@ -17,6 +17,12 @@
 //! - Informers start at once, leader or not, so a new leader's caches are warm; the
 //!   controllers run while this replica leads (always, without leader election), each
 //!   waiting for the caches to sync before its workers start.
+//! - The **webhook server** ([`ManagerBuilder::webhook_server`]), when configured, is
+//!   served after the endpoints and before the informers start, on every replica (leader
+//!   or not), until `cancel`, even with no controller; `/readyz` has a `webhook` check
+//!   that passes while it serves (after its manifests are installed and its `caBundle`
+//!   written, when so configured). Webhooks registered ([`Manager::webhook`]) without a
+//!   server are an error at start.
 //! - On `cancel`: the controllers drain (reconciles in flight and queued keys finish),
 //!   then the lease is released (if so configured), then the informers, the event
 //!   broadcaster and the endpoints stop, and `start` returns `Ok`.
@@ -87,7 +93,10 @@ use crate::leaderelection::{
     LeaseLock, RunOutcome,
 };
 use crate::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource};
-use crate::rest::{Config, RestClientMetrics};
+use crate::rest::{Config, RestClient, RestClientMetrics};
+use crate::webhook::{
+    Certificates, WebhookBuilder, WebhookEndpoint, WebhookMetrics, WebhookServer, Webhooks,
+};
 use crate::workqueue::WorkqueueMetrics;
 
 /// Why a manager could not be built or stopped running.
@@ -115,6 +124,13 @@ pub enum ManagerError {
         /// Why.
         source: std::io::Error,
     },
+    /// Webhooks were registered but no [`webhook_server`](ManagerBuilder::webhook_server)
+    /// configured to serve them.
+    #[error("webhooks are registered at {0:?} but the manager has no webhook server")]
+    NoWebhookServer(Vec<String>),
+    /// The webhook server could not start (its address, its certificate, its manifests).
+    #[error(transparent)]
+    Webhook(#[from] crate::webhook::Error),
     /// This replica lost its leadership; its controllers were stopped.
     #[error("leader election lost")]
     LeadershipLost,
@@ -128,6 +144,7 @@ struct Metrics {
     reflector: ReflectorMetrics,
     rest: RestClientMetrics,
     leader: LeaderElectionMetrics,
+    webhook: WebhookMetrics,
 }
 
 type RunFn = Box<
@@ -157,6 +174,15 @@ pub struct ManagerBuilder {
     health_address: Option<SocketAddr>,
     leader_election: Option<LeaderElectionFn>,
     resync_period: Duration,
+    webhook: WebhookSettings,
+}
+
+/// How the manager serves its webhooks.
+#[derive(Debug, Default)]
+struct WebhookSettings {
+    server: Option<(SocketAddr, Certificates)>,
+    install: Option<(String, WebhookEndpoint)>,
+    timeout: Option<Duration>,
 }
 
 impl fmt::Debug for ManagerBuilder {
@@ -167,11 +193,38 @@ impl fmt::Debug for ManagerBuilder {
             .field("health_address", &self.health_address)
             .field("leader_election", &self.leader_election.is_some())
             .field("resync_period", &self.resync_period)
+            .field("webhook", &self.webhook)
             .finish_non_exhaustive()
     }
 }
 
 impl ManagerBuilder {
+    /// Serves the webhooks registered with [`Manager::webhook`] on `address` (HTTPS, with
+    /// `certificates`), on every replica, leader or not (controller-runtime's webhook
+    /// server). `/readyz` gets a `webhook` check, passing while it serves; its metrics are
+    /// in the manager's registry; generated certificates write their `caBundle` with a
+    /// client that leader election does not fence.
+    pub fn webhook_server(mut self, address: SocketAddr, certificates: Certificates) -> Self {
+        self.webhook.server = Some((address, certificates));
+        self
+    }
+
+    /// Installs the manifests generated from the registered webhooks, named `name` and
+    /// calling the server at `endpoint` (a URL's port 0 is the port it listens on), when
+    /// the webhook server starts: see [`WebhookServer::install_manifests`]. Default: not
+    /// installed (ship [`Manager::webhook_manifests`] instead).
+    pub fn install_webhook_manifests(mut self, name: &str, endpoint: WebhookEndpoint) -> Self {
+        self.webhook.install = Some((name.to_string(), endpoint));
+        self
+    }
+
+    /// How long the webhook server lets a request and its handler take (see
+    /// [`WebhookServer::timeout`]; 9 s unless set).
+    pub fn webhook_timeout(mut self, timeout: Duration) -> Self {
+        self.webhook.timeout = Some(timeout);
+        self
+    }
+
     /// Watches only `namespace` (`""`, the default: all namespaces).
     pub fn namespace(mut self, namespace: &str) -> Self {
         self.namespace = namespace.to_string();
@@ -226,7 +279,9 @@ impl ManagerBuilder {
         metrics.reflector.register(&mut registry);
         metrics.rest.register(&mut registry);
         metrics.leader.register(&mut registry);
+        metrics.webhook.register(&mut registry);
         let clientset = Clientset::new(&self.config.with_metrics(&metrics.rest))?;
+        let webhook_client = clientset.rest_client().clone();
         let elector = match self.leader_election {
             Some(config) => Some(LeaderElector::new(
                 config(&clientset).metrics(&metrics.leader),
@@ -258,6 +313,9 @@ impl ManagerBuilder {
             health_address: self.health_address,
             resync_period: self.resync_period,
             controllers: Vec::new(),
+            webhooks: Webhooks::default(),
+            webhook: self.webhook,
+            webhook_client,
         })
     }
 }
@@ -274,6 +332,10 @@ pub struct Manager {
     health_address: Option<SocketAddr>,
     resync_period: Duration,
     controllers: Vec<RegisteredController>,
+    webhooks: Webhooks,
+    webhook: WebhookSettings,
+    /// The client of the webhook server, unfenced by leader election.
+    webhook_client: RestClient,
 }
 
 impl fmt::Debug for Manager {
@@ -286,6 +348,8 @@ impl fmt::Debug for Manager {
             .field("health_address", &self.health_address)
             .field("resync_period", &self.resync_period)
             .field("controllers", &names)
+            .field("webhooks", &self.webhooks)
+            .field("webhook", &self.webhook)
             .finish_non_exhaustive()
     }
 }
@@ -300,6 +364,7 @@ impl Manager {
             health_address: None,
             leader_election: None,
             resync_period: Duration::ZERO,
+            webhook: WebhookSettings::default(),
         }
     }
 
@@ -338,6 +403,31 @@ impl Manager {
         ControllerBuilder::new(self, name)
     }
 
+    /// A builder registering the admission webhooks of `K` (a [`Validator`], a
+    /// [`Defaulter`]) or its CRD's converter (with `K` the hub), served by the
+    /// [webhook server](ManagerBuilder::webhook_server):
+    /// `mgr.webhook::<App>().validator(AppValidator).defaulter(AppDefaulter)`.
+    ///
+    /// [`Validator`]: crate::webhook::Validator
+    /// [`Defaulter`]: crate::webhook::Defaulter
+    pub fn webhook<K: kube::Resource<DynamicType = ()>>(&mut self) -> WebhookBuilder<'_, K> {
+        self.webhooks.add::<K>()
+    }
+
+    /// The registered webhooks, for code that registers into any [`Webhooks`].
+    pub fn webhooks_mut(&mut self) -> &mut Webhooks {
+        &mut self.webhooks
+    }
+
+    /// The manifests of the registered webhooks (see [`Webhooks::manifests`]).
+    pub fn webhook_manifests(
+        &self,
+        name: &str,
+        endpoint: &WebhookEndpoint,
+    ) -> crate::webhook::WebhookManifests {
+        self.webhooks.manifests(name, endpoint)
+    }
+
     /// Runs everything until `cancel` fires or leadership is lost; see the
     /// [module docs](self).
     pub async fn start(self, cancel: CancellationToken) -> Result<(), ManagerError> {
@@ -349,8 +439,33 @@ impl Manager {
             metrics_address,
             health_address,
             controllers,
+            webhooks,
+            webhook,
+            webhook_client,
+            metrics,
             ..
         } = self;
+        let webhook_server = match webhook.server {
+            None if webhooks.is_empty() => None,
+            None => {
+                factory.shutdown().await;
+                broadcaster.shutdown().await;
+                return Err(ManagerError::NoWebhookServer(webhooks.paths()));
+            }
+            Some((address, certificates)) => {
+                let mut server = WebhookServer::new(certificates)
+                    .webhooks(webhooks)
+                    .metrics(&metrics.webhook)
+                    .client(webhook_client);
+                if let Some((name, endpoint)) = webhook.install {
+                    server = server.install_manifests(&name, endpoint);
+                }
+                if let Some(timeout) = webhook.timeout {
+                    server = server.timeout(timeout);
+                }
+                Some((address, server))
+            }
+        };
         let synced = Arc::new(AtomicBool::new(false));
         let mut endpoints = Endpoints::new(registry).readyz("informers", {
             let synced = synced.clone();
@@ -359,6 +474,10 @@ impl Manager {
                 false => Err("caches not synced".into()),
             }
         });
+        if let Some((_, server)) = &webhook_server {
+            let readiness = server.readiness();
+            endpoints = endpoints.readyz("webhook", move || readiness.check());
+        }
         for c in &controllers {
             let stats = c.stats.clone();
             endpoints = endpoints.healthz(format!("controller-{}", c.name), move || {
@@ -387,6 +506,16 @@ impl Manager {
                 }
             }
         }
+        let serving_webhooks = webhook_server.is_some();
+        if let (Ok(()), Some((address, server))) = (&result, webhook_server) {
+            match server.serve(address, stop_endpoints.clone()).await {
+                Ok(s) => {
+                    tracing::info!(address = %s.address(), "serving the webhooks");
+                    served.push(s);
+                }
+                Err(e) => result = Err(e.into()),
+            }
+        }
         if result.is_ok() {
             factory.start();
             let running = cancel.child_token();
@@ -406,6 +535,10 @@ impl Manager {
                     }
                     Some(elector) => lead(elector, controllers, &factory, &cancel).await,
                 };
+                // The webhooks are served until `cancel`, whether controllers run or not.
+                if serving_webhooks && result.is_ok() {
+                    cancel.cancelled().await;
+                }
                 running.cancel();
                 result
             };

@@ -66,6 +66,35 @@ pub struct Certificates {
 enum Source {
     Files { cert: PathBuf, key: PathBuf },
     Pem { cert: String, key: String },
+    Generated(Generated),
+}
+
+/// The settings of [`Certificates::generated`].
+#[derive(Clone, Debug)]
+struct Generated {
+    common_name: String,
+    hosts: Vec<String>,
+    validity: Duration,
+    overlap: Option<Duration>,
+    targets: Vec<CaBundleTarget>,
+}
+
+impl Generated {
+    /// How long the bundle holds both authorities before and after the serving
+    /// certificate changes: a sixth of the validity, at most a minute, unless set.
+    fn overlap(&self) -> Duration {
+        self.overlap
+            .unwrap_or((self.validity / 6).min(Duration::from_secs(60)))
+            .min(self.validity / 4)
+    }
+
+    /// A new authority and the serving certificate it issues, both valid for the validity.
+    fn issue(&self) -> Result<(CertificateAuthority, CertifiedKey), Error> {
+        let ca = CertificateAuthority::generate_valid_for(&self.common_name, self.validity)?;
+        let hosts: Vec<&str> = self.hosts.iter().map(String::as_str).collect();
+        let (cert, key) = ca.issue_valid_for(&hosts, self.validity)?;
+        Ok((ca, certified_key(cert.as_bytes(), key.as_bytes())?))
+    }
 }
 
 impl Certificates {
@@ -91,16 +120,108 @@ impl Certificates {
         })
     }
 
+    /// Certificates kubekit generates and rotates itself (opt-in): an authority named
+    /// `common_name` and a serving certificate it issues for `hosts`, both valid for a year
+    /// unless [`validity`](Self::validity) says otherwise. The server writes the
+    /// authority's bundle into the [`ca_bundle_targets`](Self::ca_bundle_targets) (and
+    /// into the manifests it [installs](super::WebhookServer::install_manifests)) before
+    /// it serves, with its [`client`](super::WebhookServer::client).
+    ///
+    /// Rotation: two thirds into the validity, a new authority and certificate are made;
+    /// the bundle written becomes old and new authority; after the
+    /// [overlap](Self::rotation_overlap) the server presents the new certificate; after
+    /// another, the bundle becomes the new authority alone. kube-apiserver trusts the
+    /// certificate presented at every moment, so no request fails. The authority lives in
+    /// this process only: use it with one replica.
+    pub fn generated(common_name: &str, hosts: &[&str]) -> Self {
+        Self {
+            source: Source::Generated(Generated {
+                common_name: common_name.to_string(),
+                hosts: hosts.iter().map(|h| h.to_string()).collect(),
+                validity: 365 * DAY,
+                overlap: None,
+                targets: Vec::new(),
+            }),
+            reload_every: Duration::from_secs(2),
+        }
+    }
+
+    /// How long [generated](Self::generated) certificates are valid (a year unless set; at
+    /// least 3 s). Ignored by the other sources.
+    pub fn validity(mut self, validity: Duration) -> Self {
+        if let Source::Generated(generated) = &mut self.source {
+            generated.validity = validity.max(Duration::from_secs(3));
+        }
+        self
+    }
+
+    /// How long a [generated](Self::generated) authority's rotation keeps both
+    /// authorities in the bundle before and after the certificate changes: the time
+    /// kube-apiserver has to see a new bundle (a sixth of the validity, at most a minute,
+    /// unless set; at most a quarter of the validity). Ignored by the other sources.
+    pub fn rotation_overlap(mut self, overlap: Duration) -> Self {
+        if let Source::Generated(generated) = &mut self.source {
+            generated.overlap = Some(overlap);
+        }
+        self
+    }
+
+    /// The objects whose `caBundle` a [generated](Self::generated) authority is written
+    /// into, at start and at each rotation. Ignored by the other sources.
+    pub fn ca_bundle_targets(mut self, targets: impl IntoIterator<Item = CaBundleTarget>) -> Self {
+        if let Source::Generated(generated) = &mut self.source {
+            generated.targets.extend(targets);
+        }
+        self
+    }
+
     /// How often files are read again to see whether they changed (2 s unless set).
     pub fn reload_every(mut self, period: Duration) -> Self {
         self.reload_every = period.max(Duration::from_millis(10));
         self
     }
 
-    /// Loads the certificate now; with files, starts the task that reloads them, which
-    /// ends when `cancel` fires.
-    pub(crate) async fn load(&self, cancel: CancellationToken) -> Result<Arc<Reloading>, Error> {
+    /// Loads the certificate now; with files, starts the task that reloads them, and
+    /// with a generated authority, writes its bundle into its targets and `targets` with
+    /// `client`, and starts the task that rotates it. The task ends when `cancel` fires.
+    pub(crate) async fn load(
+        &self,
+        cancel: CancellationToken,
+        client: Option<&RestClient>,
+        targets: Vec<CaBundleTarget>,
+    ) -> Result<Arc<Reloading>, Error> {
         match &self.source {
+            Source::Generated(generated) => {
+                let mut unique = Vec::new();
+                for target in targets.into_iter().chain(generated.targets.iter().cloned()) {
+                    if !unique.contains(&target) {
+                        unique.push(target);
+                    }
+                }
+                let targets = unique;
+                let client = match (client, targets.is_empty()) {
+                    (Some(client), _) => Some(client.clone()),
+                    (None, true) => None,
+                    (None, false) => return Err(Error::NoClient("writing a generated caBundle")),
+                };
+                let (ca, key) = generated.issue()?;
+                if let Some(client) = &client {
+                    for target in &targets {
+                        write_bundle(client, target, ca.ca_bundle()).await?;
+                    }
+                }
+                let loaded = Arc::new(Reloading {
+                    current: RwLock::new(Arc::new(key)),
+                });
+                let rotation = Rotation {
+                    generated: generated.clone(),
+                    client,
+                    targets,
+                    serving: loaded.clone(),
+                };
+                tokio::spawn(rotation.run(ca, cancel));
+                Ok(loaded)
+            }
             Source::Pem { cert, key } => Ok(Arc::new(Reloading {
                 current: RwLock::new(Arc::new(certified_key(cert.as_bytes(), key.as_bytes())?)),
             })),
@@ -192,6 +313,94 @@ impl ResolvesServerCert for Reloading {
     }
 }
 
+/// Rotates a generated authority and its serving certificate; see
+/// [`Certificates::generated`].
+struct Rotation {
+    generated: Generated,
+    client: Option<RestClient>,
+    targets: Vec<CaBundleTarget>,
+    serving: Arc<Reloading>,
+}
+
+impl Rotation {
+    /// Rotates `current` (issued now) and its successors until `cancel` fires.
+    async fn run(self, mut current: CertificateAuthority, cancel: CancellationToken) {
+        let (validity, overlap) = (self.generated.validity, self.generated.overlap());
+        let mut issued = tokio::time::Instant::now();
+        let cancel = &cancel;
+        let sleep = |until| async move {
+            tokio::select! {
+                () = cancel.cancelled() => false,
+                () = tokio::time::sleep_until(until) => true,
+            }
+        };
+        loop {
+            if !sleep(issued + validity * 2 / 3).await {
+                return;
+            }
+            let (next, key) = match self.generated.issue() {
+                Ok(next) => next,
+                Err(e) => {
+                    tracing::error!(
+                        "webhook certificate rotation: {e}; trying again in {overlap:?}"
+                    );
+                    issued += overlap;
+                    continue;
+                }
+            };
+            let next_issued = tokio::time::Instant::now();
+            let both = format!("{}{}", current.ca_bundle(), next.ca_bundle());
+            if !self.write_everywhere(&both, cancel).await
+                || !sleep(tokio::time::Instant::now() + overlap).await
+            {
+                return;
+            }
+            *self.serving.current.write() = Arc::new(key);
+            issued = next_issued;
+            tracing::info!("webhook certificate rotated to a new authority");
+            if !sleep(tokio::time::Instant::now() + overlap).await
+                || !self.write_everywhere(next.ca_bundle(), cancel).await
+            {
+                return;
+            }
+            current = next;
+        }
+    }
+
+    /// Writes `bundle` into every target, trying each again until it is written or found
+    /// deleted; `false` when `cancel` fired first.
+    async fn write_everywhere(&self, bundle: &str, cancel: &CancellationToken) -> bool {
+        let Some(client) = &self.client else {
+            return true;
+        };
+        for target in &self.targets {
+            let mut delay = Duration::from_millis(200);
+            loop {
+                let written = tokio::select! {
+                    () = cancel.cancelled() => return false,
+                    written = write_bundle(client, target, bundle) => written,
+                };
+                match written {
+                    Ok(()) => break,
+                    // Deleted: nothing to keep trusting this server, and no reason to
+                    // hold the rotation up.
+                    Err(Error::Api(e)) if e.is_not_found() => {
+                        tracing::warn!("webhook certificate rotation: {target:?} is gone");
+                        break;
+                    }
+                    Err(e) => tracing::warn!("webhook certificate rotation: {target:?}: {e}"),
+                }
+                tokio::select! {
+                    () = cancel.cancelled() => return false,
+                    () = tokio::time::sleep(delay) => {}
+                }
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+        true
+    }
+}
+
 /// A certificate authority generated in memory (ECDSA P-256, valid for ten years), which
 /// issues the webhook server's certificate and whose certificate is the `caBundle`
 /// kube-apiserver verifies it with.
@@ -218,6 +427,11 @@ const DAY: Duration = Duration::from_secs(86_400);
 impl CertificateAuthority {
     /// Generates a key and a self-signed CA certificate named `common_name`.
     pub fn generate(common_name: &str) -> Result<Self, Error> {
+        Self::generate_valid_for(common_name, 3650 * DAY)
+    }
+
+    /// [`generate`](Self::generate), valid for `valid_for` from now.
+    fn generate_valid_for(common_name: &str, valid_for: Duration) -> Result<Self, Error> {
         let cert_error = |e: rcgen::Error| Error::Certificate(format!("generating the CA: {e}"));
         let key = rcgen::KeyPair::generate().map_err(cert_error)?;
         let mut params = rcgen::CertificateParams::default();
@@ -229,7 +443,7 @@ impl CertificateAuthority {
             rcgen::KeyUsagePurpose::KeyCertSign,
             rcgen::KeyUsagePurpose::DigitalSignature,
         ];
-        let (not_before, not_after) = validity(DAY, 3650 * DAY);
+        let (not_before, not_after) = validity(DAY, valid_for);
         (params.not_before, params.not_after) = (not_before.into(), not_after.into());
         let bundle = params.self_signed(&key).map_err(cert_error)?.pem();
         Ok(Self {
@@ -246,6 +460,15 @@ impl CertificateAuthority {
 
     /// A server certificate and key (PEM) for `hosts`, valid for a year.
     pub fn issue(&self, hosts: &[&str]) -> Result<(String, String), Error> {
+        self.issue_valid_for(hosts, 365 * DAY)
+    }
+
+    /// [`issue`](Self::issue), valid for `valid_for` from now.
+    fn issue_valid_for(
+        &self,
+        hosts: &[&str],
+        valid_for: Duration,
+    ) -> Result<(String, String), Error> {
         let cert_error =
             |e: rcgen::Error| Error::Certificate(format!("issuing a certificate: {e}"));
         let key = rcgen::KeyPair::generate().map_err(cert_error)?;
@@ -257,7 +480,7 @@ impl CertificateAuthority {
             });
         }
         params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-        let (not_before, not_after) = validity(DAY, 365 * DAY);
+        let (not_before, not_after) = validity(DAY, valid_for);
         (params.not_before, params.not_after) = (not_before.into(), not_after.into());
         let cert = params.signed_by(&key, &self.issuer).map_err(cert_error)?;
         Ok((cert.pem(), key.serialize_pem()))
@@ -270,37 +493,46 @@ impl CertificateAuthority {
         rest: &RestClient,
         target: &CaBundleTarget,
     ) -> Result<(), Error> {
-        let bundle = ByteString(self.bundle.clone().into_bytes());
-        match target {
-            CaBundleTarget::ValidatingWebhookConfiguration(name) => {
-                update_with::<ValidatingWebhookConfiguration>(rest, name, |config| {
-                    for webhook in config.webhooks.iter_mut().flatten() {
-                        webhook.client_config.ca_bundle = Some(bundle.clone());
-                    }
-                })
-                .await
-            }
-            CaBundleTarget::MutatingWebhookConfiguration(name) => {
-                update_with::<MutatingWebhookConfiguration>(rest, name, |config| {
-                    for webhook in config.webhooks.iter_mut().flatten() {
-                        webhook.client_config.ca_bundle = Some(bundle.clone());
-                    }
-                })
-                .await
-            }
-            CaBundleTarget::CustomResourceDefinition(name) => {
-                update_with::<CustomResourceDefinition>(rest, name, |crd| {
-                    let webhook = crd
-                        .spec
-                        .conversion
-                        .as_mut()
-                        .and_then(|conversion| conversion.webhook.as_mut());
-                    if let Some(client_config) = webhook.and_then(|w| w.client_config.as_mut()) {
-                        client_config.ca_bundle = Some(bundle.clone());
-                    }
-                })
-                .await
-            }
+        write_bundle(rest, target, &self.bundle).await
+    }
+}
+
+/// Writes `bundle` (PEM) into the `caBundle` of `target`, retrying on conflict.
+async fn write_bundle(
+    rest: &RestClient,
+    target: &CaBundleTarget,
+    bundle: &str,
+) -> Result<(), Error> {
+    let bundle = ByteString(bundle.as_bytes().to_vec());
+    match target {
+        CaBundleTarget::ValidatingWebhookConfiguration(name) => {
+            update_with::<ValidatingWebhookConfiguration>(rest, name, |config| {
+                for webhook in config.webhooks.iter_mut().flatten() {
+                    webhook.client_config.ca_bundle = Some(bundle.clone());
+                }
+            })
+            .await
+        }
+        CaBundleTarget::MutatingWebhookConfiguration(name) => {
+            update_with::<MutatingWebhookConfiguration>(rest, name, |config| {
+                for webhook in config.webhooks.iter_mut().flatten() {
+                    webhook.client_config.ca_bundle = Some(bundle.clone());
+                }
+            })
+            .await
+        }
+        CaBundleTarget::CustomResourceDefinition(name) => {
+            update_with::<CustomResourceDefinition>(rest, name, |crd| {
+                let webhook = crd
+                    .spec
+                    .conversion
+                    .as_mut()
+                    .and_then(|conversion| conversion.webhook.as_mut());
+                if let Some(client_config) = webhook.and_then(|w| w.client_config.as_mut()) {
+                    client_config.ca_bundle = Some(bundle.clone());
+                }
+            })
+            .await
         }
     }
 }

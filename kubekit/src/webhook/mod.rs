@@ -21,16 +21,55 @@
 //!   acts where an admission handler awaits (one that blocks its thread is not
 //!   interrupted). Conversions run on tokio's blocking pool: one past the limit fails the
 //!   review at once, and finishes in the background.
-//! - **Panics.** A panic in a handler is caught: the request is denied (code 500) with the
-//!   panic's message, and the server goes on serving.
+//! - **Panics and timeouts.** A panic in a handler is caught and a handler past the time
+//!   limit given up on; either is answered as the handler's `failurePolicy` says
+//!   ([`FailurePolicy`]): under `Fail` (the default) a denial (code 500 or 504) with the
+//!   panic's message or the limit, under `Ignore` an admission carrying it as a warning.
+//!   The server goes on serving.
 //! - **Metrics** (controller-runtime's names, labelled by `webhook`, the path):
 //!   `controller_runtime_webhook_requests_total` (also by HTTP `code`),
 //!   `controller_runtime_webhook_latency_seconds`, `controller_runtime_webhook_requests_in_flight`.
 //!   Requests for paths nobody registered are not counted, so a client cannot make labels.
 //! - **Certificates**: see [`Certificates`]: files reloaded when they change, or issued by a
 //!   [`CertificateAuthority`] kubekit generates and writes into `caBundle`s.
+//! - **Registrations and manifests.** [`Webhooks`] holds the handlers with their
+//!   configuration (`failurePolicy`, `timeoutSeconds`, namespace selector);
+//!   [`Webhooks::manifests`] generates the `ValidatingWebhookConfiguration`, the
+//!   `MutatingWebhookConfiguration` and each CRD's conversion stanza from them, to ship
+//!   ([`WebhookManifests::to_yaml`]) or to install when the server starts
+//!   ([`WebhookServer::install_manifests`]).
 //! - **Readiness.** [`WebhookServer::readiness`] reports ready once the server listens with
-//!   its certificate loaded, and not after it stops; hand it to the manager's `/readyz`.
+//!   its certificate loaded (its manifests installed and its `caBundle` written, when so
+//!   configured), and not after it stops.
+//! - **In a manager** ([`ManagerBuilder::webhook_server`](crate::manager::ManagerBuilder::webhook_server),
+//!   [`Manager::webhook`](crate::manager::Manager::webhook)) the server runs with the
+//!   controllers, its readiness is the `webhook` check of `/readyz` and its metrics are in
+//!   the manager's registry:
+//!
+//! ```no_run
+//! use app_controller::App;
+//! use app_controller::webhook::{AppDefaulter, AppValidator};
+//! use kubekit::controller::shutdown_signal;
+//! use kubekit::manager::Manager;
+//! use kubekit::webhook::{Certificates, FailurePolicy, WebhookEndpoint};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = kubekit::rest::Config::infer().await?;
+//! let mut mgr = Manager::builder(config)
+//!     .webhook_server("0.0.0.0:9443".parse()?, Certificates::generated("my-ca", &["127.0.0.1"]))
+//!     .install_webhook_manifests("my-operator", WebhookEndpoint::Url("https://127.0.0.1:0".into()))
+//!     .build()?;
+//! mgr
+//!     .webhook::<App>()
+//!     .failure_policy(FailurePolicy::Fail)
+//!     .validator(AppValidator)
+//!     .defaulter(AppDefaulter);
+//! mgr.start(shutdown_signal()).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A server on its own:
 //!
 //! ```no_run
 //! use app_controller::App;
@@ -66,6 +105,7 @@ mod certs;
 mod conversion;
 mod review;
 mod server;
+mod webhooks;
 
 pub use crate::manager::Served;
 pub use admission::{Defaulter, Validator, Verdict};
@@ -73,6 +113,9 @@ pub use certs::{CaBundleTarget, CertificateAuthority, Certificates};
 pub use conversion::Conversion;
 pub use review::{AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, UserInfo};
 pub use server::{Readiness, WebhookMetrics, WebhookServer};
+pub use webhooks::{
+    FailurePolicy, WebhookBuilder, WebhookEndpoint, WebhookManifests, Webhooks, convert_path,
+};
 
 use kube::Resource;
 
@@ -85,9 +128,13 @@ pub enum Error {
     /// A certificate or key could not be read, parsed or generated.
     #[error("webhook certificate: {0}")]
     Certificate(String),
-    /// The API server refused to store a `caBundle`.
-    #[error("writing the caBundle: {0}")]
+    /// The API server refused to store a `caBundle` or a manifest.
+    #[error("writing to the API server: {0}")]
     Api(#[from] crate::rest::Error),
+    /// Manifests to install, or a generated authority's `caBundle` to write, and no
+    /// client ([`WebhookServer::client`]) to write them with.
+    #[error("{0} needs a client (WebhookServer::client)")]
+    NoClient(&'static str),
 }
 
 /// `<prefix>-<group with dashes>-<version>-<kind in lower case>`, as controller-runtime.

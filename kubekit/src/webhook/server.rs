@@ -1,10 +1,8 @@
 //! [`WebhookServer`]: the HTTPS server (rustls, HTTP/1.1) that routes reviews to handlers,
 //! with the limits, panic handling and metrics the [module docs](super) promise.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -34,39 +32,37 @@ use tokio_util::sync::CancellationToken;
 use crate::manager::Served;
 use crate::manager::endpoints::{next_connection, serve_connection};
 
-use super::admission::{Admit, Defaulting, Validating};
+use super::admission::Admit;
 use super::conversion::{Conversion, Convert};
 use super::review::{
     ADMISSION_API_VERSION, AdmissionReviewIn, AdmissionReviewOut, CONVERSION_API_VERSION,
     ConversionResponse, ConversionResult, ConversionReviewIn, ConversionReviewOut, TypeMeta,
 };
-use super::{Certificates, Defaulter, Error, Validator, Verdict, mutate_path, validate_path};
+use super::webhooks::{FailurePolicy, Route, WebhookEndpoint, Webhooks};
+use super::{Certificates, Defaulter, Error, Validator, Verdict};
+use crate::rest::RestClient;
 
 /// How long a client has to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What a path serves.
-enum Route {
-    Admission(Box<dyn Admit>),
-    Conversion(Arc<dyn Convert>),
-}
 
 /// An HTTPS server for admission and conversion webhooks; see the [module docs](super).
 ///
 /// Build it with its [`Certificates`], register handlers, then [`serve`](Self::serve).
 pub struct WebhookServer {
     certificates: Certificates,
-    routes: HashMap<String, Route>,
+    webhooks: Webhooks,
     max_request_bytes: usize,
     timeout: Duration,
     metrics: WebhookMetrics,
     ready: Readiness,
+    client: Option<RestClient>,
+    install: Option<(String, WebhookEndpoint)>,
 }
 
 impl std::fmt::Debug for WebhookServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebhookServer")
-            .field("paths", &self.routes.keys().collect::<Vec<_>>())
+            .field("webhooks", &self.webhooks)
             .field("max_request_bytes", &self.max_request_bytes)
             .field("timeout", &self.timeout)
             .finish_non_exhaustive()
@@ -78,39 +74,60 @@ impl WebhookServer {
     pub fn new(certificates: Certificates) -> Self {
         Self {
             certificates,
-            routes: HashMap::new(),
+            webhooks: Webhooks::default(),
             max_request_bytes: 7 << 20,
             timeout: Duration::from_secs(9),
             metrics: WebhookMetrics::default(),
             ready: Readiness::default(),
+            client: None,
+            install: None,
         }
     }
 
-    /// Serves `validator` for `K` at [`validate_path::<K>()`](validate_path).
+    /// Serves `webhooks` too (replacing handlers at the same paths), with the settings
+    /// they were registered with.
+    pub fn webhooks(mut self, webhooks: Webhooks) -> Self {
+        self.webhooks.merge(webhooks);
+        self
+    }
+
+    /// The client the server writes with: the manifests it
+    /// [installs](Self::install_manifests) and the `caBundle`s of
+    /// [generated](Certificates::generated) certificates.
+    pub fn client(mut self, client: RestClient) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Installs the [manifests](Webhooks::manifests) named `name` of its handlers when
+    /// it starts serving, calling it at `endpoint` (a URL's port 0 is the port the server
+    /// listens on), before its certificate is loaded; with
+    /// [generated](Certificates::generated) certificates, their `caBundle` is written into
+    /// everything installed. Needs a [`client`](Self::client).
+    pub fn install_manifests(mut self, name: &str, endpoint: WebhookEndpoint) -> Self {
+        self.install = Some((name.to_string(), endpoint));
+        self
+    }
+
+    /// Serves `validator` for `K` at [`validate_path::<K>()`](super::validate_path), with
+    /// the default settings (see [`Webhooks::add`] for others).
     pub fn validator<K, V>(mut self, validator: V) -> Self
     where
         K: Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
         V: Validator<K>,
     {
-        let route = Route::Admission(Box::new(Validating {
-            validator,
-            kind: PhantomData,
-        }));
-        self.routes.insert(validate_path::<K>(), route);
+        self.webhooks.add::<K>().validator(validator);
         self
     }
 
-    /// Serves `defaulter` for `K` at [`mutate_path::<K>()`](mutate_path).
+    /// Serves `defaulter` for `K` at [`mutate_path::<K>()`](super::mutate_path), with the
+    /// default settings (see [`Webhooks::add`] for others).
     pub fn defaulter<K, D>(mut self, defaulter: D) -> Self
     where
         K: Resource<DynamicType = ()> + DeserializeOwned + Serialize + Send + Sync + 'static,
         D: Defaulter<K>,
     {
-        let route = Route::Admission(Box::new(Defaulting {
-            defaulter,
-            kind: PhantomData,
-        }));
-        self.routes.insert(mutate_path::<K>(), route);
+        self.webhooks.add::<K>().defaulter(defaulter);
         self
     }
 
@@ -120,8 +137,7 @@ impl WebhookServer {
     where
         H: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Send + Sync + 'static,
     {
-        self.routes
-            .insert(path.into(), Route::Conversion(Arc::new(conversion)));
+        self.webhooks.add_conversion(path.into(), conversion);
         self
     }
 
@@ -158,7 +174,22 @@ impl WebhookServer {
         // Bound first, so that a port in use starts no certificate reloading.
         let listener = TcpListener::bind(address).await.map_err(Error::Bind)?;
         let address = listener.local_addr().map_err(Error::Bind)?;
-        let resolver = self.certificates.load(cancel.clone()).await?;
+        let mut targets = Vec::new();
+        if let Some((name, endpoint)) = &self.install {
+            let client = self
+                .client
+                .as_ref()
+                .ok_or(Error::NoClient("installing the manifests"))?;
+            let manifests = self
+                .webhooks
+                .manifests(name, &endpoint.listening_on(address.port()));
+            manifests.install(client, name).await?;
+            targets = manifests.ca_bundle_targets();
+        }
+        let resolver = self
+            .certificates
+            .load(cancel.clone(), self.client.as_ref(), targets)
+            .await?;
         let mut tls = rustls::ServerConfig::builder_with_provider(super::certs::provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::Certificate(format!("TLS configuration: {e}")))?
@@ -200,13 +231,15 @@ impl WebhookServer {
     /// The response to one request, measured.
     async fn respond(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
         let path = req.uri().path().to_owned();
-        let Some(route) = self.routes.get(&path) else {
+        let Some(entry) = self.webhooks.entries.get(&path) else {
             return text(StatusCode::NOT_FOUND, format!("no webhook at {path}"));
         };
         let label = WebhookLabel { webhook: path };
         let in_flight = InFlight::enter(self.metrics.in_flight.get_or_create(&label).clone());
         let start = Instant::now();
-        let response = self.handle(route, req).await;
+        let response = self
+            .handle(&entry.route, entry.options.failure_policy, req)
+            .await;
         drop(in_flight);
         self.metrics
             .latency
@@ -223,7 +256,12 @@ impl WebhookServer {
     }
 
     /// Reads the body within the limits and runs the route's handler on it.
-    async fn handle(&self, route: &Route, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    async fn handle(
+        &self,
+        route: &Route,
+        policy: FailurePolicy,
+        req: Request<Incoming>,
+    ) -> Response<Full<Bytes>> {
         if req.method() != Method::POST {
             return text(StatusCode::METHOD_NOT_ALLOWED, "only POST is served".into());
         }
@@ -261,7 +299,7 @@ impl WebhookServer {
             }
         };
         let answer = match route {
-            Route::Admission(admit) => self.admit(admit.as_ref(), &body, deadline).await,
+            Route::Admission(admit) => self.admit(admit.as_ref(), policy, &body, deadline).await,
             Route::Conversion(convert) => self.convert(convert.clone(), &body, deadline).await,
         };
         match answer {
@@ -277,6 +315,7 @@ impl WebhookServer {
     async fn admit(
         &self,
         admit: &dyn Admit,
+        policy: FailurePolicy,
         body: &[u8],
         deadline: tokio::time::Instant,
     ) -> Result<Vec<u8>, String> {
@@ -286,16 +325,7 @@ impl WebhookServer {
         let request = review.request.ok_or("the AdmissionReview has no request")?;
         let (verdict, patch) = match guarded(admit.admit(&request), deadline, self.timeout).await {
             Ok(answer) => answer,
-            Err(Failure::Panicked(message)) => (
-                Verdict::deny(format!("the webhook panicked: {message}"))
-                    .with_code(500)
-                    .with_reason("InternalError"),
-                None,
-            ),
-            Err(Failure::TimedOut(message)) => (
-                Verdict::deny(message).with_code(504).with_reason("Timeout"),
-                None,
-            ),
+            Err(failure) => (failure.verdict(policy), None),
         };
         let out = AdmissionReviewOut {
             api_version: ADMISSION_API_VERSION,
@@ -380,6 +410,27 @@ fn expect_kind(body: &[u8], api_version: &str, kind: &str) -> Result<(), String>
 enum Failure {
     Panicked(String),
     TimedOut(String),
+}
+
+impl Failure {
+    /// The answer under `policy`: a denial saying what happened under `Fail`; under
+    /// `Ignore`, an admission with that as a warning (what kube-apiserver does when it
+    /// cannot call a webhook with that policy).
+    fn verdict(self, policy: FailurePolicy) -> Verdict {
+        let (message, code, reason) = match self {
+            Self::Panicked(message) => (
+                format!("the webhook panicked: {message}"),
+                500,
+                "InternalError",
+            ),
+            Self::TimedOut(message) => (message, 504, "Timeout"),
+        };
+        match policy {
+            FailurePolicy::Fail => Verdict::deny(message).with_code(code).with_reason(reason),
+            FailurePolicy::Ignore => Verdict::allow()
+                .with_warning(format!("{message}; admitted under failurePolicy Ignore")),
+        }
+    }
 }
 
 /// Runs a handler's future to `deadline`, catching a panic.
@@ -516,6 +567,34 @@ impl WebhookMetrics {
             "controller_runtime_webhook_requests_in_flight",
             "Current number of admission requests being served.",
             self.in_flight.clone(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_or_a_timeout_is_a_denial_under_fail_and_an_admission_with_a_warning_under_ignore() {
+        let panicked = || Failure::Panicked("boom".into());
+        let denied = panicked().verdict(FailurePolicy::Fail);
+        assert!(!denied.is_allowed());
+        assert_eq!(denied.message(), "the webhook panicked: boom");
+        let admitted = panicked().verdict(FailurePolicy::Ignore);
+        assert!(admitted.is_allowed());
+        let response = admitted.into_response("u".into(), None);
+        assert_eq!(
+            response.warnings,
+            ["the webhook panicked: boom; admitted under failurePolicy Ignore"]
+        );
+        let timed_out = Failure::TimedOut("too slow".into()).verdict(FailurePolicy::Fail);
+        assert_eq!(
+            timed_out
+                .into_response("u".into(), None)
+                .status
+                .map(|s| s.code),
+            Some(504)
         );
     }
 }
