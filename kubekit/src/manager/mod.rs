@@ -63,6 +63,7 @@
 pub mod builder;
 pub mod endpoints;
 pub mod predicate;
+pub mod sharding;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -77,6 +78,7 @@ use tokio_util::sync::CancellationToken;
 pub use builder::{ControllerBuilder, Object, ObjectKey, PERMANENT_ERROR_REASON};
 pub use endpoints::{Check, Endpoints, Served};
 pub use predicate::{Change, Predicate};
+pub use sharding::{HELD_ANNOTATION, RING_LABEL, Sharding, ShardingError};
 
 use crate::cache::ReflectorMetrics;
 use crate::clientset::Clientset;
@@ -89,6 +91,7 @@ use crate::leaderelection::{
 use crate::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource};
 use crate::rest::{Config, RestClientMetrics};
 use crate::workqueue::WorkqueueMetrics;
+use sharding::{LeaseStore, ShardGate};
 
 /// Why a manager could not be built or stopped running.
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +118,9 @@ pub enum ManagerError {
         /// Why.
         source: std::io::Error,
     },
+    /// The sharding configuration was refused.
+    #[error(transparent)]
+    Sharding(#[from] ShardingError),
     /// This replica lost its leadership; its controllers were stopped.
     #[error("leader election lost")]
     LeadershipLost,
@@ -128,6 +134,7 @@ struct Metrics {
     reflector: ReflectorMetrics,
     rest: RestClientMetrics,
     leader: LeaderElectionMetrics,
+    sharding: sharding::ShardingMetrics,
 }
 
 type RunFn = Box<
@@ -156,6 +163,7 @@ pub struct ManagerBuilder {
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
     leader_election: Option<LeaderElectionFn>,
+    sharding: Option<Sharding>,
     resync_period: Duration,
 }
 
@@ -166,6 +174,7 @@ impl fmt::Debug for ManagerBuilder {
             .field("metrics_address", &self.metrics_address)
             .field("health_address", &self.health_address)
             .field("leader_election", &self.leader_election.is_some())
+            .field("sharding", &self.sharding)
             .field("resync_period", &self.resync_period)
             .finish_non_exhaustive()
     }
@@ -212,6 +221,16 @@ impl ManagerBuilder {
         self
     }
 
+    /// Makes this replica a member of a sharded ring: its controllers reconcile only the
+    /// objects whose shard hash is in the ranges it holds, handed over between members
+    /// without overlap (see [`sharding`]). Exclusive with
+    /// [`leader_election`](Self::leader_election). The manager's clientset then writes only
+    /// while this member's Lease is renewed by its own clock.
+    pub fn sharding(mut self, sharding: Sharding) -> Self {
+        self.sharding = Some(sharding);
+        self
+    }
+
     /// The manager: its clientset, factory and event broadcaster, with every metric
     /// family registered.
     ///
@@ -226,6 +245,13 @@ impl ManagerBuilder {
         metrics.reflector.register(&mut registry);
         metrics.rest.register(&mut registry);
         metrics.leader.register(&mut registry);
+        metrics.sharding.register(&mut registry);
+        if let Some(sharding) = &self.sharding {
+            sharding.validate()?;
+            if self.leader_election.is_some() {
+                return Err(ShardingError::WithLeaderElection.into());
+            }
+        }
         let clientset = Clientset::new(&self.config.with_metrics(&metrics.rest))?;
         let elector = match self.leader_election {
             Some(config) => Some(LeaderElector::new(
@@ -233,11 +259,24 @@ impl ManagerBuilder {
             )?),
             None => None,
         };
-        // Everything but the elector's own lock writes only while this replica leads.
-        let clientset = match &elector {
-            Some(elector) => Clientset::from_rest_client(
-                clientset.rest_client().with_write_guard(elector.fence()),
-            ),
+        let member = self.sharding.map(|sharding| {
+            let gate = Arc::new(ShardGate::new(sharding.key()));
+            let leases = clientset.coordination_v1().leases(&sharding.namespace_name());
+            let store = LeaseStore::new(leases, sharding.ring(), sharding.lease_name());
+            let metrics = Some(metrics.sharding.clone());
+            sharding::Member::new(store, gate, &sharding, metrics)
+        });
+        // Everything but the elector's (or the member's) own lock writes only while this
+        // replica leads (or its membership holds).
+        let fence = match (&elector, &member) {
+            (Some(elector), _) => Some(elector.fence()),
+            (None, Some(member)) => Some(member.gate().fence()),
+            (None, None) => None,
+        };
+        let clientset = match fence {
+            Some(fence) => {
+                Clientset::from_rest_client(clientset.rest_client().with_write_guard(fence))
+            }
             None => clientset,
         };
         let factory = SharedInformerFactory::builder(clientset.clone())
@@ -254,6 +293,7 @@ impl ManagerBuilder {
             registry,
             metrics,
             elector,
+            member,
             metrics_address: self.metrics_address,
             health_address: self.health_address,
             resync_period: self.resync_period,
@@ -270,6 +310,7 @@ pub struct Manager {
     registry: Registry,
     metrics: Metrics,
     elector: Option<LeaderElector>,
+    member: Option<sharding::Member<LeaseStore>>,
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
     resync_period: Duration,
@@ -282,6 +323,7 @@ impl fmt::Debug for Manager {
         f.debug_struct("Manager")
             .field("factory", &self.factory)
             .field("elector", &self.elector)
+            .field("member", &self.member)
             .field("metrics_address", &self.metrics_address)
             .field("health_address", &self.health_address)
             .field("resync_period", &self.resync_period)
@@ -299,6 +341,7 @@ impl Manager {
             metrics_address: None,
             health_address: None,
             leader_election: None,
+            sharding: None,
             resync_period: Duration::ZERO,
         }
     }
@@ -346,6 +389,7 @@ impl Manager {
             broadcaster,
             registry,
             elector,
+            member,
             metrics_address,
             health_address,
             controllers,
@@ -398,13 +442,17 @@ impl Manager {
                 }
             };
             let run = async {
-                let result = match elector {
-                    None => {
+                let result = match (elector, member) {
+                    (Some(elector), _) => lead(elector, controllers, &factory, &cancel).await,
+                    (None, Some(member)) => {
+                        shard(member, controllers, &factory, &cancel).await;
+                        Ok(())
+                    }
+                    (None, None) => {
                         let never = CancellationToken::new();
                         run_controllers(controllers, &factory, cancel.clone(), never).await;
                         Ok(())
                     }
-                    Some(elector) => lead(elector, controllers, &factory, &cancel).await,
                 };
                 running.cancel();
                 result
@@ -454,6 +502,24 @@ async fn lead(
         RunOutcome::LeadershipLost => Err(ManagerError::LeadershipLost),
         RunOutcome::Cancelled | RunOutcome::WorkFinished => Ok(()),
     }
+}
+
+/// Runs the controllers while `member` takes part in its ring: on `cancel`, the
+/// controllers drain (only keys in the ranges still worked on are reconciled), then the
+/// member releases its Lease.
+async fn shard(
+    member: sharding::Member<LeaseStore>,
+    controllers: Vec<RegisteredController>,
+    factory: &Arc<SharedInformerFactory>,
+    cancel: &CancellationToken,
+) {
+    let release = CancellationToken::new();
+    let work = async {
+        let never = CancellationToken::new();
+        run_controllers(controllers, factory, cancel.clone(), never).await;
+        release.cancel();
+    };
+    tokio::join!(member.run(release.clone()), work);
 }
 
 /// Runs every controller until `cancel` (drain) or `abort` fires.
