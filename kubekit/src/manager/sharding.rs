@@ -122,7 +122,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use tokio::time::{Instant, sleep, sleep_until, timeout};
+use tokio::time::{Instant, sleep_until, timeout};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use gate::{ShardGate, SweepFn};
@@ -525,12 +525,14 @@ impl<S: MemberStore> Member<S> {
             if lost || self.renewed_until.is_some_and(|u| Instant::now() >= u) {
                 self.lose();
             }
-            let wait = crate::retry::jitter(self.retry_period, 0.2);
+            // The next round: a retry period on, or as soon as a member expires.
+            let next = Instant::now() + crate::retry::jitter(self.retry_period, 0.2);
+            let next = self.next_expiry().map_or(next, |e| e.min(next));
             tokio::select! {
                 biased;
                 _ = release.cancelled() => break,
                 () = sleep_until_some(self.renewed_until) => self.lose(),
-                () = sleep(wait) => {}
+                () = sleep_until(next) => {}
             }
         }
         self.release().await;
@@ -674,6 +676,16 @@ impl<S: MemberStore> Member<S> {
                 Err(e) => tracing::debug!(lease = %name, error = %e, "could not delete a departed member's shard lease"),
             }
         }
+    }
+
+    /// When the first live member expires by the local clock.
+    fn next_expiry(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.peers
+            .values()
+            .filter(|p| p.alive(now, self.lease_duration))
+            .map(|p| p.at + p.expiry(self.lease_duration))
+            .min()
     }
 
     /// What this member holds without its claims: published at every renewal.

@@ -166,6 +166,23 @@ impl ShardGate {
             .collect()
     }
 
+    /// The hashes a reconcile may start on now (empty when the lease is not valid by the
+    /// clock).
+    #[cfg(test)]
+    pub(crate) fn admits(&self) -> RangeSet {
+        let state = self.state.lock();
+        match state.until {
+            Some(until) if Instant::now() < until => state.working.clone(),
+            _ => RangeSet::default(),
+        }
+    }
+
+    /// The hashes with a reconcile in flight.
+    #[cfg(test)]
+    pub(crate) fn in_flight_hashes(&self) -> Vec<u64> {
+        self.state.lock().in_flight.keys().copied().collect()
+    }
+
     /// A write guard refusing writes unless this member's lease is valid by the clock.
     pub(crate) fn fence(self: &Arc<Self>) -> crate::rest::WriteGuard {
         let gate = Arc::clone(self);
