@@ -163,6 +163,10 @@ struct Node {
 }
 
 fn start(ring: &Arc<Ring>, identity: &str) -> Node {
+    start_with(ring, identity, None)
+}
+
+fn start_with(ring: &Arc<Ring>, identity: &str, metrics: Option<ShardingMetrics>) -> Node {
     let sharding = Sharding::new("ring", ShardKey::Uid).identity(identity);
     sharding.validate().unwrap();
     let cut = Arc::new(AtomicBool::new(false));
@@ -172,7 +176,7 @@ fn start(ring: &Arc<Ring>, identity: &str) -> Node {
         cut: Arc::clone(&cut),
     };
     let gate = Arc::new(ShardGate::new(ShardKey::Uid));
-    let member = Member::new(store, Arc::clone(&gate), &sharding, None);
+    let member = Member::new(store, Arc::clone(&gate), &sharding, metrics);
     let release = CancellationToken::new();
     let task = tokio::spawn(member.run(release.clone()));
     Node {
@@ -451,4 +455,41 @@ async fn under_random_joins_releases_kills_and_cuts_no_hash_is_ever_admitted_by_
             node.task.abort();
         }
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn metrics_show_the_ranges_held_the_members_the_objects_and_the_handovers() {
+    use crate::cache::test_support::assert_metric_lines;
+
+    let metrics = ShardingMetrics::default();
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let ring = Arc::new(Ring::default());
+    let a = start_with(&ring, "a", Some(metrics));
+    // A controller with 7 cached objects in whatever set it is asked about.
+    a.gate.add_sweep("c", Box::new(|_, _| 7));
+    until(RETRY, || a.gate.admits() == RangeSet::full()).await;
+    sleep(RETRY * 2).await;
+    assert_metric_lines(
+        &registry,
+        &[
+            r#"kubekit_shard_ranges_held{ring="ring"} 1"#,
+            r#"kubekit_shard_hash_space_held_ratio{ring="ring"} 1.0"#,
+            r#"kubekit_shard_members{ring="ring"} 1"#,
+            r#"kubekit_shard_objects{ring="ring",controller="c"} 7"#,
+            r#"kubekit_shard_handovers_total{ring="ring",direction="acquired"} 1"#,
+            r#"kubekit_shard_handover_duration_seconds_count{ring="ring",direction="acquired"} 1"#,
+        ],
+    );
+    let b = start(&ring, "b");
+    until(3 * RETRY, || b.gate.admits() == half(1)).await;
+    sleep(RETRY * 2).await;
+    assert_metric_lines(
+        &registry,
+        &[
+            r#"kubekit_shard_hash_space_held_ratio{ring="ring"} 0.5"#,
+            r#"kubekit_shard_members{ring="ring"} 2"#,
+            r#"kubekit_shard_handovers_total{ring="ring",direction="released"} 1"#,
+        ],
+    );
 }
