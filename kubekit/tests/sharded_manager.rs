@@ -72,10 +72,7 @@ async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Reconcil
     }
     tokio::time::sleep(Duration::from_millis(20)).await;
     tracker.in_flight.lock().remove(&key);
-    tracker
-        .done
-        .lock()
-        .push((key, ctx.manager, Instant::now()));
+    tracker.done.lock().push((key, ctx.manager, Instant::now()));
     Ok(Action::RequeueAfter(Duration::from_millis(300)))
 }
 
@@ -174,19 +171,23 @@ async fn sharded_managers_reconcile_every_object_never_two_at_once_through_a_rel
     // Every object reconciled, and the work split three ways: in a window after the
     // ranges settled, each object is reconciled by exactly one manager, and each manager
     // has some.
-    let split = eventually(60, "every object reconciled by exactly one of three managers", || {
-        let tracker = Arc::clone(&tracker);
-        let keys = keys.clone();
-        async move {
-            let since = Instant::now();
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let by_key = tracker.by_key_since(since);
-            let covered = by_key.keys().cloned().collect::<BTreeSet<_>>() == keys;
-            let single = by_key.values().all(|m| m.len() == 1);
-            let owners: BTreeSet<usize> = by_key.values().flatten().copied().collect();
-            (covered && single && owners.len() == 3).then_some(by_key)
-        }
-    })
+    let split = eventually(
+        60,
+        "every object reconciled by exactly one of three managers",
+        || {
+            let tracker = Arc::clone(&tracker);
+            let keys = keys.clone();
+            async move {
+                let since = Instant::now();
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let by_key = tracker.by_key_since(since);
+                let covered = by_key.keys().cloned().collect::<BTreeSet<_>>() == keys;
+                let single = by_key.values().all(|m| m.len() == 1);
+                let owners: BTreeSet<usize> = by_key.values().flatten().copied().collect();
+                (covered && single && owners.len() == 3).then_some(by_key)
+            }
+        },
+    )
     .await;
     println!(
         "split after {:?}: {:?} objects per manager",
@@ -220,11 +221,18 @@ async fn sharded_managers_reconcile_every_object_never_two_at_once_through_a_rel
     assert_eq!(spec.holder_identity, None, "released: no holder");
     let held = lease.metadata.annotations.unwrap_or_default();
     assert_eq!(
-        held.get(kubekit::manager::HELD_ANNOTATION).map(String::as_str),
+        held.get(kubekit::manager::HELD_ANNOTATION)
+            .map(String::as_str),
         Some(""),
         "released: nothing held"
     );
-    settled(&tracker, &keys, &[0, 1], "the cancelled manager's objects taken over").await;
+    settled(
+        &tracker,
+        &keys,
+        &[0, 1],
+        "the cancelled manager's objects taken over",
+    )
+    .await;
     println!(
         "the cancelled manager's {} objects taken over within {:?} (and a 1 s window)",
         leaving.len(),
@@ -232,17 +240,39 @@ async fn sharded_managers_reconcile_every_object_never_two_at_once_through_a_rel
     );
 
     // A third manager joins: the work is split three ways again.
-    managers.push(start_manager(&config, &ring, &namespaces[0], 3, &run, &tracker));
+    managers.push(start_manager(
+        &config,
+        &ring,
+        &namespaces[0],
+        3,
+        &run,
+        &tracker,
+    ));
     let joined = Instant::now();
-    settled(&tracker, &keys, &[0, 1, 3], "the work split with a joining manager").await;
-    println!("split with the joining manager within {:?}", joined.elapsed());
+    settled(
+        &tracker,
+        &keys,
+        &[0, 1, 3],
+        "the work split with a joining manager",
+    )
+    .await;
+    println!(
+        "split with the joining manager within {:?}",
+        joined.elapsed()
+    );
 
     // Manager 0 dies (its task dropped: no release). Its workers admit nothing once its
     // renew deadline has passed by its clock; the others take its objects once its Lease
     // has expired by theirs.
     managers.remove(0).task.abort();
     let killed = Instant::now();
-    settled(&tracker, &keys, &[1, 3], "the dead manager's objects taken over").await;
+    settled(
+        &tracker,
+        &keys,
+        &[1, 3],
+        "the dead manager's objects taken over",
+    )
+    .await;
     let took = killed.elapsed();
     println!("the dead manager's objects taken over within {took:?} (and a 1 s window)");
     assert!(

@@ -422,7 +422,10 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         }
         let shard = manager.member.as_ref().map(|m| Arc::clone(m.gate()));
         if let Some(gate) = &shard {
-            gate.add_sweep(&name, sweep(primary.informer().indexer(), &enqueue, gate.key()));
+            gate.add_sweep(
+                &name,
+                sweep(primary.informer().indexer(), &enqueue, gate.key()),
+            );
         }
         let reconciler = Arc::new(FnReconciler {
             indexer: primary.informer().indexer().clone(),
@@ -476,7 +479,9 @@ fn sweep<K: Object>(indexer: &Arc<Indexer<K>>, enqueue: &Enqueue, key: ShardKey)
 
 /// A sharded reconcile stopped because this replica stopped working on its shard.
 #[derive(Debug, thiserror::Error)]
-#[error("stopped: this replica no longer works on the object's shard (its shard lease was not renewed in time)")]
+#[error(
+    "stopped: this replica no longer works on the object's shard (its shard lease was not renewed in time)"
+)]
 struct ShardLost;
 
 /// A [`Reconciler`] over a reconcile function: looks the key up in the primary cache, and

@@ -6,6 +6,8 @@
 //!   for any number of controllers.
 //! - [`ControllerBuilder`]: a controller from a plain `async fn`, its primary type, owned
 //!   and watched types, [`Predicate`]s, error policy and resync period.
+//! - [`Sharding`]: replicas splitting the objects between them by their namespace or uid,
+//!   coordinated by one Lease each.
 //! - [`Endpoints`]: the metrics (`/metrics`) and health (`/healthz`, `/readyz`) endpoints.
 //!
 //! # Contract of [`Manager::start`]
@@ -30,6 +32,11 @@
 //!   [`fence`](LeaderElector::fence): a write is sent only while this replica leads by
 //!   its own clock, so a leader paused past its renew deadline and resumed cannot write
 //!   again before it notices it has lost the lease ([`Error::Fenced`](crate::rest::Error::Fenced)).
+//! - With [`sharding`](ManagerBuilder::sharding) instead, the controllers run from the
+//!   start, but reconcile only the objects whose shard hash is in the ranges this replica
+//!   works on (see [`sharding`]); on `cancel` they drain, then the replica's Lease is
+//!   released. A replica that cannot renew stops its reconciles and writes on its own
+//!   clock and carries on as a member; `start` does not return an error for it.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -261,7 +268,9 @@ impl ManagerBuilder {
         };
         let member = self.sharding.map(|sharding| {
             let gate = Arc::new(ShardGate::new(sharding.key()));
-            let leases = clientset.coordination_v1().leases(&sharding.namespace_name());
+            let leases = clientset
+                .coordination_v1()
+                .leases(sharding.namespace_name());
             let store = LeaseStore::new(leases, sharding.ring(), sharding.lease_name());
             let metrics = Some(metrics.sharding.clone());
             sharding::Member::new(store, gate, &sharding, metrics)

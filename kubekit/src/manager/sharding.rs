@@ -564,12 +564,17 @@ impl<S: MemberStore> Member<S> {
     async fn tick(&mut self) {
         let read = self.read().await;
         let members = read.then(|| self.plan());
-        let claims = members.clone().map(|(claims, _)| claims).unwrap_or_default();
+        let claims = members
+            .clone()
+            .map(|(claims, _)| claims)
+            .unwrap_or_default();
         let publish = self.held().union(&claims);
         let sent = Instant::now();
         let secs = i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX);
         let rv = self.own_resource_version.clone();
-        let write = self.store.write(&self.identity, secs, &publish, rv.as_deref());
+        let write = self
+            .store
+            .write(&self.identity, secs, &publish, rv.as_deref());
         match timeout(self.renew_deadline, write).await {
             Ok(Ok(rv)) => {
                 self.own_resource_version = Some(rv);
@@ -673,7 +678,9 @@ impl<S: MemberStore> Member<S> {
                     tracing::info!(lease = %name, "deleted the shard lease of a departed member");
                     self.peers.remove(&name);
                 }
-                Err(e) => tracing::debug!(lease = %name, error = %e, "could not delete a departed member's shard lease"),
+                Err(e) => {
+                    tracing::debug!(lease = %name, error = %e, "could not delete a departed member's shard lease")
+                }
             }
         }
     }

@@ -188,7 +188,9 @@ impl ShardGate {
         let gate = Arc::clone(self);
         Arc::new(move || match gate.state.lock().until {
             Some(until) if Instant::now() < until => Ok(()),
-            _ => Err("not a live shard member (its lease is not renewed by the local clock)".into()),
+            _ => {
+                Err("not a live shard member (its lease is not renewed by the local clock)".into())
+            }
         })
     }
 }

@@ -170,12 +170,18 @@ mod tests {
         assert!(set(&[(0, 10)]).intersect(&set(&[(10, 20)])).is_empty());
         assert_eq!(set(&[(0, 10), (10, 20)]).len(), 1, "adjacent spans merge");
         assert!(a.contains(29) && !a.contains(30) && !a.contains(15));
-        assert_eq!(RangeSet::full().subtract(&RangeSet::full()), RangeSet::default());
+        assert_eq!(
+            RangeSet::full().subtract(&RangeSet::full()),
+            RangeSet::default()
+        );
     }
 
     #[test]
     fn annotation_text_round_trips_and_bad_text_is_an_error_not_a_panic() {
-        let thirds: Vec<RangeSet> = ShardRange::even_parts(3).into_iter().map(Into::into).collect();
+        let thirds: Vec<RangeSet> = ShardRange::even_parts(3)
+            .into_iter()
+            .map(Into::into)
+            .collect();
         let outer = thirds[0].union(&thirds[2]);
         let text = outer.to_string();
         assert_eq!(

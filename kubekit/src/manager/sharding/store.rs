@@ -22,9 +22,7 @@ use parking_lot::Mutex;
 
 use super::ranges::RangeSet;
 use super::{HELD_ANNOTATION, RING_LABEL};
-use crate::clientset::{
-    CreateOptions, DeleteOptions, ListOptions, ResourceClient, UpdateOptions,
-};
+use crate::clientset::{CreateOptions, DeleteOptions, ListOptions, ResourceClient, UpdateOptions};
 use crate::leaderelection::{now_micros, strictly_after};
 use crate::rest::Result;
 
@@ -155,8 +153,7 @@ impl MemberStore for LeaseStore {
         let mut lease = Lease::default();
         lease.metadata.name = Some(self.name.clone());
         lease.metadata.labels = Some([(RING_LABEL.to_string(), self.ring.clone())].into());
-        lease.metadata.annotations =
-            Some([(HELD_ANNOTATION.to_string(), held.to_string())].into());
+        lease.metadata.annotations = Some([(HELD_ANNOTATION.to_string(), held.to_string())].into());
         lease.metadata.resource_version = resource_version.map(str::to_string);
         let now = MicroTime(self.next_renew_time());
         lease.spec = Some(LeaseSpec {
@@ -168,8 +165,16 @@ impl MemberStore for LeaseStore {
         });
         let written = match resource_version {
             // The precondition: the API server answers 409 Conflict if the Lease moved on.
-            Some(_) => self.leases.update(&lease, &UpdateOptions::default()).await?,
-            None => self.leases.create(&lease, &CreateOptions::default()).await?,
+            Some(_) => {
+                self.leases
+                    .update(&lease, &UpdateOptions::default())
+                    .await?
+            }
+            None => {
+                self.leases
+                    .create(&lease, &CreateOptions::default())
+                    .await?
+            }
         };
         Ok(written.metadata.resource_version.unwrap_or_default())
     }

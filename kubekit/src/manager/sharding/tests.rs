@@ -216,7 +216,9 @@ impl Overlaps {
                         }
                         for hash in b.in_flight_hashes() {
                             if admitted.contains(hash) {
-                                found.lock().push(format!("{i} admits {hash:#x} in flight on {j}"));
+                                found
+                                    .lock()
+                                    .push(format!("{i} admits {hash:#x} in flight on {j}"));
                             }
                         }
                     }
@@ -251,7 +253,10 @@ async fn a_lone_member_works_on_the_whole_hash_space_once_its_claim_is_read_back
     let ring = Arc::new(Ring::default());
     let a = start(&ring, "a");
     let took = until(RETRY, || a.gate.admits() == RangeSet::full()).await;
-    assert!(took < Duration::from_millis(200), "three requests: {took:?}");
+    assert!(
+        took < Duration::from_millis(200),
+        "three requests: {took:?}"
+    );
     let held = ring.records.lock()["ring-a"].0.held.clone();
     assert_eq!(held, "0x0000000000000000-0x10000000000000000");
 }
@@ -267,7 +272,10 @@ async fn a_joining_member_gets_its_half_only_after_the_other_gave_it_up_and_neve
         a.gate.admits() == half(0) && b.gate.admits() == half(1)
     })
     .await;
-    assert!(took <= RETRY.mul_f64(2.4), "two rounds of the slower member: {took:?}");
+    assert!(
+        took <= RETRY.mul_f64(2.4),
+        "two rounds of the slower member: {took:?}"
+    );
     // And it stays so.
     sleep(LEASE * 2).await;
     assert_eq!((a.gate.admits(), b.gate.admits()), (half(0), half(1)));
@@ -279,7 +287,10 @@ async fn a_released_members_ranges_are_taken_within_about_one_retry_period() {
     let ring = Arc::new(Ring::default());
     let a = start(&ring, "a");
     let b = start(&ring, "b");
-    until(4 * RETRY, || a.gate.admits() == half(0) && b.gate.admits() == half(1)).await;
+    until(4 * RETRY, || {
+        a.gate.admits() == half(0) && b.gate.admits() == half(1)
+    })
+    .await;
     let overlaps = Overlaps::watch(vec![a.gate.clone(), b.gate.clone()]);
     b.release.cancel();
     b.task.await.unwrap();
@@ -299,7 +310,10 @@ async fn a_dead_members_ranges_are_taken_only_once_its_lease_expired_by_the_loca
     let ring = Arc::new(Ring::default());
     let a = start(&ring, "a");
     let b = start(&ring, "b");
-    until(4 * RETRY, || a.gate.admits() == half(0) && b.gate.admits() == half(1)).await;
+    until(4 * RETRY, || {
+        a.gate.admits() == half(0) && b.gate.admits() == half(1)
+    })
+    .await;
     // Killed: no release, its record stays as last written.
     b.task.abort();
     let took = until(LEASE + 2 * RETRY, || a.gate.admits() == RangeSet::full()).await;
@@ -317,14 +331,23 @@ async fn a_member_that_cannot_renew_stops_on_its_own_clock_before_another_may_ta
     let ring = Arc::new(Ring::default());
     let a = start(&ring, "a");
     let b = start(&ring, "b");
-    until(4 * RETRY, || a.gate.admits() == half(0) && b.gate.admits() == half(1)).await;
+    until(4 * RETRY, || {
+        a.gate.admits() == half(0) && b.gate.admits() == half(1)
+    })
+    .await;
     let overlaps = Overlaps::watch(vec![a.gate.clone(), b.gate.clone()]);
-    let running = b.gate.try_start(u64::MAX).expect("b works on the upper half");
+    let running = b
+        .gate
+        .try_start(u64::MAX)
+        .expect("b works on the upper half");
     // b cannot reach the server any more; its record stays as last written.
     b.cut.store(true, Ordering::Relaxed);
     let fence = b.gate.fence();
     assert!(fence().is_ok());
-    let stopped = until(DEFAULT_RENEW_DEADLINE + RETRY, || b.gate.admits().is_empty()).await;
+    let stopped = until(DEFAULT_RENEW_DEADLINE + RETRY, || {
+        b.gate.admits().is_empty()
+    })
+    .await;
     assert!(
         stopped <= DEFAULT_RENEW_DEADLINE,
         "stopped {stopped:?} after the cut, within the renew deadline of its last renewal"
@@ -343,7 +366,10 @@ async fn a_member_that_cannot_renew_stops_on_its_own_clock_before_another_may_ta
     );
     // b comes back: it joins again and the halves are split anew, without overlap.
     b.cut.store(false, Ordering::Relaxed);
-    until(4 * RETRY, || a.gate.admits() == half(0) && b.gate.admits() == half(1)).await;
+    until(4 * RETRY, || {
+        a.gate.admits() == half(0) && b.gate.admits() == half(1)
+    })
+    .await;
     overlaps.assert_none();
 }
 
@@ -368,7 +394,10 @@ async fn a_range_given_up_is_published_only_after_its_reconcile_in_flight_return
     );
     drop(running);
     let took = until(3 * RETRY, || b.gate.admits() == half(1)).await;
-    assert!(took <= RETRY.mul_f64(2.4), "a's next round, then b's: {took:?}");
+    assert!(
+        took <= RETRY.mul_f64(2.4),
+        "a's next round, then b's: {took:?}"
+    );
     overlaps.assert_none();
 }
 
@@ -380,7 +409,10 @@ async fn a_member_with_unreadable_held_ranges_counts_as_holding_everything_until
     sleep(LEASE - RETRY).await;
     assert!(a.gate.admits().is_empty(), "x may hold anything");
     let took = until(3 * RETRY, || a.gate.admits() == RangeSet::full()).await;
-    assert!(took <= RETRY + Duration::from_millis(200), "taken when x expired: {took:?}");
+    assert!(
+        took <= RETRY + Duration::from_millis(200),
+        "taken when x expired: {took:?}"
+    );
 }
 
 #[test]
