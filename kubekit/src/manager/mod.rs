@@ -259,22 +259,24 @@ impl ManagerBuilder {
                 return Err(ShardingError::WithLeaderElection.into());
             }
         }
-        let clientset = Clientset::new(&self.config.with_metrics(&metrics.rest))?;
+        let config = self.config.with_metrics(&metrics.rest);
+        let clientset = Clientset::new(&config)?;
         let elector = match self.leader_election {
             Some(config) => Some(LeaderElector::new(
                 config(&clientset).metrics(&metrics.leader),
             )?),
             None => None,
         };
-        let member = self.sharding.map(|sharding| {
-            let gate = Arc::new(ShardGate::new(sharding.key()));
-            let leases = clientset
-                .coordination_v1()
-                .leases(sharding.namespace_name());
-            let store = LeaseStore::new(leases, sharding.ring(), sharding.lease_name());
-            let metrics = Some(metrics.sharding.clone());
-            sharding::Member::new(store, gate, &sharding, metrics)
-        });
+        let member = match self.sharding {
+            None => None,
+            Some(sharding) => {
+                // A client of its own: its rate limiter never makes a renewal wait behind
+                // the controllers' writes (a renewal waiting past the renew deadline would
+                // stop all work).
+                let own = Clientset::new(&config)?;
+                Some(shard_member(&own, sharding, &metrics))
+            }
+        };
         // Everything but the elector's (or the member's) own lock writes only while this
         // replica leads (or its membership holds).
         let fence = match (&elector, &member) {
@@ -511,6 +513,21 @@ async fn lead(
         RunOutcome::LeadershipLost => Err(ManagerError::LeadershipLost),
         RunOutcome::Cancelled | RunOutcome::WorkFinished => Ok(()),
     }
+}
+
+/// The membership of a sharded manager, renewing its Lease through `clientset`.
+fn shard_member(
+    clientset: &Clientset,
+    sharding: Sharding,
+    metrics: &Metrics,
+) -> sharding::Member<LeaseStore> {
+    let gate = Arc::new(ShardGate::new(sharding.key()));
+    let leases = clientset
+        .coordination_v1()
+        .leases(sharding.namespace_name());
+    let store = LeaseStore::new(leases, sharding.ring(), sharding.lease_name());
+    let metrics = Some(metrics.sharding.clone());
+    sharding::Member::new(store, gate, &sharding, metrics)
 }
 
 /// Runs the controllers while `member` takes part in its ring: on `cancel`, the

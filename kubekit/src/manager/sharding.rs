@@ -25,6 +25,9 @@
 //!   that wrote last reads the other's claim and backs off; both may); then it enqueues
 //!   every cached object of the range.
 //!
+//! A member reads and writes the ring through a client of its own (its own client-side
+//! rate limiter): a renewal never waits behind the controllers' requests.
+//!
 //! *Live* is judged by the reader's monotonic clock, as leader election judges a lease: a
 //! member whose record has not changed for its lease duration (the larger of its and the
 //! reader's) since the reader last saw it change is expired and counts as holding nothing;
