@@ -123,7 +123,20 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
     Ok(Some(child))
 }
 
+/// Logs `reconcile ended` when dropped: at the end of a reconcile however it ends
+/// (returned, failed, or dropped by its worker), in the reconcile's span. With `reconcile
+/// started`, a replica's log says when it reconciled which App.
+struct LogEnd;
+
+impl Drop for LogEnd {
+    fn drop(&mut self) {
+        tracing::info!("reconcile ended");
+    }
+}
+
 async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<ReconcileAction, ReconcileError> {
+    tracing::info!("reconcile started");
+    let _end = LogEnd;
     if app.metadata.deletion_timestamp.is_some() {
         // Being deleted: the garbage collector removes its children; making them again
         // would fight it (Kubernetes' own controllers leave such objects alone too).

@@ -1,8 +1,9 @@
 //! The App controller end to end: the real binary, run as an identity bound only to
 //! `artifacts/rbac.yaml`'s ClusterRole (through a RoleBinding in the test namespace), on
-//! the real control plane, driven with kubectl like a user would; and three replicas of it
-//! electing a leader; and with its admission webhooks on (`--webhook-bind-address`), served
-//! on its manager's webhook server with a generated authority, which kube-apiserver calls.
+//! the real control plane, driven with kubectl like a user would; three replicas of it
+//! electing a leader; three sharded replicas splitting the Apps; and with its admission
+//! webhooks on (`--webhook-bind-address`), served on its manager's webhook server with a
+//! generated authority, which kube-apiserver calls.
 
 mod common;
 
@@ -673,4 +674,145 @@ async fn with_webhooks_on_an_invalid_app_is_denied_by_kubectl_and_the_seed_apps_
         .delete(&name, &DeleteOptions::default())
         .await
         .unwrap();
+}
+
+/// The (start, end) of every reconcile in `log`, per App key (`ns/name`), from the
+/// `reconcile started` and `reconcile ended` lines of the reconcile span; one not ended
+/// yet ends at `Timestamp::MAX`.
+fn reconciles(log: &str) -> std::collections::BTreeMap<String, Vec<(Timestamp, Timestamp)>> {
+    let mut open: std::collections::HashMap<String, Timestamp> = Default::default();
+    let mut done: std::collections::BTreeMap<String, Vec<(Timestamp, Timestamp)>> =
+        Default::default();
+    for line in log.lines() {
+        let started = line.contains("reconcile started");
+        if !started && !line.contains("reconcile ended") {
+            continue;
+        }
+        let stamp: Timestamp = line.split_whitespace().next().unwrap().parse().unwrap();
+        let key = line
+            .split("key=")
+            .nth(1)
+            .and_then(|k| k.split([' ', '}']).next())
+            .unwrap_or_else(|| panic!("no key in {line:?}"))
+            .to_string();
+        if started {
+            assert!(open.insert(key, stamp).is_none(), "started twice: {line}");
+        } else {
+            let start = open
+                .remove(&key)
+                .unwrap_or_else(|| panic!("ended unstarted: {line}"));
+            done.entry(key).or_default().push((start, stamp));
+        }
+    }
+    // Still running (the replica runs on, or was killed): ongoing to the end of time.
+    for (key, start) in open {
+        done.entry(key).or_default().push((start, Timestamp::MAX));
+    }
+    done
+}
+
+/// `count` Apps `<prefix>-<i>` in `ns`, in one manifest.
+fn apps_manifest(ns: &str, prefix: &str, count: usize) -> String {
+    (0..count)
+        .map(|i| {
+            let name = format!("{prefix}-{i}");
+            artifact("example/test_app.yaml")
+                .replace("namespace: tcs", &format!("namespace: {ns}"))
+                .replace("name: test-app", &format!("name: {name}"))
+                .replace("name: app-deploy", &format!("name: {name}-deploy"))
+                .replace("name: app-service", &format!("name: {name}-svc"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+/// Waits until `ns` has `count` Deployments.
+async fn deployments(admin: &Clientset, ns: &str, count: usize) {
+    let client = admin.apps_v1().deployments(ns);
+    eventually(90, &format!("{count} Deployments"), || async {
+        let list = client.list(&ListOptions::default()).await.ok()?;
+        (list.items.len() == count).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn three_sharded_replicas_split_the_apps_and_hand_over_on_sigterm_without_overlap() {
+    let cp = testenv::control_plane();
+    let admin =
+        Clientset::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
+    let ns = cp.create_namespace(&cp.client().await, "app-sharded").await;
+    let user = install(cp, &ns, "app-controller-sharded");
+    let logs = cp.dir().join(format!("sharded-{ns}"));
+    std::fs::create_dir_all(&logs).unwrap();
+    let mut replicas: Vec<Controller> = (0..3)
+        .map(|i| {
+            let identity = format!("replica-{i}");
+            let flags = [
+                "--shard-ring",
+                "apps",
+                "--shard-identity",
+                &identity,
+                "--leader-elect-namespace",
+                &ns,
+                "--leader-elect-lease-duration",
+                "4s",
+                "--leader-elect-renew-deadline",
+                "3s",
+                "--leader-elect-retry-period",
+                "500ms",
+                "--health-probe-bind-address",
+                "0",
+            ];
+            let file = std::fs::File::create(logs.join(format!("{identity}.log"))).unwrap();
+            Controller::start_with(&user, &ns, &flags, file.into())
+        })
+        .collect();
+    let log = |i: usize| std::fs::read_to_string(logs.join(format!("replica-{i}.log"))).unwrap();
+
+    // 30 Apps: every one converges, and each replica reconciles some.
+    kubectl_apply(cp, &apps_manifest(&ns, "first", 30));
+    deployments(&admin, &ns, 30).await;
+    eventually(30, "every replica reconciling Apps", || async {
+        (0..3)
+            .all(|i| !reconciles(&log(i)).is_empty())
+            .then_some(())
+    })
+    .await;
+
+    // SIGTERM replica 2: it drains and releases its Lease; the Apps created after it are
+    // reconciled by the other two.
+    let status = replicas.pop().unwrap().terminate();
+    assert!(
+        status.success(),
+        "the SIGTERMed replica exited with {status}"
+    );
+    assert!(log(2).contains("released the shard lease"), "{}", log(2));
+    let before = reconciles(&log(2));
+    kubectl_apply(cp, &apps_manifest(&ns, "second", 6));
+    deployments(&admin, &ns, 36).await;
+    assert_eq!(reconciles(&log(2)), before, "nothing after its exit");
+    for mut r in replicas {
+        assert!(r.terminate().success());
+    }
+
+    // Over the whole run, no App was reconciled by two replicas at overlapping times.
+    let all: Vec<_> = (0..3).map(|i| reconciles(&log(i))).collect();
+    let counts: Vec<usize> = all.iter().map(|r| r.values().map(Vec::len).sum()).collect();
+    eprintln!("reconciles per replica: {counts:?}");
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            for (key, spans) in a {
+                for (s1, e1) in spans {
+                    for (s2, e2) in b.get(key).into_iter().flatten() {
+                        assert!(
+                            e1 < s2 || e2 < s1,
+                            "{key} reconciled at overlapping times by two replicas: \
+                             {s1}..{e1} and {s2}..{e2}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

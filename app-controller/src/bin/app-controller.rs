@@ -2,7 +2,8 @@
 //! with an environment variable fallback. Without `--kubeconfig` and `--master` it uses the
 //! in-cluster configuration when running in a pod, else `$KUBECONFIG` or `~/.kube/config`.
 //! SIGINT or SIGTERM stops it gracefully (a second signal exits at once); losing the
-//! leader lease makes it exit with status 1. `RUST_LOG` sets the log level (default `info`).
+//! leader lease makes it exit with status 1. With `--shard-ring`, replicas split the Apps
+//! between them instead of electing a leader. `RUST_LOG` sets the log level (default `info`).
 //!
 //! With `--webhook-bind-address HOST:PORT` it also serves the App's validating and
 //! defaulting webhooks (`app_controller::webhook`) on the manager's webhook server: with
@@ -20,9 +21,10 @@ use std::time::Duration;
 use app_controller::controller::{CONTROLLER_NAME, add_to};
 use app_controller::webhook::WEBHOOK_CONFIGURATION;
 use clap::Parser;
+use kubekit::cache::ShardKey;
 use kubekit::controller::shutdown_signal;
 use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
-use kubekit::manager::Manager;
+use kubekit::manager::{Manager, Sharding};
 use kubekit::rest::Config;
 use kubekit::webhook::{Certificates, WebhookEndpoint};
 
@@ -67,6 +69,22 @@ struct Flags {
     #[arg(long, env = "APP_CONTROLLER_LEADER_ELECT_RETRY_PERIOD", default_value = "2s",
           value_parser = duration)]
     leader_elect_retry_period: Duration,
+    /// Run as a member of this sharded ring instead: every replica reconciles the Apps
+    /// whose shard key hashes into its ranges (kubekit's sharded manager; the Lease timing
+    /// is the --leader-elect-* flags', its namespace --leader-elect-namespace's).
+    #[arg(
+        long,
+        env = "APP_CONTROLLER_SHARD_RING",
+        conflicts_with = "leader_elect"
+    )]
+    shard_ring: Option<String>,
+    /// What places an App in a shard: `uid` or `namespace`.
+    #[arg(long, env = "APP_CONTROLLER_SHARD_KEY", default_value = "uid", value_parser = shard_key)]
+    shard_key: ShardKey,
+    /// This replica's identity in the ring (default: the host name, i.e. the pod's name,
+    /// and a random suffix).
+    #[arg(long, env = "APP_CONTROLLER_SHARD_IDENTITY")]
+    shard_identity: Option<String>,
     /// HOST:PORT serving /metrics (and the health endpoints); `0` turns it off.
     #[arg(long, env = "APP_CONTROLLER_METRICS_BIND_ADDRESS", default_value = "0",
           value_parser = bind_address)]
@@ -105,6 +123,15 @@ fn bind_address(value: &str) -> Result<BindAddress, String> {
         .map_err(|e| format!("{value}: {e}"))?;
     let address = addresses.next().ok_or(format!("{value}: no address"))?;
     Ok(BindAddress(Some(address)))
+}
+
+/// `uid` or `namespace`.
+fn shard_key(value: &str) -> Result<ShardKey, String> {
+    match value {
+        "uid" => Ok(ShardKey::Uid),
+        "namespace" => Ok(ShardKey::Namespace),
+        other => Err(format!("{other:?} is not a shard key: uid or namespace")),
+    }
 }
 
 /// `500ms`, `2s` or `2` (seconds).
@@ -154,13 +181,24 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
             }
         };
     }
+    let namespace = flags
+        .leader_elect_namespace
+        .unwrap_or(match flags.namespace.as_str() {
+            "" => "default".to_string(),
+            ns => ns.to_string(),
+        });
+    if let Some(ring) = flags.shard_ring {
+        let mut sharding = Sharding::new(ring, flags.shard_key)
+            .lease_namespace(&namespace)
+            .lease_duration(flags.leader_elect_lease_duration)
+            .renew_deadline(flags.leader_elect_renew_deadline)
+            .retry_period(flags.leader_elect_retry_period);
+        if let Some(identity) = flags.shard_identity {
+            sharding = sharding.identity(identity);
+        }
+        builder = builder.sharding(sharding);
+    }
     if flags.leader_elect {
-        let namespace = flags
-            .leader_elect_namespace
-            .unwrap_or(match flags.namespace.as_str() {
-                "" => "default".to_string(),
-                ns => ns.to_string(),
-            });
         builder = builder.leader_election(move |clientset| {
             let lock = LeaseLock::from_clientset(clientset, &namespace, flags.leader_elect_id);
             LeaderElectionConfig::new(lock)
@@ -222,6 +260,26 @@ mod tests {
         assert_eq!(flags.health_probe_bind_address.0, None);
         assert_eq!(flags.leader_elect_retry_period, Duration::from_millis(500));
         assert!(Flags::try_parse_from(["app-controller", "--workers", "0"]).is_err());
+        let flags = Flags::try_parse_from([
+            "app-controller",
+            "--shard-ring",
+            "apps",
+            "--shard-key",
+            "namespace",
+        ])
+        .unwrap();
+        assert_eq!(flags.shard_ring.as_deref(), Some("apps"));
+        assert_eq!(flags.shard_key, ShardKey::Namespace);
+        assert_eq!(
+            Flags::try_parse_from(["app-controller"]).unwrap().shard_key,
+            ShardKey::Uid
+        );
+        assert!(
+            Flags::try_parse_from(["app-controller", "--shard-ring", "a", "--leader-elect"])
+                .is_err(),
+            "sharding and leader election are exclusive"
+        );
+        assert!(Flags::try_parse_from(["app-controller", "--shard-key", "name"]).is_err());
         assert!(
             Flags::try_parse_from(["app-controller", "--leader-elect-lease-duration", "x"])
                 .is_err()

@@ -457,10 +457,10 @@ async fn wait_ready(server: &mut Server, tls: &TlsConnector) -> Result<(), Strin
             return Err(format!("{} exited before serving: {status}", server.name));
         }
         let name = rustls::pki_types::ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
-        if let Ok(tcp) = TcpStream::connect(("127.0.0.1", server.port)).await {
-            if tls.connect(name, tcp).await.is_ok() {
-                return Ok(());
-            }
+        if let Ok(tcp) = TcpStream::connect(("127.0.0.1", server.port)).await
+            && tls.connect(name, tcp).await.is_ok()
+        {
+            return Ok(());
         }
         if Instant::now() > deadline {
             return Err(format!("{} did not serve within 30 s", server.name));
@@ -529,7 +529,10 @@ async fn measure(
     })
 }
 
-const FIGURES: [(&str, fn(&Sample) -> f64, usize); 5] = [
+/// A row of the table: its label, its value in a sample, its decimals.
+type Figure = (&'static str, fn(&Sample) -> f64, usize);
+
+const FIGURES: [Figure; 5] = [
     ("admissions/s", |s| s.per_second, 0),
     ("p50 latency (ms)", |s| s.p50_ms, 3),
     ("p99 latency (ms)", |s| s.p99_ms, 3),

@@ -118,7 +118,7 @@ pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
 pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
 /// client-go's `JitterFactor`: a candidate waits between 1 and 2.2 retry periods between
 /// attempts to acquire.
-const JITTER_FACTOR: f64 = 1.2;
+pub(crate) const JITTER_FACTOR: f64 = 1.2;
 
 /// Why a [`LeaderElectionConfig`] was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -285,39 +285,52 @@ impl<L: Lock> LeaderElectionConfig<L> {
     /// Checks the identity and the timing: `lease_duration > renew_deadline >
     /// 1.2 × retry_period > 0`, and the lease duration in whole seconds.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.identity.as_deref() == Some("") {
-            return Err(ConfigError::EmptyIdentity);
-        }
-        for (what, d) in [
-            ("the lease duration", self.lease_duration),
-            ("the renew deadline", self.renew_deadline),
-            ("the retry period", self.retry_period),
-        ] {
-            if d.is_zero() {
-                return Err(ConfigError::Zero(what));
-            }
-        }
-        if self.lease_duration.subsec_nanos() != 0
-            || i32::try_from(self.lease_duration.as_secs()).is_err()
-        {
-            return Err(ConfigError::LeaseDurationNotWholeSeconds(
-                self.lease_duration,
-            ));
-        }
-        if self.lease_duration <= self.renew_deadline {
-            return Err(ConfigError::LeaseNotLongerThanRenewDeadline {
-                lease_duration: self.lease_duration,
-                renew_deadline: self.renew_deadline,
-            });
-        }
-        if self.renew_deadline <= self.retry_period.mul_f64(JITTER_FACTOR) {
-            return Err(ConfigError::RenewDeadlineTooShort {
-                renew_deadline: self.renew_deadline,
-                retry_period: self.retry_period,
-            });
-        }
-        Ok(())
+        validate_timing(
+            self.identity.as_deref(),
+            self.lease_duration,
+            self.renew_deadline,
+            self.retry_period,
+        )
     }
+}
+
+/// The rules of [`LeaderElectionConfig::validate`], shared with the sharded manager's
+/// membership: a non-empty identity (when given) and `lease_duration > renew_deadline >
+/// 1.2 × retry_period > 0`, the lease duration in whole seconds.
+pub(crate) fn validate_timing(
+    identity: Option<&str>,
+    lease_duration: Duration,
+    renew_deadline: Duration,
+    retry_period: Duration,
+) -> Result<(), ConfigError> {
+    if identity == Some("") {
+        return Err(ConfigError::EmptyIdentity);
+    }
+    for (what, d) in [
+        ("the lease duration", lease_duration),
+        ("the renew deadline", renew_deadline),
+        ("the retry period", retry_period),
+    ] {
+        if d.is_zero() {
+            return Err(ConfigError::Zero(what));
+        }
+    }
+    if lease_duration.subsec_nanos() != 0 || i32::try_from(lease_duration.as_secs()).is_err() {
+        return Err(ConfigError::LeaseDurationNotWholeSeconds(lease_duration));
+    }
+    if lease_duration <= renew_deadline {
+        return Err(ConfigError::LeaseNotLongerThanRenewDeadline {
+            lease_duration,
+            renew_deadline,
+        });
+    }
+    if renew_deadline <= retry_period.mul_f64(JITTER_FACTOR) {
+        return Err(ConfigError::RenewDeadlineTooShort {
+            renew_deadline,
+            retry_period,
+        });
+    }
+    Ok(())
 }
 
 /// A default identity: the host name (in a pod, the pod's name), `_`, and ten random
@@ -529,7 +542,7 @@ impl<L> Inner<L> {
 
 /// Now, to the microsecond (what a Lease keeps), so a record read back equals the one
 /// written.
-fn now_micros() -> Timestamp {
+pub(crate) fn now_micros() -> Timestamp {
     let now = Timestamp::now();
     Timestamp::from_microsecond(now.as_microsecond()).unwrap_or(now)
 }
@@ -537,7 +550,7 @@ fn now_micros() -> Timestamp {
 /// `now`, or a microsecond after `last` if the wall clock has not passed it: every renewal
 /// by one holder changes the record (its `renewTime`), so every candidate watching restarts
 /// its wait, even when the wall clock is coarse or stepped back.
-fn strictly_after(now: Timestamp, last: Option<Timestamp>) -> Timestamp {
+pub(crate) fn strictly_after(now: Timestamp, last: Option<Timestamp>) -> Timestamp {
     match last {
         Some(last) if now <= last => {
             Timestamp::from_microsecond(last.as_microsecond().saturating_add(1)).unwrap_or(now)

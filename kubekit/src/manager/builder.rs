@@ -59,10 +59,11 @@ use futures_util::future::BoxFuture;
 use kube::Resource;
 
 use super::predicate::{Change, Predicate};
+use super::sharding::{ShardGate, SweepFn};
 use super::{Manager, ManagerError, RegisteredController};
 use crate::cache::{
-    Indexer, MetaRef, ResourceEventHandlerFuncs, SharedIndexInformer, controller_uid_index,
-    meta_ref,
+    Indexer, MetaRef, ResourceEventHandlerFuncs, ShardKey, SharedIndexInformer,
+    controller_uid_index, meta_ref, shard_hash,
 };
 use crate::clientset::KnownScope;
 use crate::controller::{Action, ErrorPolicy, ReconcileError, Reconciler, Runner};
@@ -419,12 +420,20 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         if let Some(timeout) = reconcile_timeout {
             runner = runner.reconcile_timeout(timeout);
         }
+        let shard = manager.member.as_ref().map(|m| Arc::clone(m.gate()));
+        if let Some(gate) = &shard {
+            gate.add_sweep(
+                &name,
+                sweep(primary.informer().indexer(), &enqueue, gate.key()),
+            );
+        }
         let reconciler = Arc::new(FnReconciler {
             indexer: primary.informer().indexer().clone(),
             reconcile,
             ctx,
             error_policy,
             recorder: manager.event_recorder(&name),
+            shard,
         });
         let stats = runner.stats().clone();
         manager.controllers.push(RegisteredController {
@@ -446,14 +455,46 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
     }
 }
 
+/// A sharded controller's sweep: enqueues (at low priority, with the priority queue) the
+/// key of every cached primary object whose `key` hash is in the set given, or only counts
+/// them.
+fn sweep<K: Object>(indexer: &Arc<Indexer<K>>, enqueue: &Enqueue, key: ShardKey) -> SweepFn {
+    let (indexer, target) = (Arc::clone(indexer), enqueue.clone());
+    Box::new(move |set, add| {
+        let mut count = 0;
+        for obj in indexer.list() {
+            if !set.contains(shard_hash(key.value_of(obj.as_ref()))) {
+                continue;
+            }
+            count += 1;
+            match ObjectKey::of(obj.as_ref()) {
+                Some(k) if add && target.priority => target.queue.add_low_priority(k.to_string()),
+                Some(k) if add => target.queue.add(k.to_string()),
+                _ => {}
+            }
+        }
+        count
+    })
+}
+
+/// A sharded reconcile stopped because this replica stopped working on its shard.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "stopped: this replica no longer works on the object's shard (its shard lease was not renewed in time)"
+)]
+struct ShardLost;
+
 /// A [`Reconciler`] over a reconcile function: looks the key up in the primary cache, and
-/// settles the policy of an error (recording the Event of a permanent one).
+/// settles the policy of an error (recording the Event of a permanent one). Sharded, it
+/// reconciles only objects the gate admits (others are dropped), and drops a reconcile the
+/// gate tells to stop.
 struct FnReconciler<K, F, C> {
     indexer: Arc<Indexer<K>>,
     reconcile: F,
     ctx: Arc<C>,
     error_policy: Option<ErrorPolicyFn<K>>,
     recorder: EventRecorder,
+    shard: Option<Arc<ShardGate>>,
 }
 
 impl<K: Resource<DynamicType = ()>, F, C> FnReconciler<K, F, C> {
@@ -490,11 +531,29 @@ where
             tracing::info!("object in work queue no longer exists");
             return Box::pin(std::future::ready(Ok(Action::Done)));
         };
+        let admitted = match &self.shard {
+            None => None,
+            Some(gate) => match gate.try_start(gate.hash_of(obj.as_ref())) {
+                Some(admitted) => Some(admitted),
+                None => {
+                    tracing::debug!("not in the shard ranges this replica works on: dropped");
+                    return Box::pin(std::future::ready(Ok(Action::Done)));
+                }
+            },
+        };
         let reconcile = (self.reconcile)(obj.clone(), self.ctx.clone());
         Box::pin(async move {
-            reconcile
-                .await
-                .map_err(|e| self.settle_policy(&obj, e.into()))
+            let result = match &admitted {
+                None => reconcile.await,
+                Some(admitted) => tokio::select! {
+                    biased;
+                    _ = admitted.term().cancelled() => return Err(ReconcileError::new(ShardLost)),
+                    result = reconcile => result,
+                },
+            };
+            // Counted in flight until here.
+            drop(admitted);
+            result.map_err(|e| self.settle_policy(&obj, e.into()))
         })
     }
 }
@@ -722,6 +781,7 @@ mod tests {
             ctx: Arc::new(()),
             error_policy,
             recorder: broadcaster.new_recorder(crate::record::EventSource::new("test")),
+            shard: None,
         });
         let runner = Runner::new("test", queue).max_retries(5);
         let stats = runner.stats().clone();

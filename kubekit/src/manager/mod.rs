@@ -6,6 +6,8 @@
 //!   for any number of controllers.
 //! - [`ControllerBuilder`]: a controller from a plain `async fn`, its primary type, owned
 //!   and watched types, [`Predicate`]s, error policy and resync period.
+//! - [`Sharding`]: replicas splitting the objects between them by their namespace or uid,
+//!   coordinated by one Lease each.
 //! - [`Endpoints`]: the metrics (`/metrics`) and health (`/healthz`, `/readyz`) endpoints.
 //!
 //! # Contract of [`Manager::start`]
@@ -36,6 +38,11 @@
 //!   [`fence`](LeaderElector::fence): a write is sent only while this replica leads by
 //!   its own clock, so a leader paused past its renew deadline and resumed cannot write
 //!   again before it notices it has lost the lease ([`Error::Fenced`](crate::rest::Error::Fenced)).
+//! - With [`sharding`](ManagerBuilder::sharding) instead, the controllers run from the
+//!   start, but reconcile only the objects whose shard hash is in the ranges this replica
+//!   works on (see [`sharding`]); on `cancel` they drain, then the replica's Lease is
+//!   released. A replica that cannot renew stops its reconciles and writes on its own
+//!   clock and carries on as a member; `start` does not return an error for it.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -69,6 +76,7 @@
 pub mod builder;
 pub mod endpoints;
 pub mod predicate;
+pub mod sharding;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -83,6 +91,7 @@ use tokio_util::sync::CancellationToken;
 pub use builder::{ControllerBuilder, Object, ObjectKey, PERMANENT_ERROR_REASON};
 pub use endpoints::{Check, Endpoints, Served};
 pub use predicate::{Change, Predicate};
+pub use sharding::{HELD_ANNOTATION, RING_LABEL, Sharding, ShardingError};
 
 use crate::cache::ReflectorMetrics;
 use crate::clientset::Clientset;
@@ -98,6 +107,7 @@ use crate::webhook::{
     Certificates, WebhookBuilder, WebhookEndpoint, WebhookMetrics, WebhookServer, Webhooks,
 };
 use crate::workqueue::WorkqueueMetrics;
+use sharding::{LeaseStore, ShardGate};
 
 /// Why a manager could not be built or stopped running.
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +141,9 @@ pub enum ManagerError {
     /// The webhook server could not start (its address, its certificate, its manifests).
     #[error(transparent)]
     Webhook(#[from] crate::webhook::Error),
+    /// The sharding configuration was refused.
+    #[error(transparent)]
+    Sharding(#[from] ShardingError),
     /// This replica lost its leadership; its controllers were stopped.
     #[error("leader election lost")]
     LeadershipLost,
@@ -145,6 +158,7 @@ struct Metrics {
     rest: RestClientMetrics,
     leader: LeaderElectionMetrics,
     webhook: WebhookMetrics,
+    sharding: sharding::ShardingMetrics,
 }
 
 type RunFn = Box<
@@ -173,6 +187,7 @@ pub struct ManagerBuilder {
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
     leader_election: Option<LeaderElectionFn>,
+    sharding: Option<Sharding>,
     resync_period: Duration,
     webhook: WebhookSettings,
 }
@@ -192,6 +207,7 @@ impl fmt::Debug for ManagerBuilder {
             .field("metrics_address", &self.metrics_address)
             .field("health_address", &self.health_address)
             .field("leader_election", &self.leader_election.is_some())
+            .field("sharding", &self.sharding)
             .field("resync_period", &self.resync_period)
             .field("webhook", &self.webhook)
             .finish_non_exhaustive()
@@ -265,6 +281,16 @@ impl ManagerBuilder {
         self
     }
 
+    /// Makes this replica a member of a sharded ring: its controllers reconcile only the
+    /// objects whose shard hash is in the ranges it holds, handed over between members
+    /// without overlap (see [`sharding`]). Exclusive with
+    /// [`leader_election`](Self::leader_election). The manager's clientset then writes only
+    /// while this member's Lease is renewed by its own clock.
+    pub fn sharding(mut self, sharding: Sharding) -> Self {
+        self.sharding = Some(sharding);
+        self
+    }
+
     /// The manager: its clientset, factory and event broadcaster, with every metric
     /// family registered.
     ///
@@ -280,7 +306,15 @@ impl ManagerBuilder {
         metrics.rest.register(&mut registry);
         metrics.leader.register(&mut registry);
         metrics.webhook.register(&mut registry);
-        let clientset = Clientset::new(&self.config.with_metrics(&metrics.rest))?;
+        metrics.sharding.register(&mut registry);
+        if let Some(sharding) = &self.sharding {
+            sharding.validate()?;
+            if self.leader_election.is_some() {
+                return Err(ShardingError::WithLeaderElection.into());
+            }
+        }
+        let config = self.config.with_metrics(&metrics.rest);
+        let clientset = Clientset::new(&config)?;
         let webhook_client = clientset.rest_client().clone();
         let elector = match self.leader_election {
             Some(config) => Some(LeaderElector::new(
@@ -288,11 +322,27 @@ impl ManagerBuilder {
             )?),
             None => None,
         };
-        // Everything but the elector's own lock writes only while this replica leads.
-        let clientset = match &elector {
-            Some(elector) => Clientset::from_rest_client(
-                clientset.rest_client().with_write_guard(elector.fence()),
-            ),
+        let member = match self.sharding {
+            None => None,
+            Some(sharding) => {
+                // A client of its own: its rate limiter never makes a renewal wait behind
+                // the controllers' writes (a renewal waiting past the renew deadline would
+                // stop all work).
+                let own = Clientset::new(&config)?;
+                Some(shard_member(&own, sharding, &metrics))
+            }
+        };
+        // Everything but the elector's (or the member's) own lock writes only while this
+        // replica leads (or its membership holds).
+        let fence = match (&elector, &member) {
+            (Some(elector), _) => Some(elector.fence()),
+            (None, Some(member)) => Some(member.gate().fence()),
+            (None, None) => None,
+        };
+        let clientset = match fence {
+            Some(fence) => {
+                Clientset::from_rest_client(clientset.rest_client().with_write_guard(fence))
+            }
             None => clientset,
         };
         let factory = SharedInformerFactory::builder(clientset.clone())
@@ -309,6 +359,7 @@ impl ManagerBuilder {
             registry,
             metrics,
             elector,
+            member,
             metrics_address: self.metrics_address,
             health_address: self.health_address,
             resync_period: self.resync_period,
@@ -328,6 +379,7 @@ pub struct Manager {
     registry: Registry,
     metrics: Metrics,
     elector: Option<LeaderElector>,
+    member: Option<sharding::Member<LeaseStore>>,
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
     resync_period: Duration,
@@ -344,6 +396,7 @@ impl fmt::Debug for Manager {
         f.debug_struct("Manager")
             .field("factory", &self.factory)
             .field("elector", &self.elector)
+            .field("member", &self.member)
             .field("metrics_address", &self.metrics_address)
             .field("health_address", &self.health_address)
             .field("resync_period", &self.resync_period)
@@ -363,6 +416,7 @@ impl Manager {
             metrics_address: None,
             health_address: None,
             leader_election: None,
+            sharding: None,
             resync_period: Duration::ZERO,
             webhook: WebhookSettings::default(),
         }
@@ -436,6 +490,7 @@ impl Manager {
             broadcaster,
             registry,
             elector,
+            member,
             metrics_address,
             health_address,
             controllers,
@@ -527,13 +582,17 @@ impl Manager {
                 }
             };
             let run = async {
-                let result = match elector {
-                    None => {
+                let result = match (elector, member) {
+                    (Some(elector), _) => lead(elector, controllers, &factory, &cancel).await,
+                    (None, Some(member)) => {
+                        shard(member, controllers, &factory, &cancel).await;
+                        Ok(())
+                    }
+                    (None, None) => {
                         let never = CancellationToken::new();
                         run_controllers(controllers, &factory, cancel.clone(), never).await;
                         Ok(())
                     }
-                    Some(elector) => lead(elector, controllers, &factory, &cancel).await,
                 };
                 // The webhooks are served until `cancel`, whether controllers run or not.
                 if serving_webhooks && result.is_ok() {
@@ -587,6 +646,39 @@ async fn lead(
         RunOutcome::LeadershipLost => Err(ManagerError::LeadershipLost),
         RunOutcome::Cancelled | RunOutcome::WorkFinished => Ok(()),
     }
+}
+
+/// The membership of a sharded manager, renewing its Lease through `clientset`.
+fn shard_member(
+    clientset: &Clientset,
+    sharding: Sharding,
+    metrics: &Metrics,
+) -> sharding::Member<LeaseStore> {
+    let gate = Arc::new(ShardGate::new(sharding.key()));
+    let leases = clientset
+        .coordination_v1()
+        .leases(sharding.namespace_name());
+    let store = LeaseStore::new(leases, sharding.ring(), sharding.lease_name());
+    let metrics = Some(metrics.sharding.clone());
+    sharding::Member::new(store, gate, &sharding, metrics)
+}
+
+/// Runs the controllers while `member` takes part in its ring: on `cancel`, the
+/// controllers drain (only keys in the ranges still worked on are reconciled), then the
+/// member releases its Lease.
+async fn shard(
+    member: sharding::Member<LeaseStore>,
+    controllers: Vec<RegisteredController>,
+    factory: &Arc<SharedInformerFactory>,
+    cancel: &CancellationToken,
+) {
+    let release = CancellationToken::new();
+    let work = async {
+        let never = CancellationToken::new();
+        run_controllers(controllers, factory, cancel.clone(), never).await;
+        release.cancel();
+    };
+    tokio::join!(member.run(release.clone()), work);
 }
 
 /// Runs every controller until `cancel` (drain) or `abort` fires.
