@@ -1,32 +1,6 @@
 //! [`Webhooks`]: the handlers a webhook server serves, each with what kube-apiserver must be
 //! told to call it (rules, `failurePolicy`, `timeoutSeconds`, selector), and the manifests
 //! generated from them ([`WebhookManifests`]).
-//!
-//! # Contract
-//!
-//! - One registration per handler: [`WebhookBuilder::validator`], [`defaulter`] and
-//!   [`converter`] each serve a path and add one webhook to the generated manifests: a
-//!   validator one entry of the `ValidatingWebhookConfiguration` (named
-//!   `validate.<plural>.<group>`), a defaulter one of the `MutatingWebhookConfiguration`
-//!   (`default.<plural>.<group>`), a converter the `spec.conversion` stanza of the CRD
-//!   `<plural>.<group>`. Registering a second handler of a kind for one type replaces the
-//!   first.
-//! - A builder's settings ([`failure_policy`], [`timeout_seconds`], [`namespace_selector`],
-//!   [`validate_deletes`]) apply to every admission handler it registers, before or after
-//!   the setting.
-//! - The `failurePolicy` also decides what a handler that panics or runs past the server's
-//!   time limit answers: under `Fail` a denial saying what happened, under `Ignore` an
-//!   admission with that as a warning, so such a handler behaves as the configuration
-//!   says whether kube-apiserver or the server notices the failure.
-//! - Manifests are deterministic (ordered by path), so they can be shipped and checked
-//!   against the code, as a CRD is.
-//!
-//! [`defaulter`]: WebhookBuilder::defaulter
-//! [`converter`]: WebhookBuilder::converter
-//! [`failure_policy`]: WebhookBuilder::failure_policy
-//! [`timeout_seconds`]: WebhookBuilder::timeout_seconds
-//! [`namespace_selector`]: WebhookBuilder::namespace_selector
-//! [`validate_deletes`]: WebhookBuilder::validate_deletes
 
 use std::collections::BTreeMap;
 use std::marker::PhantomData;
@@ -45,7 +19,7 @@ use super::{CaBundleTarget, Defaulter, Validator, mutate_path, validate_path};
 
 /// What kube-apiserver does when a webhook cannot be called or fails (the configuration's
 /// `failurePolicy`); kubekit's server answers a panic or a timeout of the handler the
-/// same way (see the [module docs](self)).
+/// same way (see [`Webhooks`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailurePolicy {
     /// The request is refused (the default, as in Kubernetes).
@@ -118,7 +92,33 @@ pub(crate) struct Entry {
     pub(crate) options: HookOptions,
 }
 
-/// The handlers of a webhook server and their configuration; see the [module docs](self).
+/// The handlers of a webhook server and their configuration.
+///
+/// # Contract
+///
+/// - One registration per handler: [`WebhookBuilder::validator`], [`defaulter`] and
+///   [`converter`] each serve a path and add one webhook to the generated manifests: a
+///   validator one entry of the `ValidatingWebhookConfiguration` (named
+///   `validate.<plural>.<group>`), a defaulter one of the `MutatingWebhookConfiguration`
+///   (`default.<plural>.<group>`), a converter the `spec.conversion` stanza of the CRD
+///   `<plural>.<group>`. Registering a second handler of a kind for one type replaces the
+///   first.
+/// - A builder's settings ([`failure_policy`], [`timeout_seconds`], [`namespace_selector`],
+///   [`validate_deletes`]) apply to every admission handler it registers, before or after
+///   the setting.
+/// - The `failurePolicy` also decides what a handler that panics or runs past the server's
+///   time limit answers: under `Fail` a denial saying what happened, under `Ignore` an
+///   admission with that as a warning, so such a handler behaves as the configuration
+///   says whether kube-apiserver or the server notices the failure.
+/// - Manifests are deterministic (ordered by path), so they can be shipped and checked
+///   against the code, as a CRD is.
+///
+/// [`defaulter`]: WebhookBuilder::defaulter
+/// [`converter`]: WebhookBuilder::converter
+/// [`failure_policy`]: WebhookBuilder::failure_policy
+/// [`timeout_seconds`]: WebhookBuilder::timeout_seconds
+/// [`namespace_selector`]: WebhookBuilder::namespace_selector
+/// [`validate_deletes`]: WebhookBuilder::validate_deletes
 ///
 /// ```
 /// use app_controller::App;
@@ -298,7 +298,7 @@ impl Webhooks {
 }
 
 /// Registers the handlers of `K` into [`Webhooks`] (or a manager's:
-/// [`Manager::webhook`](crate::manager::Manager::webhook)); see the [module docs](self).
+/// [`Manager::webhook`](crate::manager::Manager::webhook)); see [`Webhooks`].
 /// Each method registers at once and returns the builder for the next, so the value of
 /// the chain may be dropped.
 pub struct WebhookBuilder<'a, K> {
