@@ -309,16 +309,26 @@ async fn carry(
 ) -> std::result::Result<(), String> {
     let closes = connection.supports_stream_close();
     let (sink, stream) = connection.into_stream().split();
-    let read = read_server(stream, stdout, stderr, status);
+    let mut read = std::pin::pin!(read_server(stream, stdout, stderr, status));
     let write = write_server(sink, stdin, resizes, closes);
     tokio::select! {
-        read = read => read,
-        // Writing ends on its own only on an error; the connection is then broken.
-        Err(e) = write => Err(e),
+        read = &mut read => read.map(drop),
+        // Writing ends on its own only on an error: the connection is broken, or the
+        // server closed it after the command ended (one that exits without reading all
+        // of its stdin). What the server sent before, the status among it, is still to be
+        // read; the write's error stands only if no status comes.
+        Err(e) = write => match tokio::time::timeout(AFTER_WRITE_ERROR, read).await {
+            Ok(Ok(true)) => Ok(()),
+            _ => Err(e),
+        },
     }
 }
 
-/// Passes the server's messages on: stdout, stderr, then the status, which ends it.
+/// How long the server's messages are still read after writing to it failed.
+const AFTER_WRITE_ERROR: Duration = Duration::from_secs(10);
+
+/// Passes the server's messages on: stdout, stderr, then the status, which ends it;
+/// `true` once the status was passed on.
 async fn read_server(
     mut stream: impl futures_util::Stream<
         Item = std::result::Result<Message, tokio_tungstenite::tungstenite::Error>,
@@ -326,7 +336,7 @@ async fn read_server(
     mut stdout: Option<DuplexStream>,
     mut stderr: Option<DuplexStream>,
     status: oneshot::Sender<Status>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<bool, String> {
     while let Some(message) = stream.next().await {
         let message = message.map_err(|e| format!("reading the connection: {e}"))?;
         let Message::Binary(data) = message else {
@@ -351,7 +361,7 @@ async fn read_server(
                 })?;
                 // The status is the server's last message: the command has ended.
                 let _ = status.send(parsed);
-                return Ok(());
+                return Ok(true);
             }
             _ => continue,
         };
@@ -362,7 +372,7 @@ async fn read_server(
             *out = None;
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Sends the client's messages: stdin, its end (v5 only), terminal sizes.
