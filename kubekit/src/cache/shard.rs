@@ -541,8 +541,9 @@ pub enum ShardTarget {
 struct ControlInner {
     /// The generation and the target asked for.
     target: tokio::sync::watch::Sender<(u64, ShardTarget)>,
-    /// The last generation a reflector finished listing (its store replaced).
-    listed: tokio::sync::watch::Sender<u64>,
+    /// The last generation a reflector finished listing (its store replaced); `None`
+    /// before the first list.
+    listed: tokio::sync::watch::Sender<Option<u64>>,
 }
 
 /// Changes what a *running* reflector caches; given to it in
@@ -592,7 +593,7 @@ impl ShardControl {
         Self {
             inner: std::sync::Arc::new(ControlInner {
                 target: tokio::sync::watch::Sender::new((0, target)),
-                listed: tokio::sync::watch::Sender::new(0),
+                listed: tokio::sync::watch::Sender::new(None),
             }),
         }
     }
@@ -618,8 +619,8 @@ impl ShardControl {
         self.inner.target.borrow().clone()
     }
 
-    /// The last generation a reflector finished listing.
-    pub fn listed_generation(&self) -> u64 {
+    /// The last generation a reflector finished listing (`None` before its first list).
+    pub fn listed_generation(&self) -> Option<u64> {
         *self.inner.listed.borrow()
     }
 
@@ -627,7 +628,9 @@ impl ShardControl {
     pub async fn listed(&self, generation: u64) {
         let mut rx = self.inner.listed.subscribe();
         // The sender lives in `self`: the channel cannot close while we wait.
-        let _ = rx.wait_for(|listed| *listed >= generation).await;
+        let _ = rx
+            .wait_for(|listed| listed.is_some_and(|l| l >= generation))
+            .await;
     }
 
     /// Waits until a generation after `generation` is asked for.
@@ -640,9 +643,9 @@ impl ShardControl {
     pub(crate) fn mark_listed(&self, generation: u64) {
         self.inner
             .listed
-            .send_if_modified(|listed| match *listed < generation {
+            .send_if_modified(|listed| match listed.is_none_or(|l| l < generation) {
                 true => {
-                    *listed = generation;
+                    *listed = Some(generation);
                     true
                 }
                 false => false,
