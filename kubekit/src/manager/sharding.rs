@@ -60,10 +60,29 @@
 //! that never saw it take its ranges early. Make writes that must never come from two
 //! replicas conditional (a resourceVersion precondition).
 //!
-//! Every member caches every object (its informers are not narrowed to its ranges, which
-//! move); the ranges filter the *work*. Uid sharding keys an object by its own uid, so a
-//! child enqueues its owner's key and is reconciled by whichever member works on the
-//! owner's uid; namespace sharding keeps a namespace's objects on one member.
+//! # Narrowed informers
+//!
+//! A member's informers cache only what it holds (every range it publishes): each
+//! controller's primary type by the shard key, through the informer's
+//! [`ShardControl`](crate::cache::ShardControl) (the server's `shardSelector`, or the
+//! reflector's own filtering on a server without the feature). When the held ranges change
+//! the informer drops its watch and relists with the new selector at the last
+//! resourceVersion it applied; the relist replaces its cache, so objects in ranges still
+//! held are kept (none missed: the list is the state at or after the last event applied)
+//! and the others deleted. A range taken is published at once but worked on only when every
+//! narrowed informer has relisted and processed the relist (its indexer holds the objects);
+//! then its cached objects are enqueued. A range given up stays cached until its
+//! reconciles in flight returned and it is published given up. Before the member takes any
+//! range its informers cache nothing.
+//!
+//! With namespace sharding, owned and watched types are narrowed by their namespace too: an
+//! owner and its children share a namespace, so they land on one member. With uid sharding
+//! they are cached whole: a child's own uid says nothing of its controller's, so the server
+//! cannot filter them, and a client-side filter by the controller ownerReference's uid
+//! would still receive and decode every object (most of the cost) while dropping the
+//! children a `watches` mapping needs that are not controlled by a primary object. A child
+//! enqueues its owner's key, reconciled by whichever member works on the owner's uid. An
+//! informer one controller narrows and another uses whole stays whole.
 //!
 //! # Timing
 //!
