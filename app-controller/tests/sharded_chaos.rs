@@ -33,11 +33,14 @@ use common::{Controller, artifact, install, kubectl_apply};
 
 const NAMESPACES: usize = 6;
 
+/// Every reconcile's span in one replica's log, by App key.
+type Spans = BTreeMap<String, Vec<(Timestamp, Timestamp)>>;
+
 /// The spans of every reconcile in a replica's log, by App key, from the `reconcile
 /// started` and `reconcile ended` lines; one not ended yet ends at `Timestamp::MAX`.
-fn reconciles(log: &str) -> BTreeMap<String, Vec<(Timestamp, Timestamp)>> {
+fn reconciles(log: &str) -> Spans {
     let mut open: std::collections::HashMap<String, Timestamp> = Default::default();
-    let mut done: BTreeMap<String, Vec<(Timestamp, Timestamp)>> = Default::default();
+    let mut done: Spans = Default::default();
     for line in log.lines() {
         let started = line.contains("reconcile started");
         if !started && !line.contains("reconcile ended") {
@@ -253,8 +256,7 @@ async fn sharded_replicas_never_overlap_through_a_kill_a_release_a_join_and_a_pa
 
     // No App reconciled by two replicas at overlapping times (the paused replica's spans
     // across the pause counted as ending when it was stopped: its writes were fenced).
-    let mut all: Vec<(usize, BTreeMap<String, Vec<(Timestamp, Timestamp)>>)> =
-        (0..4).map(|i| (i, reconciles(&ring.log(i)))).collect();
+    let mut all: Vec<(usize, Spans)> = (0..4).map(|i| (i, reconciles(&ring.log(i)))).collect();
     // The killed replica's reconciles in flight never logged their end: it ran nothing
     // after its SIGKILL.
     for spans in all[0].1.values_mut() {
