@@ -77,6 +77,8 @@ async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Reconcil
 }
 
 struct Running {
+    /// The manager's ConfigMap informer cache.
+    cache: Arc<kubekit::cache::Indexer<ConfigMap>>,
     cancel: CancellationToken,
     task: tokio::task::JoinHandle<Result<(), kubekit::manager::ManagerError>>,
 }
@@ -108,9 +110,45 @@ fn start_manager(
         .workers(4)
         .build(reconcile, ctx)
         .expect("controller");
+    let cache = mgr
+        .factory()
+        .for_type::<ConfigMap>()
+        .informer()
+        .indexer()
+        .clone();
     let cancel = CancellationToken::new();
     let task = tokio::spawn(mgr.start(cancel.clone()));
-    Running { cancel, task }
+    Running {
+        cache,
+        cancel,
+        task,
+    }
+}
+
+/// Waits until the managers' informers hold every object of the run exactly once between
+/// them (each only its share: its caches are narrowed to its ranges); returns the shares.
+async fn cached_once(managers: &[Running], run: &str, total: usize, what: &str) -> Vec<usize> {
+    let caches: Vec<_> = managers.iter().map(|m| Arc::clone(&m.cache)).collect();
+    eventually(30, what, || {
+        let shares: Vec<usize> = caches
+            .iter()
+            .map(|c| {
+                c.list()
+                    .iter()
+                    .filter(|cm| {
+                        cm.metadata
+                            .labels
+                            .as_ref()
+                            .and_then(|l| l.get(LABEL_KEY))
+                            .is_some_and(|v| v == run)
+                    })
+                    .count()
+            })
+            .collect();
+        let ok = shares.iter().sum::<usize>() == total && shares.iter().all(|n| *n < total);
+        async move { ok.then_some(shares) }
+    })
+    .await
 }
 
 /// Waits until, in a 1 s window, every object is reconciled by exactly one manager and
@@ -197,6 +235,15 @@ async fn sharded_managers_reconcile_every_object_never_two_at_once_through_a_rel
             .collect::<Vec<_>>()
     );
 
+    let shares = cached_once(
+        &managers,
+        &run,
+        keys.len(),
+        "each cache holds only its share",
+    )
+    .await;
+    println!("objects cached per manager: {shares:?}");
+
     // Manager 2 is cancelled: it drains, releases its Lease, and its objects are taken
     // over by the other two.
     let leaving: BTreeSet<String> = split
@@ -239,6 +286,15 @@ async fn sharded_managers_reconcile_every_object_never_two_at_once_through_a_rel
         cancelled_at.elapsed()
     );
 
+    let shares = cached_once(
+        &managers,
+        &run,
+        keys.len(),
+        "the remaining caches narrowed to the new split",
+    )
+    .await;
+    println!("objects cached per manager after one left: {shares:?}");
+
     // A third manager joins: the work is split three ways again.
     managers.push(start_manager(
         &config,
@@ -260,6 +316,8 @@ async fn sharded_managers_reconcile_every_object_never_two_at_once_through_a_rel
         "split with the joining manager within {:?}",
         joined.elapsed()
     );
+    let shares = cached_once(&managers, &run, keys.len(), "caches split with a joiner").await;
+    println!("objects cached per manager after one joined: {shares:?}");
 
     // Manager 0 dies (its task dropped: no release). Its workers admit nothing once its
     // renew deadline has passed by its clock; the others take its objects once its Lease

@@ -103,6 +103,11 @@ struct State<K> {
     initial_population: usize,
     /// The keys listed so far by a replace in parts, until it ends.
     listing: Option<HashSet<String>>,
+    /// Replaces ended so far.
+    replaces: u64,
+    /// Pops (processed) still needed before every key queued at the last replace's end
+    /// has been processed.
+    replace_pending: usize,
     closed: bool,
 }
 
@@ -113,6 +118,8 @@ pub struct DeltaFifo<K> {
     /// Woken by every pop and by `close`, for [`wait_below`](Self::wait_below).
     popped: Notify,
     synced: watch::Sender<bool>,
+    /// The number of the last replace whose keys have all been popped and processed.
+    drained: watch::Sender<u64>,
     known: Option<Arc<Indexer<K>>>,
 }
 
@@ -152,11 +159,14 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 populated: false,
                 initial_population: 0,
                 listing: None,
+                replaces: 0,
+                replace_pending: 0,
                 closed: false,
             }),
             ready: Notify::new(),
             popped: Notify::new(),
             synced: watch::Sender::new(false),
+            drained: watch::Sender::new(0),
             known,
         }
     }
@@ -312,6 +322,13 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             // What the consumer has not popped yet of the first list.
             s.initial_population = s.queue.len();
         }
+        // Keys are popped in queue order and a queued key never moves back: once this many
+        // are processed, so is every key this replace queued.
+        s.replaces += 1;
+        s.replace_pending = s.queue.len();
+        if s.replace_pending == 0 {
+            self.drained.send_replace(s.replaces);
+        }
         self.publish_synced(&s);
         drop(s);
         self.ready.notify_one();
@@ -374,7 +391,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     }
 
     /// The first key's deltas, if any, and whether they count in the initial population.
-    fn try_pop(&self) -> Result<Option<(Deltas<K>, bool)>, Closed> {
+    fn try_pop(&self) -> Result<Option<(Deltas<K>, bool, bool)>, Closed> {
         let mut s = self.state.lock();
         let Some(key) = s.queue.pop_front() else {
             return if s.closed { Err(Closed) } else { Ok(None) };
@@ -384,6 +401,12 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         // that end: either way part of the initial list.
         let counted = s.initial_population > 0;
         let is_in_initial_list = counted || (!s.populated && s.listing.is_some());
+        let replaced = s.replace_pending > 0;
+        if replaced {
+            // Taken now, so a later replace's count starts after this key; published as
+            // drained only once it is processed.
+            s.replace_pending -= 1;
+        }
         let more = !s.queue.is_empty();
         drop(s);
         self.popped.notify_waiters();
@@ -396,21 +419,36 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             deltas,
             is_in_initial_list,
         };
-        Ok(Some((deltas, counted)))
+        Ok(Some((deltas, counted, replaced)))
     }
 
     fn process<R>(
         &self,
-        (deltas, counted): (Deltas<K>, bool),
+        (deltas, counted, replaced): (Deltas<K>, bool, bool),
         f: impl FnOnce(Deltas<K>) -> R,
     ) -> R {
         let result = f(deltas);
-        if counted {
+        if counted || replaced {
             let mut s = self.state.lock();
-            s.initial_population = s.initial_population.saturating_sub(1);
-            self.publish_synced(&s);
+            if counted {
+                s.initial_population = s.initial_population.saturating_sub(1);
+                self.publish_synced(&s);
+            }
+            if replaced && s.replace_pending == 0 {
+                self.drained.send_replace(s.replaces);
+            }
         }
         result
+    }
+
+    /// Waits until every key queued by the replaces ended so far (the relists, and their
+    /// deletions) has been popped and processed: the consumer's cache (the informer's
+    /// indexer) then reflects the last relist.
+    pub async fn wait_replaces_processed(&self) {
+        let target = self.state.lock().replaces;
+        let mut rx = self.drained.subscribe();
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        let _ = rx.wait_for(|drained| *drained >= target).await;
     }
 
     fn publish_synced(&self, s: &State<K>) {

@@ -61,7 +61,8 @@ pub use reflector::{
     WATCH_BACKLOG_LIMIT, WatchErrorHandler, default_watch_error_handler, strip_managed_fields,
 };
 pub use shard::{
-    HASH_SPACE_END, ShardKey, ShardRange, ShardSelector, ShardSelectorError, shard_hash,
+    HASH_SPACE_END, ShardControl, ShardKey, ShardRange, ShardSelector, ShardSelectorError,
+    ShardTarget, shard_hash,
 };
 pub use shared_informer::{
     MINIMUM_RESYNC_PERIOD, ResourceEventHandlerRegistration, SharedIndexInformer,

@@ -91,7 +91,7 @@ use super::delta_fifo::DeltaFifo;
 use super::key::{KeyError, meta_namespace_key};
 use super::listwatch::ListerWatcher;
 use super::metrics::{BoundMetrics, ReflectorMetrics};
-use super::shard::{ShardFilter, ShardSelector};
+use super::shard::{ShardControl, ShardFilter, ShardSelector, ShardTarget};
 use crate::clientset::{ListOptions, ResourceVersionMatch, WatchStream};
 use crate::rest::{Error, WatchEvent};
 
@@ -325,6 +325,9 @@ pub struct ReflectorOptions<K> {
     pub metrics: Option<ReflectorMetrics>,
     /// Only the objects of this shard: see the module docs (**Shard**).
     pub shard: Option<ShardSelector>,
+    /// A shard that changes while the reflector runs (it takes precedence over
+    /// [`shard`](Self::shard)): see the module docs (**Resharding**).
+    pub shard_control: Option<ShardControl>,
 }
 
 impl<K> fmt::Debug for ReflectorOptions<K> {
@@ -341,6 +344,7 @@ impl<K> fmt::Debug for ReflectorOptions<K> {
             .field("backoff", &self.backoff)
             .field("metrics", &self.metrics.is_some())
             .field("shard", &self.shard.as_ref().map(ToString::to_string))
+            .field("shard_control", &self.shard_control)
             .finish_non_exhaustive()
     }
 }
@@ -361,6 +365,7 @@ impl<K> Default for ReflectorOptions<K> {
             backoff: BackoffPolicy::default(),
             metrics: None,
             shard: None,
+            shard_control: None,
         }
     }
 }
@@ -409,8 +414,8 @@ pub struct Reflector<K> {
     version: Mutex<VersionState>,
     streaming: std::sync::atomic::AtomicBool,
     metrics: Option<BoundMetrics>,
-    /// The shard, and what the server does with its selector.
-    shard: Option<ShardFilter>,
+    /// The shard, and what the server does with its selector (replaced on a reshard).
+    shard: Mutex<Option<Arc<ShardFilter>>>,
     /// Whether a list completed once (the next ones are relists).
     listed: std::sync::atomic::AtomicBool,
 }
@@ -447,8 +452,9 @@ where
         let metrics = opts.metrics.as_ref().map(|m| m.bind(&opts.name));
         let shard = opts.shard.clone().map(|selector| {
             let metrics = opts.metrics.as_ref().map(|m| m.bind_shard(&opts.name));
-            ShardFilter::new(selector, metrics)
+            Arc::new(ShardFilter::new(selector, metrics))
         });
+        let shard = Mutex::new(shard);
         Self {
             lw,
             store,
@@ -549,11 +555,47 @@ where
         }
     }
 
-    /// One list followed by watches until a relist is needed (`Err`) or `cancel` fires.
+    /// One list followed by watches until a relist is needed (`Err`) or `cancel` fires;
+    /// with a shard control, relists at once whenever its target changes.
     async fn list_and_watch(
         &self,
         cancel: &CancellationToken,
         backoff: &mut Backoff,
+    ) -> Result<(), Error> {
+        let Some(control) = self.opts.shard_control.clone() else {
+            return self.list_and_watch_once(cancel, backoff, None).await;
+        };
+        loop {
+            let (generation, nothing) = self.adopt_target(&control);
+            if nothing {
+                // A relist of nothing: the store lets go of everything it held.
+                self.store.replace_begin();
+                self.store.replace_end();
+                control.mark_listed(generation);
+                tracing::debug!(reflector = %self.opts.name, generation, "shard target: nothing");
+                tokio::select! {
+                    _ = cancel.cancelled() => return Ok(()),
+                    () = control.changed_after(generation) => continue,
+                }
+            }
+            tracing::debug!(reflector = %self.opts.name, generation, selector = ?self.shard_selector(), "listing for the shard target");
+            let run = self.list_and_watch_once(cancel, backoff, Some((&control, generation)));
+            tokio::select! {
+                r = run => return r,
+                () = control.changed_after(generation) => {
+                    tracing::info!(reflector = %self.opts.name, "the shard target changed: relisting");
+                }
+            }
+        }
+    }
+
+    /// One list followed by watches until a relist is needed (`Err`) or `cancel` fires;
+    /// the list done, marks `generation` listed on its control.
+    async fn list_and_watch_once(
+        &self,
+        cancel: &CancellationToken,
+        backoff: &mut Backoff,
+        generation: Option<(&ShardControl, u64)>,
     ) -> Result<(), Error> {
         let mut pending = None;
         if self.streaming.load(std::sync::atomic::Ordering::Relaxed) {
@@ -573,6 +615,9 @@ where
                 _ = cancel.cancelled() => return Ok(()),
                 r = self.list() => r?,
             }
+        }
+        if let Some((control, generation)) = generation {
+            control.mark_listed(generation);
         }
         tokio::select! {
             r = self.watch_loop(cancel, backoff, pending) => r,
@@ -623,7 +668,10 @@ where
     /// Whether `obj` is in the reflector's shard (always, without one); one that is not
     /// is counted as dropped.
     fn in_shard(&self, obj: &K) -> bool {
-        self.shard.as_ref().is_none_or(|shard| shard.keeps(obj))
+        self.shard
+            .lock()
+            .as_ref()
+            .is_none_or(|shard| shard.keeps(obj))
     }
 
     /// Transforms and de-duplicates one listed object against the store; `None` for an
@@ -669,7 +717,7 @@ where
                 if list_rv.is_empty() {
                     list_rv = page.metadata.resource_version.clone().unwrap_or_default();
                 }
-                if let (Some(shard), false) = (&self.shard, continued) {
+                if let (Some(shard), false) = (self.shard(), continued) {
                     shard.listed(&self.opts.name, page.shard_selector.as_deref());
                 }
                 let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
@@ -778,14 +826,43 @@ where
 
     /// The `shardSelector` of every list and watch.
     fn shard_selector(&self) -> Option<String> {
-        self.shard.as_ref().map(|shard| shard.text().to_string())
+        self.shard().map(|shard| shard.text().to_string())
+    }
+
+    /// The current shard filter, if any.
+    fn shard(&self) -> Option<Arc<ShardFilter>> {
+        self.shard.lock().clone()
+    }
+
+    /// Adopts the shard control's current target: its generation, and whether it is
+    /// [`ShardTarget::Nothing`]. A new selector's filter starts not knowing what the server
+    /// does with it.
+    fn adopt_target(&self, control: &ShardControl) -> (u64, bool) {
+        let (generation, target) = control.target();
+        let current = self.shard();
+        let filter = match &target {
+            ShardTarget::Everything | ShardTarget::Nothing => None,
+            ShardTarget::Shard(selector) => match current {
+                Some(f) if f.selector() == selector => Some(f),
+                _ => {
+                    let metrics = self
+                        .opts
+                        .metrics
+                        .as_ref()
+                        .map(|m| m.bind_shard(&self.opts.name));
+                    Some(Arc::new(ShardFilter::new(selector.clone(), metrics)))
+                }
+            },
+        };
+        *self.shard.lock() = filter;
+        (generation, target == ShardTarget::Nothing)
     }
 
     /// Learns, by listing one object, whether the server applies the shard selector
     /// (a watch does not say); false when `cancel` fired meanwhile. A failure is only
     /// logged: the stream that follows meets the same server and reports it.
     async fn probe_shard(&self, cancel: &CancellationToken) -> bool {
-        let Some(shard) = &self.shard else {
+        let Some(shard) = self.shard() else {
             return true;
         };
         let opts = ListOptions {

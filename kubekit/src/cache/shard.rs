@@ -471,6 +471,11 @@ impl ShardFilter {
         }
     }
 
+    /// The selector.
+    pub(crate) fn selector(&self) -> &ShardSelector {
+        &self.selector
+    }
+
     /// The `shardSelector` parameter.
     pub(crate) fn text(&self) -> &str {
         &self.text
@@ -519,6 +524,132 @@ impl ShardFilter {
                  the reflector filters objects itself"
             ),
         }
+    }
+}
+
+/// What a reshardable reflector (and so informer) caches: see [`ShardControl`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardTarget {
+    /// Every object (no `shardSelector`).
+    Everything,
+    /// No object: the reflector neither lists nor watches, and its store is emptied.
+    Nothing,
+    /// The objects of one shard.
+    Shard(ShardSelector),
+}
+
+struct ControlInner {
+    /// The generation and the target asked for.
+    target: tokio::sync::watch::Sender<(u64, ShardTarget)>,
+    /// The last generation a reflector finished listing (its store replaced); `None`
+    /// before the first list.
+    listed: tokio::sync::watch::Sender<Option<u64>>,
+}
+
+/// Changes what a *running* reflector caches; given to it in
+/// [`ReflectorOptions::shard_control`](super::ReflectorOptions::shard_control) (or made by
+/// [`SharedIndexInformer::shard_control`](super::SharedIndexInformer::shard_control)).
+///
+/// # What it promises
+///
+/// - Every [`set`](Self::set) to a different target is a new *generation*. The reflector
+///   drops its watch at once and relists with the new target's selector; the relist
+///   replaces the store's content (Replace semantics: objects outside the new target are
+///   deleted, objects still in it are kept, updated if they changed, and none is lost:
+///   the relist is the server's state at or after the last event the reflector applied).
+/// - [`listed`](Self::listed) returns once the reflector finished a relist with that
+///   generation or a later one. A reflector whose target is [`ShardTarget::Nothing`]
+///   empties its store (a relist of nothing) and then waits for the next target.
+/// - Setting the target it already has changes nothing and returns its generation.
+///
+/// ```
+/// use kubekit::cache::{ShardControl, ShardRange, ShardSelector, ShardTarget};
+///
+/// let control = ShardControl::new(ShardTarget::Nothing);
+/// let half = ShardSelector::uid(ShardRange::new(0, 1 << 63).unwrap());
+/// let generation = control.set(ShardTarget::Shard(half.clone()));
+/// assert_eq!(generation, 1);
+/// assert_eq!(control.set(ShardTarget::Shard(half)), 1, "unchanged");
+/// ```
+#[derive(Clone)]
+pub struct ShardControl {
+    inner: std::sync::Arc<ControlInner>,
+}
+
+impl fmt::Debug for ShardControl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (generation, target) = self.target();
+        f.debug_struct("ShardControl")
+            .field("generation", &generation)
+            .field("target", &target)
+            .field("listed", &*self.inner.listed.borrow())
+            .finish()
+    }
+}
+
+impl ShardControl {
+    /// A control whose first target (generation 0) is `target`.
+    pub fn new(target: ShardTarget) -> Self {
+        Self {
+            inner: std::sync::Arc::new(ControlInner {
+                target: tokio::sync::watch::Sender::new((0, target)),
+                listed: tokio::sync::watch::Sender::new(None),
+            }),
+        }
+    }
+
+    /// Asks for `target`; returns its generation (unchanged if it is the current target).
+    pub fn set(&self, target: ShardTarget) -> u64 {
+        let mut generation = 0;
+        self.inner.target.send_if_modified(|current| {
+            if current.1 == target {
+                generation = current.0;
+                return false;
+            }
+            current.0 += 1;
+            current.1 = target;
+            generation = current.0;
+            true
+        });
+        generation
+    }
+
+    /// The generation and target asked for last.
+    pub fn target(&self) -> (u64, ShardTarget) {
+        self.inner.target.borrow().clone()
+    }
+
+    /// The last generation a reflector finished listing (`None` before its first list).
+    pub fn listed_generation(&self) -> Option<u64> {
+        *self.inner.listed.borrow()
+    }
+
+    /// Waits until a reflector finished listing `generation` (or a later one).
+    pub async fn listed(&self, generation: u64) {
+        let mut rx = self.inner.listed.subscribe();
+        // The sender lives in `self`: the channel cannot close while we wait.
+        let _ = rx
+            .wait_for(|listed| listed.is_some_and(|l| l >= generation))
+            .await;
+    }
+
+    /// Waits until a generation after `generation` is asked for.
+    pub(crate) async fn changed_after(&self, generation: u64) {
+        let mut rx = self.inner.target.subscribe();
+        let _ = rx.wait_for(|(g, _)| *g > generation).await;
+    }
+
+    /// Records that a reflector finished listing `generation`.
+    pub(crate) fn mark_listed(&self, generation: u64) {
+        self.inner
+            .listed
+            .send_if_modified(|listed| match listed.is_none_or(|l| l < generation) {
+                true => {
+                    *listed = Some(generation);
+                    true
+                }
+                false => false,
+            });
     }
 }
 

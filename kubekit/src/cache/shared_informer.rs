@@ -467,6 +467,35 @@ where
         self.options.lock().shard = Some(shard);
     }
 
+    /// The control of this informer's shard, made on the first call with the shard set by
+    /// [`set_shard`](Self::set_shard) (or everything) as its target; give it a target
+    /// before [`run`](Self::run) to start with that, and change it while running to make
+    /// the informer relist with the new one (see [`ShardControl`](super::ShardControl)).
+    pub fn shard_control(&self) -> super::ShardControl {
+        let mut options = self.options.lock();
+        let initial = match &options.shard {
+            Some(selector) => super::ShardTarget::Shard(selector.clone()),
+            None => super::ShardTarget::Everything,
+        };
+        options
+            .shard_control
+            .get_or_insert_with(|| super::ShardControl::new(initial))
+            .clone()
+    }
+
+    /// Ready once this informer's cache reflects `generation` of its
+    /// [`shard_control`](Self::shard_control): the reflector relisted with that target (or
+    /// a later one) and the informer processed the relist (its indexer holds the objects,
+    /// its handlers were called).
+    pub fn shard_synced(&self, generation: u64) -> impl Future<Output = ()> + Send + 'static {
+        let control = self.shard_control();
+        let shared = self.shared.clone();
+        async move {
+            control.listed(generation).await;
+            shared.fifo.wait_replaces_processed().await;
+        }
+    }
+
     /// Adjusts the reflector's options (page size, watch timeout, streaming list, backoff).
     /// Has no effect once the informer runs.
     pub fn configure_reflector(&self, f: impl FnOnce(&mut ReflectorOptions<K>)) {

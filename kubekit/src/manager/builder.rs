@@ -59,7 +59,7 @@ use futures_util::future::BoxFuture;
 use kube::Resource;
 
 use super::predicate::{Change, Predicate};
-use super::sharding::{ShardGate, SweepFn};
+use super::sharding::{ShardGate, ShardWaitFn, SweepFn};
 use super::{Manager, ManagerError, RegisteredController};
 use crate::cache::{
     Indexer, MetaRef, ResourceEventHandlerFuncs, ShardKey, SharedIndexInformer,
@@ -119,7 +119,9 @@ pub const PERMANENT_ERROR_REASON: &str = "PermanentReconcileError";
 
 type MapFn<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
 type ErrorPolicyFn<K> = Arc<dyn Fn(&K, &ReconcileError) -> ErrorPolicy + Send + Sync>;
-type Watch = Box<dyn FnOnce(&SharedInformerFactory, &Enqueue)>;
+/// Registers a watched type's handler (and, in a sharded manager, its informer with the
+/// gate).
+type Watch = Box<dyn FnOnce(&SharedInformerFactory, &Enqueue, Option<&Arc<ShardGate>>)>;
 
 /// Where a controller's event handlers put keys, and how.
 #[derive(Clone)]
@@ -284,8 +286,16 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
         let map: MapFn<W> = Arc::new(map);
-        self.watches.push(Box::new(move |factory, enqueue| {
+        self.watches.push(Box::new(move |factory, enqueue, gate| {
             let informer = factory.for_type::<W>();
+            if let Some(gate) = gate {
+                // With namespace sharding an owner and its children share a namespace, so
+                // a watched type narrows like the primary; with uid sharding a child's own
+                // uid says nothing of its owner's, so it stays whole (see the module docs
+                // of `manager::sharding`).
+                let narrow = gate.key() == ShardKey::Namespace;
+                gate_informer(gate, informer.informer(), narrow);
+            }
             // No resync: a controller resyncs its primary type only. Explicit, so that
             // an informer made with a default period gives none to this handler either.
             informer
@@ -411,8 +421,12 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         let primary = manager.factory.for_type::<K>();
         let resync = resync_period.unwrap_or(manager.resync_period);
         watch_primary(primary.informer(), &enqueue, resync);
+        let gate = manager.member.as_ref().map(|m| Arc::clone(m.gate()));
+        if let Some(gate) = &gate {
+            gate_informer(gate, primary.informer(), true);
+        }
         for watch in watches {
-            watch(&manager.factory, &enqueue);
+            watch(&manager.factory, &enqueue, gate.as_ref());
         }
         let mut runner = Runner::new(&name, queue)
             .max_retries(max_retries)
@@ -453,6 +467,20 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         });
         Ok(())
     }
+}
+
+/// Registers `informer` with a sharded manager's gate, to be narrowed to the held ranges
+/// (if `narrow`) before it starts and whenever they change.
+fn gate_informer<T: Object>(
+    gate: &ShardGate,
+    informer: &Arc<SharedIndexInformer<T>>,
+    narrow: bool,
+) {
+    let control = informer.shard_control();
+    let waiter = Arc::clone(informer);
+    let wait: ShardWaitFn = Box::new(move |generation| Box::pin(waiter.shard_synced(generation)));
+    let resource = format!("{}/{}", T::api_version(&()), T::plural(&()));
+    gate.add_informer(&resource, control, wait, narrow);
 }
 
 /// A sharded controller's sweep: enqueues (at low priority, with the priority queue) the

@@ -572,6 +572,11 @@ impl Manager {
             }
         }
         if result.is_ok() {
+            let mut member = member;
+            if let Some(member) = &mut member {
+                // Before the informers start: they list only what the member holds.
+                member.narrow_informers();
+            }
             factory.start();
             let running = cancel.child_token();
             let sync = async {

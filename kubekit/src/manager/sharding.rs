@@ -60,10 +60,29 @@
 //! that never saw it take its ranges early. Make writes that must never come from two
 //! replicas conditional (a resourceVersion precondition).
 //!
-//! Every member caches every object (its informers are not narrowed to its ranges, which
-//! move); the ranges filter the *work*. Uid sharding keys an object by its own uid, so a
-//! child enqueues its owner's key and is reconciled by whichever member works on the
-//! owner's uid; namespace sharding keeps a namespace's objects on one member.
+//! # Narrowed informers
+//!
+//! A member's informers cache only what it holds (every range it publishes): each
+//! controller's primary type by the shard key, through the informer's
+//! [`ShardControl`](crate::cache::ShardControl) (the server's `shardSelector`, or the
+//! reflector's own filtering on a server without the feature). When the held ranges change
+//! the informer drops its watch and relists with the new selector at the last
+//! resourceVersion it applied; the relist replaces its cache, so objects in ranges still
+//! held are kept (none missed: the list is the state at or after the last event applied)
+//! and the others deleted. A range taken is published at once but worked on only when every
+//! narrowed informer has relisted and processed the relist (its indexer holds the objects);
+//! then its cached objects are enqueued. A range given up stays cached until its
+//! reconciles in flight returned and it is published given up. Before the member takes any
+//! range its informers cache nothing.
+//!
+//! With namespace sharding, owned and watched types are narrowed by their namespace too: an
+//! owner and its children share a namespace, so they land on one member. With uid sharding
+//! they are cached whole: a child's own uid says nothing of its controller's, so the server
+//! cannot filter them, and a client-side filter by the controller ownerReference's uid
+//! would still receive and decode every object (most of the cost) while dropping the
+//! children a `watches` mapping needs that are not controlled by a primary object. A child
+//! enqueues its owner's key, reconciled by whichever member works on the owner's uid. An
+//! informer one controller narrows and another uses whole stays whole.
 //!
 //! # Timing
 //!
@@ -128,7 +147,7 @@ use prometheus_client::registry::Registry;
 use tokio::time::{Instant, sleep_until, timeout};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use gate::{ShardGate, SweepFn};
+pub(crate) use gate::{ShardGate, ShardWaitFn, SweepFn};
 pub(crate) use store::LeaseStore;
 
 use crate::cache::{ShardKey, ShardRange};
@@ -455,6 +474,13 @@ pub(crate) struct Member<S> {
     /// Stopped at once when the lease was lost, maybe some reconciles still unwinding;
     /// still published, never worked on again without a new claim.
     stopping: RangeSet,
+    /// Taken (claimed and verified), published, and not worked on until the narrowed
+    /// informers hold its objects.
+    syncing: RangeSet,
+    /// What the narrowed informers were last told to cache.
+    narrowed: Option<RangeSet>,
+    /// Ready once the narrowed informers hold `narrowed`.
+    narrowing: Option<futures_util::future::BoxFuture<'static, ()>>,
     /// Since when a desired range has not been worked on.
     wanting_since: Option<Instant>,
     /// The end of the lease by the local clock: last successful write sent + renew deadline.
@@ -494,9 +520,51 @@ impl<S: MemberStore> Member<S> {
             draining: RangeSet::default(),
             draining_since: None,
             stopping: RangeSet::default(),
+            syncing: RangeSet::default(),
+            narrowed: None,
+            narrowing: None,
             wanting_since: None,
             renewed_until: None,
         }
+    }
+
+    /// Narrows the manager's informers to what this member holds (and its ranges being
+    /// synced): nothing before it took any range. Called before the informers start, and
+    /// after every round.
+    pub(crate) fn narrow_informers(&mut self) {
+        let held = self.held();
+        if self.narrowed.as_ref() == Some(&held) {
+            return;
+        }
+        tracing::debug!(ranges = %held, "narrowing the informers to the held shard ranges");
+        self.narrowing = self.gate.narrow(&held);
+        self.narrowed = Some(held);
+    }
+
+    /// The ranges being synced, once the informers hold them: worked on (and their objects
+    /// enqueued) while the lease holds by the local clock.
+    fn promote(&mut self) {
+        let syncing = std::mem::take(&mut self.syncing);
+        if syncing.is_empty() {
+            return;
+        }
+        if self
+            .renewed_until
+            .is_none_or(|until| Instant::now() >= until)
+        {
+            // Still published; dropped from the set once nothing is in flight (none is).
+            self.stopping = self.stopping.union(&syncing);
+            return;
+        }
+        tracing::info!(lease = %self.store.describe(), ranges = %syncing, "took shard ranges: the informers hold their objects");
+        self.working = self.working.union(&syncing);
+        self.gate.set_working(&self.working);
+        self.gate.sweep(&syncing);
+        if let (Some(m), Some(since)) = (&self.metrics, self.wanting_since) {
+            m.handover(&self.ring, "acquired", Instant::now() - since);
+        }
+        self.wanting_since = None;
+        self.update_metrics(None);
     }
 
     /// The gate its manager's workers ask.
@@ -528,14 +596,29 @@ impl<S: MemberStore> Member<S> {
             if lost || self.renewed_until.is_some_and(|u| Instant::now() >= u) {
                 self.lose();
             }
+            self.narrow_informers();
+            if self.narrowing.is_none() {
+                self.promote();
+            }
             // The next round: a retry period on, or as soon as a member expires.
             let next = Instant::now() + crate::retry::jitter(self.retry_period, 0.2);
             let next = self.next_expiry().map_or(next, |e| e.min(next));
+            let mut narrowing = self.narrowing.take();
+            let pending = !self.syncing.is_empty();
+            let mut synced = false;
             tokio::select! {
                 biased;
                 _ = release.cancelled() => break,
                 () = sleep_until_some(self.renewed_until) => self.lose(),
+                () = async { if let Some(n) = narrowing.as_mut() { n.await } }, if pending && narrowing.is_some() => {
+                    synced = true;
+                }
                 () = sleep_until(next) => {}
+            }
+            if synced {
+                self.promote();
+            } else if self.narrowing.is_none() {
+                self.narrowing = narrowing;
             }
         }
         self.release().await;
@@ -557,7 +640,12 @@ impl<S: MemberStore> Member<S> {
         // but never worked on again without a new claim: others may have taken them.
         let working = std::mem::take(&mut self.working);
         let draining = std::mem::take(&mut self.draining);
-        self.stopping = self.stopping.union(&working).union(&draining);
+        let syncing = std::mem::take(&mut self.syncing);
+        self.stopping = self
+            .stopping
+            .union(&working)
+            .union(&draining)
+            .union(&syncing);
         self.draining_since = None;
         self.renewed_until = None;
         self.update_metrics(None);
@@ -700,7 +788,10 @@ impl<S: MemberStore> Member<S> {
 
     /// What this member holds without its claims: published at every renewal.
     fn held(&self) -> RangeSet {
-        self.working.union(&self.draining).union(&self.stopping)
+        self.working
+            .union(&self.draining)
+            .union(&self.stopping)
+            .union(&self.syncing)
     }
 
     /// What the other live members hold.
@@ -732,6 +823,8 @@ impl<S: MemberStore> Member<S> {
             .map(|r| RangeSet::from(*r))
             .unwrap_or_default();
 
+        // Not worked on yet: a range being synced that is no longer desired is dropped.
+        self.syncing = self.syncing.intersect(&desired);
         // Still published: a range being given up that is desired again is worked on again.
         let back = self.draining.intersect(&desired);
         if !back.is_empty() {
@@ -788,14 +881,16 @@ impl<S: MemberStore> Member<S> {
             tracing::debug!(ranges = %claims, "claimed shard ranges are published by another member: backing off");
             return;
         }
-        tracing::info!(lease = %self.store.describe(), ranges = %granted, "took shard ranges");
-        self.working = self.working.union(&granted);
-        self.gate.set_working(&self.working);
-        self.gate.sweep(&granted);
-        if let (Some(m), Some(since)) = (&self.metrics, self.wanting_since) {
-            m.handover(&self.ring, "acquired", now - since);
+        // Worked on once the narrowed informers hold the new ranges' objects (at once
+        // without narrowed informers).
+        self.syncing = self.syncing.union(&granted);
+        self.narrow_informers();
+        if self.narrowing.is_none() {
+            self.promote();
+        } else {
+            tracing::info!(lease = %self.store.describe(), ranges = %granted,
+                "claimed shard ranges: waiting for the informers to list their objects");
         }
-        self.wanting_since = None;
     }
 
     fn update_metrics(&self, members: Option<usize>) {

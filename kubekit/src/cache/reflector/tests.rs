@@ -1085,3 +1085,62 @@ async fn a_sharded_streaming_list_lists_one_object_to_learn_what_the_server_does
     h.cancel.cancel();
     task.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_shard_control_makes_a_running_reflector_relist_keeping_what_stays_in_its_shard() {
+    let (shard, inside, outside) = lower_half();
+    let control = ShardControl::new(ShardTarget::Shard(shard.clone()));
+    let h = harness(|o| o.shard_control = Some(control.clone()));
+    h.script.list_sharded(
+        "10",
+        None,
+        vec![
+            cm_uid("in0", "5", &inside[0]),
+            cm_uid("out0", "5", &outside[0]),
+        ],
+    );
+    let _first = h.script.watch();
+    let task = h.start();
+    control.listed(0).await;
+    h.drain().await;
+    assert_eq!(h.indexer.list_keys(), ["ns/in0"]);
+
+    // Widened to everything while watching: the watch is dropped and the relist (at the
+    // last version, without a selector) adds what is now in, keeping what stayed.
+    h.script.list_sharded(
+        "20",
+        None,
+        vec![
+            cm_uid("in0", "5", &inside[0]),
+            cm_uid("out0", "5", &outside[0]),
+        ],
+    );
+    let _second = h.script.watch();
+    let generation = control.set(ShardTarget::Everything);
+    control.listed(generation).await;
+    let deltas = h.drain().await;
+    assert!(
+        !deltas.contains(&("ns/in0".into(), DeltaType::Deleted)),
+        "an object still in the shard is never deleted: {deltas:?}"
+    );
+    let mut cached = h.indexer.list_keys();
+    cached.sort();
+    assert_eq!(cached, ["ns/in0", "ns/out0"]);
+    let lists: Vec<_> = h
+        .script
+        .calls()
+        .into_iter()
+        .filter(|(kind, _)| *kind == "list")
+        .collect();
+    assert_eq!(lists.len(), 2, "{lists:?}");
+    assert_eq!(lists[1].1.shard_selector, None);
+    assert_eq!(lists[1].1.resource_version.as_deref(), Some("10"));
+
+    // Nothing: the store lets go of everything without asking the server.
+    let generation = control.set(ShardTarget::Nothing);
+    control.listed(generation).await;
+    h.drain().await;
+    assert!(h.indexer.list_keys().is_empty());
+    h.cancel.cancel();
+    task.await.unwrap();
+}

@@ -22,12 +22,29 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, join_all};
+
 use super::ranges::RangeSet;
-use crate::cache::{ShardKey, shard_hash};
+use crate::cache::{ShardControl, ShardKey, ShardSelector, ShardTarget, shard_hash};
 
 /// Enqueues (or, with `false`, only counts) the cached primary objects of a controller
 /// whose hash is in the set; returns how many there are.
 pub(crate) type SweepFn = Box<dyn Fn(&RangeSet, bool) -> usize + Send + Sync>;
+
+/// Waits until an informer's cache reflects a generation of its shard control.
+pub(crate) type ShardWaitFn = Box<dyn Fn(u64) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// An informer of the manager, narrowed to the held ranges or not.
+struct GatedInformer {
+    /// The resource's name (one informer per resource in the factory).
+    resource: String,
+    control: ShardControl,
+    wait: ShardWaitFn,
+    /// Whether this use of the informer may narrow it; one use that may not (an owned
+    /// type with uid sharding) keeps it caching everything.
+    narrow: bool,
+}
 
 struct GateState {
     working: RangeSet,
@@ -45,6 +62,7 @@ pub(crate) struct ShardGate {
     key: ShardKey,
     state: Mutex<GateState>,
     sweeps: Mutex<Vec<(String, SweepFn)>>,
+    informers: Mutex<Vec<GatedInformer>>,
 }
 
 /// A reconcile admitted by [`ShardGate::try_start`]; counted in flight until dropped.
@@ -85,6 +103,7 @@ impl ShardGate {
                 until: None,
             }),
             sweeps: Mutex::new(Vec::new()),
+            informers: Mutex::new(Vec::new()),
         }
     }
 
@@ -148,6 +167,48 @@ impl ShardGate {
     /// on (and to count objects for the metrics).
     pub(crate) fn add_sweep(&self, controller: &str, sweep: SweepFn) {
         self.sweeps.lock().push((controller.to_string(), sweep));
+    }
+
+    /// Registers an informer of `resource` the controllers use: narrowed to the held
+    /// ranges by [`narrow`](Self::narrow) if `narrow` (and no other use says otherwise).
+    pub(crate) fn add_informer(
+        &self,
+        resource: &str,
+        control: ShardControl,
+        wait: ShardWaitFn,
+        narrow: bool,
+    ) {
+        self.informers.lock().push(GatedInformer {
+            resource: resource.to_string(),
+            control,
+            wait,
+            narrow,
+        });
+    }
+
+    /// Makes every narrowed informer cache the objects whose shard hash is in `set`
+    /// (nothing for the empty set); returns a future ready once each informer's cache
+    /// reflects that, or `None` when no informer is narrowed.
+    pub(crate) fn narrow(&self, set: &RangeSet) -> Option<BoxFuture<'static, ()>> {
+        let informers = self.informers.lock();
+        let target = match ShardSelector::new(self.key, set.ranges()) {
+            Ok(selector) => ShardTarget::Shard(selector),
+            Err(_) => ShardTarget::Nothing,
+        };
+        let mut waits = Vec::new();
+        let mut done: Vec<&str> = Vec::new();
+        for informer in informers.iter() {
+            let kept_whole = informers
+                .iter()
+                .any(|i| i.resource == informer.resource && !i.narrow);
+            if kept_whole || done.contains(&informer.resource.as_str()) {
+                continue;
+            }
+            done.push(&informer.resource);
+            let generation = informer.control.set(target.clone());
+            waits.push((informer.wait)(generation));
+        }
+        (!waits.is_empty()).then(|| join_all(waits).map(|_| ()).boxed())
     }
 
     /// Enqueues every cached primary object in `set`, in every controller.

@@ -85,6 +85,14 @@ impl RangeSet {
         Self::from_spans(out)
     }
 
+    /// The set as shard ranges (empty for the empty set).
+    pub(crate) fn ranges(&self) -> Vec<ShardRange> {
+        self.spans
+            .iter()
+            .filter_map(|(s, e)| ShardRange::new(u64::try_from(*s).ok()?, *e).ok())
+            .collect()
+    }
+
     /// How many contiguous ranges the set has.
     pub(crate) fn len(&self) -> usize {
         self.spans.len()

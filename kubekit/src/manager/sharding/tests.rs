@@ -525,3 +525,69 @@ async fn metrics_show_the_ranges_held_the_members_the_objects_and_the_handovers(
         ],
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_taken_range_is_worked_on_only_once_the_narrowed_informers_hold_its_objects() {
+    use crate::cache::{ShardControl, ShardSelector, ShardTarget};
+    let ring = Arc::new(Ring::default());
+    let sharding = Sharding::new("ring", ShardKey::Uid).identity("a");
+    let store = FakeStore {
+        ring: Arc::clone(&ring),
+        name: sharding.lease_name(),
+        cut: Arc::new(AtomicBool::new(false)),
+    };
+    let gate = Arc::new(ShardGate::new(ShardKey::Uid));
+    // The informer holds what it was told once `synced` says so.
+    let (synced, rx) = tokio::sync::watch::channel(false);
+    let wait = move |_generation| -> ShardWaitFn {
+        let rx = rx.clone();
+        Box::new(move |_| {
+            let mut rx = rx.clone();
+            Box::pin(async move {
+                let _ = rx.wait_for(|s| *s).await;
+            })
+        })
+    };
+    let primary = ShardControl::new(ShardTarget::Everything);
+    gate.add_informer("v1/configmaps", primary.clone(), wait(0), true);
+    // One controller's primary type is another's owned type with uid sharding: kept whole.
+    let owned = ShardControl::new(ShardTarget::Everything);
+    gate.add_informer("apps/v1/deployments", owned.clone(), wait(0), true);
+    gate.add_informer("apps/v1/deployments", owned.clone(), wait(0), false);
+
+    let mut member = Member::new(store, Arc::clone(&gate), &sharding, None);
+    member.narrow_informers();
+    assert_eq!(
+        primary.target().1,
+        ShardTarget::Nothing,
+        "nothing is cached before a range is taken"
+    );
+    let release = CancellationToken::new();
+    let task = tokio::spawn(member.run(release.clone()));
+
+    until(RETRY, || {
+        matches!(primary.target().1, ShardTarget::Shard(_))
+    })
+    .await;
+    let whole = ShardSelector::new(ShardKey::Uid, RangeSet::full().ranges()).unwrap();
+    assert_eq!(primary.target().1, ShardTarget::Shard(whole));
+    sleep(RETRY * 3).await;
+    assert!(
+        gate.admits().is_empty(),
+        "taken, but not worked on before the informer holds its objects"
+    );
+    assert_eq!(
+        ring.records.lock()["ring-a"].0.held,
+        RangeSet::full().to_string(),
+        "published while the informers sync"
+    );
+    synced.send(true).unwrap();
+    until(Duration::from_millis(100), || {
+        gate.admits() == RangeSet::full()
+    })
+    .await;
+    assert_eq!(owned.target().1, ShardTarget::Everything);
+
+    release.cancel();
+    task.await.unwrap();
+}
