@@ -152,8 +152,14 @@ async fn cached_once(managers: &[Running], run: &str, total: usize, what: &str) 
 }
 
 /// Waits until, in a 1 s window, every object is reconciled by exactly one manager and
-/// the managers reconciling are exactly `owners`.
-async fn settled(tracker: &Arc<Tracker>, keys: &BTreeSet<String>, owners: &[usize], what: &str) {
+/// the managers reconciling are exactly `owners`; returns the managers of each key in
+/// that window.
+async fn settled(
+    tracker: &Arc<Tracker>,
+    keys: &BTreeSet<String>,
+    owners: &[usize],
+    what: &str,
+) -> BTreeMap<String, BTreeSet<usize>> {
     let owners: BTreeSet<usize> = owners.iter().copied().collect();
     eventually(60, what, || {
         let (tracker, keys, owners) = (Arc::clone(tracker), keys.clone(), owners.clone());
@@ -164,10 +170,10 @@ async fn settled(tracker: &Arc<Tracker>, keys: &BTreeSet<String>, owners: &[usiz
             let covered = by_key.keys().cloned().collect::<BTreeSet<_>>() == keys;
             let single = by_key.values().all(|m| m.len() == 1);
             let seen: BTreeSet<usize> = by_key.values().flatten().copied().collect();
-            (covered && single && seen == owners).then_some(())
+            (covered && single && seen == owners).then_some(by_key)
         }
     })
-    .await;
+    .await
 }
 
 #[tokio::test]
@@ -209,22 +215,11 @@ async fn sharded_managers_reconcile_every_object_never_two_at_once_through_a_rel
     // Every object reconciled, and the work split three ways: in a window after the
     // ranges settled, each object is reconciled by exactly one manager, and each manager
     // has some.
-    let split = eventually(
-        60,
+    let split = settled(
+        &tracker,
+        &keys,
+        &[0, 1, 2],
         "every object reconciled by exactly one of three managers",
-        || {
-            let tracker = Arc::clone(&tracker);
-            let keys = keys.clone();
-            async move {
-                let since = Instant::now();
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let by_key = tracker.by_key_since(since);
-                let covered = by_key.keys().cloned().collect::<BTreeSet<_>>() == keys;
-                let single = by_key.values().all(|m| m.len() == 1);
-                let owners: BTreeSet<usize> = by_key.values().flatten().copied().collect();
-                (covered && single && owners.len() == 3).then_some(by_key)
-            }
-        },
     )
     .await;
     println!(
