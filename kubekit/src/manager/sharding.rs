@@ -577,6 +577,7 @@ impl<S: MemberStore> Member<S> {
     pub(crate) async fn run(mut self, release: CancellationToken) {
         tracing::info!(lease = %self.store.describe(), identity = %self.identity, "joining the shard ring");
         loop {
+            let round = Instant::now();
             let gate = Arc::clone(&self.gate);
             let deadline = self.renewed_until;
             let lost = {
@@ -600,9 +601,10 @@ impl<S: MemberStore> Member<S> {
             if self.narrowing.is_none() {
                 self.promote();
             }
-            // The next round: a retry period on, or as soon as a member expires.
+            // The next round: a retry period on, or as soon as a member expires (at once
+            // for one that expired while this round's requests were under way).
             let next = Instant::now() + crate::retry::jitter(self.retry_period, 0.2);
-            let next = self.next_expiry().map_or(next, |e| e.min(next));
+            let next = self.next_expiry(round).map_or(next, |e| e.min(next));
             let mut narrowing = self.narrowing.take();
             let pending = !self.syncing.is_empty();
             let mut synced = false;
@@ -776,12 +778,12 @@ impl<S: MemberStore> Member<S> {
         }
     }
 
-    /// When the first live member expires by the local clock.
-    fn next_expiry(&self) -> Option<Instant> {
-        let now = Instant::now();
+    /// When the first member that was live at `since` expires by the local clock (maybe
+    /// already).
+    fn next_expiry(&self, since: Instant) -> Option<Instant> {
         self.peers
             .values()
-            .filter(|p| p.alive(now, self.lease_duration))
+            .filter(|p| p.alive(since, self.lease_duration))
             .map(|p| p.at + p.expiry(self.lease_duration))
             .min()
     }
