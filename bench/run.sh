@@ -8,6 +8,8 @@
 #   bench/run.sh compact [options]     what the compact cache costs and saves per Pod
 #   bench/run.sh fake [options]        kubekit-fake vs the real control plane: start and the
 #                                      App controller's e2e scenario
+#   bench/run.sh shards [options]      per-replica cost of a Pod informer sharded over 1, 2
+#                                      and 4 replicas, with and without server-side filtering
 #   bench/run.sh webhook [options]     admissions/s and latency of kubekit's webhook server vs
 #                                      controller-runtime's
 #
@@ -48,6 +50,15 @@ benchmarks:
               next to the same scenario on the real local control plane (started by testenv,
               once; the Go build is cached)
               options: --runs N (default 3; medians)
+  shards      per-replica sync time, CPU, RSS and the API server's bytes sent and CPU, for
+              1, 2 and 4 replicas of a Pod informer sharded by uid over N Pods, replicas
+              run one after another; on two local control planes it starts (and stops)
+              in bench/target: one with ShardedListAndWatch (the server filters), one
+              without (each informer filters)
+              options: --pods N (default 20000), --replicas LIST (default 1,2,4),
+                       --runs R (default 3), --compact,
+                       --kubeconfig PATH  a cluster of your own instead of the first,
+                       --fallback-kubeconfig PATH  and instead of the second
   webhook     admissions per second, p50/p99 latency and server CPU of kubekit's webhook
               server against controller-runtime's (bench/go/webhook), both validating Apps
               with the same checks over HTTP/1.1 and TLS, driven by one load generator
@@ -117,6 +128,32 @@ run_informer() {
     "$rust_bin" informer "${args[@]}"
 }
 
+run_shards() {
+    local rust_bin args=("$@") dirs=()
+    rust_bin="$(build_rust kubekit-informer)"
+    # Starts a local control plane in bench/target/$1 with kube-apiserver's feature gates
+    # $2; prints its kubeconfig.
+    cluster() {
+        KUBEKIT_FEATURE_GATES="$2" "$root/scripts/local-cluster.sh" up --nodes 0 \
+            --dir "$bench_target/$1" | tail -n 1
+    }
+    if [[ " $* " != *" --kubeconfig "* ]]; then
+        dirs+=("$bench_target/cluster-sharded")
+        args+=(--kubeconfig "$(cluster cluster-sharded ShardedListAndWatch=true)")
+    fi
+    if [[ " $* " != *" --fallback-kubeconfig "* ]]; then
+        dirs+=("$bench_target/cluster-unsharded")
+        args+=(--fallback-kubeconfig "$(cluster cluster-unsharded ShardedListAndWatch=false)")
+    fi
+    local status=0
+    "$rust_bin" shards --kubekit-bin "$(dirname "$rust_bin")/kubekit-informer" "${args[@]}" \
+        || status=$?
+    for dir in "${dirs[@]}"; do
+        "$root/scripts/local-cluster.sh" down --dir "$dir" >&2
+    done
+    return "$status"
+}
+
 case "${1:-}" in
     workqueue)
         shift
@@ -129,6 +166,10 @@ case "${1:-}" in
     informer)
         shift
         run_informer "$@"
+        ;;
+    shards)
+        shift
+        run_shards "$@"
         ;;
     compact)
         shift

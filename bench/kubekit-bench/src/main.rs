@@ -12,6 +12,8 @@
 //! - `compact`: what the compact cache costs and saves per object against typed objects.
 //! - `fake`: starting kubekit-fake and running the App controller's e2e scenario against it,
 //!   next to the same scenario on the real local control plane.
+//! - `shards`: what each replica of a sharded Pod informer pays for its share of N Pods in
+//!   a real cluster, with the server filtering and without.
 //! - `webhook`: admissions per second and latency of kubekit's webhook server against
 //!   controller-runtime's (`webhook-peer` is kubekit's server).
 //!
@@ -22,6 +24,7 @@ mod compact;
 mod fake;
 mod informer;
 mod relist;
+mod shards;
 mod webhook;
 mod workqueue;
 
@@ -68,6 +71,18 @@ benchmarks:
   fake        time to start kubekit-fake and run the App controller's e2e scenario against it,
               next to the same scenario on the real local control plane (started by testenv)
               options: --runs N   runs per server; the table shows medians (default 3)
+  shards      per-replica sync time, CPU, memory and the API server's bytes sent for 1, 2
+              and 4 replicas of a Pod informer sharded by uid, over N Pods in a real cluster
+              options: --kubeconfig PATH   a cluster whose server filters (required)
+                       --fallback-kubeconfig PATH  the same on a server without
+                                           ShardedListAndWatch (the informers filter)
+                       --pods N            pods to create (default 20000)
+                       --replicas LIST     replica counts (default 1,2,4)
+                       --runs R            runs; the table shows medians (default 3)
+                       --compact           cache Compact<Pod> instead of typed Pods
+                       --kubekit-bin PATH  kubekit's peer (default: kubekit-informer next
+                                           to this program)
+                       --fixture PATH, --timeout SECS
   webhook     admissions per second and latency of kubekit's webhook server vs
               controller-runtime's, validating Apps over HTTP/1.1 and TLS
               options: --go-bin PATH        the controller-runtime server (bench/go/webhook)
@@ -86,6 +101,7 @@ fn main() -> ExitCode {
             "informer" => informer::Options::parse(args).and_then(informer::run),
             "compact" => compact::Options::parse(args).and_then(compact::run),
             "fake" => fake::Options::parse(args).and_then(fake::run),
+            "shards" => shards::Options::parse(args).and_then(shards::run),
             "webhook" => webhook::Options::parse(args).and_then(webhook::run),
             "webhook-peer" => webhook::peer(args),
             _ => return None,

@@ -12,6 +12,11 @@
 //! of a factory built with `keep_managed_fields(true)`), as `kubekit-metadata`, and with
 //! `--metadata-strip` the same without them (the factory's default), as
 //! `kubekit-metadata-strip`.
+//!
+//! With `--shard I/N` the factory is given the I-th of N equal uid ranges
+//! ([`SharedInformerFactoryBuilder::shard`](kubekit::informers::SharedInformerFactoryBuilder::shard)):
+//! the informer caches only the Pods whose uid hashes into it, filtered by the server when
+//! it serves sharded lists and watches, by the informer otherwise (`bench/run.sh shards`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -20,7 +25,9 @@ use std::time::Instant;
 use informer_protocol::{PeerOptions, Target, UpdateTimer, report_synced, report_updated};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
-use kubekit::cache::{Compact, ResourceEventHandlerFuncs, SharedIndexInformer, meta_ref};
+use kubekit::cache::{
+    Compact, ResourceEventHandlerFuncs, ShardRange, ShardSelector, SharedIndexInformer, meta_ref,
+};
 use kubekit::clientset::Clientset;
 use kubekit::informers::SharedInformerFactory;
 use kubekit::meta::GroupVersionResource;
@@ -63,12 +70,47 @@ impl Cache {
     }
 }
 
+/// The peer's command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Peer {
+    /// The cache its informer keeps.
+    pub cache: Cache,
+    /// `--shard I/N`: the I-th of N equal uid ranges.
+    pub shard: Option<ShardSelector>,
+    /// The options every peer has.
+    pub options: PeerOptions,
+}
+
+/// Parses `I/N` (I < N) into the I-th of N equal uid ranges.
+fn parse_shard(text: &str) -> Result<ShardSelector, String> {
+    let bad = || format!("--shard {text:?}: expected I/N with I < N, e.g. 0/2");
+    let (index, count) = text.split_once('/').ok_or_else(bad)?;
+    let index: usize = index.parse().map_err(|_| bad())?;
+    let count: u32 = count.parse().map_err(|_| bad())?;
+    let range = ShardRange::even_parts(count)
+        .get(index)
+        .copied()
+        .ok_or_else(bad)?;
+    Ok(ShardSelector::uid(range))
+}
+
 /// Parses the peer's arguments: at most one of `--compact`, `--metadata` and
-/// `--metadata-strip`, and the common peer options.
-pub fn parse(args: impl Iterator<Item = String>) -> Result<(Cache, PeerOptions), String> {
+/// `--metadata-strip`, `--shard I/N`, and the common peer options.
+pub fn parse(args: impl Iterator<Item = String>) -> Result<Peer, String> {
     let caches = [Cache::Compact, Cache::Metadata, Cache::MetadataStrip];
     let is_cache = |arg: &String| caches.iter().any(|c| c.flag() == Some(arg.as_str()));
-    let (flags, rest): (Vec<String>, Vec<String>) = args.partition(is_cache);
+    let mut shard = None;
+    let mut others = Vec::new();
+    let mut args = args;
+    while let Some(arg) = args.next() {
+        if arg == "--shard" {
+            let value = args.next().ok_or("--shard needs a value")?;
+            shard = Some(parse_shard(&value)?);
+        } else {
+            others.push(arg);
+        }
+    }
+    let (flags, rest): (Vec<String>, Vec<String>) = others.into_iter().partition(is_cache);
     let cache = match flags.as_slice() {
         [] => Cache::Typed,
         [flag] => caches
@@ -77,7 +119,11 @@ pub fn parse(args: impl Iterator<Item = String>) -> Result<(Cache, PeerOptions),
             .unwrap_or(Cache::Typed),
         _ => return Err(format!("one cache at most, got {flags:?}")),
     };
-    Ok((cache, PeerOptions::parse(rest.into_iter())?))
+    Ok(Peer {
+        cache,
+        shard,
+        options: PeerOptions::parse(rest.into_iter())?,
+    })
 }
 
 /// Runs `peer` on a multi-threaded runtime with the client configuration of `target`, as
@@ -103,13 +149,22 @@ where
 }
 
 /// Runs the peer until it has reported.
-pub fn run((cache, options): (Cache, PeerOptions)) -> Result<(), String> {
+pub fn run(
+    Peer {
+        cache,
+        shard,
+        options,
+    }: Peer,
+) -> Result<(), String> {
     let target = options.target.clone();
     run_with_config(&target, |config| async move {
         let clientset = Clientset::new(&config).map_err(|e| e.to_string())?;
-        let factory = SharedInformerFactory::builder(clientset)
-            .keep_managed_fields(cache == Cache::Metadata)
-            .build();
+        let mut builder =
+            SharedInformerFactory::builder(clientset).keep_managed_fields(cache == Cache::Metadata);
+        if let Some(shard) = shard {
+            builder = builder.shard(shard);
+        }
+        let factory = builder.build();
         match cache {
             Cache::Typed => {
                 let pods = factory.core_v1().pods();
@@ -185,4 +240,27 @@ where
         adds.load(Ordering::Relaxed)
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> impl Iterator<Item = String> {
+        line.split_whitespace().map(str::to_string)
+    }
+
+    #[test]
+    fn a_shard_is_the_ith_of_n_equal_uid_ranges_and_bad_ones_are_refused() {
+        let peer = parse(args("--compact --shard 1/4 --kubeconfig k")).unwrap();
+        assert_eq!(peer.cache, Cache::Compact);
+        let range = ShardRange::even_parts(4)[1];
+        assert_eq!(peer.shard, Some(ShardSelector::uid(range)));
+        assert_eq!(parse(args("--kubeconfig k")).unwrap().shard, None);
+        for bad in ["4/4", "1", "a/2", "1/0"] {
+            let e = parse(args(&format!("--shard {bad} --kubeconfig k"))).unwrap_err();
+            assert!(e.contains("expected I/N"), "{bad}: {e}");
+        }
+        assert!(parse(args("--kubeconfig k --shard")).is_err());
+    }
 }

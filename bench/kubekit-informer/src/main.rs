@@ -11,6 +11,7 @@ const USAGE: &str = "usage: kubekit-informer informer-peer|floor-peer [options]
                        --compact   cache Compact<Pod> instead of typed Pods
                        --metadata  cache the Pods' PartialObjectMetadata (factory.for_metadata)
                        --metadata-strip  the same without managedFields
+                       --shard I/N  cache the I-th of N equal uid ranges only
   floor-peer     the readers that decode nothing, the floor of the benchmark
               options: --server URL | --kubeconfig PATH, --updates M, --json | --protobuf";
 

@@ -31,7 +31,7 @@ use tokio::process::{Child, ChildStdout, Command};
 pub(crate) use fixture::Fixture;
 use kubekit_informer::floor_peer::Encoding;
 use kubekit_informer::informer_peer::Cache;
-use real::Cluster;
+pub(crate) use real::Cluster;
 use server::ReplayServer;
 
 /// The clients compared.
@@ -321,7 +321,10 @@ impl Expect {
 }
 
 /// Reads the peer's next line; `what` names the line expected.
-async fn next_line(lines: &mut Lines<BufReader<ChildStdout>>, what: &str) -> Result<Line, String> {
+pub(crate) async fn next_line(
+    lines: &mut Lines<BufReader<ChildStdout>>,
+    what: &str,
+) -> Result<Line, String> {
     match lines.next_line().await {
         Ok(Some(line)) => Line::parse(&line),
         Ok(None) => Err(format!("exited before printing its `{what}` line")),
@@ -407,7 +410,7 @@ async fn run_peer(
 }
 
 /// How a failed peer ended: its exit status if it exits within a second, else killed.
-async fn end(child: &mut Child) -> String {
+pub(crate) async fn end(child: &mut Child) -> String {
     match tokio::time::timeout(Duration::from_secs(1), child.wait()).await {
         Ok(Ok(status)) => status.to_string(),
         Ok(Err(e)) => format!("exit status unknown: {e}"),
