@@ -87,9 +87,14 @@ impl Drop for Controller {
 /// Installs the CRD and the controller's ClusterRole, binds it to user `user` in `ns` only,
 /// and returns that user's kubeconfig.
 pub fn install(cp: &ControlPlane, ns: &str, user: &str) -> std::path::PathBuf {
-    // Once per control plane: tests applying the CRD at once would race to create it.
-    static CLUSTER_WIDE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    CLUSTER_WIDE.get_or_init(|| {
+    // Once per control plane (a test binary may start several): tests applying the CRD at
+    // once would race to create it.
+    static CLUSTER_WIDE: std::sync::Mutex<Vec<std::path::PathBuf>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut installed = CLUSTER_WIDE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !installed.iter().any(|dir| dir == cp.dir()) {
         kubectl_apply(cp, &artifact("crd/appcontroller.k8s.io_apps.yaml"));
         let out = cp
             .kubectl()
@@ -103,7 +108,9 @@ pub fn install(cp: &ControlPlane, ns: &str, user: &str) -> std::path::PathBuf {
             String::from_utf8_lossy(&out.stderr)
         );
         kubectl_apply(cp, &artifact("rbac.yaml"));
-    });
+        installed.push(cp.dir().to_path_buf());
+    }
+    drop(installed);
     // The test identity gets the ClusterRole in its namespace only.
     kubectl_apply(
         cp,
