@@ -33,7 +33,9 @@
 # Everything listens on 127.0.0.1 only, on free ports chosen at start.
 # kube-apiserver runs with the feature gates in $KUBEKIT_FEATURE_GATES (default
 # ShardedListAndWatch=true, the sharded list and watch kubekit's sharding uses; set it to
-# ShardedListAndWatch=false to see a server without it).
+# ShardedListAndWatch=false to see a server without it). Services get cluster IPs from
+# $KUBEKIT_SERVICE_CIDR (default 10.0.0.0/24: 253 Services besides `kubernetes`; a wider
+# range must start at 10.0.0.0, e.g. 10.0.0.0/16, the serving certificate names 10.0.0.1).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -223,7 +225,7 @@ start_apiserver() { # on the ports recorded in $dir
     --client-ca-file "$dir/ca.crt" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$dir/sa.pub" --service-account-signing-key-file "$dir/sa.key" \
-    --service-cluster-ip-range 10.0.0.0/24 \
+    --service-cluster-ip-range "${KUBEKIT_SERVICE_CIDR:-10.0.0.0/24}" \
     --authorization-mode RBAC \
     --disable-admission-plugins ServiceAccount \
     --watch-cache-sizes configmaps#0 \
@@ -424,7 +426,7 @@ up() {
     --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
     --service-account-private-key-file "$dir/sa.key" --root-ca-file "$dir/ca.crt" \
-    --service-cluster-ip-range 10.0.0.0/24 --cluster-name kubekit-local \
+    --service-cluster-ip-range "${KUBEKIT_SERVICE_CIDR:-10.0.0.0/24}" --cluster-name kubekit-local \
     --v 1
   sleep 1
   pid_alive kube-controller-manager || { log_tail kube-controller-manager; stop_all; die "kube-controller-manager exited during start"; }
