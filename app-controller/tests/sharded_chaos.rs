@@ -3,7 +3,10 @@
 //! nothing else), splitting Apps by uid over Leases of 4 s (renew deadline 3 s, retry
 //! 500 ms). By default 30 Apps in 6 namespaces first (66 by the end), what CI affords;
 //! `KUBEKIT_SHARD_CHAOS_SCALE=full` runs the scale of the issue: 300 Apps in 30 namespaces
-//! first (450 by the end), every wait's time limit multiplied by ten.
+//! first (450 by the end), every wait's time limit multiplied by ten, on control planes
+//! whose Services get cluster IPs from a range wider than the default /24 (253 IPs):
+//! `KUBEKIT_SERVICE_CIDR=10.0.0.0/16 KUBEKIT_SHARD_CHAOS_SCALE=full cargo test -p
+//! app-controller --test sharded_chaos`.
 //!
 //! Three replicas start. Once the first Apps converged, each replica's `/metrics` shows its
 //! share of the caches: its App informer holds the Apps whose uid hashes into its third
@@ -26,8 +29,11 @@
 //!
 //! The scenario runs twice, each on a control plane of its own, one after the other: with
 //! the `ShardedListAndWatch` feature gate on (kube-apiserver filters the App informers'
-//! lists and watches: `reflector_shard_server_filtered` is 1) and off (the reflectors
-//! filter alone: it is 0, and they drop the Apps outside their shard).
+//! lists and watches: no reflector drops an App) and off (the reflectors filter alone:
+//! `reflector_shard_server_filtered` is 0 and each drops the Apps of the other shards).
+//! With the gate on that metric is 0 too: kube-apiserver 1.37.2 filters a custom
+//! resource's list without echoing the selector in it (no `metadata.shardInfo`), so the
+//! reflector cannot tell (see [`caches`]).
 
 // Shared with the other test binaries, which use the helpers this one does not.
 #[allow(dead_code)]
@@ -64,11 +70,18 @@ impl Scale {
     /// or `ci`) 30 Apps in 6.
     fn from_env() -> Self {
         match std::env::var("KUBEKIT_SHARD_CHAOS_SCALE").as_deref() {
-            Ok("full") => Scale {
-                namespaces: 30,
-                first: 10,
-                factor: 10,
-            },
+            Ok("full") => {
+                assert!(
+                    std::env::var_os("KUBEKIT_SERVICE_CIDR").is_some(),
+                    "KUBEKIT_SHARD_CHAOS_SCALE=full needs more than the 253 Services of the \
+                     control plane's default range: set KUBEKIT_SERVICE_CIDR=10.0.0.0/16"
+                );
+                Scale {
+                    namespaces: 30,
+                    first: 10,
+                    factor: 10,
+                }
+            }
             Ok("" | "ci") | Err(_) => Scale {
                 namespaces: 6,
                 first: 5,
