@@ -26,7 +26,10 @@
 //! every list and watch and keeps only the objects it selects, whether the server filtered
 //! them (it echoes the selector in the list's `metadata.shardInfo`) or ignored the
 //! parameter (a server without the feature sends everything): see
-//! [`Reflector`](super::Reflector).
+//! [`Reflector`](super::Reflector). kube-apiserver 1.37 filters the lists of custom
+//! resources too but never echoes the selector in them (its unstructured lists carry no
+//! `shardInfo`), so for those the reflector counts as filtering alone
+//! (`reflector_shard_server_filtered` 0) and drops nothing.
 //!
 //! ```
 //! use kubekit::cache::{ShardRange, ShardSelector, shard_hash};
@@ -515,8 +518,8 @@ impl ShardFilter {
             None => tracing::warn!(
                 reflector, selector = %self.text,
                 "the API server did not echo the shard selector (no shardInfo in its list: its \
-                 ShardedListAndWatch feature gate is off, or the list is metadata-only, which never \
-                 carries it); the reflector filters objects itself"
+                 ShardedListAndWatch feature gate is off, or the list is metadata-only or of a \
+                 custom resource, which never carry it); the reflector filters objects itself"
             ),
             Some(other) => tracing::warn!(
                 reflector, selector = %self.text, echoed = other,

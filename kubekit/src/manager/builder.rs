@@ -556,7 +556,13 @@ where
     fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
         let Some(obj) = self.indexer.get(key) else {
             // The runner's span names the controller and the key.
-            tracing::info!("object in work queue no longer exists");
+            match self.shard {
+                // Expected: an owned object of another replica's shard enqueued its owner.
+                Some(_) => tracing::debug!(
+                    "object in work queue is not cached: deleted, or not in this replica's shard ranges"
+                ),
+                None => tracing::info!("object in work queue no longer exists"),
+            }
             return Box::pin(std::future::ready(Ok(Action::Done)));
         };
         let admitted = match &self.shard {

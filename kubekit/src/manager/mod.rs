@@ -1,7 +1,8 @@
 //! The manager layer (controller-runtime's `manager` and `builder`): what a controller
 //! process runs around its controllers.
 //!
-//! - [`Manager`]: one clientset, one shared informer factory, the event broadcaster, one
+//! - [`Manager`]: one clientset (its informers list and watch through a client of their
+//!   own, with its own rate limit), one shared informer factory, the event broadcaster, one
 //!   metrics registry, the metrics and health endpoints and optional leader election,
 //!   for any number of controllers.
 //! - [`ControllerBuilder`]: a controller from a plain `async fn`, its primary type, owned
@@ -34,14 +35,17 @@
 //!   [`ManagerError::LeadershipLost`]: exit non-zero, as client-go controllers do, and let
 //!   the process be restarted as a fresh candidate.
 //! - With leader election, the manager's [`clientset`](Manager::clientset) (which its
-//!   controllers, informers and event recorder use) is guarded by the elector's
+//!   controllers and informers use) is guarded by the elector's
 //!   [`fence`](LeaderElector::fence): a write is sent only while this replica leads by
 //!   its own clock, so a leader paused past its renew deadline and resumed cannot write
 //!   again before it notices it has lost the lease ([`Error::Fenced`](crate::rest::Error::Fenced)).
+//!   The event recorder writes through an unfenced client: an Event records what happened,
+//!   also in a reconcile the fence stopped.
 //! - With [`sharding`](ManagerBuilder::sharding) instead, the controllers run from the
 //!   start, but reconcile only the objects whose shard hash is in the ranges this replica
-//!   works on (see [`sharding`]); on `cancel` they drain, then the replica's Lease is
-//!   released. A replica that cannot renew stops its reconciles and writes on its own
+//!   works on (see [`sharding`]); on `cancel` no reconcile starts any more (queued keys
+//!   are dropped: whoever takes the ranges sweeps their objects), the reconciles in flight
+//!   finish, then the replica's Lease is released. A replica that cannot renew stops its reconciles and writes on its own
 //!   clock and carries on as a member; `start` does not return an error for it.
 //!
 //! ```no_run
@@ -316,6 +320,9 @@ impl ManagerBuilder {
         let config = self.config.with_metrics(&metrics.rest);
         let clientset = Clientset::new(&config)?;
         let webhook_client = clientset.rest_client().clone();
+        // Events record what happened, also in a reconcile the fence stopped and after the
+        // last reconcile of a replica that released its lease: written unfenced.
+        let event_sink = ClientsetSink::new(clientset.clone());
         let elector = match self.leader_election {
             Some(config) => Some(LeaderElector::new(
                 config(&clientset).metrics(&metrics.leader),
@@ -345,13 +352,18 @@ impl ManagerBuilder {
             }
             None => clientset,
         };
-        let factory = SharedInformerFactory::builder(clientset.clone())
+        // The informers list and watch through a client of their own, as
+        // kube-controller-manager's shared informers do: a relist (a sharded replica's
+        // after it takes a range) never waits behind the controllers' writes for the
+        // client-side rate limit. They only read: the fence does not concern them.
+        let informer_client = Clientset::new(&config)?;
+        let factory = SharedInformerFactory::builder(informer_client)
             .namespace(&self.namespace)
             .metrics(&metrics.reflector)
             .build();
         let broadcaster = EventBroadcaster::new();
         broadcaster.start_structured_logging();
-        broadcaster.start_recording_to_sink(ClientsetSink::new(clientset.clone()));
+        broadcaster.start_recording_to_sink(event_sink);
         Ok(Manager {
             clientset,
             factory: Arc::new(factory),
@@ -668,9 +680,10 @@ fn shard_member(
     sharding::Member::new(store, gate, &sharding, metrics)
 }
 
-/// Runs the controllers while `member` takes part in its ring: on `cancel`, the
-/// controllers drain (only keys in the ranges still worked on are reconciled), then the
-/// member releases its Lease.
+/// Runs the controllers while `member` takes part in its ring: on `cancel`, the gate
+/// closes (no reconcile starts any more: queued keys are dropped, as the next owners of
+/// these ranges sweep their objects), the reconciles in flight finish, then the member
+/// releases its Lease.
 async fn shard(
     member: sharding::Member<LeaseStore>,
     controllers: Vec<RegisteredController>,
@@ -678,9 +691,18 @@ async fn shard(
     cancel: &CancellationToken,
 ) {
     let release = CancellationToken::new();
+    let gate = Arc::clone(member.gate());
     let work = async {
         let never = CancellationToken::new();
-        run_controllers(controllers, factory, cancel.clone(), never).await;
+        let run = run_controllers(controllers, factory, cancel.clone(), never);
+        tokio::pin!(run);
+        tokio::select! {
+            () = &mut run => {}
+            () = cancel.cancelled() => {
+                gate.close();
+                run.await;
+            }
+        }
         release.cancel();
     };
     tokio::join!(member.run(release.clone()), work);

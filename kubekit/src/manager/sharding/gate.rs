@@ -12,6 +12,8 @@
 //!   every one that did.
 //! - [`stop_all`](ShardGate::stop_all) empties the working set and cancels the token of
 //!   every admitted reconcile: the manager's reconcilers drop their future on it.
+//! - [`close`](ShardGate::close) admits nothing from then on, for good, and lets the
+//!   reconciles in flight finish: the manager's shutdown, before the member releases.
 //! - The [`fence`](ShardGate::fence) refuses writes past that instant by the clock alone,
 //!   before any timer has run (a member paused past its renew deadline and resumed).
 
@@ -54,6 +56,8 @@ struct GateState {
     term: CancellationToken,
     /// The end of this member's lease by the local clock; `None`: not a member.
     until: Option<Instant>,
+    /// Set by [`ShardGate::close`]: nothing is admitted any more.
+    closed: bool,
 }
 
 /// The gate between a sharded manager's membership and its workers; see the
@@ -101,6 +105,7 @@ impl ShardGate {
                 in_flight: HashMap::new(),
                 term: CancellationToken::new(),
                 until: None,
+                closed: false,
             }),
             sweeps: Mutex::new(Vec::new()),
             informers: Mutex::new(Vec::new()),
@@ -121,7 +126,7 @@ impl ShardGate {
     pub(crate) fn try_start(self: &Arc<Self>, hash: u64) -> Option<InFlight> {
         let mut state = self.state.lock();
         let live = state.until.is_some_and(|until| Instant::now() < until);
-        if !live || !state.working.contains(hash) {
+        if state.closed || !live || !state.working.contains(hash) {
             return None;
         }
         *state.in_flight.entry(hash).or_default() += 1;
@@ -161,6 +166,12 @@ impl ShardGate {
         state.until = None;
         let term = std::mem::take(&mut state.term);
         term.cancel();
+    }
+
+    /// Admits nothing from now on; the reconciles in flight go on (the manager is shutting
+    /// down: queued keys are dropped, since whoever takes their ranges next sweeps them).
+    pub(crate) fn close(&self) {
+        self.state.lock().closed = true;
     }
 
     /// Registers a controller's sweep, called with every set this member starts working
@@ -233,7 +244,7 @@ impl ShardGate {
     pub(crate) fn admits(&self) -> RangeSet {
         let state = self.state.lock();
         match state.until {
-            Some(until) if Instant::now() < until => state.working.clone(),
+            Some(until) if !state.closed && Instant::now() < until => state.working.clone(),
             _ => RangeSet::default(),
         }
     }

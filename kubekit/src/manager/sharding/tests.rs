@@ -313,6 +313,31 @@ async fn a_released_members_ranges_are_taken_within_about_one_retry_period() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_closed_gate_admits_nothing_more_and_leaves_the_reconciles_in_flight_running() {
+    let ring = Arc::new(Ring::default());
+    let a = start(&ring, "a");
+    until(RETRY, || a.gate.admits() == RangeSet::full()).await;
+    let running = a.gate.try_start(7).expect("a works on everything");
+    a.gate.close();
+    assert!(a.gate.try_start(8).is_none(), "nothing starts once closed");
+    sleep(RETRY * 3).await;
+    assert!(
+        a.gate.try_start(8).is_none(),
+        "nor after the member's next rounds"
+    );
+    assert!(
+        !running.term().is_cancelled(),
+        "the reconcile in flight goes on"
+    );
+    assert_eq!(a.gate.in_flight_within(&RangeSet::full()), 1);
+    drop(running);
+    a.release.cancel();
+    a.task.await.unwrap();
+    let released = ring.records.lock()["ring-a"].0.clone();
+    assert_eq!((released.holder.as_str(), released.held.as_str()), ("", ""));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_dead_members_ranges_are_taken_only_once_its_lease_expired_by_the_local_clock() {
     let ring = Arc::new(Ring::default());
     let a = start(&ring, "a");
