@@ -30,6 +30,25 @@ mod workqueue;
 
 use std::process::ExitCode;
 
+/// The value that follows option `name` on a command line.
+pub(crate) fn option_value(
+    args: &mut impl Iterator<Item = String>,
+    name: &str,
+) -> Result<String, String> {
+    args.next().ok_or(format!("{name} needs a value"))
+}
+
+/// The count that follows option `name` on a command line.
+pub(crate) fn option_count(
+    args: &mut impl Iterator<Item = String>,
+    name: &str,
+) -> Result<usize, String> {
+    let value = option_value(args, name)?;
+    value
+        .parse::<usize>()
+        .map_err(|e| format!("{name} {value:?}: {e}"))
+}
+
 const USAGE: &str = "\
 usage: kubekit-bench <benchmark> [options]
 

@@ -34,6 +34,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 use crate::informer::{Cluster, Fixture, default_fixture, end, median, next_line};
+use crate::{option_count, option_value};
 
 /// Command-line options of `kubekit-bench shards`.
 pub struct Options {
@@ -61,24 +62,23 @@ impl Options {
         let (mut compact, mut fixture, mut timeout) = (false, default_fixture(), 600);
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
-            let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-            let number = |name: &str, value: String| {
-                value
-                    .parse::<usize>()
-                    .map_err(|e| format!("{name} {value:?}: {e}"))
-            };
             match arg.as_str() {
-                "--pods" => pods = number("--pods", value("--pods")?)?,
-                "--runs" => runs = number("--runs", value("--runs")?)?,
-                "--timeout" => timeout = number("--timeout", value("--timeout")?)?,
-                "--replicas" => replicas = parse_replicas(&value("--replicas")?)?,
-                "--kubeconfig" => kubeconfig = Some(value("--kubeconfig")?.into()),
-                "--fallback-kubeconfig" => {
-                    fallback_kubeconfig = Some(value("--fallback-kubeconfig")?.into());
+                "--pods" => pods = option_count(&mut args, "--pods")?,
+                "--runs" => runs = option_count(&mut args, "--runs")?,
+                "--timeout" => timeout = option_count(&mut args, "--timeout")?,
+                "--replicas" => replicas = parse_replicas(&option_value(&mut args, "--replicas")?)?,
+                "--kubeconfig" => {
+                    kubeconfig = Some(option_value(&mut args, "--kubeconfig")?.into())
                 }
-                "--kubekit-bin" => kubekit_bin = Some(value("--kubekit-bin")?.into()),
+                "--fallback-kubeconfig" => {
+                    fallback_kubeconfig =
+                        Some(option_value(&mut args, "--fallback-kubeconfig")?.into());
+                }
+                "--kubekit-bin" => {
+                    kubekit_bin = Some(option_value(&mut args, "--kubekit-bin")?.into())
+                }
                 "--compact" => compact = true,
-                "--fixture" => fixture = value("--fixture")?.into(),
+                "--fixture" => fixture = option_value(&mut args, "--fixture")?.into(),
                 other => return Err(format!("unknown option {other:?}")),
             }
         }

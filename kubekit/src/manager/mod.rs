@@ -648,14 +648,7 @@ async fn lead(
         tracing::info!(%identity, "started leading: starting controllers");
         let abort = CancellationToken::new();
         let run = run_controllers(controllers, factory, leading, abort.clone());
-        tokio::pin!(run);
-        tokio::select! {
-            () = &mut run => {}
-            () = stopped.cancelled() => {
-                abort.cancel();
-                run.await;
-            }
-        }
+        run_to_end(run, &stopped, || abort.cancel()).await;
         tracing::info!(%identity, "stopped leading: controllers stopped");
     })
     .on_stopped_leading(move || on_stopped.cancel());
@@ -695,17 +688,26 @@ async fn shard(
     let work = async {
         let never = CancellationToken::new();
         let run = run_controllers(controllers, factory, cancel.clone(), never);
-        tokio::pin!(run);
-        tokio::select! {
-            () = &mut run => {}
-            () = cancel.cancelled() => {
-                gate.close();
-                run.await;
-            }
-        }
+        run_to_end(run, cancel, || gate.close()).await;
         release.cancel();
     };
     tokio::join!(member.run(release.clone()), work);
+}
+
+/// Runs `work` to its end; if `token` fires first, calls `then` and still waits for it.
+async fn run_to_end(
+    work: impl Future<Output = ()>,
+    token: &CancellationToken,
+    then: impl FnOnce(),
+) {
+    tokio::pin!(work);
+    tokio::select! {
+        () = &mut work => {}
+        () = token.cancelled() => {
+            then();
+            work.await;
+        }
+    }
 }
 
 /// Runs every controller until `cancel` (drain) or `abort` fires.

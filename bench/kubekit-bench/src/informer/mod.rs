@@ -29,6 +29,8 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
 pub(crate) use fixture::Fixture;
+
+use crate::{option_count, option_value};
 use kubekit_informer::floor_peer::Encoding;
 use kubekit_informer::informer_peer::Cache;
 pub(crate) use real::Cluster;
@@ -140,29 +142,29 @@ impl Options {
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
-            let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-            let number = |name: &str, value: String| {
-                value
-                    .parse::<usize>()
-                    .map_err(|e| format!("{name} {value:?}: {e}"))
-            };
             match arg.as_str() {
-                "--pods" => options.pods = number("--pods", value("--pods")?)?,
-                "--updates" => options.updates = number("--updates", value("--updates")?)?,
-                "--runs" => options.runs = number("--runs", value("--runs")?)?,
+                "--pods" => options.pods = option_count(&mut args, "--pods")?,
+                "--updates" => options.updates = option_count(&mut args, "--updates")?,
+                "--runs" => options.runs = option_count(&mut args, "--runs")?,
                 "--timeout" => {
-                    let seconds = number("--timeout", value("--timeout")?)?;
+                    let seconds = option_count(&mut args, "--timeout")?;
                     options.timeout = Duration::from_secs(seconds as u64);
                 }
                 "--clients" => {
-                    options.clients = parse_clients(&value("--clients")?)?;
+                    options.clients = parse_clients(&option_value(&mut args, "--clients")?)?;
                     clients_given = true;
                 }
-                "--go-bin" => options.go_bin = Some(value("--go-bin")?.into()),
-                "--kube-rs-bin" => options.kube_rs_bin = Some(value("--kube-rs-bin")?.into()),
-                "--kubekit-bin" => options.kubekit_bin = Some(value("--kubekit-bin")?.into()),
-                "--fixture" => options.fixture = value("--fixture")?.into(),
-                "--kubeconfig" => options.kubeconfig = Some(value("--kubeconfig")?.into()),
+                "--go-bin" => options.go_bin = Some(option_value(&mut args, "--go-bin")?.into()),
+                "--kube-rs-bin" => {
+                    options.kube_rs_bin = Some(option_value(&mut args, "--kube-rs-bin")?.into())
+                }
+                "--kubekit-bin" => {
+                    options.kubekit_bin = Some(option_value(&mut args, "--kubekit-bin")?.into())
+                }
+                "--fixture" => options.fixture = option_value(&mut args, "--fixture")?.into(),
+                "--kubeconfig" => {
+                    options.kubeconfig = Some(option_value(&mut args, "--kubeconfig")?.into())
+                }
                 "--verbose" => options.verbose = true,
                 other => return Err(format!("unknown option {other:?}")),
             }
