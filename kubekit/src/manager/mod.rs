@@ -45,8 +45,9 @@
 //!   start, but reconcile only the objects whose shard hash is in the ranges this replica
 //!   works on (see [`sharding`]); on `cancel` no reconcile starts any more (queued keys
 //!   are dropped: whoever takes the ranges sweeps their objects), the reconciles in flight
-//!   finish, then the replica's Lease is released. A replica that cannot renew stops its reconciles and writes on its own
-//!   clock and carries on as a member; `start` does not return an error for it.
+//!   finish, then the replica's Lease is released. A replica that cannot renew stops its
+//!   reconciles and writes on its own clock and carries on as a member; `start` does not
+//!   return an error for it.
 //!
 //! ```no_run
 //! use std::sync::Arc;
