@@ -16,6 +16,8 @@
 //! varies). A failing run keeps the controller's log and prints its path. Its own test
 //! binary, so that its control plane serves nothing else.
 
+// Shared with the other test binaries, which use the helpers this one does not.
+#[allow(dead_code)]
 mod common;
 
 use std::collections::{BTreeMap, HashMap};

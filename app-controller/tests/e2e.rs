@@ -28,7 +28,7 @@ use kubekit::rest::Config;
 use serde_json::json;
 use testenv::{ControlPlane, eventually};
 
-use common::{Controller, artifact, events_for, install, kubectl_apply};
+use common::{Controller, apps_manifest, artifact, events_for, install, kubectl_apply, reconciles};
 
 impl Controller {
     /// Starts it without its health endpoint (`:8081` by default), so tests that run
@@ -676,56 +676,6 @@ async fn with_webhooks_on_an_invalid_app_is_denied_by_kubectl_and_the_seed_apps_
         .unwrap();
 }
 
-/// The (start, end) of every reconcile in `log`, per App key (`ns/name`), from the
-/// `reconcile started` and `reconcile ended` lines of the reconcile span; one not ended
-/// yet ends at `Timestamp::MAX`.
-fn reconciles(log: &str) -> std::collections::BTreeMap<String, Vec<(Timestamp, Timestamp)>> {
-    let mut open: std::collections::HashMap<String, Timestamp> = Default::default();
-    let mut done: std::collections::BTreeMap<String, Vec<(Timestamp, Timestamp)>> =
-        Default::default();
-    for line in log.lines() {
-        let started = line.contains("reconcile started");
-        if !started && !line.contains("reconcile ended") {
-            continue;
-        }
-        let stamp: Timestamp = line.split_whitespace().next().unwrap().parse().unwrap();
-        let key = line
-            .split("key=")
-            .nth(1)
-            .and_then(|k| k.split([' ', '}']).next())
-            .unwrap_or_else(|| panic!("no key in {line:?}"))
-            .to_string();
-        if started {
-            assert!(open.insert(key, stamp).is_none(), "started twice: {line}");
-        } else {
-            let start = open
-                .remove(&key)
-                .unwrap_or_else(|| panic!("ended unstarted: {line}"));
-            done.entry(key).or_default().push((start, stamp));
-        }
-    }
-    // Still running (the replica runs on, or was killed): ongoing to the end of time.
-    for (key, start) in open {
-        done.entry(key).or_default().push((start, Timestamp::MAX));
-    }
-    done
-}
-
-/// `count` Apps `<prefix>-<i>` in `ns`, in one manifest.
-fn apps_manifest(ns: &str, prefix: &str, count: usize) -> String {
-    (0..count)
-        .map(|i| {
-            let name = format!("{prefix}-{i}");
-            artifact("example/test_app.yaml")
-                .replace("namespace: tcs", &format!("namespace: {ns}"))
-                .replace("name: test-app", &format!("name: {name}"))
-                .replace("name: app-deploy", &format!("name: {name}-deploy"))
-                .replace("name: app-service", &format!("name: {name}-svc"))
-        })
-        .collect::<Vec<_>>()
-        .join("\n---\n")
-}
-
 /// Waits until `ns` has `count` Deployments.
 async fn deployments(admin: &Clientset, ns: &str, count: usize) {
     let client = admin.apps_v1().deployments(ns);
@@ -771,11 +721,11 @@ async fn three_sharded_replicas_split_the_apps_and_hand_over_on_sigterm_without_
     let log = |i: usize| std::fs::read_to_string(logs.join(format!("replica-{i}.log"))).unwrap();
 
     // 30 Apps: every one converges, and each replica reconciles some.
-    kubectl_apply(cp, &apps_manifest(&ns, "first", 30));
+    kubectl_apply(cp, &apps_manifest(std::slice::from_ref(&ns), "first", 30));
     deployments(&admin, &ns, 30).await;
     eventually(30, "every replica reconciling Apps", || async {
         (0..3)
-            .all(|i| !reconciles(&log(i)).is_empty())
+            .all(|i| !reconciles(&log(i), true).is_empty())
             .then_some(())
     })
     .await;
@@ -788,16 +738,16 @@ async fn three_sharded_replicas_split_the_apps_and_hand_over_on_sigterm_without_
         "the SIGTERMed replica exited with {status}"
     );
     assert!(log(2).contains("released the shard lease"), "{}", log(2));
-    let before = reconciles(&log(2));
-    kubectl_apply(cp, &apps_manifest(&ns, "second", 6));
+    let before = reconciles(&log(2), true);
+    kubectl_apply(cp, &apps_manifest(std::slice::from_ref(&ns), "second", 6));
     deployments(&admin, &ns, 36).await;
-    assert_eq!(reconciles(&log(2)), before, "nothing after its exit");
+    assert_eq!(reconciles(&log(2), true), before, "nothing after its exit");
     for mut r in replicas {
         assert!(r.terminate().success());
     }
 
     // Over the whole run, no App was reconciled by two replicas at overlapping times.
-    let all: Vec<_> = (0..3).map(|i| reconciles(&log(i))).collect();
+    let all: Vec<_> = (0..3).map(|i| reconciles(&log(i), true)).collect();
     let counts: Vec<usize> = all.iter().map(|r| r.values().map(Vec::len).sum()).collect();
     eprintln!("reconciles per replica: {counts:?}");
     for (i, a) in all.iter().enumerate() {

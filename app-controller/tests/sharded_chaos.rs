@@ -49,7 +49,7 @@ use kubekit::clientset::{Clientset, ListOptions};
 use kubekit::rest::Config;
 use testenv::{ControlPlane, eventually, eventually_ok};
 
-use common::{Controller, artifact, install, kubectl_apply};
+use common::{Controller, Spans, apps_manifest, install, kubectl_apply, reconciles};
 
 /// Lease timing of the ring (the replicas' flags).
 const LEASE_DURATION: Duration = Duration::from_secs(4);
@@ -95,65 +95,6 @@ impl Scale {
     fn secs(&self, secs: u64) -> u64 {
         secs * self.factor
     }
-}
-
-/// Every reconcile's span in one replica's log, by App key.
-type Spans = BTreeMap<String, Vec<(Timestamp, Timestamp)>>;
-
-/// The spans of every reconcile in a replica's log, by App key, from the `reconcile
-/// started` and `reconcile ended` lines; one not ended yet ends at `Timestamp::MAX`.
-fn reconciles(log: &str) -> Spans {
-    let mut open: std::collections::HashMap<String, Timestamp> = Default::default();
-    let mut done: Spans = Default::default();
-    for line in log.lines() {
-        let started = line.contains("reconcile started");
-        if !started && !line.contains("reconcile ended") {
-            continue;
-        }
-        let Some(stamp) = line
-            .split_whitespace()
-            .next()
-            .and_then(|s| s.parse::<Timestamp>().ok())
-        else {
-            continue;
-        };
-        let Some(key) = line
-            .split("key=")
-            .nth(1)
-            .and_then(|k| k.split([' ', '}']).next())
-        else {
-            continue;
-        };
-        if started {
-            open.insert(key.to_string(), stamp);
-        } else if let Some(start) = open.remove(key) {
-            done.entry(key.to_string())
-                .or_default()
-                .push((start, stamp));
-        }
-    }
-    for (key, start) in open {
-        done.entry(key).or_default().push((start, Timestamp::MAX));
-    }
-    done
-}
-
-/// `count` Apps `<prefix>-<i>` in each namespace, in one manifest.
-fn apps_manifest(namespaces: &[String], prefix: &str, count: usize) -> String {
-    namespaces
-        .iter()
-        .flat_map(|ns| {
-            (0..count).map(move |i| {
-                let name = format!("{prefix}-{i}");
-                artifact("example/test_app.yaml")
-                    .replace("namespace: tcs", &format!("namespace: {ns}"))
-                    .replace("name: test-app", &format!("name: {name}"))
-                    .replace("name: app-deploy", &format!("name: {name}-deploy"))
-                    .replace("name: app-service", &format!("name: {name}-svc"))
-            })
-        })
-        .collect::<Vec<_>>()
-        .join("\n---\n")
 }
 
 /// Waits until the namespaces hold `count` Deployments between them.
@@ -618,7 +559,7 @@ async fn scenario(cp: &'static ControlPlane, server_filters: bool) {
     .await;
     eventually(scale.secs(30), "every replica reconciling Apps", || async {
         (0..3)
-            .all(|i| !reconciles(&ring.log(i)).is_empty())
+            .all(|i| !reconciles(&ring.log(i), false).is_empty())
             .then_some(())
     })
     .await;
@@ -698,7 +639,7 @@ async fn scenario(cp: &'static ControlPlane, server_filters: bool) {
     eventually(
         scale.secs(30),
         "the joining replica reconciling Apps",
-        || async { (!reconciles(&ring.log(3)).is_empty()).then_some(()) },
+        || async { (!reconciles(&ring.log(3), false).is_empty()).then_some(()) },
     )
     .await;
     ring.settled(
@@ -773,7 +714,9 @@ async fn scenario(cp: &'static ControlPlane, server_filters: bool) {
 
     // No App reconciled by two replicas at overlapping times (the paused replica's spans
     // across the pause counted as ending when it was stopped: its writes were fenced).
-    let mut all: Vec<(usize, Spans)> = (0..4).map(|i| (i, reconciles(&ring.log(i)))).collect();
+    let mut all: Vec<(usize, Spans)> = (0..4)
+        .map(|i| (i, reconciles(&ring.log(i), false)))
+        .collect();
     // The killed replica's reconciles in flight never logged their end: it ran nothing
     // after its SIGKILL.
     for spans in all[0].1.values_mut() {

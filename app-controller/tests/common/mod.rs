@@ -1,12 +1,14 @@
 //! Helpers of the App controller's tests against the real control plane: installing the
-//! CRD and RBAC for a least-privileged user, `kubectl apply`, the controller process, and
-//! the events recorded about an App.
+//! CRD and RBAC for a least-privileged user, `kubectl apply`, manifests of many Apps, the
+//! controller process, the reconciles in its log, and the events recorded about an App.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::jiff::Timestamp;
 use kubekit::clientset::{Clientset, ListOptions};
 use testenv::ControlPlane;
 
@@ -132,4 +134,67 @@ pub async fn events_for(cs: &Clientset, ns: &str, app: &str, reason: &str) -> Ve
         .into_iter()
         .filter(|e| e.reason.as_deref() == Some(reason))
         .collect()
+}
+
+/// `count` Apps `<prefix>-<i>` in each namespace, in one manifest.
+pub fn apps_manifest(namespaces: &[String], prefix: &str, count: usize) -> String {
+    namespaces
+        .iter()
+        .flat_map(|ns| {
+            (0..count).map(move |i| {
+                let name = format!("{prefix}-{i}");
+                artifact("example/test_app.yaml")
+                    .replace("namespace: tcs", &format!("namespace: {ns}"))
+                    .replace("name: test-app", &format!("name: {name}"))
+                    .replace("name: app-deploy", &format!("name: {name}-deploy"))
+                    .replace("name: app-service", &format!("name: {name}-svc"))
+            })
+        })
+        .collect::<Vec<_>>()
+        .join("\n---\n")
+}
+
+/// Every reconcile's (start, end) in one replica's log, by App key (`ns/name`).
+pub type Spans = BTreeMap<String, Vec<(Timestamp, Timestamp)>>;
+
+/// The spans of every reconcile in a replica's log, from the `reconcile started` and
+/// `reconcile ended` lines of the reconcile span; one not ended yet (the replica runs on,
+/// or was killed) ends at `Timestamp::MAX`. `strict`: a line without a time stamp or a
+/// key, a reconcile started twice or ended unstarted fails the test; otherwise such lines
+/// are passed over (a replica killed mid-write).
+pub fn reconciles(log: &str, strict: bool) -> Spans {
+    let mut open: HashMap<String, Timestamp> = HashMap::new();
+    let mut done = Spans::new();
+    for line in log.lines() {
+        let started = line.contains("reconcile started");
+        if !started && !line.contains("reconcile ended") {
+            continue;
+        }
+        let stamp = line
+            .split_whitespace()
+            .next()
+            .and_then(|s| s.parse::<Timestamp>().ok());
+        let key = line
+            .split("key=")
+            .nth(1)
+            .and_then(|k| k.split([' ', '}']).next());
+        let (Some(stamp), Some(key)) = (stamp, key) else {
+            assert!(!strict, "no time stamp or key in {line:?}");
+            continue;
+        };
+        if started {
+            let again = open.insert(key.to_string(), stamp).is_some();
+            assert!(!(strict && again), "started twice: {line}");
+        } else if let Some(start) = open.remove(key) {
+            done.entry(key.to_string())
+                .or_default()
+                .push((start, stamp));
+        } else {
+            assert!(!strict, "ended unstarted: {line}");
+        }
+    }
+    for (key, start) in open {
+        done.entry(key).or_default().push((start, Timestamp::MAX));
+    }
+    done
 }

@@ -450,11 +450,7 @@ where
             .unwrap_or_else(|| default_watch_error_handler(&opts.name));
         let streaming = std::sync::atomic::AtomicBool::new(opts.use_streaming_list);
         let metrics = opts.metrics.as_ref().map(|m| m.bind(&opts.name));
-        let shard = opts.shard.clone().map(|selector| {
-            let metrics = opts.metrics.as_ref().map(|m| m.bind_shard(&opts.name));
-            Arc::new(ShardFilter::new(selector, metrics))
-        });
-        let shard = Mutex::new(shard);
+        let shard = Mutex::new(opts.shard.clone().map(|s| shard_filter(&opts, s)));
         Self {
             lw,
             store,
@@ -844,14 +840,7 @@ where
             ShardTarget::Everything | ShardTarget::Nothing => None,
             ShardTarget::Shard(selector) => match current {
                 Some(f) if f.selector() == selector => Some(f),
-                _ => {
-                    let metrics = self
-                        .opts
-                        .metrics
-                        .as_ref()
-                        .map(|m| m.bind_shard(&self.opts.name));
-                    Some(Arc::new(ShardFilter::new(selector.clone(), metrics)))
-                }
+                _ => Some(shard_filter(&self.opts, selector.clone())),
             },
         };
         *self.shard.lock() = filter;
@@ -1151,6 +1140,12 @@ where
         }
         self.store.delete(Arc::new(obj))
     }
+}
+
+/// A filter of `selector` for the reflector of `opts`, bound to its shard metrics.
+fn shard_filter<K>(opts: &ReflectorOptions<K>, selector: ShardSelector) -> Arc<ShardFilter> {
+    let metrics = opts.metrics.as_ref().map(|m| m.bind_shard(&opts.name));
+    Arc::new(ShardFilter::new(selector, metrics))
 }
 
 #[cfg(test)]

@@ -421,12 +421,12 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         let primary = manager.factory.for_type::<K>();
         let resync = resync_period.unwrap_or(manager.resync_period);
         watch_primary(primary.informer(), &enqueue, resync);
-        let gate = manager.member.as_ref().map(|m| Arc::clone(m.gate()));
-        if let Some(gate) = &gate {
+        let shard = manager.member.as_ref().map(|m| Arc::clone(m.gate()));
+        if let Some(gate) = &shard {
             gate_informer(gate, primary.informer(), true);
         }
         for watch in watches {
-            watch(&manager.factory, &enqueue, gate.as_ref());
+            watch(&manager.factory, &enqueue, shard.as_ref());
         }
         let mut runner = Runner::new(&name, queue)
             .max_retries(max_retries)
@@ -434,7 +434,6 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         if let Some(timeout) = reconcile_timeout {
             runner = runner.reconcile_timeout(timeout);
         }
-        let shard = manager.member.as_ref().map(|m| Arc::clone(m.gate()));
         if let Some(gate) = &shard {
             gate.add_sweep(
                 &name,

@@ -937,6 +937,14 @@ fn lower_half() -> (ShardSelector, Vec<String>, Vec<String>) {
     (shard, inside, outside)
 }
 
+/// One object of each half at resourceVersion 5: `in0` inside the shard, `out0` outside.
+fn one_of_each(inside: &[String], outside: &[String]) -> Vec<ConfigMap> {
+    vec![
+        cm_uid("in0", "5", &inside[0]),
+        cm_uid("out0", "5", &outside[0]),
+    ]
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_sharded_reflector_filters_itself_when_the_server_ignores_its_selector() {
     let (shard, inside, outside) = lower_half();
@@ -949,14 +957,8 @@ async fn a_sharded_reflector_filters_itself_when_the_server_ignores_its_selector
         o.shard = Some(shard.clone());
     });
     // The server sends every object and no shardInfo.
-    h.script.list_sharded(
-        "10",
-        None,
-        vec![
-            cm_uid("in0", "5", &inside[0]),
-            cm_uid("out0", "5", &outside[0]),
-        ],
-    );
+    h.script
+        .list_sharded("10", None, one_of_each(&inside, &outside));
     let events = h.script.watch();
     let task = h.start();
     h.settle().await;
@@ -1091,14 +1093,8 @@ async fn a_shard_control_makes_a_running_reflector_relist_keeping_what_stays_in_
     let (shard, inside, outside) = lower_half();
     let control = ShardControl::new(ShardTarget::Shard(shard.clone()));
     let h = harness(|o| o.shard_control = Some(control.clone()));
-    h.script.list_sharded(
-        "10",
-        None,
-        vec![
-            cm_uid("in0", "5", &inside[0]),
-            cm_uid("out0", "5", &outside[0]),
-        ],
-    );
+    h.script
+        .list_sharded("10", None, one_of_each(&inside, &outside));
     let _first = h.script.watch();
     let task = h.start();
     control.listed(0).await;
@@ -1107,14 +1103,8 @@ async fn a_shard_control_makes_a_running_reflector_relist_keeping_what_stays_in_
 
     // Widened to everything while watching: the watch is dropped and the relist (at the
     // last version, without a selector) adds what is now in, keeping what stayed.
-    h.script.list_sharded(
-        "20",
-        None,
-        vec![
-            cm_uid("in0", "5", &inside[0]),
-            cm_uid("out0", "5", &outside[0]),
-        ],
-    );
+    h.script
+        .list_sharded("20", None, one_of_each(&inside, &outside));
     let _second = h.script.watch();
     let generation = control.set(ShardTarget::Everything);
     control.listed(generation).await;
