@@ -11,8 +11,9 @@
 //! Three replicas start. Once the first Apps converged, each replica's `/metrics` shows its
 //! share of the caches: its App informer holds the Apps whose uid hashes into its third
 //! (the three add up to every App; each within the bounds of a binomial draw, see
-//! [`share_bounds`]), and its Deployment and Service informers hold every one of them (with
-//! uid sharding the children are cached whole, see `kubekit::manager::sharding`). Then one
+//! [`share_bounds`]), and its Deployment and Service informers hold its Apps' children
+//! (with uid sharding an owned object follows its controller's uid, see
+//! `kubekit::manager::sharding`) and those nobody controls. Then one
 //! is SIGKILLed (its ranges are taken once its Lease expired), one SIGTERMed (it releases
 //! its Lease), a fourth joins, and one is SIGSTOPped while it reconciles a burst of Apps,
 //! past its lease, then resumed (SIGCONT). Apps are created after each step and every one
@@ -44,6 +45,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kubekit::clientset::{Clientset, ListOptions};
 use kubekit::rest::Config;
@@ -208,9 +210,10 @@ fn since(from: Timestamp, to: Timestamp) -> Duration {
 
 /// Checks the caches of the `live` replicas (by their `/metrics`) once `apps` Apps
 /// converged and the ring settled: each caches the Apps of its share of the hash space
-/// (between them every App, none twice; each within [`share_bounds`]), and every
-/// Deployment and Service (with uid sharding a child's uid says nothing of its owner's:
-/// owned types are cached whole, see `kubekit::manager::sharding`). Its App reflector
+/// (between them every App, none twice; each within [`share_bounds`]), and the Deployments
+/// and Services of its Apps and those nobody controls (the Service `kubernetes`): with uid
+/// sharding an owned type follows its controller's uid, see `kubekit::manager::sharding`.
+/// Its App reflector
 /// reports whether the server filtered (`server_filters`); without it, it dropped the
 /// Apps of the other shards itself.
 async fn caches(
@@ -227,9 +230,13 @@ async fn caches(
             // In every namespace (the Service `kubernetes` in `default` too); a Service
             // may still be on its way when its App's Deployment exists.
             let deployments = admin.apps_v1().deployments("").list(&all).await;
-            let deployments = deployments.map_err(|e| e.to_string())?.items.len();
+            let deployments = deployments.map_err(|e| e.to_string())?.items;
             let services = admin.core_v1().services("").list(&all).await;
             let services = services.map_err(|e| e.to_string())?.items;
+            let free = (
+                uncontrolled(deployments.iter().map(|d| &d.metadata)),
+                uncontrolled(services.iter().map(|s| &s.metadata)),
+            );
             let children = services
                 .iter()
                 .filter(|s| {
@@ -240,7 +247,7 @@ async fn caches(
             if children != apps {
                 return Err(format!("{children} of the {apps} Apps' Services created"));
             }
-            let services = services.len();
+            let (deployments, services) = (deployments.len(), services.len());
             let mut counts = Vec::new();
             for &i in live {
                 let metrics = ring.metrics(i)?;
@@ -256,13 +263,16 @@ async fn caches(
                 ));
             }
             let cached: usize = counts.iter().map(|c| c.0).sum();
-            if cached == apps && counts.iter().all(|c| (c.1, c.2) == (deployments, services)) {
+            let children_follow = counts
+                .iter()
+                .all(|c| (c.1, c.2) == (c.0 + free.0, c.0 + free.1));
+            if cached == apps && children_follow {
                 Ok((counts, deployments, services))
             } else {
                 Err(format!(
                     "{apps} Apps, {deployments} Deployments and {services} Services on the \
-                     server; (Apps, Deployments, Services) cached by replicas {live:?}: \
-                     {counts:?}"
+                     server, {free:?} of these two controlled by nothing; (Apps, Deployments, \
+                     Services) cached by replicas {live:?}: {counts:?}"
                 ))
             }
         })
@@ -270,8 +280,8 @@ async fn caches(
     let (lo, hi) = share_bounds(apps);
     let shares: Vec<usize> = counts.iter().map(|c| c.0).collect();
     eprintln!(
-        "caches of replicas {live:?}: Apps {shares:?} of {apps} (bounds [{lo}, {hi}]), \
-         Deployments {deployments} and Services {services} each"
+        "caches of replicas {live:?}: (Apps, Deployments, Services) {counts:?} of ({apps}, \
+         {deployments}, {services}) (App bounds [{lo}, {hi}])"
     );
     assert!(
         shares.iter().all(|n| (lo..=hi).contains(n)),
@@ -311,6 +321,16 @@ async fn caches(
              Apps: {dropped:?}"
         );
     }
+}
+
+/// How many of these objects have no controller.
+fn uncontrolled<'a>(metas: impl Iterator<Item = &'a ObjectMeta>) -> usize {
+    metas
+        .filter(|m| {
+            let owners = m.owner_references.as_deref().unwrap_or_default();
+            owners.iter().all(|r| r.controller != Some(true))
+        })
+        .count()
 }
 
 fn signal(replica: &Controller, sig: &str) {

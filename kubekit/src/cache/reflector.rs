@@ -45,12 +45,15 @@
 //!   ignores the parameter and sends everything, and the reflector then drops the objects
 //!   outside the shard itself (list items and watch events alike; a watch event for an
 //!   object outside the shard that the store holds — which cannot happen for a uid or a
-//!   namespace, both immutable — deletes it). Which of the two happened is logged when it
+//!   namespace, both immutable, but does when a child changes controller — deletes it).
+//!   A selector by [`ShardKey::ControllerUid`](super::ShardKey::ControllerUid), which the
+//!   server cannot apply, is not sent: the reflector filters alone. Which of the two happened is logged when it
 //!   changes (the first list included) and set in `reflector_shard_server_filtered`;
 //!   objects dropped are counted in `reflector_shard_dropped_objects_total`
 //!   ([`ReflectorMetrics`]). A streaming list says nothing of the selector (its initial
-//!   events end with a bookmark without `shardInfo`), so before each one a sharded
-//!   reflector lists a single object (`limit=1`, the latest state) to learn it. A
+//!   events end with a bookmark without `shardInfo`), so beside each one (at the same
+//!   time, not delaying it) a sharded reflector lists a single object (`limit=1`, the
+//!   latest state) to learn it. A
 //!   metadata-only list (`PartialObjectMetadataList`) never echoes the selector, though
 //!   the server applies it: a metadata informer reports 0 and drops nothing.
 //! - **Resync.** Every [`ReflectorOptions::resync_period`] (when non-zero) while watching,
@@ -822,7 +825,8 @@ where
 
     /// The `shardSelector` of every list and watch.
     fn shard_selector(&self) -> Option<String> {
-        self.shard().map(|shard| shard.text().to_string())
+        self.shard()
+            .and_then(|shard| shard.param().map(str::to_string))
     }
 
     /// The current shard filter, if any.
@@ -854,6 +858,11 @@ where
         let Some(shard) = self.shard() else {
             return true;
         };
+        if shard.param().is_none() {
+            // Never sent: nothing to learn from the server.
+            shard.listed(&self.opts.name, None);
+            return true;
+        }
         let opts = ListOptions {
             limit: Some(1),
             shard_selector: self.shard_selector(),
@@ -890,12 +899,17 @@ where
         opts.send_initial_events = Some(true);
         opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
         opts.resource_version = Some(if rv == "0" { String::new() } else { rv });
-        if !self.probe_shard(cancel).await {
+        // The probe runs beside the watch, not before it: it only reports what the server
+        // does, and the objects are filtered here either way.
+        let watch = async {
+            tokio::select! {
+                _ = cancel.cancelled() => Ok(None),
+                s = self.lw.watch(opts) => s.map(Some),
+            }
+        };
+        let (probed, stream) = tokio::join!(self.probe_shard(cancel), watch);
+        let (true, Some(mut stream)) = (probed, stream?) else {
             return Ok(None);
-        }
-        let mut stream = tokio::select! {
-            _ = cancel.cancelled() => return Ok(None),
-            s = self.lw.watch(opts) => s?,
         };
         self.count_watch();
         self.store.replace_begin();

@@ -7,15 +7,16 @@
 //! - [`shard_hash`] is the API server's hash: 64-bit FNV-1a of the field's UTF-8 bytes
 //!   (`k8s.io/apimachinery/pkg/sharding.HashField`); a cluster-scoped object's namespace
 //!   hashes as the empty string, as the server's does.
-//! - A [`ShardSelector`] is one key ([`ShardKey::Uid`] or [`ShardKey::Namespace`]) and one
-//!   or more half-open [`ShardRange`]s `[start, end)` of the hash space
+//! - A [`ShardSelector`] is one key ([`ShardKey::Uid`] or [`ShardKey::Namespace`], or
+//!   kubekit's client-side [`ShardKey::ControllerUid`]) and one or more half-open [`ShardRange`]s `[start, end)` of the hash space
 //!   `[0, 2^64)`; an object is in the shard when its hash is in any of them. Its text
 //!   ([`Display`](fmt::Display)) is the `shardSelector` parameter exactly as the server
 //!   writes it back — `shardRange(object.metadata.uid, '0x0000000000000000',
 //!   '0x8000000000000000')`, ranges joined by ` || ` — and [`ShardSelector::parse`]
 //!   accepts what the server accepts (16 lowercase hex digits after `0x`, or
 //!   `0x10000000000000000` for the end of the space; one key for every range), so a
-//!   selector built here is never refused by the server. Invalid ranges and text are an
+//!   selector built here is never refused by the server (one by
+//!   [`ShardKey::ControllerUid`] is never sent to it). Invalid ranges and text are an
 //!   [`ShardSelectorError`], never a panic.
 //! - [`ShardSelector::matches`] decides from the object's metadata alone, reading it
 //!   through [`meta_ref()`]: a [`Compact`](super::Compact) object is not
@@ -29,7 +30,9 @@
 //! [`Reflector`](super::Reflector). kube-apiserver 1.37 filters the lists of custom
 //! resources too but never echoes the selector in them (its unstructured lists carry no
 //! `shardInfo`), so for those the reflector counts as filtering alone
-//! (`reflector_shard_server_filtered` 0) and drops nothing.
+//! (`reflector_shard_server_filtered` 0) and drops nothing. A selector by
+//! [`ShardKey::ControllerUid`] is not sent at all: the reflector lists and watches
+//! everything and keeps what it selects.
 //!
 //! ```
 //! use kubekit::cache::{ShardRange, ShardSelector, shard_hash};
@@ -107,12 +110,21 @@ pub enum ShardSelectorError {
 
 /// The field whose hash places an object in a shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ShardKey {
     /// `object.metadata.uid`: spreads objects evenly, whatever their namespace.
     Uid,
     /// `object.metadata.namespace`: keeps each namespace's objects in one shard (a
     /// cluster-scoped object's namespace is empty).
     Namespace,
+    /// The uid of the object's controller (its ownerReference marked `controller`, as
+    /// `metav1.GetControllerOf` finds it): a child lands in its controller's shard by
+    /// [`Uid`](Self::Uid). An object without a controller is in **every** shard, so a
+    /// cache sharded this way still sees the objects nobody controls (a controller checks
+    /// them before adopting a name). kube-apiserver cannot hash this field: a reflector
+    /// never sends such a selector and filters alone. Its text, `controller.metadata.uid`,
+    /// is kubekit's own.
+    ControllerUid,
 }
 
 impl ShardKey {
@@ -121,21 +133,29 @@ impl ShardKey {
         match self {
             ShardKey::Uid => "object.metadata.uid",
             ShardKey::Namespace => "object.metadata.namespace",
+            ShardKey::ControllerUid => "controller.metadata.uid",
         }
     }
 
+    /// Whether kube-apiserver can filter by this key (its `shardRange` hashes the uid and
+    /// the namespace only).
+    pub fn server_side(self) -> bool {
+        !matches!(self, ShardKey::ControllerUid)
+    }
+
     fn from_field_path(path: &str) -> Option<Self> {
-        [ShardKey::Uid, ShardKey::Namespace]
+        [ShardKey::Uid, ShardKey::Namespace, ShardKey::ControllerUid]
             .into_iter()
             .find(|k| k.field_path() == path)
     }
 
-    /// The value of this field of `obj` (empty when unset).
+    /// The value of this field of `obj` (empty when unset, or without a controller).
     pub fn value_of<K: Resource + 'static>(self, obj: &K) -> &str {
         let meta = meta_ref(obj);
         match self {
             ShardKey::Uid => meta.uid(),
             ShardKey::Namespace => meta.namespace(),
+            ShardKey::ControllerUid => meta.controller().map(|c| c.uid),
         }
         .unwrap_or_default()
     }
@@ -283,8 +303,12 @@ impl ShardSelector {
         shard_hash(self.key.value_of(obj))
     }
 
-    /// Whether `obj` is in the shard, as the API server decides it.
+    /// Whether `obj` is in the shard, as the API server decides it (and, for
+    /// [`ShardKey::ControllerUid`], as its docs say: always without a controller).
     pub fn matches<K: Resource + 'static>(&self, obj: &K) -> bool {
+        if self.key == ShardKey::ControllerUid && meta_ref(obj).controller().is_none() {
+            return true;
+        }
         self.contains(self.hash_of(obj))
     }
 }
@@ -351,7 +375,8 @@ impl<'a> Parser<'a> {
         let path = self.field_path()?;
         let key = ShardKey::from_field_path(&path).ok_or_else(|| {
             format!(
-                "unsupported field path {path:?}; supported: object.metadata.uid, object.metadata.namespace"
+                "unsupported field path {path:?}; supported: object.metadata.uid, \
+                 object.metadata.namespace (and kubekit's controller.metadata.uid)"
             )
         })?;
         self.expect(",")?;
@@ -479,9 +504,12 @@ impl ShardFilter {
         &self.selector
     }
 
-    /// The `shardSelector` parameter.
-    pub(crate) fn text(&self) -> &str {
-        &self.text
+    /// The `shardSelector` parameter: none for a key the server cannot hash.
+    pub(crate) fn param(&self) -> Option<&str> {
+        self.selector
+            .key
+            .server_side()
+            .then_some(self.text.as_str())
     }
 
     /// Whether `obj` belongs to the shard; one that does not is counted as dropped.
@@ -511,6 +539,11 @@ impl ShardFilter {
             return;
         }
         match echo {
+            _ if !self.selector.key.server_side() => tracing::info!(
+                reflector, selector = %self.text,
+                "the reflector filters objects by the shard selector itself (the API server \
+                 cannot hash its field, so it is not sent)"
+            ),
             _ if server_filters => tracing::info!(
                 reflector, selector = %self.text,
                 "the API server applies the shard selector (it echoed it in the list)"

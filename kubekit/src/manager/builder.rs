@@ -275,25 +275,33 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             // Another controller owns `D` too, or the program added the index itself.
             tracing::debug!(error = %e, "{} has the controller-uid index already", D::kind(&()));
         }
-        self.watches::<D>(|obj| controller_key::<K>(meta_ref(obj)).into_iter().collect())
+        self.watch::<D>(true, |obj| {
+            controller_key::<K>(meta_ref(obj)).into_iter().collect()
+        })
     }
 
     /// Watches `W`: a change of a `W` enqueues the keys `map` returns for it. `map` (like
     /// the [event filters](Self::with_event_filter)) is called on `W`'s informer task: keep
     /// it quick, reading caches rather than calling the API server.
     pub fn watches<W: Object>(
+        self,
+        map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        self.watch(false, map)
+    }
+
+    /// [`watches`](Self::watches), for a type whose objects are `owned` by the primary
+    /// ones or not.
+    fn watch<W: Object>(
         mut self,
+        owned: bool,
         map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
         let map: MapFn<W> = Arc::new(map);
         self.watches.push(Box::new(move |factory, enqueue, gate| {
             let informer = factory.for_type::<W>();
             if let Some(gate) = gate {
-                // With namespace sharding an owner and its children share a namespace, so
-                // a watched type narrows like the primary; with uid sharding a child's own
-                // uid says nothing of its owner's, so it stays whole (see the module docs
-                // of `manager::sharding`).
-                let narrow = gate.key() == ShardKey::Namespace;
+                let narrow = watched_shard_key(gate.key(), owned);
                 gate_informer(gate, informer.informer(), narrow);
             }
             // No resync: a controller resyncs its primary type only. Explicit, so that
@@ -423,7 +431,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         watch_primary(primary.informer(), &enqueue, resync);
         let shard = manager.member.as_ref().map(|m| Arc::clone(m.gate()));
         if let Some(gate) = &shard {
-            gate_informer(gate, primary.informer(), true);
+            gate_informer(gate, primary.informer(), Some(gate.key()));
         }
         for watch in watches {
             watch(&manager.factory, &enqueue, shard.as_ref());
@@ -468,12 +476,26 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
     }
 }
 
+/// The key a sharded manager (sharding by `key`) narrows a watched type's informer by;
+/// `None`: cached whole. With namespace sharding an owner and its children share a
+/// namespace, so any watched type narrows like the primary; with uid sharding an `owned`
+/// type follows its controller's uid (the primary's own), and a type mapped otherwise
+/// stays whole, since its objects' keys say nothing of which primary objects they map to
+/// (see the module docs of `manager::sharding`).
+fn watched_shard_key(key: ShardKey, owned: bool) -> Option<ShardKey> {
+    match key {
+        ShardKey::Namespace => Some(ShardKey::Namespace),
+        ShardKey::Uid if owned => Some(ShardKey::ControllerUid),
+        _ => None,
+    }
+}
+
 /// Registers `informer` with a sharded manager's gate, to be narrowed to the held ranges
-/// (if `narrow`) before it starts and whenever they change.
+/// by `narrow` (unless `None`) before it starts and whenever they change.
 fn gate_informer<T: Object>(
     gate: &ShardGate,
     informer: &Arc<SharedIndexInformer<T>>,
-    narrow: bool,
+    narrow: Option<ShardKey>,
 ) {
     let control = informer.shard_control();
     let waiter = Arc::clone(informer);

@@ -26,7 +26,10 @@
 //!   every cached object of the range.
 //!
 //! A member reads and writes the ring through a client of its own (its own client-side
-//! rate limiter): a renewal never waits behind the controllers' requests.
+//! rate limiter): a renewal never waits behind the controllers' requests. It also watches
+//! the ring's Leases: when another member writes its Lease released, it runs a round at
+//! once rather than at its next retry period, so released ranges move within a round trip
+//! or two (the watch only wakes it; what it decides comes from its own quorum read).
 //!
 //! *Live* is judged by the reader's monotonic clock, as leader election judges a lease: a
 //! member whose record has not changed for its lease duration (the larger of its and the
@@ -49,10 +52,12 @@
 //!   clientset refuses its writes from that instant by the clock alone (a member paused
 //!   past it and resumed writes nothing). The others wait `lease_duration` from when they
 //!   saw that write, which is later.
-//! - **Release.** When the manager is cancelled, its controllers drain, then the member
-//!   writes its Lease released (no holder, nothing held) and the others take its ranges at
-//!   their next retry; it is deleted by a member that has seen it released for a lease
-//!   duration (as is a record expired for two).
+//! - **Release.** When the manager is cancelled, no reconcile starts any more and its
+//!   writes are refused (a reconcile in flight returns at its next write), the reconciles
+//!   in flight return, then the member writes its Lease released (no holder, nothing held)
+//!   and the others, woken by their watch of the ring, take its ranges at once (at their
+//!   next retry at the latest); it is deleted by a member that has seen it released for a
+//!   lease duration (as is a record expired for two).
 //!
 //! What is **not** promised: as with leader election, this is not server-side fencing. A
 //! write that passed the clock check and was then delayed on its way, or a write through
@@ -77,19 +82,23 @@
 //!
 //! With namespace sharding, owned and watched types are narrowed by their namespace too: an
 //! owner and its children share a namespace, so they land on one member. With uid sharding
-//! they are cached whole: a child's own uid says nothing of its controller's, so the server
-//! cannot filter them, and a client-side filter by the controller ownerReference's uid
-//! would still receive and decode every object (most of the cost) while dropping the
-//! children a `watches` mapping needs that are not controlled by a primary object. A child
-//! enqueues its owner's key, reconciled by whichever member works on the owner's uid. An
-//! informer one controller narrows and another uses whole stays whole.
+//! an owned type (`owns`) is narrowed by its controller's uid
+//! ([`ShardKey::ControllerUid`]): a child is cached by the member that works on its
+//! controller, and so only its events enqueue that controller's key; objects nobody
+//! controls are cached by every member (a reconcile that checks a name is free before
+//! adopting it still sees them). kube-apiserver cannot hash that field, so these informers'
+//! reflectors filter alone: each member still receives and decodes every child, and caches
+//! its share. A type mapped by `watches` stays whole with uid sharding: its objects' fields
+//! say nothing of which primary objects they map to. An informer that two uses would
+//! narrow by different keys (or one narrows and another uses whole) stays whole.
 //!
 //! # Timing
 //!
 //! As leader election's (client-go's defaults): `lease_duration` 15 s, `renew_deadline`
 //! 10 s, `retry_period` 2 s (with up to 20 % jitter), and `lease_duration > renew_deadline >
-//! 1.2 × retry_period > 0`. A released range is taken within about one retry period; a
-//! dead member's within `lease_duration` + one retry period of its last renewal.
+//! 1.2 × retry_period > 0`. A released range is taken within a round or two of the
+//! release (one retry period if the watch of the ring is down); a dead member's within
+//! `lease_duration` + one retry period of its last renewal.
 //!
 //! # Metrics
 //!
@@ -615,6 +624,8 @@ impl<S: MemberStore> Member<S> {
                 () = async { if let Some(n) = narrowing.as_mut() { n.await } }, if pending && narrowing.is_some() => {
                     synced = true;
                 }
+                // Another member released its ranges: take them now.
+                () = self.store.released() => {}
                 () = sleep_until(next) => {}
             }
             if synced {

@@ -73,13 +73,17 @@ use crate::flowcontrol::TokenBucket;
 /// Called with the text of every `Warning` header the server sends.
 pub type WarningHandler = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// Asked right before each write (any request but `GET` and `HEAD`) goes on the wire,
-/// after rate limiting: `Err(reason)` refuses it with [`Error::Fenced`], unsent. See
+/// Asked before each write (any request but `GET` and `HEAD`) waits for the rate limit,
+/// every 50 ms while it waits, and right before it goes on the wire: `Err(reason)`
+/// refuses it with [`Error::Fenced`], unsent. See
 /// [`RestClient::with_write_guard`].
 pub type WriteGuard = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
 
 /// Rate-limit waits longer than this are logged, as client-go does.
 const LONG_THROTTLE: Duration = Duration::from_secs(1);
+
+/// How often a write waiting for the rate limit asks its [`WriteGuard`] again.
+const GUARD_POLL: Duration = Duration::from_millis(50);
 
 /// A client for the API server's REST interface. Cheap to clone; clones share the rate
 /// limiter and the connection pool.
@@ -596,8 +600,7 @@ impl Request {
         let inner = &self.client.inner;
         let retry_transport = self.method == Method::GET;
         let send = || async {
-            self.client.throttle(self.method.as_str(), url).await;
-            self.check_write_guard(url)?;
+            self.throttle_guarded(url).await?;
             let started = std::time::Instant::now();
             let res = inner.http.send(self.build(url)?).await;
             if let Some((metrics, host)) = &inner.metrics {
@@ -609,14 +612,34 @@ impl Request {
         with_retries(inner.max_retries, retry_transport, send).await
     }
 
+    /// Waits for the rate limit, asking the client's write guard (if this is a write)
+    /// before, every [`GUARD_POLL`] while waiting, and at the end: a write the guard starts
+    /// refusing meanwhile fails then, unsent, rather than after its turn.
+    async fn throttle_guarded(&self, url: &str) -> Result<()> {
+        self.check_write_guard(url)?;
+        let guarded = self.guard().is_some();
+        let throttle = self.client.throttle(self.method.as_str(), url);
+        tokio::pin!(throttle);
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut throttle => return self.check_write_guard(url),
+                () = tokio::time::sleep(GUARD_POLL), if guarded => self.check_write_guard(url)?,
+            }
+        }
+    }
+
+    /// The client's write guard, if it has one and this request is a write.
+    fn guard(&self) -> Option<&WriteGuard> {
+        let read = self.method == Method::GET || self.method == Method::HEAD;
+        self.client.inner.write_guard.as_ref().filter(|_| !read)
+    }
+
     /// Refuses a write the client's guard does not allow, now.
     fn check_write_guard(&self, url: &str) -> Result<()> {
-        let Some(guard) = &self.client.inner.write_guard else {
+        let Some(guard) = self.guard() else {
             return Ok(());
         };
-        if self.method == Method::GET || self.method == Method::HEAD {
-            return Ok(());
-        }
         guard().map_err(|reason| {
             tracing::warn!(method = %self.method, url, %reason, "write refused before it was sent");
             Error::Fenced {
@@ -1554,6 +1577,77 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(server.requests().len(), 2, "an allowed write is sent");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_write_fails_at_once_without_waiting_for_the_rate_limit() {
+        use crate::rest::test_server::{Reply, TestServer};
+        let server = TestServer::start(|_| Reply::json(200, "{}")).await;
+        // One request per 1000 s: the read below takes the only token.
+        let config = server.config().with_rate_limit(0.001, 1);
+        let refuse: WriteGuard = Arc::new(|| Err("shutting down".into()));
+        let client = RestClient::new(&config).unwrap().with_write_guard(refuse);
+        client
+            .get()
+            .abs_path("/api/v1/configmaps")
+            .send()
+            .await
+            .unwrap();
+        let before = tokio::time::Instant::now();
+        let err = client
+            .delete()
+            .abs_path("/api/v1/namespaces/demo/configmaps/a")
+            .send()
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Fenced { .. }), "{err}");
+        assert_eq!(
+            tokio::time::Instant::now(),
+            before,
+            "no wait for a token on the paused clock"
+        );
+        assert_eq!(server.requests().len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_waiting_for_the_rate_limit_is_refused_as_soon_as_its_guard_refuses() {
+        use crate::rest::test_server::{Reply, TestServer};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let server = TestServer::start(|_| Reply::json(200, "{}")).await;
+        let config = server.config().with_rate_limit(0.001, 1);
+        let allowed = Arc::new(AtomicBool::new(true));
+        let guard: WriteGuard = {
+            let allowed = Arc::clone(&allowed);
+            Arc::new(move || match allowed.load(Ordering::SeqCst) {
+                true => Ok(()),
+                false => Err("shutting down".into()),
+            })
+        };
+        let client = RestClient::new(&config).unwrap().with_write_guard(guard);
+        client
+            .get()
+            .abs_path("/api/v1/configmaps")
+            .send()
+            .await
+            .unwrap();
+        let waiting = tokio::spawn({
+            let client = client.clone();
+            async move {
+                let delete = client.delete();
+                delete
+                    .abs_path("/api/v1/namespaces/demo/configmaps/a")
+                    .send()
+                    .await
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(!waiting.is_finished(), "waiting for its token (1000 s)");
+        let refused_at = tokio::time::Instant::now();
+        allowed.store(false, Ordering::SeqCst);
+        let err = waiting.await.unwrap().unwrap_err();
+        assert!(matches!(err, Error::Fenced { .. }), "{err}");
+        assert!(tokio::time::Instant::now() - refused_at <= GUARD_POLL);
+        assert_eq!(server.requests().len(), 1, "the write was never sent");
     }
 
     #[tokio::test]

@@ -1134,3 +1134,74 @@ async fn a_shard_control_makes_a_running_reflector_relist_keeping_what_stays_in_
     h.cancel.cancel();
     task.await.unwrap();
 }
+
+/// A ConfigMap `name` at `rv` controlled by the owner of uid `controller` (none: `None`).
+fn child(name: &str, rv: &str, controller: Option<&str>) -> ConfigMap {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    let mut c = cm(name, rv);
+    c.metadata.owner_references = controller.map(|uid| {
+        vec![OwnerReference {
+            uid: uid.into(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        }]
+    });
+    c
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reflector_sharded_by_controller_uid_never_sends_the_selector_and_filters_alone() {
+    let (by_uid, inside, outside) = lower_half();
+    let key = crate::cache::ShardKey::ControllerUid;
+    let shard = ShardSelector::new(key, by_uid.ranges().to_vec()).unwrap();
+    let metrics = crate::cache::ReflectorMetrics::new();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let h = harness(|o| {
+        o.name = "cms".into();
+        o.metrics = Some(metrics.clone());
+        o.use_streaming_list = true;
+        o.shard = Some(shard);
+    });
+    let events = h.script.watch();
+    let task = h.start();
+    h.settle().await;
+    for obj in [
+        child("mine", "5", Some(&inside[0])),
+        child("theirs", "6", Some(&outside[0])),
+        child("nobodys", "7", None),
+    ] {
+        events.send(Ok(WatchEvent::Added(obj))).unwrap();
+    }
+    events.send(Ok(initial_events_end("8"))).unwrap();
+    h.settle().await;
+    h.drain().await;
+    let mut cached = h.indexer.list_keys();
+    cached.sort();
+    assert_eq!(cached, ["ns/mine", "ns/nobodys"]);
+    assert_eq!(h.script.kinds(), ["watch"], "no probe: nothing to learn");
+    assert_eq!(h.script.calls()[0].1.shard_selector, None, "never sent");
+    assert_metric_lines(
+        &registry,
+        &[
+            r#"reflector_shard_server_filtered{name="cms"} 0"#,
+            r#"reflector_shard_dropped_objects_total{name="cms"} 1"#,
+        ],
+    );
+
+    // Its controller changed to one of another shard: it leaves this one's cache.
+    events
+        .send(Ok(WatchEvent::Modified(child(
+            "mine",
+            "9",
+            Some(&outside[1]),
+        ))))
+        .unwrap();
+    h.settle().await;
+    assert_eq!(
+        h.drain().await,
+        [("ns/mine".to_string(), DeltaType::Deleted)]
+    );
+    h.cancel.cancel();
+    task.await.unwrap();
+}

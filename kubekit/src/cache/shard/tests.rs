@@ -186,6 +186,52 @@ fn matches_hashes_the_uid_or_the_namespace_of_typed_and_compact_objects() {
 }
 
 #[test]
+fn a_controller_uid_selector_follows_the_controllers_uid_and_keeps_what_nobody_controls() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    let owner = "0b7a3c1e-5f2d-4c8e-9a61-3d2f4e5b6c7d"; // 0xb3d4…: upper half
+    let reference = |uid: &str, controller| OwnerReference {
+        uid: uid.into(),
+        controller: Some(controller),
+        ..OwnerReference::default()
+    };
+    let mut child = ConfigMap::default();
+    child.metadata.uid = Some("a".into()); // 0xaf63…: upper half too, not the one hashed
+    child.metadata.owner_references = Some(vec![reference("x", false), reference(owner, true)]);
+    let [lower, upper] = <[ShardRange; 2]>::try_from(ShardRange::even_parts(2)).unwrap();
+    let by_controller = |range| ShardSelector::new(ShardKey::ControllerUid, [range]).unwrap();
+    assert_eq!(ShardKey::ControllerUid.value_of(&child), owner);
+    assert!(by_controller(upper).matches(&child));
+    assert!(!by_controller(lower).matches(&child));
+    // The controller moved to the other half: so did the child.
+    child.metadata.owner_references = Some(vec![reference("a-controller", true)]);
+    assert_eq!(shard_hash("a-controller") >> 63, 0, "lower half");
+    assert!(by_controller(lower).matches(&child) && !by_controller(upper).matches(&child));
+
+    // Without a controller (none, or only non-controlling owners) it is in every shard.
+    child.metadata.owner_references = Some(vec![reference(owner, false)]);
+    assert_eq!(ShardKey::ControllerUid.value_of(&child), "");
+    assert!(by_controller(lower).matches(&child) && by_controller(upper).matches(&child));
+
+    // Its text is kubekit's own, parsed back; the server is never sent it.
+    let text = by_controller(lower).to_string();
+    assert!(
+        text.starts_with("shardRange(controller.metadata.uid, "),
+        "{text}"
+    );
+    assert_eq!(ShardSelector::parse(&text).unwrap(), by_controller(lower));
+    assert!(!ShardKey::ControllerUid.server_side());
+    assert!(ShardKey::Uid.server_side() && ShardKey::Namespace.server_side());
+    let filter = ShardFilter::new(by_controller(lower), None);
+    assert_eq!(filter.param(), None);
+    let filter = ShardFilter::new(ShardSelector::uid(lower), None);
+    assert!(
+        filter
+            .param()
+            .is_some_and(|p| p.starts_with("shardRange(object.metadata.uid"))
+    );
+}
+
+#[test]
 fn the_filter_says_the_server_filters_only_when_it_echoed_the_same_selector() {
     let metrics = crate::cache::ReflectorMetrics::new();
     let mut registry = prometheus_client::registry::Registry::default();

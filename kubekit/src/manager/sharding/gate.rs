@@ -13,9 +13,13 @@
 //! - [`stop_all`](ShardGate::stop_all) empties the working set and cancels the token of
 //!   every admitted reconcile: the manager's reconcilers drop their future on it.
 //! - [`close`](ShardGate::close) admits nothing from then on, for good, and lets the
-//!   reconciles in flight finish: the manager's shutdown, before the member releases.
+//!   reconciles in flight return: the manager's shutdown, before the member releases.
 //! - The [`fence`](ShardGate::fence) refuses writes past that instant by the clock alone,
-//!   before any timer has run (a member paused past its renew deadline and resumed).
+//!   before any timer has run (a member paused past its renew deadline and resumed), and
+//!   every write once the gate is closed: a reconcile in flight at shutdown returns at its
+//!   next write (refused at once, or within 50 ms if it is waiting for the client-side rate
+//!   limit) rather than after all its writes, and the ranges are handed over once the
+//!   writes already sent have been answered.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -43,9 +47,10 @@ struct GatedInformer {
     resource: String,
     control: ShardControl,
     wait: ShardWaitFn,
-    /// Whether this use of the informer may narrow it; one use that may not (an owned
-    /// type with uid sharding) keeps it caching everything.
-    narrow: bool,
+    /// The key this use of the informer narrows it by; a use that may not narrow it
+    /// (`None`: a type mapped by `watches` with uid sharding), or uses that disagree on the
+    /// key, keep it caching everything.
+    narrow: Option<ShardKey>,
 }
 
 struct GateState {
@@ -168,8 +173,9 @@ impl ShardGate {
         term.cancel();
     }
 
-    /// Admits nothing from now on; the reconciles in flight go on (the manager is shutting
-    /// down: queued keys are dropped, since whoever takes their ranges next sweeps them).
+    /// Admits nothing from now on, and the fence refuses every write; the reconciles in
+    /// flight go on until they return (the manager is shutting down: queued keys are
+    /// dropped, since whoever takes their ranges next sweeps them).
     pub(crate) fn close(&self) {
         self.state.lock().closed = true;
     }
@@ -181,13 +187,14 @@ impl ShardGate {
     }
 
     /// Registers an informer of `resource` the controllers use: narrowed to the held
-    /// ranges by [`narrow`](Self::narrow) if `narrow` (and no other use says otherwise).
+    /// ranges by [`narrow`](Self::narrow), hashing the key `narrow` names (and no other use
+    /// says otherwise).
     pub(crate) fn add_informer(
         &self,
         resource: &str,
         control: ShardControl,
         wait: ShardWaitFn,
-        narrow: bool,
+        narrow: Option<ShardKey>,
     ) {
         self.informers.lock().push(GatedInformer {
             resource: resource.to_string(),
@@ -197,26 +204,27 @@ impl ShardGate {
         });
     }
 
-    /// Makes every narrowed informer cache the objects whose shard hash is in `set`
-    /// (nothing for the empty set); returns a future ready once each informer's cache
+    /// Makes every narrowed informer cache the objects whose shard hash (by its key) is in
+    /// `set` (nothing for the empty set); returns a future ready once each informer's cache
     /// reflects that, or `None` when no informer is narrowed.
     pub(crate) fn narrow(&self, set: &RangeSet) -> Option<BoxFuture<'static, ()>> {
         let informers = self.informers.lock();
-        let target = match ShardSelector::new(self.key, set.ranges()) {
-            Ok(selector) => ShardTarget::Shard(selector),
-            Err(_) => ShardTarget::Nothing,
-        };
         let mut waits = Vec::new();
         let mut done: Vec<&str> = Vec::new();
         for informer in informers.iter() {
+            let Some(key) = informer.narrow else { continue };
             let kept_whole = informers
                 .iter()
-                .any(|i| i.resource == informer.resource && !i.narrow);
+                .any(|i| i.resource == informer.resource && i.narrow != Some(key));
             if kept_whole || done.contains(&informer.resource.as_str()) {
                 continue;
             }
             done.push(&informer.resource);
-            let generation = informer.control.set(target.clone());
+            let target = match ShardSelector::new(key, set.ranges()) {
+                Ok(selector) => ShardTarget::Shard(selector),
+                Err(_) => ShardTarget::Nothing,
+            };
+            let generation = informer.control.set(target);
             waits.push((informer.wait)(generation));
         }
         (!waits.is_empty()).then(|| join_all(waits).map(|_| ()).boxed())
@@ -255,13 +263,20 @@ impl ShardGate {
         self.state.lock().in_flight.keys().copied().collect()
     }
 
-    /// A write guard refusing writes unless this member's lease is valid by the clock.
+    /// A write guard refusing writes unless this member's lease is valid by the clock and
+    /// the gate is open.
     pub(crate) fn fence(self: &Arc<Self>) -> crate::rest::WriteGuard {
         let gate = Arc::clone(self);
-        Arc::new(move || match gate.state.lock().until {
-            Some(until) if Instant::now() < until => Ok(()),
-            _ => {
-                Err("not a live shard member (its lease is not renewed by the local clock)".into())
+        Arc::new(move || {
+            let state = gate.state.lock();
+            match state.until {
+                _ if state.closed => Err("the shard member is shutting down: its ranges are \
+                                          being handed over"
+                    .into()),
+                Some(until) if Instant::now() < until => Ok(()),
+                _ => Err(
+                    "not a live shard member (its lease is not renewed by the local clock)".into(),
+                ),
             }
         })
     }

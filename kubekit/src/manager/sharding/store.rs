@@ -14,6 +14,12 @@
 //!   [`HELD_ANNOTATION`](super::HELD_ANNOTATION), the ranges the member holds.
 
 use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::Notify;
+use tokio_util::task::AbortOnDropHandle;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -24,7 +30,7 @@ use super::ranges::RangeSet;
 use super::{HELD_ANNOTATION, RING_LABEL};
 use crate::clientset::{CreateOptions, DeleteOptions, ListOptions, ResourceClient, UpdateOptions};
 use crate::leaderelection::{now_micros, strictly_after};
-use crate::rest::Result;
+use crate::rest::{Result, WatchEvent};
 
 /// A member's record as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +73,12 @@ pub(crate) trait MemberStore: Send + Sync + 'static {
     fn delete(&self, name: &str, resource_version: &str)
     -> impl Future<Output = Result<()>> + Send;
 
+    /// Ready when another member may have released its record since this was last
+    /// awaited (a hint that makes the member run a round at once, so a released range is
+    /// taken without waiting for the retry period; the rounds alone are correct without
+    /// it). Several releases between two awaits wake it once.
+    fn released(&self) -> impl Future<Output = ()> + Send + use<Self>;
+
     /// The name of this member's own record.
     fn own_name(&self) -> &str;
 
@@ -81,6 +93,11 @@ pub(crate) struct LeaseStore {
     name: String,
     /// The last renew time written: the next is strictly later.
     last_renew: Mutex<Option<Timestamp>>,
+    /// Notified by [`watch_releases`] when another member's Lease is released.
+    released: Arc<Notify>,
+    /// That watch, started with the first [`released`](MemberStore::released) and stopped
+    /// with the store.
+    watch: OnceLock<AbortOnDropHandle<()>>,
 }
 
 impl LeaseStore {
@@ -91,7 +108,13 @@ impl LeaseStore {
             ring: ring.to_string(),
             name,
             last_renew: Mutex::new(None),
+            released: Arc::new(Notify::new()),
+            watch: OnceLock::new(),
         }
+    }
+
+    fn selector(&self) -> String {
+        format!("{RING_LABEL}={}", self.ring)
     }
 
     /// Now, strictly after the last renew time written (microseconds, as a Lease keeps it).
@@ -125,10 +148,9 @@ fn record_of(lease: &Lease) -> MemberRecord {
 
 impl MemberStore for LeaseStore {
     async fn list(&self) -> Result<Vec<StoredMember>> {
-        let selector = format!("{RING_LABEL}={}", self.ring);
         let list = self
             .leases
-            .list(&ListOptions::default().labels(&selector))
+            .list(&ListOptions::default().labels(&self.selector()))
             .await?;
         Ok(list
             .items
@@ -184,6 +206,20 @@ impl MemberStore for LeaseStore {
         self.leases.delete(name, &opts).await.map(|_| ())
     }
 
+    fn released(&self) -> impl Future<Output = ()> + Send + use<> {
+        self.watch.get_or_init(|| {
+            let task = watch_releases(
+                self.leases.clone(),
+                self.selector(),
+                self.name.clone(),
+                Arc::clone(&self.released),
+            );
+            AbortOnDropHandle::new(tokio::spawn(task))
+        });
+        let released = Arc::clone(&self.released);
+        async move { released.notified().await }
+    }
+
     fn own_name(&self) -> &str {
         &self.name
     }
@@ -195,5 +231,52 @@ impl MemberStore for LeaseStore {
             self.name,
             self.ring
         )
+    }
+}
+
+/// Watches the ring's Leases (selected by `selector`) for as long as it runs, notifying
+/// `released` whenever one but `own` is written released (no holder). A watch that ends is
+/// started again a second later; one that cannot start (no `watch` permission, say) is
+/// retried after 1 s, doubling to 60 s. What it misses meanwhile the rounds see.
+async fn watch_releases(
+    leases: ResourceClient<Lease>,
+    selector: String,
+    own: String,
+    released: Arc<Notify>,
+) {
+    let opts = ListOptions::default()
+        .labels(&selector)
+        .timeout_seconds(300);
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        match leases.watch(&opts).await {
+            Ok(mut events) => {
+                backoff = Duration::from_secs(1);
+                while let Some(event) = events.next().await {
+                    match event {
+                        Ok(WatchEvent::Modified(lease)) => {
+                            let other = lease.metadata.name.as_deref() != Some(own.as_str());
+                            if other && record_of(&lease).holder.is_empty() {
+                                released.notify_one();
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::debug!(%selector, error = %e, "watching the shard ring's leases");
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(%selector, error = %e, retry_in = ?backoff,
+                    "could not watch the shard ring's leases: released ranges are taken at the \
+                     next retry period instead of at once");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(60));
+                continue;
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
@@ -24,6 +25,8 @@ const ROUND: Duration = Duration::from_millis(180);
 struct Ring {
     records: Mutex<BTreeMap<String, (MemberRecord, u64)>>,
     versions: AtomicU64,
+    /// Each store's record name and what its watch of releases notifies.
+    watches: Mutex<Vec<(String, Arc<Notify>)>>,
 }
 
 impl Ring {
@@ -53,19 +56,33 @@ fn refusal(code: i32, reason: &str) -> Error {
     Error::from_status("PUT", "memory", status)
 }
 
-struct FakeStore {
-    ring: Arc<Ring>,
-    name: String,
-    /// Every request fails while set (the member cannot reach the server).
-    cut: Arc<AtomicBool>,
-}
-
 /// A request's latency each way: 0 to 30 ms, so that members' rounds interleave.
 async fn latency() {
     sleep(Duration::from_millis(fastrand::u64(0..30))).await;
 }
 
+struct FakeStore {
+    ring: Arc<Ring>,
+    name: String,
+    /// Every request fails while set (the member cannot reach the server).
+    cut: Arc<AtomicBool>,
+    released: Arc<Notify>,
+}
+
 impl FakeStore {
+    fn new(ring: &Arc<Ring>, name: String, cut: Arc<AtomicBool>) -> Self {
+        let released = Arc::new(Notify::new());
+        ring.watches
+            .lock()
+            .push((name.clone(), Arc::clone(&released)));
+        Self {
+            ring: Arc::clone(ring),
+            name,
+            cut,
+            released,
+        }
+    }
+
     fn check(&self) -> crate::rest::Result<()> {
         match self.cut.load(Ordering::Relaxed) {
             true => Err(refusal(503, "ServiceUnavailable")),
@@ -120,6 +137,11 @@ impl MemberStore for FakeStore {
         }
     }
 
+    fn released(&self) -> impl Future<Output = ()> + Send + use<> {
+        let released = Arc::clone(&self.released);
+        async move { released.notified().await }
+    }
+
     fn own_name(&self) -> &str {
         &self.name
     }
@@ -154,6 +176,18 @@ impl FakeStore {
             held: held.to_string(),
         };
         records.insert(self.name.clone(), (record, version));
+        if holder.is_empty() {
+            // The others' watches see it released (with a watch's latency).
+            for (name, released) in self.ring.watches.lock().iter() {
+                if *name != self.name {
+                    let released = Arc::clone(released);
+                    tokio::spawn(async move {
+                        latency().await;
+                        released.notify_one();
+                    });
+                }
+            }
+        }
         Ok(version.to_string())
     }
 }
@@ -174,11 +208,7 @@ fn start_with(ring: &Arc<Ring>, identity: &str, metrics: Option<ShardingMetrics>
     let sharding = Sharding::new("ring", ShardKey::Uid).identity(identity);
     sharding.validate().unwrap();
     let cut = Arc::new(AtomicBool::new(false));
-    let store = FakeStore {
-        ring: Arc::clone(ring),
-        name: sharding.lease_name(),
-        cut: Arc::clone(&cut),
-    };
+    let store = FakeStore::new(ring, sharding.lease_name(), Arc::clone(&cut));
     let gate = Arc::new(ShardGate::new(ShardKey::Uid));
     let member = Member::new(store, Arc::clone(&gate), &sharding, metrics);
     let release = CancellationToken::new();
@@ -289,7 +319,7 @@ async fn a_joining_member_gets_its_half_only_after_the_other_gave_it_up_and_neve
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_released_members_ranges_are_taken_within_about_one_retry_period() {
+async fn a_released_members_ranges_are_taken_within_two_rounds_of_the_release() {
     let ring = Arc::new(Ring::default());
     let a = start(&ring, "a");
     let b = start(&ring, "b");
@@ -304,8 +334,9 @@ async fn a_released_members_ranges_are_taken_within_about_one_retry_period() {
     let released = ring.records.lock()["ring-b"].0.clone();
     assert_eq!((released.holder.as_str(), released.held.as_str()), ("", ""));
     let took = until(2 * RETRY, || a.gate.admits() == RangeSet::full()).await;
-    // a's next round, or the one after a round that read just before the release.
-    assert!(took <= RETRY.mul_f64(1.2) + 2 * ROUND, "{took:?}");
+    // Woken by its watch: the round right after, or the one after a round that read just
+    // before the release (a watch's latency being less than a round's).
+    assert!(took <= 2 * ROUND, "{took:?}");
     overlaps.assert_none();
     // The released record is deleted once it has been seen released for a lease duration.
     sleep(LEASE + 2 * RETRY).await;
@@ -313,13 +344,18 @@ async fn a_released_members_ranges_are_taken_within_about_one_retry_period() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_closed_gate_admits_nothing_more_and_leaves_the_reconciles_in_flight_running() {
+async fn a_closed_gate_admits_nothing_more_refuses_writes_and_leaves_the_reconciles_in_flight_running()
+ {
     let ring = Arc::new(Ring::default());
     let a = start(&ring, "a");
     until(RETRY, || a.gate.admits() == RangeSet::full()).await;
+    let fence = a.gate.fence();
+    assert!(fence().is_ok(), "a live member writes");
     let running = a.gate.try_start(7).expect("a works on everything");
     a.gate.close();
     assert!(a.gate.try_start(8).is_none(), "nothing starts once closed");
+    let refused = fence().expect_err("no write once closed, though the lease holds");
+    assert!(refused.contains("shutting down"), "{refused}");
     sleep(RETRY * 3).await;
     assert!(
         a.gate.try_start(8).is_none(),
@@ -561,11 +597,11 @@ async fn a_taken_range_is_worked_on_only_once_the_narrowed_informers_hold_its_ob
     use crate::cache::{ShardControl, ShardSelector, ShardTarget};
     let ring = Arc::new(Ring::default());
     let sharding = Sharding::new("ring", ShardKey::Uid).identity("a");
-    let store = FakeStore {
-        ring: Arc::clone(&ring),
-        name: sharding.lease_name(),
-        cut: Arc::new(AtomicBool::new(false)),
-    };
+    let store = FakeStore::new(
+        &ring,
+        sharding.lease_name(),
+        Arc::new(AtomicBool::new(false)),
+    );
     let gate = Arc::new(ShardGate::new(ShardKey::Uid));
     // The informer holds what it was told once `synced` says so.
     let (synced, rx) = tokio::sync::watch::channel(false);
@@ -579,11 +615,27 @@ async fn a_taken_range_is_worked_on_only_once_the_narrowed_informers_hold_its_ob
         })
     };
     let primary = ShardControl::new(ShardTarget::Everything);
-    gate.add_informer("v1/configmaps", primary.clone(), wait(0), true);
-    // One controller's primary type is another's owned type with uid sharding: kept whole.
+    gate.add_informer(
+        "v1/configmaps",
+        primary.clone(),
+        wait(0),
+        Some(ShardKey::Uid),
+    );
+    // One controller's primary type is another's watched type with uid sharding: kept
+    // whole.
+    let whole = ShardControl::new(ShardTarget::Everything);
+    gate.add_informer(
+        "apps/v1/deployments",
+        whole.clone(),
+        wait(0),
+        Some(ShardKey::Uid),
+    );
+    gate.add_informer("apps/v1/deployments", whole.clone(), wait(0), None);
+    // An owned type narrows by its controller's uid.
     let owned = ShardControl::new(ShardTarget::Everything);
-    gate.add_informer("apps/v1/deployments", owned.clone(), wait(0), true);
-    gate.add_informer("apps/v1/deployments", owned.clone(), wait(0), false);
+    let by_controller = Some(ShardKey::ControllerUid);
+    gate.add_informer("v1/services", owned.clone(), wait(0), by_controller);
+    gate.add_informer("v1/services", owned.clone(), wait(0), by_controller);
 
     let mut member = Member::new(store, Arc::clone(&gate), &sharding, None);
     member.narrow_informers();
@@ -599,8 +651,9 @@ async fn a_taken_range_is_worked_on_only_once_the_narrowed_informers_hold_its_ob
         matches!(primary.target().1, ShardTarget::Shard(_))
     })
     .await;
-    let whole = ShardSelector::new(ShardKey::Uid, RangeSet::full().ranges()).unwrap();
-    assert_eq!(primary.target().1, ShardTarget::Shard(whole));
+    let all = |key| ShardTarget::Shard(ShardSelector::new(key, RangeSet::full().ranges()).unwrap());
+    assert_eq!(primary.target().1, all(ShardKey::Uid));
+    assert_eq!(owned.target().1, all(ShardKey::ControllerUid));
     sleep(RETRY * 3).await;
     assert!(
         gate.admits().is_empty(),
@@ -616,7 +669,7 @@ async fn a_taken_range_is_worked_on_only_once_the_narrowed_informers_hold_its_ob
         gate.admits() == RangeSet::full()
     })
     .await;
-    assert_eq!(owned.target().1, ShardTarget::Everything);
+    assert_eq!(whole.target().1, ShardTarget::Everything);
 
     release.cancel();
     task.await.unwrap();
