@@ -35,13 +35,13 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kubekit::cache::ResourceEventHandlerFuncs;
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, Patch, PatchOptions,
+    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchBody, PatchOptions,
     PropagationPolicy, ResourceClient,
 };
 use kubekit::informers::SharedInformerFactory;
 use kubekit::manager::Object;
 use kubekit::meta::controller_of;
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -211,7 +211,7 @@ async fn drive(apps: &ResourceClient<App>, steps: &[Step]) {
                 .await;
             }
             Op::Change(spec) => {
-                let patch = Patch::Merge(json!({ "spec": spec }));
+                let patch = PatchBody::Merge(json!({ "spec": spec }));
                 apps.patch(name, &patch, &PatchOptions::default())
                     .await
                     .unwrap_or_else(|e| panic!("change App {name}: {e}"));
@@ -445,7 +445,9 @@ async fn apps_converge_after_the_controller_is_killed_at_twenty_random_points() 
     let expected = plan.survivors();
 
     let cp = testenv::control_plane();
-    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
+        .await
+        .unwrap();
     let admin = Clientset::new(&config.with_rate_limit(100.0, 200)).unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-chaos").await;
     let user = install(cp, &ns, "app-controller-chaos");

@@ -21,10 +21,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::jiff::Timestamp;
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, Patch, PatchOptions,
+    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchBody, PatchOptions,
     ResourceClient,
 };
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use serde_json::json;
 use testenv::{ControlPlane, eventually};
 
@@ -59,8 +59,12 @@ where
 #[tokio::test]
 async fn the_app_controller_manages_deployments_and_services_with_least_privilege() {
     let cp = testenv::control_plane();
-    let admin =
-        Clientset::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
+    let admin = Clientset::new(
+        &RestConfig::from_kubeconfig(cp.kubeconfig_path())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-e2e").await;
     let user = install(cp, &ns, "app-controller-e2e");
     let mut controller = Controller::start(&user, &ns);
@@ -128,8 +132,9 @@ async fn the_app_controller_manages_deployments_and_services_with_least_privileg
     .await;
 
     // A spec change reaches the Deployment.
-    let patch =
-        Patch::Merge(json!({"spec": {"deploymentTemplate": {"replicas": 3, "image": "tomcat"}}}));
+    let patch = PatchBody::Merge(
+        json!({"spec": {"deploymentTemplate": {"replicas": 3, "image": "tomcat"}}}),
+    );
     apps.patch("test-app", &patch, &PatchOptions::default())
         .await
         .unwrap();
@@ -301,8 +306,12 @@ fn by_identity<'a>(replicas: &'a mut [Replica], holder: &str) -> &'a mut Replica
 #[tokio::test]
 async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() {
     let cp = testenv::control_plane();
-    let admin =
-        Clientset::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
+    let admin = Clientset::new(
+        &RestConfig::from_kubeconfig(cp.kubeconfig_path())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-leader").await;
     let user = install(cp, &ns, "app-controller-leader");
     let leases = admin.coordination_v1().leases(&ns);
@@ -496,8 +505,12 @@ async fn written(admin: &Clientset, ns: &str) -> Vec<(String, String)> {
 #[tokio::test]
 async fn a_leader_paused_past_its_lease_writes_nothing_when_it_resumes() {
     let cp = testenv::control_plane();
-    let admin =
-        Clientset::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
+    let admin = Clientset::new(
+        &RestConfig::from_kubeconfig(cp.kubeconfig_path())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-paused").await;
     let other = cp.create_namespace(&cp.client().await, "app-other").await;
     let user = install(cp, &ns, "app-controller-paused");
@@ -592,7 +605,9 @@ fn try_kubectl_apply(cp: &ControlPlane, yaml: &str) -> (bool, String) {
 async fn with_webhooks_on_an_invalid_app_is_denied_by_kubectl_and_the_seed_apps_run_as_before() {
     let cp = testenv::control_plane();
     let rest = kubekit::rest::RestClient::new(
-        &Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap(),
+        &RestConfig::from_kubeconfig(cp.kubeconfig_path())
+            .await
+            .unwrap(),
     )
     .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-webhook").await;
@@ -689,8 +704,12 @@ async fn deployments(admin: &Clientset, ns: &str, count: usize) {
 #[tokio::test]
 async fn three_sharded_replicas_split_the_apps_and_hand_over_on_sigterm_without_overlap() {
     let cp = testenv::control_plane();
-    let admin =
-        Clientset::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
+    let admin = Clientset::new(
+        &RestConfig::from_kubeconfig(cp.kubeconfig_path())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-sharded").await;
     let user = install(cp, &ns, "app-controller-sharded");
     let logs = cp.dir().join(format!("sharded-{ns}"));

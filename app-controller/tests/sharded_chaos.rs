@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kubekit::clientset::{Clientset, ListOptions};
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use testenv::{ControlPlane, eventually, eventually_ok};
 
 use common::{Controller, Spans, apps_manifest, install, kubectl_apply, reconciles};
@@ -540,8 +540,12 @@ async fn scenario(cp: &'static ControlPlane, server_filters: bool) {
     let began = Instant::now();
     let scale = Scale::from_env();
     eprintln!("scale: {scale:?}; the server filters: {server_filters}");
-    let admin =
-        Clientset::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
+    let admin = Clientset::new(
+        &RestConfig::from_kubeconfig(cp.kubeconfig_path())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     let client = cp.client().await;
     let lease_ns = cp.create_namespace(&client, "shard-chaos-leases").await;
     install(cp, &lease_ns, "app-controller-shard-chaos");

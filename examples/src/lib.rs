@@ -40,11 +40,12 @@ impl Flags {
 
     /// The client configuration these flags select (client-go's
     /// `BuildConfigFromFlags(master, kubeconfig)`).
-    pub async fn config(&self) -> anyhow::Result<kubekit::rest::Config> {
-        Ok(
-            kubekit::rest::Config::from_flags(self.master.as_deref(), self.kubeconfig.as_deref())
-                .await?,
+    pub async fn config(&self) -> anyhow::Result<kubekit::rest::RestConfig> {
+        Ok(kubekit::rest::RestConfig::from_flags(
+            self.master.as_deref(),
+            self.kubeconfig.as_deref(),
         )
+        .await?)
     }
 
     /// A shared informer factory for the cluster these flags select, watching
@@ -57,7 +58,7 @@ impl Flags {
     }
 
     /// `--namespace`, or else the namespace of the kubeconfig's context.
-    pub fn namespace_or_default(&self, config: &kubekit::rest::Config) -> String {
+    pub fn namespace_or_default(&self, config: &kubekit::rest::RestConfig) -> String {
         self.namespace
             .clone()
             .unwrap_or_else(|| config.default_namespace().to_string())

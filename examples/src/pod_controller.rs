@@ -19,7 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kubekit::cache::{Indexer, ListWatch, SharedIndexInformer};
 use kubekit::clientset::Clientset;
 use kubekit::controller::{
-    Action, AsyncReconciler, ReconcileError, Runner, enqueue_handler, shutdown_signal,
+    AsyncReconciler, ReconcileAction, ReconcileError, Runner, enqueue_handler, shutdown_signal,
 };
 use kubekit::workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 
@@ -29,7 +29,7 @@ struct SyncToStdout {
 }
 
 impl AsyncReconciler for SyncToStdout {
-    async fn reconcile(&self, key: &str) -> Result<Action, ReconcileError> {
+    async fn reconcile(&self, key: &str) -> Result<ReconcileAction, ReconcileError> {
         match self.indexer.get(key) {
             None => println!("Pod {key} does not exist anymore"),
             // The object is the one in the cache: no copy was made.
@@ -38,7 +38,7 @@ impl AsyncReconciler for SyncToStdout {
                 pod.metadata.name.as_deref().unwrap_or_default()
             ),
         }
-        Ok(Action::Done)
+        Ok(ReconcileAction::Done)
     }
 }
 

@@ -26,7 +26,7 @@
 
 use std::net::SocketAddr;
 
-use kubekit::clientset::{Patch, PatchOptions, ResourceClient};
+use kubekit::clientset::{PatchBody, PatchOptions, ResourceClient};
 use kubekit::controller::shutdown_signal;
 use kubekit::k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kubekit::manager::Manager;
@@ -60,7 +60,7 @@ async fn main() -> anyhow::Result<()> {
     ResourceClient::<CustomResourceDefinition>::cluster(mgr.clientset().rest_client().clone())
         .patch(
             &crd_name,
-            &Patch::Apply(crd),
+            &PatchBody::Apply(crd),
             &PatchOptions::apply(NAME).force(),
         )
         .await?;

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubekit::clientset::{Clientset, GetOptions};
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use testenv::{ControlPlane, eventually};
 
 /// The example's process, killed when dropped.
@@ -49,7 +49,9 @@ fn generator(ns: &str, value: &str) -> String {
 async fn the_generator_gets_its_config_map_a_ready_condition_and_a_cleanup_on_delete() {
     let cp = testenv::control_plane();
     let ns = cp.create_namespace(&cp.client().await, "generator").await;
-    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
+        .await
+        .unwrap();
     let config_maps = Clientset::new(&config).unwrap().core_v1().config_maps(&ns);
     let _example = Example(
         Command::new(env!("CARGO_BIN_EXE_config-map-generator"))

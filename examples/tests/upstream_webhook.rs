@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::{Child, Command, Stdio};
 
 use kubekit::clientset::{CreateOptions, GetOptions, ResourceClient, UpdateOptions};
-use kubekit::rest::{Config, RestClient};
+use kubekit::rest::{RestClient, RestConfig};
 use kubekit_examples::upstream::{DEFAULT_TIMEOUT_SECONDS, TLS_ANNOTATION, v1, v2};
 use testenv::eventually;
 
@@ -56,8 +56,12 @@ async fn an_upstream_stored_in_v1_reads_in_v2_writes_back_without_loss_and_gets_
             .spawn()
             .expect("start upstream-webhook"),
     );
-    let rest =
-        RestClient::new(&Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap()).unwrap();
+    let rest = RestClient::new(
+        &RestConfig::from_kubeconfig(cp.kubeconfig_path())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
     let (old, new) = (
         ResourceClient::<v1::Upstream>::namespaced(rest.clone(), &ns),
         ResourceClient::<v2::Upstream>::namespaced(rest.clone(), &ns),

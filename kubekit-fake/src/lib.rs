@@ -240,8 +240,8 @@ impl FakeApiServer {
 
     /// A kubekit configuration for it, with client-side rate limiting off (the server is
     /// in process; set it back with `with_rate_limit` to test throttling).
-    pub fn config(&self) -> kubekit::rest::Config {
-        kubekit::rest::Config::from_url(&self.url())
+    pub fn config(&self) -> kubekit::rest::RestConfig {
+        kubekit::rest::RestConfig::from_url(&self.url())
             .expect("a loopback http URL is a valid server URL")
             .with_rate_limit(-1.0, 0)
     }

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kubekit::rest::{Config, PatchType, Request, RestClient, WatchEvent};
+use kubekit::rest::{PatchType, Request, RestClient, RestConfig, WatchEvent};
 use kubekit_fake::FakeApiServer;
 use serde_json::{Value, json};
 
@@ -40,7 +40,7 @@ const GROUP: &str = "fake.kubekit.dev";
 
 async fn real(prefix: &str) -> Target {
     let cp = testenv::control_plane();
-    let config = Config::from_kubeconfig(cp.kubeconfig_path())
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
         .await
         .expect("admin kubeconfig")
         .with_rate_limit(-1.0, 0);

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::CustomResourceExt;
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, GetOptions, Patch, PatchOptions, UpdateOptions,
+    Clientset, CreateOptions, DeleteOptions, GetOptions, PatchBody, PatchOptions, UpdateOptions,
 };
 use kubekit::manager::Manager;
 use kubekit_fake::FakeApiServer;
@@ -202,7 +202,7 @@ async fn renaming_an_apps_children_deletes_the_old_ones_it_controls_and_nothing_
         .await
         .expect("lookalike created");
 
-    let rename = Patch::Merge(
+    let rename = PatchBody::Merge(
         json!({"spec": {"deploymentTemplate": {"name": "web-deploy-2"},
                                               "serviceTemplate": {"name": "web-svc-2"}}}),
     );
@@ -272,7 +272,7 @@ async fn an_app_being_deleted_gets_no_new_children() {
 
     apps.patch(
         "web",
-        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        &PatchBody::Merge(json!({"metadata": {"finalizers": null}})),
         &PatchOptions::default(),
     )
     .await

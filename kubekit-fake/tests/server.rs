@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use kubekit::rest::{Config, RestClient};
+use kubekit::rest::{RestClient, RestConfig};
 use kubekit_fake::{ApiError, FakeApiServer, RequestMatch};
 use serde_json::{Value, json};
 
@@ -42,7 +42,7 @@ async fn the_binary_prints_a_working_kubeconfig_and_stops_on_sigterm() {
         .read_line(&mut line)
         .expect("a line");
     let path = std::path::PathBuf::from(line.trim());
-    let config = Config::from_kubeconfig(&path)
+    let config = RestConfig::from_kubeconfig(&path)
         .await
         .expect("its kubeconfig loads");
     let version: Value = RestClient::new(&config)

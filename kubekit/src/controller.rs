@@ -11,7 +11,7 @@
 //!   [`RunError::CachesNotSynced`] and starts no worker.
 //! - Then `workers` tasks each loop: get a key, reconcile it, and
 //!   - on success **forget** the key (its backoff starts over) and, for
-//!     [`Action::RequeueAfter`], add it again after that delay;
+//!     [`ReconcileAction::RequeueAfter`], add it again after that delay;
 //!   - on error do what the error's [`ErrorPolicy`] says:
 //!     - [`Retry`](ErrorPolicy::Retry) (what `?` on any error gives): re-add it
 //!       **rate-limited** while it has been retried fewer than [`Runner::max_retries`]
@@ -55,11 +55,11 @@
 //! ```no_run
 //! # async fn demo(queue: kubekit::workqueue::RateLimitingQueue<String>) {
 //! use std::time::Duration;
-//! use kubekit::controller::{Action, AsyncReconciler, ReconcileError, ReconcileResultExt, Runner, shutdown_signal};
+//! use kubekit::controller::{ReconcileAction, AsyncReconciler, ReconcileError, ReconcileResultExt, Runner, shutdown_signal};
 //!
 //! struct Printer;
 //! impl AsyncReconciler for Printer {
-//!     async fn reconcile(&self, key: &str) -> Result<Action, ReconcileError> {
+//!     async fn reconcile(&self, key: &str) -> Result<ReconcileAction, ReconcileError> {
 //!         tracing::info!("reconciling"); // logged with controller, key, attempt, reconcile_id
 //!         let Some((_namespace, name)) = key.split_once('/') else {
 //!             // Retrying cannot help: wait until the object changes.
@@ -69,7 +69,7 @@
 //!             .requeue_after(Duration::from_secs(30))?; // not there yet: look again in 30 s
 //!         let width: usize = config.trim().parse()?; // any other error: retried with backoff
 //!         println!("{name:>width$}");
-//!         Ok(Action::Done)
+//!         Ok(ReconcileAction::Done)
 //!     }
 //! }
 //!
@@ -274,7 +274,7 @@ impl<T, E: Into<ReconcileError>> ReconcileResultExt<T> for Result<T, E> {
 
 /// What to do with a key after a successful reconcile (controller-runtime's `Result`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Action {
+pub enum ReconcileAction {
     /// Nothing more until the next change of a watched object.
     #[default]
     Done,
@@ -282,24 +282,48 @@ pub enum Action {
     RequeueAfter(Duration),
 }
 
+/// The former name of [`ReconcileAction`], renamed because it clashed with kube-runtime's
+/// `controller::Action`.
+///
+/// ```
+/// # #![allow(deprecated)]
+/// use kubekit::controller::{Action, ReconcileAction};
+///
+/// let action: ReconcileAction = Action::Done;
+/// assert_eq!(action, Action::default());
+/// ```
+#[deprecated(
+    note = "renamed `ReconcileAction` (the old name clashed with `kube::runtime::controller::Action`)"
+)]
+pub type Action = ReconcileAction;
+
 /// The business logic of a controller: bring the object named by `key` to its desired
 /// state. Implement [`AsyncReconciler`] instead to write it as an `async fn`.
 pub trait Reconciler: Send + Sync + 'static {
     /// Reconciles one key; an error is handled as its [`ErrorPolicy`] says.
-    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>>;
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>>;
 }
 
 /// A [`Reconciler`] written as an `async fn` (`async fn reconcile(&self, key: &str) ->
-/// Result<Action, ReconcileError>`); every `AsyncReconciler` is a `Reconciler`. Its future
+/// Result<ReconcileAction, ReconcileError>`); every `AsyncReconciler` is a `Reconciler`. Its future
 /// must be `Send` (workers are tokio tasks). Unlike `Reconciler`, it cannot be used as a
 /// trait object.
 pub trait AsyncReconciler: Send + Sync + 'static {
     /// Reconciles one key; an error is handled as its [`ErrorPolicy`] says.
-    fn reconcile(&self, key: &str) -> impl Future<Output = Result<Action, ReconcileError>> + Send;
+    fn reconcile(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<ReconcileAction, ReconcileError>> + Send;
 }
 
 impl<R: AsyncReconciler> Reconciler for R {
-    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
         Box::pin(AsyncReconciler::reconcile(self, key))
     }
 }
@@ -496,7 +520,7 @@ enum Settled {
 
 /// What one reconcile gave.
 enum Outcome {
-    Succeeded(Action),
+    Succeeded(ReconcileAction),
     Failed(ReconcileError),
     Panicked(String),
 }
@@ -736,8 +760,8 @@ impl<R: Reconciler> Worker<R> {
         let outcome = self.outcome(&key).await;
         if let Some(metrics) = &self.metrics {
             let result = match outcome {
-                Outcome::Succeeded(Action::Done) => "success",
-                Outcome::Succeeded(Action::RequeueAfter(_)) => "requeue_after",
+                Outcome::Succeeded(ReconcileAction::Done) => "success",
+                Outcome::Succeeded(ReconcileAction::RequeueAfter(_)) => "requeue_after",
                 Outcome::Failed(_) | Outcome::Panicked(_) => "error",
             };
             metrics.observe(&self.name, result, started.elapsed());
@@ -746,7 +770,7 @@ impl<R: Reconciler> Worker<R> {
             Outcome::Succeeded(action) => {
                 self.stats.succeeded.fetch_add(1, Ordering::Relaxed);
                 self.queue.forget(&key);
-                if let Action::RequeueAfter(delay) = action {
+                if let ReconcileAction::RequeueAfter(delay) = action {
                     self.queue.add_after(key, delay);
                 }
                 return;
@@ -881,7 +905,10 @@ mod tests {
     }
 
     impl Reconciler for Script {
-        fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+        fn reconcile<'a>(
+            &'a self,
+            key: &'a str,
+        ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
             if key == "key-panic-early" && !self.calls.lock().contains_key(key) {
                 self.calls.lock().insert(key.to_string(), 1);
                 panic!("bug before the future");
@@ -897,8 +924,10 @@ mod tests {
                     "key-fail" => Err("always fails".into()),
                     "key-panic" if n == 1 => panic!("bug in reconcile"),
                     "key-slow" => std::future::pending().await,
-                    "key-again" if n < 3 => Ok(Action::RequeueAfter(Duration::from_secs(1))),
-                    _ => Ok(Action::Done),
+                    "key-again" if n < 3 => {
+                        Ok(ReconcileAction::RequeueAfter(Duration::from_secs(1)))
+                    }
+                    _ => Ok(ReconcileAction::Done),
                 }
             })
         }
@@ -980,13 +1009,16 @@ mod tests {
     }
 
     impl Reconciler for FailsUntil {
-        fn reconcile<'a>(&'a self, _key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+        fn reconcile<'a>(
+            &'a self,
+            _key: &'a str,
+        ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
             Box::pin(async move {
                 self.calls.fetch_add(1, Ordering::Relaxed);
                 if self.began.elapsed() < self.until {
                     return Err("the API server is down".into());
                 }
-                Ok(Action::Done)
+                Ok(ReconcileAction::Done)
             })
         }
     }
@@ -1044,13 +1076,13 @@ mod tests {
     /// Reconciles `key` as `script` says for its call (1st, 2nd, …); past its end,
     /// succeeds. Records the (virtual) time of every call; `during` runs inside each call.
     struct Scripted {
-        script: Vec<Result<Action, fn() -> ReconcileError>>,
+        script: Vec<Result<ReconcileAction, fn() -> ReconcileError>>,
         calls: Mutex<Vec<tokio::time::Instant>>,
         during: Box<dyn Fn() + Send + Sync>,
     }
 
     impl Scripted {
-        fn new(script: Vec<Result<Action, fn() -> ReconcileError>>) -> Self {
+        fn new(script: Vec<Result<ReconcileAction, fn() -> ReconcileError>>) -> Self {
             Self {
                 script,
                 calls: Mutex::default(),
@@ -1064,7 +1096,7 @@ mod tests {
     }
 
     impl AsyncReconciler for Scripted {
-        async fn reconcile(&self, _key: &str) -> Result<Action, ReconcileError> {
+        async fn reconcile(&self, _key: &str) -> Result<ReconcileAction, ReconcileError> {
             tracing::info!("inside the reconcile");
             (self.during)();
             let n = {
@@ -1073,7 +1105,7 @@ mod tests {
                 calls.len()
             };
             match self.script.get(n - 1) {
-                None => Ok(Action::Done),
+                None => Ok(ReconcileAction::Done),
                 Some(Ok(action)) => Ok(*action),
                 Some(Err(error)) => Err(error()),
             }
@@ -1152,7 +1184,7 @@ mod tests {
         }
         struct ByKey;
         impl AsyncReconciler for ByKey {
-            async fn reconcile(&self, key: &str) -> Result<Action, ReconcileError> {
+            async fn reconcile(&self, key: &str) -> Result<ReconcileAction, ReconcileError> {
                 static RETRIED: AtomicU64 = AtomicU64::new(0);
                 static LATER: AtomicU64 = AtomicU64::new(0);
                 match key {
@@ -1163,7 +1195,7 @@ mod tests {
                         Err(ReconcileError::new("not yet").requeue_after(Duration::from_secs(1)))
                     }
                     "ns/permanent" => Err(ReconcileError::new("invalid").permanent()),
-                    _ => Ok(Action::Done),
+                    _ => Ok(ReconcileAction::Done),
                 }
             }
         }

@@ -11,10 +11,10 @@
 //!   a fresher copy. Other fields may have changed meanwhile; they are not touched.
 //! - [`finalizer`] runs one reconcile of an object through its finalizer `name`:
 //!   - not being deleted, without the finalizer: the finalizer is added first, then
-//!     [`Event::Apply`] runs with the object as the server returned it, so nothing is
+//!     [`FinalizerEvent::Apply`] runs with the object as the server returned it, so nothing is
 //!     made for an object that could go away without its cleanup;
-//!   - not being deleted, with the finalizer: [`Event::Apply`];
-//!   - being deleted (`deletionTimestamp` set), with the finalizer: [`Event::Cleanup`],
+//!   - not being deleted, with the finalizer: [`FinalizerEvent::Apply`];
+//!   - being deleted (`deletionTimestamp` set), with the finalizer: [`FinalizerEvent::Cleanup`],
 //!     and the finalizer is removed **only when cleanup returned `Ok`**;
 //!   - being deleted without the finalizer: nothing runs, there is nothing left to clean.
 //! - Nothing is remembered between calls: what happens is decided from the object alone.
@@ -28,20 +28,20 @@
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kubekit::clientset::Clientset;
-//! use kubekit::controller::Action;
-//! use kubekit::finalizer::{Event, FinalizerError, finalizer};
+//! use kubekit::controller::ReconcileAction;
+//! use kubekit::finalizer::{FinalizerEvent, FinalizerError, finalizer};
 //!
 //! #[derive(Debug, thiserror::Error)]
 //! #[error("{0}")]
 //! struct Error(String);
 //!
-//! async fn reconcile(cm: Arc<ConfigMap>, clientset: Arc<Clientset>) -> Result<Action, FinalizerError<Error>> {
+//! async fn reconcile(cm: Arc<ConfigMap>, clientset: Arc<Clientset>) -> Result<ReconcileAction, FinalizerError<Error>> {
 //!     finalizer(&clientset, "example.com/cleanup", cm, |event| async move {
 //!         match event {
-//!             Event::Apply(cm) => println!("making what {:?} asks for", cm.metadata.name),
-//!             Event::Cleanup(cm) => println!("removing what {:?} made", cm.metadata.name),
+//!             FinalizerEvent::Apply(cm) => println!("making what {:?} asks for", cm.metadata.name),
+//!             FinalizerEvent::Cleanup(cm) => println!("removing what {:?} made", cm.metadata.name),
 //!         }
-//!         Ok::<_, Error>(Action::Done)
+//!         Ok::<_, Error>(ReconcileAction::Done)
 //!     })
 //!     .await
 //! }
@@ -53,14 +53,14 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::cache::meta_ref;
-use crate::clientset::{Clientset, Patch, PatchOptions, ResourceClient};
-use crate::controller::{Action, ErrorPolicy, ReconcileError};
+use crate::clientset::{Clientset, PatchBody, PatchOptions, ResourceClient};
+use crate::controller::{ErrorPolicy, ReconcileAction, ReconcileError};
 use crate::meta::{GroupVersionResource, Object};
 use crate::rest::Error;
 
 /// What [`finalizer`]'s reconcile function is asked to do.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event<K> {
+pub enum FinalizerEvent<K> {
     /// Bring the world in line with the object, which has the finalizer and is not being
     /// deleted. Must be idempotent.
     Apply(Arc<K>),
@@ -69,6 +69,23 @@ pub enum Event<K> {
     Cleanup(Arc<K>),
 }
 
+/// The former name of [`FinalizerEvent`], renamed because it clashed with kube-runtime's
+/// `finalizer::Event`.
+///
+/// ```
+/// # #![allow(deprecated)]
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubekit::finalizer::{Event, FinalizerEvent};
+///
+/// let event: FinalizerEvent<ConfigMap> = Event::Apply(Arc::new(ConfigMap::default()));
+/// assert!(matches!(event, Event::Apply(_)));
+/// ```
+#[deprecated(
+    note = "renamed `FinalizerEvent` (the old name clashed with `kube::runtime::finalizer::Event`)"
+)]
+pub type Event<K> = FinalizerEvent<K>;
+
 /// Why [`finalizer`] failed. The finalizer's own failures are worth a retry; the reconcile
 /// function's are what it says: with a [`ReconcileError`] as `E`, its
 /// [policy](FinalizerError::policy) is kept when this error becomes a `ReconcileError`
@@ -76,10 +93,10 @@ pub enum Event<K> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FinalizerError<E> {
-    /// The reconcile function failed at [`Event::Apply`].
+    /// The reconcile function failed at [`FinalizerEvent::Apply`].
     #[error("apply failed: {0}")]
     ApplyFailed(E),
-    /// The reconcile function failed at [`Event::Cleanup`]; the finalizer stays.
+    /// The reconcile function failed at [`FinalizerEvent::Cleanup`]; the finalizer stays.
     #[error("cleanup failed: {0}")]
     CleanupFailed(E),
     /// The finalizer could not be added (a 422 when the finalizer list changed since the
@@ -168,7 +185,7 @@ pub async fn add_finalizer<K: Object>(
         return Ok(None);
     }
     let (client, object) = client_of(clientset, obj)?;
-    let patch = Patch::Json(add_patch(&current, name));
+    let patch = PatchBody::Json(add_patch(&current, name));
     client
         .patch(&object, &patch, &PatchOptions::default())
         .await
@@ -188,7 +205,7 @@ pub async fn remove_finalizer<K: Object>(
         return Ok(None);
     };
     let (client, object) = client_of(clientset, obj)?;
-    let patch = Patch::Json(remove_patch(index, name));
+    let patch = PatchBody::Json(remove_patch(index, name));
     let patched = client
         .patch(&object, &patch, &PatchOptions::default())
         .await;
@@ -196,31 +213,31 @@ pub async fn remove_finalizer<K: Object>(
 }
 
 /// Reconciles `obj` through its finalizer `name`: adds it, runs `reconcile` with
-/// [`Event::Apply`] or [`Event::Cleanup`], and removes it after a successful cleanup; see
-/// the [module docs](self) for when each happens. `reconcile`'s [`Action`] is returned
+/// [`FinalizerEvent::Apply`] or [`FinalizerEvent::Cleanup`], and removes it after a successful cleanup; see
+/// the [module docs](self) for when each happens. `reconcile`'s [`ReconcileAction`] is returned
 /// (after a cleanup too; the object is usually gone by then), or
-/// [`Action::Done`] when nothing ran.
+/// [`ReconcileAction::Done`] when nothing ran.
 pub async fn finalizer<K, F, Fut, E>(
     clientset: &Clientset,
     name: &str,
     obj: Arc<K>,
     reconcile: F,
-) -> Result<Action, FinalizerError<E>>
+) -> Result<ReconcileAction, FinalizerError<E>>
 where
     K: Object,
-    F: FnOnce(Event<K>) -> Fut,
-    Fut: Future<Output = Result<Action, E>>,
+    F: FnOnce(FinalizerEvent<K>) -> Fut,
+    Fut: Future<Output = Result<ReconcileAction, E>>,
 {
     if meta_ref(&*obj).name().is_none_or(str::is_empty) {
         return Err(FinalizerError::UnnamedObject);
     }
     let deleting = meta_ref(&*obj).deletion_timestamp().is_some();
     match (has_finalizer(&*obj, name), deleting) {
-        (true, false) => reconcile(Event::Apply(obj))
+        (true, false) => reconcile(FinalizerEvent::Apply(obj))
             .await
             .map_err(FinalizerError::ApplyFailed),
         (true, true) => {
-            let action = reconcile(Event::Cleanup(obj.clone()))
+            let action = reconcile(FinalizerEvent::Cleanup(obj.clone()))
                 .await
                 .map_err(FinalizerError::CleanupFailed)?;
             remove_finalizer(clientset, &*obj, name)
@@ -233,11 +250,11 @@ where
                 .await
                 .map_err(FinalizerError::AddFinalizer)?;
             let obj = added.map_or(obj, Arc::new);
-            reconcile(Event::Apply(obj))
+            reconcile(FinalizerEvent::Apply(obj))
                 .await
                 .map_err(FinalizerError::ApplyFailed)
         }
-        (false, true) => Ok(Action::Done),
+        (false, true) => Ok(ReconcileAction::Done),
     }
 }
 
@@ -299,7 +316,7 @@ mod tests {
 
     /// A clientset whose every request fails to connect: the cases below must not write.
     fn offline() -> Clientset {
-        let config = crate::rest::Config::from_url("http://127.0.0.1:9").unwrap();
+        let config = crate::rest::RestConfig::from_url("http://127.0.0.1:9").unwrap();
         Clientset::new(&config).unwrap()
     }
 
@@ -307,14 +324,16 @@ mod tests {
     async fn with_the_finalizer_and_no_deletion_only_apply_runs_and_nothing_is_written() {
         let cm = Arc::new(config_map(&["f"]));
         let action = finalizer(&offline(), "f", cm, |event| async move {
-            assert!(matches!(event, Event::Apply(_)), "{event:?}");
-            Ok::<_, std::fmt::Error>(Action::RequeueAfter(std::time::Duration::from_secs(1)))
+            assert!(matches!(event, FinalizerEvent::Apply(_)), "{event:?}");
+            Ok::<_, std::fmt::Error>(ReconcileAction::RequeueAfter(
+                std::time::Duration::from_secs(1),
+            ))
         })
         .await
         .unwrap();
         assert_eq!(
             action,
-            Action::RequeueAfter(std::time::Duration::from_secs(1))
+            ReconcileAction::RequeueAfter(std::time::Duration::from_secs(1))
         );
     }
 
@@ -329,8 +348,8 @@ mod tests {
     async fn a_failed_cleanup_keeps_the_finalizer_without_writing() {
         let cm = being_deleted(config_map(&["f"]));
         let result = finalizer(&offline(), "f", cm, |event| async move {
-            assert!(matches!(event, Event::Cleanup(_)), "{event:?}");
-            Err::<Action, _>(std::fmt::Error)
+            assert!(matches!(event, FinalizerEvent::Cleanup(_)), "{event:?}");
+            Err::<ReconcileAction, _>(std::fmt::Error)
         })
         .await;
         assert!(
@@ -343,10 +362,10 @@ mod tests {
     async fn an_object_being_deleted_without_the_finalizer_runs_nothing() {
         let cm = being_deleted(config_map(&["someone-else"]));
         let result = finalizer(&offline(), "f", cm, |_| async {
-            Err::<Action, _>(std::fmt::Error) // would fail the test if it ran
+            Err::<ReconcileAction, _>(std::fmt::Error) // would fail the test if it ran
         })
         .await;
-        assert_eq!(result.unwrap(), Action::Done);
+        assert_eq!(result.unwrap(), ReconcileAction::Done);
     }
 
     #[tokio::test]
@@ -357,7 +376,7 @@ mod tests {
         async fn reconcile(
             cm: Arc<ConfigMap>,
             error: fn() -> ReconcileError,
-        ) -> Result<Action, ReconcileError> {
+        ) -> Result<ReconcileAction, ReconcileError> {
             let action = finalizer(&offline(), "f", cm, |_| async move { Err(error()) }).await?;
             Ok(action)
         }
@@ -412,7 +431,7 @@ mod tests {
         let mut cm = config_map(&[]);
         cm.metadata.name = None;
         let result = finalizer(&offline(), "f", Arc::new(cm), |_| async {
-            Ok::<_, std::fmt::Error>(Action::Done)
+            Ok::<_, std::fmt::Error>(ReconcileAction::Done)
         })
         .await;
         assert!(matches!(result, Err(FinalizerError::UnnamedObject)));

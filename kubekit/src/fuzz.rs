@@ -444,7 +444,7 @@ fn fuzz_configs_from_kubeconfig_input_never_print_a_credential() {
             let Ok(kube) = built else {
                 return Ok(());
             };
-            let config = crate::rest::Config::from_kube(kube);
+            let config = crate::rest::RestConfig::from_kube(kube);
             let shown = format!("{config:?} {}", config.host());
             prop_assert!(
                 !shown.contains("TOKEN") && !shown.contains("PASSWORD"),

@@ -1,15 +1,15 @@
 //! What a controller uses, in one `use kubekit::prelude::*;`.
 //!
-//! Every name here can be glob-imported beside `kube`'s and `k8s-openapi`'s: where a
-//! kubekit type has the name of a `kube` type a controller imports too, the prelude gives
-//! it another one (the type is the same; its module keeps its own name):
+//! Every name here can be glob-imported beside `kube`'s and `k8s-openapi`'s. Four kubekit
+//! types once had the name of a `kube` type a controller imports too; they were renamed,
+//! and their old names stay, deprecated, for one release:
 //!
-//! | in the prelude | kubekit's module path | the `kube` name it would clash with |
+//! | name | the old name (deprecated) | the `kube` name it clashed with |
 //! |---|---|---|
-//! | [`RestConfig`] | [`rest::Config`](crate::rest::Config) | `kube::Config` |
-//! | [`PatchBody`] | [`clientset::Patch`](crate::clientset::Patch) | `kube::api::Patch` |
-//! | [`ReconcileAction`] | [`controller::Action`](crate::controller::Action) | `kube::runtime::controller::Action` |
-//! | [`FinalizerEvent`] | [`finalizer::Event`](crate::finalizer::Event) | `kube::runtime::finalizer::Event` |
+//! | [`RestConfig`] | `rest::Config` | `kube::Config` |
+//! | [`PatchBody`] | `clientset::Patch` | `kube::api::Patch` |
+//! | [`ReconcileAction`] | `controller::Action` | `kube::runtime::controller::Action` |
+//! | [`FinalizerEvent`] | `finalizer::Event` | `kube::runtime::finalizer::Event` |
 //!
 //! `kube`'s [`Resource`] and [`ResourceExt`] traits are included (the same items as
 //! `kube::Resource` and `kube::ResourceExt`, so importing those too is no clash), and so
@@ -28,9 +28,9 @@
 //! use kubekit::prelude::*;
 //!
 //! let theirs: Option<Config> = None; // kube::Config
-//! let ours: Option<RestConfig> = None; // kubekit::rest::Config
+//! let ours: Option<RestConfig> = None; // kubekit::rest::RestConfig
 //! let merge = Patch::Merge(serde_json::json!({})); // kube::api::Patch
-//! let apply = PatchBody::Apply(serde_json::json!({})); // kubekit::clientset::Patch
+//! let apply = PatchBody::Apply(serde_json::json!({})); // kubekit::clientset::PatchBodyBody
 //! assert!(apply.is_apply() && theirs.is_none() && ours.is_none());
 //! let policy = PropagationPolicy::Foreground; // kube::api's; kubekit's is not in the prelude
 //! # let _ = (merge, policy, ReconcileAction::Done, ObjectKey::new("ns", "name"));
@@ -113,8 +113,8 @@ pub use kube::{Resource, ResourceExt};
 pub use tokio_util::sync::CancellationToken;
 
 pub use crate::clientset::{
-    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, Patch as PatchBody,
-    PatchOptions, ResourceClient, UpdateOptions,
+    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchBody, PatchOptions,
+    ResourceClient, UpdateOptions,
 };
 pub use crate::conditions::{
     CONDITION_FALSE, CONDITION_TRUE, CONDITION_UNKNOWN, find_status_condition,
@@ -122,12 +122,11 @@ pub use crate::conditions::{
     new_condition, remove_status_condition, set_status_condition,
 };
 pub use crate::controller::{
-    Action as ReconcileAction, AsyncReconciler, ErrorPolicy, ReconcileError, ReconcileResultExt,
+    AsyncReconciler, ErrorPolicy, ReconcileAction, ReconcileError, ReconcileResultExt,
     shutdown_signal,
 };
 pub use crate::finalizer::{
-    Event as FinalizerEvent, FinalizerError, add_finalizer, finalizer, has_finalizer,
-    remove_finalizer,
+    FinalizerError, FinalizerEvent, add_finalizer, finalizer, has_finalizer, remove_finalizer,
 };
 pub use crate::informers::SharedInformerFactory;
 pub use crate::labels::Selector;
@@ -135,4 +134,4 @@ pub use crate::listers::{Lister, NamespaceLister};
 pub use crate::manager::{ControllerBuilder, Manager, ManagerError, Predicate};
 pub use crate::meta::{ObjectKey, controller_ref, is_controlled_by};
 pub use crate::record::{EventRecorder, EventType};
-pub use crate::rest::Config as RestConfig;
+pub use crate::rest::RestConfig;

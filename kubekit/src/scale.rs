@@ -33,7 +33,7 @@ use std::fmt;
 use k8s_openapi::api::autoscaling::v1::Scale;
 
 use crate::clientset::endpoint::Endpoint;
-use crate::clientset::{GetOptions, Patch, PatchOptions, UpdateOptions};
+use crate::clientset::{GetOptions, PatchBody, PatchOptions, UpdateOptions};
 use crate::discovery::{ApiDiscovery, DiscoveryClient};
 use crate::meta::GroupVersionResource;
 use crate::rest::{Error, RestClient};
@@ -197,7 +197,7 @@ impl ScaleClient {
         resource: &GroupResource,
         namespace: &str,
         name: &str,
-        patch: &Patch,
+        patch: &PatchBody,
     ) -> Result<Scale, ScaleError> {
         let endpoint = self.endpoint(resource, namespace)?;
         let res = endpoint
@@ -228,7 +228,7 @@ mod tests {
     }
 
     fn client(discovery: &ApiDiscovery) -> ScaleClient {
-        let config = crate::rest::Config::from_url("http://127.0.0.1:1").unwrap();
+        let config = crate::rest::RestConfig::from_url("http://127.0.0.1:1").unwrap();
         ScaleClient::new(RestClient::new(&config).unwrap(), discovery)
     }
 

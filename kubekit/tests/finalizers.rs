@@ -10,22 +10,24 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, GetOptions, Patch, PatchOptions,
+    Clientset, CreateOptions, DeleteOptions, GetOptions, PatchBody, PatchOptions,
 };
-use kubekit::controller::Action;
-use kubekit::finalizer::{Event, FinalizerError, add_finalizer, finalizer, remove_finalizer};
+use kubekit::controller::ReconcileAction;
+use kubekit::finalizer::{
+    FinalizerError, FinalizerEvent, add_finalizer, finalizer, remove_finalizer,
+};
 use kubekit::manager::{Change, Manager, Predicate};
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use testenv::eventually;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 const FINALIZER: &str = "kubekit.test/cleanup";
 
-async fn setup(prefix: &str) -> (Config, Clientset, String) {
+async fn setup(prefix: &str) -> (RestConfig, Clientset, String) {
     let cp = testenv::control_plane();
     let ns = cp.create_namespace(&cp.client().await, prefix).await;
-    let config = Config::from_kubeconfig(cp.kubeconfig_path())
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
         .await
         .expect("admin kubeconfig")
         .with_rate_limit(100.0, 200);
@@ -51,7 +53,7 @@ fn finalizers(cm: &ConfigMap) -> Vec<&str> {
 /// Appends `name` to the object's finalizers without any guard, as another controller
 /// would.
 async fn add_unguarded(clientset: &Clientset, ns: &str, cm: &str, name: &str) -> ConfigMap {
-    let patch = Patch::Json(serde_json::json!([
+    let patch = PatchBody::Json(serde_json::json!([
         { "op": "add", "path": "/metadata/finalizers/-", "value": name }
     ]));
     let cms = clientset.core_v1().config_maps(ns);
@@ -140,16 +142,19 @@ async fn finalizer_adds_itself_before_apply_and_lets_the_object_go_only_after_cl
     // Apply sees the finalizer already on the object.
     let action = finalizer(&clientset, FINALIZER, Arc::new(cm), |event| async move {
         match event {
-            Event::Apply(cm) => {
+            FinalizerEvent::Apply(cm) => {
                 assert_eq!(finalizers(&cm), [FINALIZER]);
-                Ok(Action::RequeueAfter(Duration::from_secs(7)))
+                Ok(ReconcileAction::RequeueAfter(Duration::from_secs(7)))
             }
-            Event::Cleanup(_) => Err("no cleanup expected"),
+            FinalizerEvent::Cleanup(_) => Err("no cleanup expected"),
         }
     })
     .await
     .unwrap();
-    assert_eq!(action, Action::RequeueAfter(Duration::from_secs(7)));
+    assert_eq!(
+        action,
+        ReconcileAction::RequeueAfter(Duration::from_secs(7))
+    );
 
     cms.delete("flow", &DeleteOptions::default()).await.unwrap();
     let deleting = cms.get("flow", &GetOptions::default()).await.unwrap();
@@ -164,8 +169,8 @@ async fn finalizer_adds_itself_before_apply_and_lets_the_object_go_only_after_cl
         FINALIZER,
         Arc::new(deleting.clone()),
         |event| async move {
-            assert!(matches!(event, Event::Cleanup(_)));
-            Err::<Action, _>("the outside resource is unreachable")
+            assert!(matches!(event, FinalizerEvent::Cleanup(_)));
+            Err::<ReconcileAction, _>("the outside resource is unreachable")
         },
     )
     .await;
@@ -177,11 +182,11 @@ async fn finalizer_adds_itself_before_apply_and_lets_the_object_go_only_after_cl
     assert_eq!(finalizers(&still), [FINALIZER]);
 
     let cleaned = finalizer(&clientset, FINALIZER, Arc::new(still), |event| async move {
-        assert!(matches!(event, Event::Cleanup(_)));
-        Ok::<_, &str>(Action::Done)
+        assert!(matches!(event, FinalizerEvent::Cleanup(_)));
+        Ok::<_, &str>(ReconcileAction::Done)
     })
     .await;
-    assert_eq!(cleaned.unwrap(), Action::Done);
+    assert_eq!(cleaned.unwrap(), ReconcileAction::Done);
     let gone = cms.get_opt("flow", &GetOptions::default()).await.unwrap();
     assert!(
         gone.is_none(),
@@ -201,13 +206,13 @@ struct Ctx {
 async fn reconcile(
     cm: Arc<ConfigMap>,
     ctx: Arc<Ctx>,
-) -> Result<Action, FinalizerError<kubekit::rest::Error>> {
+) -> Result<ReconcileAction, FinalizerError<kubekit::rest::Error>> {
     let ns = cm.metadata.namespace.clone().unwrap_or_default();
     let secrets = ctx.clientset.core_v1().secrets(&ns);
     let ctx: &Ctx = &ctx;
     finalizer(&ctx.clientset, FINALIZER, cm, |event| async move {
         match event {
-            Event::Apply(cm) => {
+            FinalizerEvent::Apply(cm) => {
                 let mut secret = Secret::default();
                 secret.metadata.name = cm.metadata.name.clone();
                 match secrets.create(&secret, &CreateOptions::default()).await {
@@ -215,7 +220,7 @@ async fn reconcile(
                     _ => {}
                 }
             }
-            Event::Cleanup(cm) => {
+            FinalizerEvent::Cleanup(cm) => {
                 ctx.cleanups_started.fetch_add(1, Ordering::SeqCst);
                 if let Some(hold) = &ctx.hold_cleanup {
                     hold.notified().await;
@@ -227,7 +232,7 @@ async fn reconcile(
                 }
             }
         }
-        Ok(Action::Done)
+        Ok(ReconcileAction::Done)
     })
     .await
 }
@@ -337,11 +342,11 @@ async fn a_permanent_error_of_apply_stays_permanent_through_the_finalizer_in_a_m
                 let (clientset, applies) = &*ctx;
                 finalizer(clientset, FINALIZER, cm, |event| async move {
                     match event {
-                        Event::Apply(_) => {
+                        FinalizerEvent::Apply(_) => {
                             applies.fetch_add(1, Ordering::SeqCst);
                             Err(ReconcileError::new("data.port is missing").permanent())
                         }
-                        Event::Cleanup(_) => Ok(Action::Done),
+                        FinalizerEvent::Cleanup(_) => Ok(ReconcileAction::Done),
                     }
                 })
                 .await

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kubekit::clientset::{Clientset, ListOptions, Patch, ResourceClient};
+use kubekit::clientset::{Clientset, ListOptions, PatchBody, ResourceClient};
 use kubekit::pods::{ExecOptions, LogOptions, PortMapping, Process};
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use kubekit::scale::{GroupResource, ScaleClient};
 use testenv::POD_LOG_LINES;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,7 +24,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 async fn setup(prefix: &str) -> (Clientset, String) {
     let cp = testenv::control_plane_with_nodes();
     let ns = cp.create_namespace(&cp.client().await, prefix).await;
-    let config = Config::from_kubeconfig(cp.kubeconfig_path())
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
         .await
         .expect("admin kubeconfig");
     (Clientset::new(&config).expect("clientset"), ns)
@@ -495,7 +495,7 @@ async fn scaling_a_deployment_changes_how_many_of_its_pods_run() {
     let deployments = GroupResource::new("apps", "deployments");
     let pods = clientset.core_v1().pods(&ns);
     for replicas in [1, 3, 1] {
-        let patch = Patch::Merge(serde_json::json!({ "spec": { "replicas": replicas } }));
+        let patch = PatchBody::Merge(serde_json::json!({ "spec": { "replicas": replicas } }));
         scales
             .patch(&deployments, &ns, "web", &patch)
             .await

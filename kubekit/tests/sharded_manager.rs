@@ -11,9 +11,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubekit::cache::ShardKey;
 use kubekit::clientset::{Clientset, CreateOptions, GetOptions};
-use kubekit::controller::{Action, ReconcileError};
+use kubekit::controller::{ReconcileAction, ReconcileError};
 use kubekit::manager::{Manager, Sharding};
-use kubekit::rest::{Config, RestClient};
+use kubekit::rest::{RestClient, RestConfig};
 use parking_lot::Mutex;
 use testenv::eventually;
 use tokio::time::Instant;
@@ -53,10 +53,10 @@ struct Ctx {
 
 /// Records the reconcile as in flight for 20 ms, and comes back every 300 ms so that every
 /// object is reconciled again and again, across every handover.
-async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<ReconcileAction, ReconcileError> {
     let labels = cm.metadata.labels.as_ref();
     if labels.and_then(|l| l.get(LABEL_KEY)) != Some(&ctx.run) {
-        return Ok(Action::Done);
+        return Ok(ReconcileAction::Done);
     }
     let key = format!(
         "{}/{}",
@@ -73,7 +73,7 @@ async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Reconcil
     tokio::time::sleep(Duration::from_millis(20)).await;
     tracker.in_flight.lock().remove(&key);
     tracker.done.lock().push((key, ctx.manager, Instant::now()));
-    Ok(Action::RequeueAfter(Duration::from_millis(300)))
+    Ok(ReconcileAction::RequeueAfter(Duration::from_millis(300)))
 }
 
 struct Running {
@@ -84,7 +84,7 @@ struct Running {
 }
 
 fn start_manager(
-    config: &Config,
+    config: &RestConfig,
     ring: &str,
     lease_namespace: &str,
     manager: usize,
@@ -180,7 +180,7 @@ async fn settled(
 async fn sharded_managers_reconcile_every_object_never_two_at_once_through_a_release_a_join_and_a_death()
  {
     let cp = testenv::control_plane();
-    let config = Config::from_kubeconfig(cp.kubeconfig_path())
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
         .await
         .expect("admin kubeconfig")
         .with_rate_limit(500.0, 1000);

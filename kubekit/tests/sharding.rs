@@ -16,7 +16,7 @@ use kubekit::clientset::{Clientset, CreateOptions, KnownScope, ListOptions, Reso
 use kubekit::dynamic::DynamicClient;
 use kubekit::informers::SharedInformerFactory;
 use kubekit::meta::GroupVersionResource;
-use kubekit::rest::{Config, RestClient, WatchEvent};
+use kubekit::rest::{RestClient, RestConfig, WatchEvent};
 use prometheus_client::registry::Registry;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -36,7 +36,7 @@ fn gate_off() -> &'static ControlPlane {
 }
 
 async fn setup(cp: &ControlPlane, prefix: &str) -> (Clientset, String) {
-    let config = Config::from_kubeconfig(cp.kubeconfig_path())
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
         .await
         .expect("admin kubeconfig")
         .with_rate_limit(500.0, 1000);

@@ -23,8 +23,8 @@ use kube::CustomResource;
 use kube::core::CustomResourceExt;
 use kubekit::clientset::{CreateOptions, GetOptions, ResourceClient, UpdateOptions};
 use kubekit::manager::{Manager, ManagerBuilder, ManagerError};
-use kubekit::rest::Config;
 use kubekit::rest::RestClient;
+use kubekit::rest::RestConfig;
 use kubekit::webhook::{
     AdmissionRequest, CaBundleTarget, CertificateAuthority, Certificates, Conversion, Defaulter,
     FailurePolicy, Validator, Verdict, WebhookEndpoint, WebhookMetrics, WebhookServer, mutate_path,
@@ -882,7 +882,9 @@ fn only_namespace(ns: &str) -> LabelSelector {
 /// `certificates`, installing its manifests named `name`.
 async fn webhook_manager(name: &str, certificates: Certificates) -> ManagerBuilder {
     let cp = testenv::control_plane();
-    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
+        .await
+        .unwrap();
     Manager::builder(config)
         .webhook_server("127.0.0.1:0".parse().unwrap(), certificates)
         .install_webhook_manifests(name, WebhookEndpoint::Url("https://127.0.0.1:0".into()))
@@ -996,7 +998,9 @@ async fn a_manager_serves_the_webhooks_registered_next_to_its_controllers_instal
 #[tokio::test]
 async fn webhooks_registered_without_a_webhook_server_are_an_error_at_start() {
     let cp = testenv::control_plane();
-    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
+        .await
+        .unwrap();
     let mut mgr = Manager::builder(config).build().unwrap();
     mgr.webhook::<App>().validator(AppValidator);
     let e = mgr.start(CancellationToken::new()).await.unwrap_err();

@@ -25,7 +25,7 @@ use kubekit::cache::ShardKey;
 use kubekit::controller::shutdown_signal;
 use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
 use kubekit::manager::{Manager, Sharding};
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use kubekit::webhook::{Certificates, WebhookEndpoint};
 
 /// Retries of a failing App before it is dropped (until its next change).
@@ -150,7 +150,8 @@ fn duration(value: &str) -> Result<Duration, String> {
 }
 
 async fn run(flags: Flags) -> anyhow::Result<()> {
-    let config = Config::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref()).await?;
+    let config =
+        RestConfig::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref()).await?;
     let mut builder = Manager::builder(config).namespace(&flags.namespace);
     if let BindAddress(Some(address)) = flags.metrics_bind_address {
         builder = builder.metrics_bind_address(address);

@@ -3,7 +3,7 @@
 //! kube-apiserver, kube-controller-manager started by `testenv`).
 //!
 //! The scenario is one function, [`scenario`], run against both servers through a
-//! `Clientset` built from a `rest::Config`; only how the server is started differs.
+//! `Clientset` built from a `rest::RestConfig`; only how the server is started differs.
 
 use std::time::{Duration, Instant};
 
@@ -14,10 +14,10 @@ use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::CustomResourceExt;
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, Patch, PatchOptions,
+    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchBody, PatchOptions,
 };
 use kubekit::manager::Manager;
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use kubekit_fake::FakeApiServer;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -99,7 +99,7 @@ fn web(ns: &str) -> Result<App, String> {
 ///
 /// Outside the timed phases it creates the namespace, and at the end removes the App CRD
 /// and waits until it is gone, so that every run installs it afresh.
-async fn scenario(config: Config, ns: &str) -> Result<Phases, String> {
+async fn scenario(config: RestConfig, ns: &str) -> Result<Phases, String> {
     let e = |what: &'static str| move |err: kubekit::rest::Error| format!("{what}: {err}");
     let cs = Clientset::new(&config).map_err(e("clientset"))?;
     let get = GetOptions::default();
@@ -177,7 +177,7 @@ async fn scenario(config: Config, ns: &str) -> Result<Phases, String> {
     deployments
         .patch_status(
             "web-deploy",
-            &Patch::Merge(json!({"status": {"observedGeneration": 1, "replicas": 2,
+            &PatchBody::Merge(json!({"status": {"observedGeneration": 1, "replicas": 2,
                 "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 2}})),
             &PatchOptions::default(),
         )
@@ -323,7 +323,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         runs: Vec::new(),
     };
     let config = rt
-        .block_on(Config::from_kubeconfig(cp.kubeconfig_path()))
+        .block_on(RestConfig::from_kubeconfig(cp.kubeconfig_path()))
         .map_err(|e| format!("kubeconfig: {e}"))?
         .with_rate_limit(1000.0, 2000);
     for run in 1..=opts.runs {

@@ -28,7 +28,7 @@ use kubekit::cache::{Compact, ListWatch, ListerWatcher, SharedIndexInformer};
 use kubekit::clientset::{
     Clientset, CreateOptions, DeleteOptions, ListOptions, ResourceClient, WatchStream,
 };
-use kubekit::rest::{Config, ObjectList, Result, WatchEvent};
+use kubekit::rest::{ObjectList, RestConfig, Result, WatchEvent};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
@@ -146,7 +146,7 @@ pub fn run(opts: Options) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     rt.block_on(async move {
-        let config = Config::from_kubeconfig(&opts.kubeconfig)
+        let config = RestConfig::from_kubeconfig(&opts.kubeconfig)
             .await
             .map_err(|e| e.to_string())?
             .with_rate_limit(1000.0, 2000);

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use informer_protocol::{Line, Synced, Usage};
 use kubekit::clientset::{Clientset, ListOptions};
-use kubekit::rest::{Config, RestClient};
+use kubekit::rest::{RestClient, RestConfig};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -156,7 +156,7 @@ struct Server {
 
 impl Server {
     async fn new(kubeconfig: &Path) -> Result<Self, String> {
-        let config = Config::from_kubeconfig(kubeconfig)
+        let config = RestConfig::from_kubeconfig(kubeconfig)
             .await
             .map_err(|e| e.to_string())?;
         let pid_file = kubeconfig.with_file_name("kube-apiserver.pid");
@@ -417,7 +417,7 @@ fn print_table(title: &str, results: &[CountRuns]) {
 
 /// How many pods the server of `kubeconfig` holds, read from etcd (a quorum list).
 async fn pods_listed(kubeconfig: &Path) -> Result<u64, String> {
-    let config = Config::from_kubeconfig(kubeconfig)
+    let config = RestConfig::from_kubeconfig(kubeconfig)
         .await
         .map_err(|e| e.to_string())?;
     let clientset = Clientset::new(&config).map_err(|e| e.to_string())?;

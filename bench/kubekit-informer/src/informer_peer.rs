@@ -31,7 +31,7 @@ use kubekit::cache::{
 use kubekit::clientset::Clientset;
 use kubekit::informers::SharedInformerFactory;
 use kubekit::meta::GroupVersionResource;
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -129,7 +129,7 @@ pub fn parse(args: impl Iterator<Item = String>) -> Result<Peer, String> {
 /// Runs `peer` on a multi-threaded runtime with the client configuration of `target`, as
 /// the benchmark's clients are configured: no client-side rate limit, kubekit's defaults
 /// otherwise.
-pub fn run_with_config<F>(target: &Target, peer: impl FnOnce(Config) -> F) -> Result<(), String>
+pub fn run_with_config<F>(target: &Target, peer: impl FnOnce(RestConfig) -> F) -> Result<(), String>
 where
     F: Future<Output = Result<(), String>>,
 {
@@ -139,8 +139,8 @@ where
         .map_err(|e| format!("building the runtime: {e}"))?;
     runtime.block_on(async {
         let config = match target {
-            Target::Server(url) => Config::from_url(url),
-            Target::Kubeconfig(path) => Config::from_kubeconfig(path).await,
+            Target::Server(url) => RestConfig::from_url(url),
+            Target::Kubeconfig(path) => RestConfig::from_kubeconfig(path).await,
         }
         .map_err(|e| e.to_string())?
         .with_rate_limit(-1.0, 0);

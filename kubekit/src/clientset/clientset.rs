@@ -13,9 +13,9 @@
 //! ```no_run
 //! # async fn demo() -> kubekit::rest::Result<()> {
 //! use kubekit::clientset::{Clientset, ListOptions};
-//! use kubekit::rest::Config;
+//! use kubekit::rest::RestConfig;
 //!
-//! let config = Config::infer().await?;
+//! let config = RestConfig::infer().await?;
 //! let clientset = Clientset::new(&config)?;
 //! let deployments = clientset
 //!     .apps_v1()
@@ -33,7 +33,7 @@ use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::Resource;
 
 use super::resource_client::ResourceClient;
-use crate::rest::{Config, RestClient, Result};
+use crate::rest::{RestClient, RestConfig, Result};
 
 /// Typed clients for the built-in API groups and for any typed resource.
 ///
@@ -50,7 +50,7 @@ pub struct Clientset {
 
 impl Clientset {
     /// A clientset with a new [`RestClient`] for `config`.
-    pub fn new(config: &Config) -> Result<Self> {
+    pub fn new(config: &RestConfig) -> Result<Self> {
         RestClient::new(config).map(Self::from_rest_client)
     }
 

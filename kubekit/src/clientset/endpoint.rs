@@ -30,7 +30,7 @@ use serde::de::DeserializeOwned;
 use super::options::{
     CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchOptions, UpdateOptions, with_params,
 };
-use super::patch::Patch;
+use super::patch::PatchBody;
 use crate::meta::GroupVersionResource;
 use crate::rest::client::protobuf_codec;
 use crate::rest::{Error, Request, Response, RestClient, Result, WatchEvent};
@@ -213,7 +213,7 @@ impl Endpoint {
         &self,
         name: &str,
         subresource: Option<&str>,
-        patch: &Patch<P>,
+        patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<Response> {
         let has_manager = opts.field_manager.as_deref().is_some_and(|m| !m.is_empty());

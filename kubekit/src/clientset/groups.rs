@@ -307,7 +307,7 @@ mod tests {
 
     fn clientset() -> Clientset {
         let config = kube::Config::new("https://127.0.0.1:1".parse().expect("url"));
-        Clientset::new(&crate::rest::Config::from_kube(config)).expect("clientset")
+        Clientset::new(&crate::rest::RestConfig::from_kube(config)).expect("clientset")
     }
 
     #[tokio::test]

@@ -8,7 +8,7 @@
 //! - [`ResourceClient<K>`]: the verbs on one resource: create, get, list, watch, update,
 //!   update_status, patch, patch_status, delete, delete_collection, get_status.
 //! - Options mirroring metav1's ([`ListOptions`], [`GetOptions`], [`CreateOptions`],
-//!   [`UpdateOptions`], [`PatchOptions`], [`DeleteOptions`]), the [`Patch`] body, and
+//!   [`UpdateOptions`], [`PatchOptions`], [`DeleteOptions`]), the [`PatchBody`] body, and
 //!   [`DeleteResponse`], the object or `Status` a delete returns.
 //!
 //! Everything is built on [`RestClient`](crate::rest::RestClient): the same rate
@@ -18,9 +18,9 @@
 //! # async fn demo() -> kubekit::rest::Result<()> {
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kubekit::clientset::{Clientset, CreateOptions, GetOptions};
-//! use kubekit::rest::Config;
+//! use kubekit::rest::RestConfig;
 //!
-//! let clientset = Clientset::new(&Config::infer().await?)?;
+//! let clientset = Clientset::new(&RestConfig::infer().await?)?;
 //! let config_maps = clientset.core_v1().config_maps("default");
 //! let mut cm = ConfigMap::default();
 //! cm.metadata.name = Some("settings".into());
@@ -57,5 +57,17 @@ pub use options::{
     Preconditions, PropagationPolicy, QueryParams, ResourceVersionMatch, UpdateOptions,
     WriteOptions,
 };
-pub use patch::Patch;
+pub use patch::PatchBody;
+
+/// The former name of [`PatchBody`], renamed because it clashed with `kube::api::Patch`.
+///
+/// ```
+/// # #![allow(deprecated)]
+/// use kubekit::clientset::{Patch, PatchBody};
+///
+/// let patch: PatchBody = Patch::Merge(serde_json::json!({ "data": { "a": "b" } }));
+/// assert!(matches!(patch, Patch::Merge(_)));
+/// ```
+#[deprecated(note = "renamed `PatchBody` (the old name clashed with `kube::api::Patch`)")]
+pub type Patch<T = serde_json::Value> = PatchBody<T>;
 pub use resource_client::{KnownScope, ResourceClient};

@@ -1,24 +1,24 @@
-//! [`Patch`]: the body of a PATCH, tagged with how the server is to apply it.
+//! [`PatchBody`]: the body of a PATCH, tagged with how the server is to apply it.
 //!
 //! # Contract
 //!
 //! - The body is serialized as JSON and sent with the content type of its variant
 //!   ([`PatchType::content_type`]); JSON is valid YAML, so it serves apply too.
-//! - [`Patch::Apply`] is server-side apply: the body is the caller's whole intent for the
+//! - [`PatchBody::Apply`] is server-side apply: the body is the caller's whole intent for the
 //!   fields it manages, so it must carry `apiVersion`, `kind` and `metadata.name` (typed
 //!   objects serialize their `apiVersion` and `kind` themselves) and no
 //!   `metadata.managedFields`. It needs [`PatchOptions::field_manager`]; without one the
 //!   request is refused before it is sent. `PatchOptions::force` is accepted only with it.
 //!
 //! ```
-//! use kubekit::clientset::Patch;
+//! use kubekit::clientset::PatchBody;
 //! use kubekit::rest::PatchType;
 //! use serde_json::json;
 //!
-//! let scale = Patch::Merge(json!({"spec": {"replicas": 3}}));
+//! let scale = PatchBody::Merge(json!({"spec": {"replicas": 3}}));
 //! assert_eq!(scale.patch_type(), PatchType::Merge);
 //!
-//! let ops = Patch::Json(json!([{"op": "replace", "path": "/spec/replicas", "value": 3}]));
+//! let ops = PatchBody::Json(json!([{"op": "replace", "path": "/spec/replicas", "value": 3}]));
 //! assert_eq!(ops.patch_type().content_type(), "application/json-patch+json");
 //! ```
 //!
@@ -29,9 +29,9 @@ use serde::Serialize;
 use crate::rest::PatchType;
 
 /// A patch body of any serializable type: usually a `serde_json::Value`, or for
-/// [`Patch::Apply`] a typed object.
+/// [`PatchBody::Apply`] a typed object.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Patch<T = serde_json::Value> {
+pub enum PatchBody<T = serde_json::Value> {
     /// RFC 6902 JSON patch: a list of operations (`[{"op": "add", "path": …, "value": …}]`).
     Json(T),
     /// RFC 7386 JSON merge patch: fields replace, `null` deletes, lists are replaced whole.
@@ -43,26 +43,29 @@ pub enum Patch<T = serde_json::Value> {
     Apply(T),
 }
 
-impl<T: Serialize> Patch<T> {
+impl<T: Serialize> PatchBody<T> {
     /// How the server applies this patch.
     pub fn patch_type(&self) -> PatchType {
         match self {
-            Patch::Json(_) => PatchType::Json,
-            Patch::Merge(_) => PatchType::Merge,
-            Patch::Strategic(_) => PatchType::StrategicMerge,
-            Patch::Apply(_) => PatchType::Apply,
+            PatchBody::Json(_) => PatchType::Json,
+            PatchBody::Merge(_) => PatchType::Merge,
+            PatchBody::Strategic(_) => PatchType::StrategicMerge,
+            PatchBody::Apply(_) => PatchType::Apply,
         }
     }
 
     /// The patch body.
     pub fn body(&self) -> &T {
         match self {
-            Patch::Json(b) | Patch::Merge(b) | Patch::Strategic(b) | Patch::Apply(b) => b,
+            PatchBody::Json(b)
+            | PatchBody::Merge(b)
+            | PatchBody::Strategic(b)
+            | PatchBody::Apply(b) => b,
         }
     }
 
     /// Whether this is a server-side apply.
     pub fn is_apply(&self) -> bool {
-        matches!(self, Patch::Apply(_))
+        matches!(self, PatchBody::Apply(_))
     }
 }

@@ -21,7 +21,7 @@
 //! ```no_run
 //! # async fn demo(rest: kubekit::rest::RestClient) -> kubekit::rest::Result<()> {
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kubekit::clientset::{CreateOptions, ListOptions, Patch, PatchOptions, ResourceClient};
+//! use kubekit::clientset::{CreateOptions, ListOptions, PatchBody, PatchOptions, ResourceClient};
 //! use serde_json::json;
 //!
 //! let config_maps = ResourceClient::<ConfigMap>::namespaced(rest, "demo");
@@ -29,7 +29,7 @@
 //! cm.metadata.name = Some("settings".into());
 //! config_maps.create(&cm, &CreateOptions::default()).await?;
 //!
-//! let patch = Patch::Merge(json!({"data": {"mode": "fast"}}));
+//! let patch = PatchBody::Merge(json!({"data": {"mode": "fast"}}));
 //! config_maps.patch("settings", &patch, &PatchOptions::default()).await?;
 //!
 //! for cm in config_maps.list(&ListOptions::default().labels("app=web")).await?.items {
@@ -52,7 +52,7 @@ use super::endpoint::{Accept, Endpoint, WatchStream};
 use super::options::{
     CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchOptions, UpdateOptions,
 };
-use super::patch::Patch;
+use super::patch::PatchBody;
 use crate::meta::GroupVersionResource;
 use crate::rest::{ListPage, ObjectList, RestClient, Result};
 use kubekit_protobuf::DecodeOptions;
@@ -232,11 +232,11 @@ where
             .decode()
     }
 
-    /// Patches the object named `name`; see [`Patch`] for the kinds of patch.
+    /// Patches the object named `name`; see [`PatchBody`] for the kinds of patch.
     pub async fn patch<P: Serialize>(
         &self,
         name: &str,
-        patch: &Patch<P>,
+        patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<K> {
         self.endpoint.patch(name, None, patch, opts).await?.decode()
@@ -246,7 +246,7 @@ where
     pub async fn patch_status<P: Serialize>(
         &self,
         name: &str,
-        patch: &Patch<P>,
+        patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<K> {
         self.endpoint
@@ -283,7 +283,7 @@ mod tests {
 
     fn rest() -> RestClient {
         let config = kube::Config::new("https://127.0.0.1:1".parse().expect("url"));
-        RestClient::new(&crate::rest::Config::from_kube(config)).expect("client")
+        RestClient::new(&crate::rest::RestConfig::from_kube(config)).expect("client")
     }
 
     #[tokio::test]
@@ -319,13 +319,13 @@ mod tests {
     #[tokio::test]
     async fn apply_without_a_field_manager_fails_before_sending() {
         let pods = ResourceClient::<Pod>::namespaced(rest(), "demo");
-        let apply = Patch::Apply(serde_json::json!({"apiVersion": "v1", "kind": "Pod"}));
+        let apply = PatchBody::Apply(serde_json::json!({"apiVersion": "v1", "kind": "Pod"}));
         let err = pods
             .patch("web", &apply, &PatchOptions::default())
             .await
             .expect_err("no manager");
         assert!(err.to_string().contains("field_manager"), "{err}");
-        let merge = Patch::Merge(serde_json::json!({}));
+        let merge = PatchBody::Merge(serde_json::json!({}));
         let err = pods
             .patch("web", &merge, &PatchOptions::default().force())
             .await
@@ -336,7 +336,7 @@ mod tests {
     mod protobuf {
         use super::*;
         use crate::rest::test_server::{Reply, TestServer};
-        use crate::rest::{Config, WatchEvent};
+        use crate::rest::{RestConfig, WatchEvent};
         use futures_util::StreamExt;
         use k8s_openapi::api::core::v1::ConfigMap;
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
@@ -412,9 +412,9 @@ mod tests {
             assert_eq!(
                 server.accepts()[1],
                 "application/json",
-                "Config::protobuf = false asks for JSON"
+                "RestConfig::protobuf = false asks for JSON"
             );
-            let _: Config = json_only;
+            let _: RestConfig = json_only;
         }
 
         #[tokio::test]

@@ -536,7 +536,8 @@ mod tests {
     #[tokio::test]
     async fn the_table_gives_the_informer_factory_the_clientset_accessors() {
         let config = kube::Config::new("https://127.0.0.1:1".parse().expect("url"));
-        let clientset = Clientset::new(&crate::rest::Config::from_kube(config)).expect("clientset");
+        let clientset =
+            Clientset::new(&crate::rest::RestConfig::from_kube(config)).expect("clientset");
         let factory = SharedInformerFactory::new(clientset.clone());
         let informers = [
             format!("{:?}", factory.networking_v1().ingresses()),

@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use super::unstructured::Unstructured;
 use crate::clientset::{
-    CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, Patch, PatchOptions,
+    CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, PatchBody, PatchOptions,
     TypeHead, UpdateOptions, WatchStream, decode_delete,
 };
 use crate::rest::{ObjectList, Response, Result};
@@ -61,7 +61,7 @@ macro_rules! resource_clients {
 
         impl $Client {
             #[doc = concat!("A ", $name, " client with a new [`RestClient`](crate::rest::RestClient) for `config`.")]
-            pub fn new(config: &$crate::rest::Config) -> $crate::rest::Result<Self> {
+            pub fn new(config: &$crate::rest::RestConfig) -> $crate::rest::Result<Self> {
                 $crate::rest::RestClient::new(config).map(Self::from_rest_client)
             }
 
@@ -190,7 +190,7 @@ impl DynamicResourceClient {
     pub async fn patch<P: Serialize>(
         &self,
         name: &str,
-        patch: &Patch<P>,
+        patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<Unstructured> {
         self.endpoint.patch(name, None, patch, opts).await?.decode()
@@ -200,7 +200,7 @@ impl DynamicResourceClient {
     pub async fn patch_status<P: Serialize>(
         &self,
         name: &str,
-        patch: &Patch<P>,
+        patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<Unstructured> {
         self.endpoint
@@ -264,7 +264,7 @@ fn fill_type(items: &mut [Unstructured], api_version: &str, kind: &str) {
 mod tests {
     use super::*;
     use crate::meta::GroupVersionResource;
-    use crate::rest::Config;
+    use crate::rest::RestConfig;
 
     #[test]
     fn list_items_without_type_take_the_lists() {
@@ -287,7 +287,7 @@ mod tests {
     #[tokio::test]
     async fn namespace_narrows_and_widens_the_resource() {
         let config = kube::Config::new("https://127.0.0.1:1".parse().expect("url"));
-        let dynamic = DynamicClient::new(&Config::from_kube(config)).expect("client");
+        let dynamic = DynamicClient::new(&RestConfig::from_kube(config)).expect("client");
         let gvr = GroupVersionResource::new("apps", "v1", "deployments");
         let all = dynamic.resource(&gvr);
         assert_eq!(all.endpoint.namespace(), None);

@@ -12,7 +12,7 @@
 //!   refusing an object of another kind with a [`ConversionError`] naming both kinds.
 //!
 //! ```no_run
-//! # async fn demo(config: kubekit::rest::Config) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn demo(config: kubekit::rest::RestConfig) -> Result<(), Box<dyn std::error::Error>> {
 //! use kubekit::clientset::GetOptions;
 //! use kubekit::dynamic::DynamicClient;
 //! use kubekit::meta::GroupVersionResource;

@@ -173,7 +173,7 @@ pub trait Lock: Send + Sync + 'static {
 /// use kubekit::clientset::Clientset;
 /// use kubekit::leaderelection::LeaseLock;
 ///
-/// let clientset = Clientset::new(&kubekit::rest::Config::infer().await?)?;
+/// let clientset = Clientset::new(&kubekit::rest::RestConfig::infer().await?)?;
 /// let lock = LeaseLock::new(clientset.coordination_v1().leases("kube-system"), "my-controller");
 /// // or: LeaseLock::from_clientset(&clientset, "kube-system", "my-controller")
 /// # let _ = lock;

@@ -69,7 +69,7 @@
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let clientset = Clientset::new(&kubekit::rest::Config::infer().await?)?;
+//! let clientset = Clientset::new(&kubekit::rest::RestConfig::infer().await?)?;
 //! let lock = LeaseLock::from_clientset(&clientset, "kube-system", "my-controller");
 //! let elector = LeaderElector::new(LeaderElectionConfig::new(lock).release_on_cancel(true))?;
 //!
@@ -172,7 +172,7 @@ pub enum ConfigError {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// # let config = kube::Config::new("https://127.0.0.1:1".parse().unwrap());
-/// # let clientset = Clientset::new(&kubekit::rest::Config::from_kube(config)).unwrap();
+/// # let clientset = Clientset::new(&kubekit::rest::RestConfig::from_kube(config)).unwrap();
 /// let lock = || LeaseLock::from_clientset(&clientset, "default", "my-controller");
 ///
 /// let config = LeaderElectionConfig::new(lock())

@@ -20,7 +20,7 @@
 //!   and the context. A key whose object is no longer in the cache is logged and forgotten:
 //!   clean-up of deleted objects belongs to ownerReferences (garbage collection) or
 //!   finalizers.
-//! - It returns an [`Action`] (done, or requeue after a delay), or a [`ReconcileError`]
+//! - It returns an [`ReconcileAction`] (done, or requeue after a delay), or a [`ReconcileError`]
 //!   (`?` on any error makes one), handled as its [`ErrorPolicy`] says — unless the
 //!   controller's [`error_policy`](ControllerBuilder::error_policy) hook, which sees the
 //!   object and the error, decides otherwise:
@@ -66,7 +66,7 @@ use crate::cache::{
     controller_uid_index, meta_ref, shard_hash,
 };
 use crate::clientset::KnownScope;
-use crate::controller::{Action, ErrorPolicy, ReconcileError, Reconciler, Runner};
+use crate::controller::{ErrorPolicy, ReconcileAction, ReconcileError, Reconciler, Runner};
 use crate::informers::SharedInformerFactory;
 use crate::record::{EventRecorder, EventType};
 use crate::workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
@@ -198,14 +198,14 @@ fn watch_primary<K: Resource + Clone + Send + Sync + 'static>(
 /// use std::time::Duration;
 /// use k8s_openapi::api::apps::v1::Deployment;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kubekit::controller::Action;
+/// use kubekit::controller::ReconcileAction;
 /// use kubekit::manager::{Manager, Predicate};
 ///
 /// struct Ctx;
 ///
-/// async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<Ctx>) -> Result<Action, kubekit::rest::Error> {
+/// async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<Ctx>) -> Result<ReconcileAction, kubekit::rest::Error> {
 ///     println!("reconciling {:?}", cm.metadata.name);
-///     Ok(Action::RequeueAfter(Duration::from_secs(300)))
+///     Ok(ReconcileAction::RequeueAfter(Duration::from_secs(300)))
 /// }
 ///
 /// # async fn demo(mut mgr: Manager) -> Result<(), kubekit::manager::ManagerError> {
@@ -368,8 +368,8 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
     /// # use std::sync::Arc;
     /// # use std::time::Duration;
     /// # use k8s_openapi::api::core::v1::ConfigMap;
-    /// # use kubekit::controller::{Action, ErrorPolicy};
-    /// # async fn reconcile(_: Arc<ConfigMap>, _: Arc<()>) -> Result<Action, kubekit::rest::Error> { Ok(Action::Done) }
+    /// # use kubekit::controller::{ReconcileAction, ErrorPolicy};
+    /// # async fn reconcile(_: Arc<ConfigMap>, _: Arc<()>) -> Result<ReconcileAction, kubekit::rest::Error> { Ok(ReconcileAction::Done) }
     /// # fn demo(mut mgr: kubekit::manager::Manager) -> Result<(), kubekit::manager::ManagerError> {
     /// mgr.controller::<ConfigMap>("configmaps")
     ///     .error_policy(|_cm, err| match err.downcast_ref::<kubekit::rest::Error>() {
@@ -395,7 +395,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
     pub fn build<F, Fut, E, C>(self, reconcile: F, ctx: Arc<C>) -> Result<(), ManagerError>
     where
         F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        Fut: Future<Output = Result<ReconcileAction, E>> + Send + 'static,
         E: Into<ReconcileError>,
         C: Send + Sync + 'static,
     {
@@ -570,11 +570,14 @@ impl<K, F, Fut, E, C> Reconciler for FnReconciler<K, F, C>
 where
     K: Resource<DynamicType = ()> + Send + Sync + 'static,
     F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    Fut: Future<Output = Result<ReconcileAction, E>> + Send + 'static,
     E: Into<ReconcileError>,
     C: Send + Sync + 'static,
 {
-    fn reconcile<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Action, ReconcileError>> {
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
         let Some(obj) = self.indexer.get(key) else {
             // The runner's span names the controller and the key.
             match self.shard {
@@ -584,7 +587,7 @@ where
                 ),
                 None => tracing::info!("object in work queue no longer exists"),
             }
-            return Box::pin(std::future::ready(Ok(Action::Done)));
+            return Box::pin(std::future::ready(Ok(ReconcileAction::Done)));
         };
         let admitted = match &self.shard {
             None => None,
@@ -592,7 +595,7 @@ where
                 Some(admitted) => Some(admitted),
                 None => {
                     tracing::debug!("not in the shard ranges this replica works on: dropped");
-                    return Box::pin(std::future::ready(Ok(Action::Done)));
+                    return Box::pin(std::future::ready(Ok(ReconcileAction::Done)));
                 }
             },
         };
@@ -669,10 +672,10 @@ mod tests {
     #[tokio::test]
     async fn owns_gives_the_owned_informer_the_controller_uid_index_even_when_two_controllers_own_it()
      {
-        let config = crate::rest::Config::from_url("http://127.0.0.1:9").unwrap();
+        let config = crate::rest::RestConfig::from_url("http://127.0.0.1:9").unwrap();
         let mut mgr = Manager::builder(config).build().unwrap();
-        async fn noop<K>(_: Arc<K>, _: Arc<()>) -> Result<Action, ReconcileError> {
-            Ok(Action::Done)
+        async fn noop<K>(_: Arc<K>, _: Arc<()>) -> Result<ReconcileAction, ReconcileError> {
+            Ok(ReconcileAction::Done)
         }
         let first = mgr.controller::<Deployment>("first").owns::<ReplicaSet>();
         first.build(noop, Arc::new(())).unwrap();
@@ -809,7 +812,7 @@ mod tests {
     ) -> Rig
     where
         F: Fn(Arc<Cm>, Arc<()>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+        Fut: Future<Output = Result<ReconcileAction, ReconcileError>> + Send + 'static,
     {
         use crate::cache::test_support::{Fake, Script};
 
@@ -916,7 +919,7 @@ mod tests {
             let valid = cm.data.as_ref().is_some_and(|d| d.contains_key("valid"));
             async move {
                 match valid {
-                    true => Ok(Action::Done),
+                    true => Ok(ReconcileAction::Done),
                     false => Err(ReconcileError::new("no valid key").permanent()),
                 }
             }
@@ -960,7 +963,7 @@ mod tests {
         let reconcile = move |cm: Arc<Cm>, _: Arc<()>| {
             seen.record(&cm);
             // Retried through the rate limiter, unless the hook says otherwise.
-            async { Err::<Action, _>(ReconcileError::new("conflict")) }
+            async { Err::<ReconcileAction, _>(ReconcileError::new("conflict")) }
         };
         let policy: ErrorPolicyFn<Cm> = Arc::new(|cm, err| {
             assert_eq!(err.to_string(), "conflict");
@@ -996,7 +999,7 @@ mod tests {
         let seen = calls.clone();
         let reconcile = move |cm: Arc<Cm>, _: Arc<()>| {
             seen.record(&cm);
-            async { Ok(Action::Done) }
+            async { Ok(ReconcileAction::Done) }
         };
         let rig = start_rig(
             &[("a", "1"), ("b", "2")],
@@ -1020,7 +1023,7 @@ mod tests {
         let seen = calls.clone();
         let reconcile = move |cm: Arc<Cm>, _: Arc<()>| {
             seen.record(&cm);
-            async { Ok(Action::Done) }
+            async { Ok(ReconcileAction::Done) }
         };
         let without = start_rig(&[("a", "1")], Duration::ZERO, None, reconcile);
         tokio::time::sleep(MINUTE).await;

@@ -52,17 +52,17 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kubekit::controller::{Action, shutdown_signal};
+//! use kubekit::controller::{ReconcileAction, shutdown_signal};
 //! use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
 //! use kubekit::manager::Manager;
 //!
-//! async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kubekit::rest::Error> {
+//! async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<()>) -> Result<ReconcileAction, kubekit::rest::Error> {
 //!     println!("{:?}", cm.metadata.name);
-//!     Ok(Action::Done)
+//!     Ok(ReconcileAction::Done)
 //! }
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = kubekit::rest::Config::infer().await?;
+//! let config = kubekit::rest::RestConfig::infer().await?;
 //! let mut mgr = Manager::builder(config)
 //!     .namespace("demo")
 //!     .metrics_bind_address("127.0.0.1:8080".parse()?)
@@ -107,7 +107,7 @@ use crate::leaderelection::{
     LeaseLock, RunOutcome,
 };
 use crate::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource};
-use crate::rest::{Config, RestClient, RestClientMetrics};
+use crate::rest::{RestClient, RestClientMetrics, RestConfig};
 use crate::webhook::{
     Certificates, WebhookBuilder, WebhookEndpoint, WebhookMetrics, WebhookServer, Webhooks,
 };
@@ -187,7 +187,7 @@ type LeaderElectionFn = Box<dyn FnOnce(&Clientset) -> LeaderElectionConfig<Lease
 /// Builds a [`Manager`]; made by [`Manager::builder`].
 #[must_use = "a manager builder does nothing until `build` is called"]
 pub struct ManagerBuilder {
-    config: Config,
+    config: RestConfig,
     namespace: String,
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
@@ -422,7 +422,7 @@ impl fmt::Debug for Manager {
 
 impl Manager {
     /// A builder of a manager whose client is made from `config`.
-    pub fn builder(config: Config) -> ManagerBuilder {
+    pub fn builder(config: RestConfig) -> ManagerBuilder {
         ManagerBuilder {
             config,
             namespace: String::new(),

@@ -115,16 +115,16 @@
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kubekit::cache::ShardKey;
-//! use kubekit::controller::{Action, shutdown_signal};
+//! use kubekit::controller::{ReconcileAction, shutdown_signal};
 //! use kubekit::manager::{Manager, Sharding};
 //!
-//! async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<()>) -> Result<Action, kubekit::rest::Error> {
+//! async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<()>) -> Result<ReconcileAction, kubekit::rest::Error> {
 //!     println!("{:?}", cm.metadata.name);
-//!     Ok(Action::Done)
+//!     Ok(ReconcileAction::Done)
 //! }
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = kubekit::rest::Config::infer().await?;
+//! let config = kubekit::rest::RestConfig::infer().await?;
 //! let mut mgr = Manager::builder(config)
 //!     .sharding(Sharding::new("configmaps", ShardKey::Namespace).lease_namespace("demo"))
 //!     .build()?;

@@ -22,7 +22,7 @@
 //!
 //! ```no_run
 //! # async fn demo(rest: kubekit::rest::RestClient) -> Result<(), Box<dyn std::error::Error>> {
-//! use kubekit::clientset::{ListOptions, Patch, PatchOptions};
+//! use kubekit::clientset::{ListOptions, PatchBody, PatchOptions};
 //! use kubekit::meta::GroupVersionResource;
 //! use kubekit::metadata::MetadataClient;
 //! use serde_json::json;
@@ -32,7 +32,7 @@
 //! for s in secrets.namespace("default").list(&ListOptions::default()).await?.items {
 //!     println!("{:?} {:?}", s.metadata.name, s.metadata.labels); // no data came
 //! }
-//! let patch = Patch::Merge(json!({"metadata": {"labels": {"rotated": "true"}}}));
+//! let patch = PatchBody::Merge(json!({"metadata": {"labels": {"rotated": "true"}}}));
 //! secrets.namespace("default").patch("db", &patch, &PatchOptions::default()).await?;
 //! # Ok(())
 //! # }
@@ -43,7 +43,7 @@ use serde::Serialize;
 
 use super::object::{PartialObjectMetadata, checked, checked_event, checked_list};
 use crate::clientset::{
-    Accept, DeleteOptions, DeleteResponse, GetOptions, ListOptions, Patch, PatchOptions,
+    Accept, DeleteOptions, DeleteResponse, GetOptions, ListOptions, PatchBody, PatchOptions,
     WatchStream, decode_delete,
 };
 use crate::dynamic::client::resource_clients;
@@ -106,7 +106,7 @@ impl MetadataResourceClient {
     pub async fn patch<P: Serialize>(
         &self,
         name: &str,
-        patch: &Patch<P>,
+        patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<PartialObjectMetadata> {
         let response = self.endpoint.patch(name, None, patch, opts).await?;
@@ -198,7 +198,7 @@ mod tests {
         let patched = pods
             .patch(
                 "web",
-                &Patch::Merge(serde_json::json!({})),
+                &PatchBody::Merge(serde_json::json!({})),
                 &PatchOptions::default(),
             )
             .await

@@ -122,11 +122,11 @@ impl ResourceClient<Pod> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rest::{Config, RestClient};
+    use crate::rest::{RestClient, RestConfig};
 
     /// A Pod client in namespace `ns` (a client needs a runtime, hence the async tests).
     fn pods() -> ResourceClient<Pod> {
-        let mut config = Config::from_url("https://127.0.0.1:1").unwrap();
+        let mut config = RestConfig::from_url("https://127.0.0.1:1").unwrap();
         // Without a default timeout, `url()` is exactly what `log_stream` sends.
         config.timeout = None;
         ResourceClient::namespaced(RestClient::new(&config).unwrap(), "ns")

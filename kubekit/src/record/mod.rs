@@ -71,9 +71,9 @@
 //! # async fn demo(pod: k8s_openapi::api::core::v1::Pod) -> kubekit::rest::Result<()> {
 //! use kubekit::clientset::Clientset;
 //! use kubekit::record::{ClientsetSink, EventBroadcaster, EventSource, EventType};
-//! use kubekit::rest::Config;
+//! use kubekit::rest::RestConfig;
 //!
-//! let clientset = Clientset::new(&Config::infer().await?)?;
+//! let clientset = Clientset::new(&RestConfig::infer().await?)?;
 //! let broadcaster = EventBroadcaster::new();
 //! broadcaster.start_recording_to_sink(ClientsetSink::new(clientset));
 //! broadcaster.start_structured_logging();

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use super::broadcaster::{BroadcasterOptions, Counters};
 use super::correlator::{Correlated, Correlator};
 use super::recorder::{DEFAULT_NAMESPACE, ObjectRef, text};
-use crate::clientset::{Clientset, CreateOptions, Patch, PatchOptions, ResourceClient};
+use crate::clientset::{Clientset, CreateOptions, PatchBody, PatchOptions, ResourceClient};
 use crate::rest::{Error, Result};
 
 /// Where a sink writer writes events: usually the API server ([`ClientsetSink`]), or a
@@ -59,7 +59,7 @@ impl EventSink for ClientsetSink {
     fn patch(&self, event: &Event, patch: &serde_json::Value) -> BoxFuture<'_, Result<Event>> {
         let events = self.events(event);
         let name = text(&event.metadata.name).to_owned();
-        let patch = Patch::Strategic(patch.clone());
+        let patch = PatchBody::Strategic(patch.clone());
         Box::pin(async move { events.patch(&name, &patch, &PatchOptions::default()).await })
     }
 }

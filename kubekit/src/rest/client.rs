@@ -39,7 +39,7 @@
 //!   ([`DEFAULT_TIMEOUT`](super::config::DEFAULT_TIMEOUT), 60 s, unless set) applies to
 //!   every request but watches, which end at their `timeoutSeconds`.
 //! - **Bounded reads**: a response body is read whole only up to
-//!   [`Config::max_body_bytes`] (1 GiB unless set; a larger one is an [`Error::TooLarge`]),
+//!   [`RestConfig::max_body_bytes`] (1 GiB unless set; a larger one is an [`Error::TooLarge`]),
 //!   the body of a refusal up to [`MAX_ERROR_BODY_BYTES`] (the rest is not read, and the
 //!   cut is logged); a watch is read one event at a time, each of at most
 //!   [`MAX_WATCH_EVENT_BYTES`](super::MAX_WATCH_EVENT_BYTES).
@@ -62,7 +62,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::config::Config;
+use super::config::RestConfig;
 use super::error::{Error, Result};
 use super::leading::read_metadata;
 use super::metrics::RestClientMetrics;
@@ -147,7 +147,7 @@ impl PatchType {
 
 impl RestClient {
     /// A client for `config`.
-    pub fn new(config: &Config) -> Result<Self> {
+    pub fn new(config: &RestConfig) -> Result<Self> {
         let http = kube::Client::try_from(config.kube_config().clone())
             .map_err(|e| Error::Config(format!("building the HTTP client: {e}")))?;
         let limiter = config
@@ -210,7 +210,7 @@ impl RestClient {
     /// The HTTP client underneath, for the streaming protocols built on kube's websocket
     /// support (exec, attach, port-forward).
     /// Whether typed clients of built-in types ask this client's server for protobuf
-    /// ([`Config::protobuf`]).
+    /// ([`RestConfig::protobuf`]).
     pub fn protobuf(&self) -> bool {
         self.inner.protobuf
     }
@@ -1320,7 +1320,7 @@ mod tests {
     #[tokio::test]
     async fn request_debug_omits_the_body() {
         let secret = serde_json::json!({"kind": "Secret", "stringData": {"password": "hunter2"}});
-        let client = RestClient::new(&Config::from_url("http://127.0.0.1:1").unwrap()).unwrap();
+        let client = RestClient::new(&RestConfig::from_url("http://127.0.0.1:1").unwrap()).unwrap();
         let request = client
             .post()
             .group_version("", "v1")

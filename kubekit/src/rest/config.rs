@@ -8,10 +8,10 @@
 //!
 //! ```no_run
 //! # async fn demo() -> kubekit::rest::Result<()> {
-//! use kubekit::rest::Config;
+//! use kubekit::rest::RestConfig;
 //!
 //! // Like clientcmd.BuildConfigFromFlags(masterURL, kubeconfigPath).
-//! let config = Config::from_flags(None, Some("/path/to/kubeconfig".as_ref()))
+//! let config = RestConfig::from_flags(None, Some("/path/to/kubeconfig".as_ref()))
 //!     .await?
 //!     .with_rate_limit(50.0, 100);
 //! # let _ = config;
@@ -50,7 +50,7 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 30;
 ///
 /// `Debug` shows where and how the client connects, never a credential.
 #[derive(Clone)]
-pub struct Config {
+pub struct RestConfig {
     kube: kube::Config,
     /// Requests per second allowed on average; `0` means the default (5), a negative value
     /// disables client-side rate limiting.
@@ -78,9 +78,9 @@ pub struct Config {
     pub protobuf: bool,
 }
 
-impl fmt::Debug for Config {
+impl fmt::Debug for RestConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Config")
+        f.debug_struct("RestConfig")
             .field("host", &self.kube.cluster_url.to_string())
             .field("auth", &self.auth_method())
             .field("insecure", &self.kube.accept_invalid_certs)
@@ -95,7 +95,7 @@ impl fmt::Debug for Config {
     }
 }
 
-impl Config {
+impl RestConfig {
     /// How requests authenticate, for `Debug` and warnings: `"none"` without credentials.
     fn auth_method(&self) -> &'static str {
         let auth = &self.kube.auth_info;
@@ -188,9 +188,9 @@ impl Config {
     /// roots. Credentials and CA data come only through a kubeconfig or in-cluster.
     ///
     /// ```
-    /// let config = kubekit::rest::Config::from_url("http://127.0.0.1:8001").unwrap();
+    /// let config = kubekit::rest::RestConfig::from_url("http://127.0.0.1:8001").unwrap();
     /// assert_eq!(config.host().to_string(), "http://127.0.0.1:8001/");
-    /// assert!(kubekit::rest::Config::from_url("127.0.0.1:8001").is_err());
+    /// assert!(kubekit::rest::RestConfig::from_url("127.0.0.1:8001").is_err());
     /// ```
     pub fn from_url(url: &str) -> Result<Self> {
         Ok(Self::from_kube(kube::Config::new(parse_url(url)?)))
@@ -365,7 +365,7 @@ mod tests {
         std::fs::write(
             &path,
             format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n\
+                "apiVersion: v1\nkind: RestConfig\nclusters:\n- name: c\n  cluster:\n    server: {server}\n\
                  users:\n- name: u\n  user:\n    token: {TOKEN}\ncontexts:\n- name: ctx\n  context:\n    cluster: c\n    user: u\n    namespace: team\n\
                  current-context: ctx\n"
             ),
@@ -377,7 +377,7 @@ mod tests {
     #[tokio::test]
     async fn kubeconfig_loads_with_client_go_defaults_and_debug_hides_the_token() {
         let path = kubeconfig_file("defaults", "https://127.0.0.1:1");
-        let config = Config::from_kubeconfig(&path).await.unwrap();
+        let config = RestConfig::from_kubeconfig(&path).await.unwrap();
         assert_eq!(
             (config.qps, config.burst, config.max_retries),
             (5.0, 10, 10)
@@ -392,7 +392,7 @@ mod tests {
 
     #[test]
     fn zero_qps_means_the_default_and_negative_means_unlimited() {
-        let base = Config::from_kube(kube::Config::new("https://127.0.0.1:1".parse().unwrap()));
+        let base = RestConfig::from_kube(kube::Config::new("https://127.0.0.1:1".parse().unwrap()));
         assert_eq!(base.effective_rate_limit(), Some((5.0, 10)));
         assert_eq!(
             base.clone().with_rate_limit(0.0, 0).effective_rate_limit(),
@@ -410,7 +410,7 @@ mod tests {
     #[tokio::test]
     async fn master_flag_overrides_the_kubeconfig_server() {
         let path = kubeconfig_file("master", "https://127.0.0.1:2");
-        let config = Config::from_flags(Some("https://10.1.2.3:6443"), Some(&path))
+        let config = RestConfig::from_flags(Some("https://10.1.2.3:6443"), Some(&path))
             .await
             .unwrap();
         assert_eq!(config.host().to_string(), "https://10.1.2.3:6443/");
@@ -418,7 +418,7 @@ mod tests {
             format!("{config:?}").contains("bearer token"),
             "credentials kept"
         );
-        let err = Config::from_flags(Some("not a url"), Some(&path))
+        let err = RestConfig::from_flags(Some("not a url"), Some(&path))
             .await
             .unwrap_err();
         assert!(err.to_string().contains("not a url"), "{err}");
@@ -427,7 +427,7 @@ mod tests {
 
     #[tokio::test]
     async fn missing_kubeconfig_is_a_config_error_naming_the_file() {
-        let err = Config::from_kubeconfig(Path::new("/nonexistent/kubeconfig"))
+        let err = RestConfig::from_kubeconfig(Path::new("/nonexistent/kubeconfig"))
             .await
             .unwrap_err();
         assert!(matches!(err, Error::Config(_)));
@@ -436,18 +436,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_password_in_the_server_url_is_neither_printed_nor_kept() {
-        let config = Config::from_url("http://admin:hunter2@127.0.0.1:8001").unwrap();
+        let config = RestConfig::from_url("http://admin:hunter2@127.0.0.1:8001").unwrap();
         assert_eq!(config.host().to_string(), "http://127.0.0.1:8001/");
         assert!(!format!("{config:?}").contains("hunter2"));
         let path = kubeconfig_file("userinfo", "https://admin:hunter2@127.0.0.1:1");
-        let config = Config::from_kubeconfig(&path).await.unwrap();
+        let config = RestConfig::from_kubeconfig(&path).await.unwrap();
         assert_eq!(config.host().to_string(), "https://127.0.0.1:1/");
         let debug = format!("{config:?}");
         assert!(
             !debug.contains("hunter2") && !debug.contains(TOKEN),
             "{debug}"
         );
-        let config = Config::from_flags(Some("https://u:hunter2@10.1.2.3:6443"), Some(&path))
+        let config = RestConfig::from_flags(Some("https://u:hunter2@10.1.2.3:6443"), Some(&path))
             .await
             .unwrap();
         assert_eq!(config.host().to_string(), "https://10.1.2.3:6443/");
@@ -465,7 +465,7 @@ mod tests {
             ("https://10.1.2.3:6443", false),
         ] {
             let path = kubeconfig_file("cleartext", server);
-            let config = Config::from_kubeconfig(&path).await.unwrap();
+            let config = RestConfig::from_kubeconfig(&path).await.unwrap();
             let warning = config.cleartext_credentials();
             assert_eq!(warning.is_some(), flagged, "{server}: {warning:?}");
             if let Some(w) = warning {
@@ -473,7 +473,7 @@ mod tests {
             }
             std::fs::remove_file(path).unwrap();
         }
-        let anonymous = Config::from_url("http://10.1.2.3:8080").unwrap();
+        let anonymous = RestConfig::from_url("http://10.1.2.3:8080").unwrap();
         assert_eq!(
             anonymous.cleartext_credentials(),
             None,
@@ -487,9 +487,9 @@ mod tests {
     #[tokio::test]
     async fn kube_debug_override_url_is_ignored_unless_opted_in() {
         if std::env::var_os(CHILD).is_some() {
-            let inferred = Config::infer().await.unwrap();
+            let inferred = RestConfig::infer().await.unwrap();
             assert_eq!(inferred.host().to_string(), "https://127.0.0.1:1/");
-            let flags = Config::from_flags(None, None).await.unwrap();
+            let flags = RestConfig::from_flags(None, None).await.unwrap();
             assert_eq!(flags.host().to_string(), "https://127.0.0.1:1/");
             let opted = inferred.with_kube_debug_overrides();
             assert_eq!(opted.host().to_string(), "http://attacker.example:8001/");
@@ -519,7 +519,7 @@ mod tests {
     async fn transport_errors_do_not_leak_the_token() {
         // Nothing listens on port 1: the request fails in the transport layer.
         let path = kubeconfig_file("transport", "https://127.0.0.1:1");
-        let config = Config::from_kubeconfig(&path).await.unwrap();
+        let config = RestConfig::from_kubeconfig(&path).await.unwrap();
         let mut config = config.with_timeout(Duration::from_secs(5));
         config.max_retries = 0;
         let client = crate::rest::RestClient::new(&config).unwrap();

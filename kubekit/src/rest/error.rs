@@ -400,7 +400,7 @@ mod tests {
                 .unwrap();
             stream
         });
-        let mut config = crate::rest::Config::from_url(&url).unwrap();
+        let mut config = crate::rest::RestConfig::from_url(&url).unwrap();
         config.max_retries = 0;
         let client = crate::rest::RestClient::new(&config).unwrap();
         let err = client.get().abs_path("/version").send().await.unwrap_err();

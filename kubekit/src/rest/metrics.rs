@@ -8,13 +8,13 @@
 //!   (1 ms … 60 s).
 //!
 //! ```
-//! use kubekit::rest::{Config, RestClientMetrics};
+//! use kubekit::rest::{RestConfig, RestClientMetrics};
 //! use prometheus_client::registry::Registry;
 //!
 //! let metrics = RestClientMetrics::new();
 //! let mut registry = Registry::default();
 //! metrics.register(&mut registry);
-//! let config = Config::from_url("http://127.0.0.1:8001")
+//! let config = RestConfig::from_url("http://127.0.0.1:8001")
 //!     .unwrap()
 //!     .with_metrics(&metrics);
 //! # let _ = config;

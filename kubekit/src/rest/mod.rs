@@ -1,7 +1,7 @@
 //! The REST layer (client-go's `rest`, `util/flowcontrol`, `transport`): how kubekit talks
 //! to the API server.
 //!
-//! - [`Config`]: where to connect and how (kubeconfig, in-cluster, `--master`), plus
+//! - [`RestConfig`]: where to connect and how (kubeconfig, in-cluster, `--master`), plus
 //!   client-side rate limiting, timeouts and the retry budget.
 //! - [`RestClient`]: requests built from verb, group/version, namespace, resource, name,
 //!   subresource, parameters and body; responses decoded into objects, lists or watch
@@ -31,9 +31,20 @@ pub use client::{
     RestClient, WarningHandler, WriteGuard, decode, decode_list,
 };
 pub use config::{
-    Config, DEFAULT_BURST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_QPS,
-    DEFAULT_TIMEOUT,
+    DEFAULT_BURST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_QPS, DEFAULT_TIMEOUT,
+    RestConfig,
 };
+
+/// The former name of [`RestConfig`], renamed because it clashed with `kube::Config`.
+///
+/// ```
+/// # #![allow(deprecated)]
+/// let config: kubekit::rest::Config = kubekit::rest::Config::from_url("http://127.0.0.1:8001")?;
+/// let _renamed: kubekit::rest::RestConfig = config;
+/// # Ok::<(), kubekit::rest::Error>(())
+/// ```
+#[deprecated(note = "renamed `RestConfig` (the old name clashed with `kube::Config`)")]
+pub type Config = RestConfig;
 pub use error::{Error, MAX_MESSAGE_LEN, Result};
 pub use metrics::RestClientMetrics;
 pub use watch::{

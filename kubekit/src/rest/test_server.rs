@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use super::{Config, RestClient};
+use super::{RestClient, RestConfig};
 
 /// How the server answers one request.
 pub(crate) enum Reply {
@@ -116,8 +116,8 @@ impl TestServer {
     }
 
     /// A configuration for this server: no client-side rate limit, no retries.
-    pub(crate) fn config(&self) -> Config {
-        let mut config = Config::from_url(&self.url)
+    pub(crate) fn config(&self) -> RestConfig {
+        let mut config = RestConfig::from_url(&self.url)
             .expect("loopback URL")
             .with_rate_limit(-1.0, 0);
         config.max_retries = 0;

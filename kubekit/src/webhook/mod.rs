@@ -54,7 +54,7 @@
 //! use kubekit::webhook::{Certificates, FailurePolicy, WebhookEndpoint};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = kubekit::rest::Config::infer().await?;
+//! let config = kubekit::rest::RestConfig::infer().await?;
 //! let mut mgr = Manager::builder(config)
 //!     .webhook_server("0.0.0.0:9443".parse()?, Certificates::generated("my-ca", &["127.0.0.1"]))
 //!     .install_webhook_manifests("my-operator", WebhookEndpoint::Url("https://127.0.0.1:0".into()))

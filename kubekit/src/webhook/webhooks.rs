@@ -550,7 +550,7 @@ impl WebhookManifests {
         rest: &crate::rest::RestClient,
         field_manager: &str,
     ) -> Result<(), super::Error> {
-        use crate::clientset::{Patch, PatchOptions, ResourceClient};
+        use crate::clientset::{PatchBody, PatchOptions, ResourceClient};
         let apply = PatchOptions {
             force: true,
             ..PatchOptions::apply(field_manager)
@@ -558,20 +558,20 @@ impl WebhookManifests {
         if let Some(config) = &self.validating {
             let name = config.metadata.name.clone().unwrap_or_default();
             ResourceClient::<admission::ValidatingWebhookConfiguration>::cluster(rest.clone())
-                .patch(&name, &Patch::Apply(with_type_meta(config)), &apply)
+                .patch(&name, &PatchBody::Apply(with_type_meta(config)), &apply)
                 .await?;
         }
         if let Some(config) = &self.mutating {
             let name = config.metadata.name.clone().unwrap_or_default();
             ResourceClient::<admission::MutatingWebhookConfiguration>::cluster(rest.clone())
-                .patch(&name, &Patch::Apply(with_type_meta(config)), &apply)
+                .patch(&name, &PatchBody::Apply(with_type_meta(config)), &apply)
                 .await?;
         }
         let merge = PatchOptions::default().field_manager(field_manager);
         for (crd, stanza) in &self.conversions {
             let patch = serde_json::json!({ "spec": { "conversion": stanza } });
             ResourceClient::<apiextensions::CustomResourceDefinition>::cluster(rest.clone())
-                .patch(crd, &Patch::Merge(patch), &merge)
+                .patch(crd, &PatchBody::Merge(patch), &merge)
                 .await?;
         }
         Ok(())

@@ -13,10 +13,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::core::CustomResourceExt;
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, Patch,
+    Clientset, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, PatchBody,
     PatchOptions, PropagationPolicy, ResourceClient, UpdateOptions, WatchStream,
 };
-use kubekit::rest::{Config, WatchEvent};
+use kubekit::rest::{RestConfig, WatchEvent};
 use serde_json::json;
 
 use crate::common::{admin_client, namespace};
@@ -29,9 +29,9 @@ pub(crate) async fn setup(prefix: &str) -> (Clientset, String) {
 }
 
 /// A clientset for a user that RBAC grants nothing.
-pub(crate) async fn restricted_config(user: &str) -> Config {
+pub(crate) async fn restricted_config(user: &str) -> RestConfig {
     let path = testenv::control_plane().user_kubeconfig(user, &[]);
-    Config::from_kubeconfig(&path)
+    RestConfig::from_kubeconfig(&path)
         .await
         .expect("restricted user's kubeconfig")
 }
@@ -218,7 +218,7 @@ async fn typed_config_maps_support_every_verb() {
     let merged = cms
         .patch(
             "web",
-            &Patch::Merge(json!({"data": {"b": "3"}})),
+            &PatchBody::Merge(json!({"data": {"b": "3"}})),
             &PatchOptions::default(),
         )
         .await
@@ -226,7 +226,7 @@ async fn typed_config_maps_support_every_verb() {
     let json_patched = cms
         .patch(
             "web",
-            &Patch::Json(json!([{"op": "add", "path": "/data/c", "value": "4"}])),
+            &PatchBody::Json(json!([{"op": "add", "path": "/data/c", "value": "4"}])),
             &PatchOptions::default(),
         )
         .await
@@ -234,7 +234,7 @@ async fn typed_config_maps_support_every_verb() {
     let strategic = cms
         .patch(
             "web",
-            &Patch::Strategic(json!({"data": {"d": "5"}})),
+            &PatchBody::Strategic(json!({"data": {"d": "5"}})),
             &PatchOptions::default(),
         )
         .await
@@ -394,7 +394,7 @@ async fn app_custom_resource_supports_every_verb_with_status_subresource() {
     let patched_status = apps
         .patch_status(
             "shop",
-            &Patch::Merge(json!({"status": {"deploymentStatus": {"replicas": 4}}})),
+            &PatchBody::Merge(json!({"status": {"deploymentStatus": {"replicas": 4}}})),
             &PatchOptions::default(),
         )
         .await
@@ -404,7 +404,7 @@ async fn app_custom_resource_supports_every_verb_with_status_subresource() {
     let patched = apps
         .patch(
             "shop",
-            &Patch::Json(json!([
+            &PatchBody::Json(json!([
                 {"op": "replace", "path": "/spec/deploymentTemplate/image", "value": "httpd"},
             ])),
             &PatchOptions::default(),
@@ -415,7 +415,7 @@ async fn app_custom_resource_supports_every_verb_with_status_subresource() {
     let err = apps
         .patch(
             "shop",
-            &Patch::Strategic(json!({"spec": {}})),
+            &PatchBody::Strategic(json!({"spec": {}})),
             &PatchOptions::default(),
         )
         .await
@@ -427,7 +427,7 @@ async fn app_custom_resource_supports_every_verb_with_status_subresource() {
     let applied = apps
         .patch(
             "shop",
-            &Patch::Apply(&applied),
+            &PatchBody::Apply(&applied),
             &PatchOptions::apply("kubekit-test").force(),
         )
         .await
@@ -673,7 +673,7 @@ async fn server_side_apply_conflicts_between_managers_until_forced() {
     let applied = cms
         .patch(
             "shared",
-            &Patch::Apply(&first),
+            &PatchBody::Apply(&first),
             &PatchOptions::apply("alice"),
         )
         .await
@@ -684,7 +684,7 @@ async fn server_side_apply_conflicts_between_managers_until_forced() {
     let err = cms
         .patch(
             "shared",
-            &Patch::Apply(&second),
+            &PatchBody::Apply(&second),
             &PatchOptions::apply("bob"),
         )
         .await
@@ -706,7 +706,7 @@ async fn server_side_apply_conflicts_between_managers_until_forced() {
     let forced = cms
         .patch(
             "shared",
-            &Patch::Apply(&second),
+            &PatchBody::Apply(&second),
             &PatchOptions::apply("bob").force(),
         )
         .await
@@ -725,7 +725,7 @@ async fn server_side_apply_conflicts_between_managers_until_forced() {
     let dry = cms
         .patch(
             "shared",
-            &Patch::Apply(json!({
+            &PatchBody::Apply(json!({
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
                 "metadata": {"name": "shared"},

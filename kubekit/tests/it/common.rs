@@ -1,12 +1,12 @@
 //! Helpers shared by the integration tests.
 
-use kubekit::rest::{Config, RestClient};
+use kubekit::rest::{RestClient, RestConfig};
 
 /// A kubekit client for the shared control plane's admin user, with client-side rate
 /// limiting raised so bulk tests are not throttled.
 pub async fn admin_client() -> RestClient {
     let cp = testenv::control_plane();
-    let config = Config::from_kubeconfig(cp.kubeconfig_path())
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
         .await
         .expect("admin kubeconfig")
         .with_rate_limit(500.0, 1000);

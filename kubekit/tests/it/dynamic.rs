@@ -8,7 +8,7 @@ use app_controller::App;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kubekit::clientset::{
-    CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, Patch, PatchOptions,
+    CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, PatchBody, PatchOptions,
     UpdateOptions,
 };
 use kubekit::dynamic::{ConversionError, DynamicClient, Unstructured, from_typed};
@@ -110,21 +110,21 @@ async fn dynamic_config_maps_support_every_verb() {
     assert_eq!(updated.nested(&["data", "a"]), Some(&json!("2")));
     cms.patch(
         "web",
-        &Patch::Merge(json!({"data": {"b": "3"}})),
+        &PatchBody::Merge(json!({"data": {"b": "3"}})),
         &PatchOptions::default(),
     )
     .await
     .expect("merge patch");
     cms.patch(
         "web",
-        &Patch::Json(json!([{"op": "add", "path": "/data/c", "value": "4"}])),
+        &PatchBody::Json(json!([{"op": "add", "path": "/data/c", "value": "4"}])),
         &PatchOptions::default(),
     )
     .await
     .expect("json patch");
     cms.patch(
         "web",
-        &Patch::Strategic(json!({"data": {"d": "5"}})),
+        &PatchBody::Strategic(json!({"data": {"d": "5"}})),
         &PatchOptions::default(),
     )
     .await
@@ -132,7 +132,7 @@ async fn dynamic_config_maps_support_every_verb() {
     let applied = cms
         .patch(
             "web",
-            &Patch::Apply(json!({
+            &PatchBody::Apply(json!({
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
                 "metadata": {"name": "web"},
@@ -271,7 +271,7 @@ async fn dynamic_app_custom_resource_supports_every_verb_with_status_subresource
     let patched = apps
         .patch_status(
             "shop",
-            &Patch::Merge(json!({"status": {"deploymentStatus": {"replicas": 8}}})),
+            &PatchBody::Merge(json!({"status": {"deploymentStatus": {"replicas": 8}}})),
             &PatchOptions::default(),
         )
         .await
@@ -283,7 +283,7 @@ async fn dynamic_app_custom_resource_supports_every_verb_with_status_subresource
     let patched = apps
         .patch(
             "shop",
-            &Patch::Merge(json!({"spec": {"deploymentTemplate": {"replicas": 4}}})),
+            &PatchBody::Merge(json!({"spec": {"deploymentTemplate": {"replicas": 4}}})),
             &PatchOptions::default(),
         )
         .await

@@ -8,7 +8,7 @@ use kubekit::cache::ReflectorMetrics;
 use kubekit::clientset::{Clientset, CreateOptions, GetOptions, ListOptions};
 use kubekit::informers::SharedInformerFactory;
 use kubekit::manager::Endpoints;
-use kubekit::rest::{Config, RestClientMetrics};
+use kubekit::rest::{RestClientMetrics, RestConfig};
 use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
@@ -33,7 +33,7 @@ async fn metrics_endpoint_counts_the_requests_made_to_the_api_server() {
     let metrics = RestClientMetrics::new();
     let mut registry = Registry::default();
     metrics.register(&mut registry);
-    let config = Config::from_kubeconfig(cp.kubeconfig_path())
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
         .await
         .unwrap()
         .with_metrics(&metrics);
@@ -76,7 +76,9 @@ async fn metrics_endpoint_counts_the_requests_made_to_the_api_server() {
 #[tokio::test]
 async fn informer_series_and_readiness_follow_the_cache() {
     let cp = testenv::control_plane();
-    let config = Config::from_kubeconfig(cp.kubeconfig_path()).await.unwrap();
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
+        .await
+        .unwrap();
     let clientset = Clientset::new(&config).unwrap();
     let ns = namespace("endpoints-informer").await;
     let client = clientset.core_v1().config_maps(&ns);

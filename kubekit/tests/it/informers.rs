@@ -16,7 +16,7 @@ use kubekit::dynamic::{DynamicClient, Unstructured};
 use kubekit::informers::SharedInformerFactory;
 use kubekit::labels::Selector;
 use kubekit::meta::GroupVersionResource;
-use kubekit::rest::{Config, ObjectList, Result};
+use kubekit::rest::{ObjectList, RestConfig, Result};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -478,7 +478,7 @@ async fn factory_caches_drop_managed_fields_unless_told_to_keep_them() {
     let gvr = GroupVersionResource::of::<ConfigMap>();
     // Typed informers over JSON too, as a custom resource's are.
     let json_clientset = {
-        let mut config = Config::from_kubeconfig(testenv::control_plane().kubeconfig_path())
+        let mut config = RestConfig::from_kubeconfig(testenv::control_plane().kubeconfig_path())
             .await
             .unwrap();
         config.protobuf = false;

@@ -14,10 +14,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubekit::clientset::{Clientset, CreateOptions, GetOptions, ListOptions, UpdateOptions};
-use kubekit::controller::{Action, ReconcileError};
+use kubekit::controller::{ReconcileAction, ReconcileError};
 use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
 use kubekit::manager::{Change, Manager, ManagerError, PERMANENT_ERROR_REASON, Predicate};
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use parking_lot::Mutex;
 use testenv::eventually;
 use tokio_util::sync::CancellationToken;
@@ -49,22 +49,28 @@ impl Seen {
 struct AlwaysFails(String);
 
 /// The first controller: `requeue-*` asks to come back twice, `fail-*` always fails.
-async fn reconcile_primary(cm: Arc<ConfigMap>, seen: Arc<Seen>) -> Result<Action, AlwaysFails> {
+async fn reconcile_primary(
+    cm: Arc<ConfigMap>,
+    seen: Arc<Seen>,
+) -> Result<ReconcileAction, AlwaysFails> {
     let name = cm.metadata.name.clone().unwrap_or_default();
     let n = seen.record("primary", &name);
     if name.starts_with("fail") {
         return Err(AlwaysFails(name));
     }
     if name.starts_with("requeue") && n < 3 {
-        return Ok(Action::RequeueAfter(Duration::from_millis(200)));
+        return Ok(ReconcileAction::RequeueAfter(Duration::from_millis(200)));
     }
-    Ok(Action::Done)
+    Ok(ReconcileAction::Done)
 }
 
 /// The second controller, on the same type: it sees everything.
-async fn reconcile_second(cm: Arc<ConfigMap>, seen: Arc<Seen>) -> Result<Action, AlwaysFails> {
+async fn reconcile_second(
+    cm: Arc<ConfigMap>,
+    seen: Arc<Seen>,
+) -> Result<ReconcileAction, AlwaysFails> {
     seen.record("second", cm.metadata.name.as_deref().unwrap_or_default());
-    Ok(Action::Done)
+    Ok(ReconcileAction::Done)
 }
 
 fn config_map(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
@@ -109,9 +115,9 @@ fn value(metrics: &str, line_prefix: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(line_prefix)?.trim().parse().ok())
 }
 
-async fn admin_config() -> Config {
+async fn admin_config() -> RestConfig {
     let cp = testenv::control_plane();
-    Config::from_kubeconfig(cp.kubeconfig_path())
+    RestConfig::from_kubeconfig(cp.kubeconfig_path())
         .await
         .unwrap()
         .with_rate_limit(100.0, 200)
@@ -446,7 +452,10 @@ async fn usurp(admin: &Clientset, ns: &str, name: &str) {
 }
 
 /// A reconciler that never returns.
-async fn reconcile_stuck(cm: Arc<ConfigMap>, seen: Arc<Seen>) -> Result<Action, AlwaysFails> {
+async fn reconcile_stuck(
+    cm: Arc<ConfigMap>,
+    seen: Arc<Seen>,
+) -> Result<ReconcileAction, AlwaysFails> {
     seen.record("stuck", cm.metadata.name.as_deref().unwrap_or_default());
     std::future::pending().await
 }
@@ -483,13 +492,13 @@ async fn a_lease_lost_while_draining_after_cancel_stops_the_controllers_at_once(
 async fn reconcile_until_valid(
     cm: Arc<ConfigMap>,
     seen: Arc<Seen>,
-) -> Result<Action, ReconcileError> {
+) -> Result<ReconcileAction, ReconcileError> {
     seen.record(
         "until-valid",
         cm.metadata.name.as_deref().unwrap_or_default(),
     );
     if cm.data.as_ref().is_some_and(|d| d.contains_key("valid")) {
-        return Ok(Action::Done);
+        return Ok(ReconcileAction::Done);
     }
     Err(ReconcileError::new("no valid key").permanent())
 }
@@ -497,9 +506,9 @@ async fn reconcile_until_valid(
 async fn reconcile_resyncing(
     cm: Arc<ConfigMap>,
     seen: Arc<Seen>,
-) -> Result<Action, ReconcileError> {
+) -> Result<ReconcileAction, ReconcileError> {
     seen.record("resyncing", cm.metadata.name.as_deref().unwrap_or_default());
-    Ok(Action::Done)
+    Ok(ReconcileAction::Done)
 }
 
 #[tokio::test]

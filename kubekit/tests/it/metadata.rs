@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, Patch,
+    Clientset, CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, PatchBody,
     PatchOptions,
 };
 use kubekit::informers::SharedInformerFactory;
@@ -137,7 +137,7 @@ async fn metadata_client_gets_lists_watches_patches_and_deletes_config_maps_as_p
     let patched = cms
         .patch(
             "web",
-            &Patch::Merge(json!({"metadata": {"labels": {"round": "1"}}})),
+            &PatchBody::Merge(json!({"metadata": {"labels": {"round": "1"}}})),
             &PatchOptions::default(),
         )
         .await
@@ -303,7 +303,7 @@ async fn a_metadata_informer_on_2000_pods_equals_the_servers_names_labels_and_ow
             metadata_pods
                 .patch(
                     &format!("pod-{i}"),
-                    &Patch::Merge(&owner_ref),
+                    &PatchBody::Merge(&owner_ref),
                     &PatchOptions::default(),
                 )
                 .await

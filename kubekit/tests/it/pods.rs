@@ -10,7 +10,7 @@ use futures_util::{StreamExt, stream};
 use k8s_openapi::api::core::v1::Pod;
 use kubekit::cache::{Indexer, ResourceEventHandlerFuncs, SharedIndexInformer, meta_namespace_key};
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, ListOptions, Patch, PatchOptions, ResourceClient,
+    Clientset, CreateOptions, DeleteOptions, ListOptions, PatchBody, PatchOptions, ResourceClient,
 };
 use parking_lot::Mutex;
 use serde_json::json;
@@ -55,7 +55,7 @@ async fn apply(pods: &ResourceClient<Pod>, i: usize, op: Op) {
                 }),
             Op::Update(round) => {
                 let patch =
-                    Patch::Merge(json!({"metadata": {"labels": {"round": round.to_string()}}}));
+                    PatchBody::Merge(json!({"metadata": {"labels": {"round": round.to_string()}}}));
                 pods.patch(&name, &patch, &PatchOptions::default())
                     .await
                     .map(drop)

@@ -198,7 +198,7 @@ async fn invalid_object_and_duplicate_name_map_to_their_predicates() {
 async fn unauthenticated_and_forbidden_users_get_their_error_kinds() {
     let cp = testenv::control_plane();
     let kubeconfig = cp.user_kubeconfig("rest-nobody", &[]);
-    let config = kubekit::rest::Config::from_kubeconfig(&kubeconfig)
+    let config = kubekit::rest::RestConfig::from_kubeconfig(&kubeconfig)
         .await
         .unwrap();
     let client = RestClient::new(&config).unwrap();
@@ -216,11 +216,11 @@ async fn unauthenticated_and_forbidden_users_get_their_error_kinds() {
 #[tokio::test]
 async fn a_server_certificate_from_an_unknown_issuer_is_named_in_the_error() {
     let cp = testenv::control_plane();
-    let admin = kubekit::rest::Config::from_kubeconfig(cp.kubeconfig_path())
+    let admin = kubekit::rest::RestConfig::from_kubeconfig(cp.kubeconfig_path())
         .await
         .unwrap();
     // The same server, verified against the system's roots instead of its own CA.
-    let mut config = kubekit::rest::Config::from_url(&admin.host().to_string()).unwrap();
+    let mut config = kubekit::rest::RestConfig::from_url(&admin.host().to_string()).unwrap();
     config.max_retries = 0;
     let err = RestClient::new(&config)
         .unwrap()

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kubekit::clientset::{CreateOptions, GetOptions, Patch};
+use kubekit::clientset::{CreateOptions, GetOptions, PatchBody};
 use kubekit::dynamic::DynamicClient;
 use kubekit::meta::GroupVersionResource;
 use kubekit::scale::{GroupResource, ScaleClient, ScaleError};
@@ -56,7 +56,7 @@ async fn deployment_scale_is_read_updated_and_patched_and_a_stale_update_conflic
         .unwrap();
     assert_eq!(replicas(read), Some(3), "the Deployment itself was scaled");
 
-    let patch = Patch::Merge(json!({"spec": {"replicas": 5}}));
+    let patch = PatchBody::Merge(json!({"spec": {"replicas": 5}}));
     let patched = scales.patch(&gr, &ns, "web", &patch).await.unwrap();
     assert_eq!(patched.spec.unwrap().replicas, Some(5));
 
@@ -130,7 +130,7 @@ async fn a_custom_resource_with_a_scale_subresource_is_scaled_through_its_spec_p
         .unwrap();
     let scale = scales.get(&gr, &ns, "w").await.unwrap();
     assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(2));
-    let patch = Patch::Merge(json!({"spec": {"replicas": 7}}));
+    let patch = PatchBody::Merge(json!({"spec": {"replicas": 7}}));
     scales.patch(&gr, &ns, "w", &patch).await.unwrap();
     let read = widgets.get("w", &GetOptions::default()).await.unwrap();
     assert_eq!(

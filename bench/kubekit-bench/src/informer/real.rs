@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 use futures_util::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{Namespace, Pod, PodStatus};
 use kubekit::clientset::{
-    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, Patch, PatchOptions,
+    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchBody, PatchOptions,
     UpdateOptions,
 };
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 
 use super::fixture::Fixture;
 
@@ -67,7 +67,7 @@ impl Cluster {
         fixture: &Fixture,
         pods: usize,
     ) -> Result<Self, String> {
-        let config = Config::from_kubeconfig(kubeconfig)
+        let config = RestConfig::from_kubeconfig(kubeconfig)
             .await
             .map_err(|e| e.to_string())?
             .with_rate_limit(-1.0, 0);
@@ -188,7 +188,7 @@ impl Cluster {
                 self.clientset
                     .core_v1()
                     .pods(namespace)
-                    .patch(name, &Patch::Merge(patch), &PatchOptions::default())
+                    .patch(name, &PatchBody::Merge(patch), &PatchOptions::default())
                     .await
                     .map(drop)
                     .map_err(|e| format!("patching pod {namespace}/{name}: {e}"))
