@@ -42,16 +42,12 @@ struct Ctx {
     recorder: EventRecorder,
 }
 
-/// The apply configuration of `app`'s child `K` named `name` with `spec`.
-fn child<K: Object>(app: &App, name: &str, spec: Value) -> Value {
-    let labels = json!({ APP_LABEL: app.metadata.name });
-    json!({ "apiVersion": K::api_version(&()), "kind": K::kind(&()),
-        "metadata": { "name": name, "namespace": app.metadata.namespace, "labels": labels,
-            "ownerReferences": [controller_ref(app)] },
-        "spec": spec })
+/// The fields of a child of `app` with `spec`: the selector label and the spec.
+fn child(app: &App, spec: Value) -> Value {
+    json!({ "metadata": { "labels": { APP_LABEL: app.metadata.name } }, "spec": spec })
 }
 
-/// The Deployment `app` asks for: its name and apply configuration.
+/// The Deployment `app` asks for: its name and fields.
 fn deployment(app: &App) -> (&str, Value) {
     let (t, labels) = (
         &app.spec.deployment_template,
@@ -60,15 +56,15 @@ fn deployment(app: &App) -> (&str, Value) {
     let pod = json!({ "containers": [{ "name": "app-deploy-container", "image": t.image }] });
     let spec = json!({ "replicas": t.replicas, "selector": { "matchLabels": labels },
         "template": { "metadata": { "labels": labels }, "spec": pod } });
-    (&t.name, child::<Deployment>(app, &t.name, spec))
+    (&t.name, child(app, spec))
 }
 
-/// The Service `app` asks for, port 8080 to its pods: its name and apply configuration.
+/// The Service `app` asks for, port 8080 to its pods: its name and fields.
 fn service(app: &App) -> (&str, Value) {
     let selector = json!({ APP_LABEL: app.metadata.name });
     let spec = json!({ "selector": selector, "ports": [{ "name": "app-service", "port": 8080 }] });
     let name = &app.spec.service_template.name;
-    (name, child::<Service>(app, name, spec))
+    (name, child(app, spec))
 }
 
 /// Every apply: the controller's field manager, taking over the App's fields.
@@ -102,7 +98,7 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
     let client = ctx.clientset.resource::<K>(ns);
     tracing::info!(app = ?app.metadata.name, child = %name, "applying {kind}");
     let child = client
-        .patch(name, &PatchBody::Apply(desired), &apply_options())
+        .apply_child(app, name, desired, CONTROLLER_NAME)
         .await?;
     // The children it controls under another name (the spec renamed them).
     let controlled = lister.controlled_by(&app.metadata);

@@ -93,16 +93,10 @@ async fn apply(
 ) -> Result<ReconcileAction, Error> {
     let namespace = generator.namespace().unwrap_or_default();
     let name = config_map_name(generator);
-    let desired = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": { "name": name, "ownerReferences": [controller_ref(generator)] },
-        "data": generator.spec.data,
-    });
+    let desired = json!({ "data": generator.spec.data });
     let config_maps = clientset.core_v1().config_maps(&namespace);
-    let options = PatchOptions::apply(CONTROLLER).force();
     let applied = config_maps
-        .patch(&name, &PatchBody::Apply(desired), &options)
+        .apply_child(generator, &name, desired, CONTROLLER)
         .await;
     let (status, reason, message) = match &applied {
         Ok(_) => (

@@ -7,7 +7,8 @@
 //! [`Manager`](manager::Manager) that watches the objects and their children, queues the
 //! changes and retries failures. This one gives every Deployment a ConfigMap of settings,
 //! owned by the Deployment (so it goes away with it), written with server-side apply (so
-//! fields set by others are left alone); a change to either enqueues the Deployment:
+//! fields set by others are left alone: [`apply_child`](clientset::ResourceClient::apply_child));
+//! a change to either enqueues the Deployment:
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -24,18 +25,12 @@
 //! }
 //!
 //! async fn reconcile(deploy: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<ReconcileAction, ReconcileError> {
-//!     let namespace = deploy.namespace().unwrap_or_default();
 //!     let name = format!("{}-settings", deploy.name_any());
 //!     let replicas = deploy.spec.replicas.unwrap_or(1);
-//!     let settings = json!({
-//!         "apiVersion": "v1",
-//!         "kind": "ConfigMap",
-//!         "metadata": { "name": name, "ownerReferences": [controller_ref(&*deploy)] },
-//!         "data": { "replicas": replicas.to_string() },
-//!     });
-//!     let options = PatchOptions::apply(MANAGER).force();
-//!     let config_maps = ctx.clientset.core_v1().config_maps(&namespace);
-//!     config_maps.patch(&name, &PatchBody::Apply(settings), &options).await?;
+//!     let settings = json!({ "data": { "replicas": replicas.to_string() } });
+//!     let config_maps = ctx.clientset.core_v1().config_maps(&deploy.namespace().unwrap_or_default());
+//!     // Applied with a controller reference to the Deployment, by MANAGER, forcing its fields.
+//!     config_maps.apply_child(&*deploy, &name, settings, MANAGER).await?;
 //!     Ok(ReconcileAction::Done)
 //! }
 //!

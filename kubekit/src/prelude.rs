@@ -30,7 +30,7 @@
 //! let theirs: Option<Config> = None; // kube::Config
 //! let ours: Option<RestConfig> = None; // kubekit::rest::RestConfig
 //! let merge = Patch::Merge(serde_json::json!({})); // kube::api::Patch
-//! let apply = PatchBody::Apply(serde_json::json!({})); // kubekit::clientset::PatchBodyBody
+//! let apply = PatchBody::Apply(serde_json::json!({})); // kubekit::clientset::PatchBody
 //! assert!(apply.is_apply() && theirs.is_none() && ours.is_none());
 //! let policy = PropagationPolicy::Foreground; // kube::api's; kubekit's is not in the prelude
 //! # let _ = (merge, policy, ReconcileAction::Done, ObjectKey::new("ns", "name"));

@@ -53,8 +53,8 @@ use super::options::{
     CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchOptions, UpdateOptions,
 };
 use super::patch::PatchBody;
-use crate::meta::GroupVersionResource;
-use crate::rest::{ListPage, ObjectList, RestClient, Result};
+use crate::meta::{GroupVersionResource, controller_ref};
+use crate::rest::{Error, ListPage, ObjectList, RestClient, Result};
 use kubekit_protobuf::DecodeOptions;
 
 pub use crate::meta::KnownScope;
@@ -240,6 +240,44 @@ where
         opts: &PatchOptions,
     ) -> Result<K> {
         self.endpoint.patch(name, None, patch, opts).await?.decode()
+    }
+
+    /// Server-side applies the child `name` of `owner` in this client's namespace, and
+    /// returns it as stored: `fields` (a JSON object of what the caller decides: `spec`,
+    /// `data`, `metadata.labels`…) completed with the child's `apiVersion`, `kind`, name,
+    /// namespace and, as its only ownerReference, a controller reference to `owner` that
+    /// blocks the owner's deletion until the child is gone (as
+    /// `controllerutil.SetControllerReference` makes it), applied by the field manager
+    /// `manager` with `force`: the fields `fields` sets are `manager`'s, whoever changed
+    /// them since, and the fields others set that it does not are left theirs. The server
+    /// refuses a child with another controller (422).
+    ///
+    /// Refused unsent ([`Error::Request`](crate::rest::Error::Request)) when `fields` (or
+    /// its `metadata`) is not a JSON object, when `owner` has no uid (it was not read from
+    /// the server), or when a namespaced `owner` is in another namespace than this client.
+    ///
+    /// ```no_run
+    /// # async fn demo(clientset: kubekit::clientset::Clientset, owner: k8s_openapi::api::apps::v1::Deployment) -> kubekit::rest::Result<()> {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use serde_json::json;
+    ///
+    /// let config_maps = clientset.core_v1().config_maps("demo");
+    /// let fields = json!({ "metadata": { "labels": { "app": "web" } }, "data": { "mode": "fast" } });
+    /// let settings: ConfigMap = config_maps.apply_child(&owner, "web-settings", fields, "web-controller").await?;
+    /// # let _ = settings;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn apply_child<O: Resource<DynamicType = ()>>(
+        &self,
+        owner: &O,
+        name: &str,
+        fields: serde_json::Value,
+        manager: &str,
+    ) -> Result<K> {
+        let config = child_config::<K, O>(owner, self.namespace(), name, fields)?;
+        let opts = PatchOptions::apply(manager).force();
+        self.patch(name, &PatchBody::Apply(config), &opts).await
     }
 
     /// Patches the status of the object named `name` (the `status` subresource).
@@ -618,5 +656,116 @@ mod tests {
             let last = events.last().unwrap().as_ref().unwrap_err().to_string();
             assert!(last.contains("stream ended mid-event"), "{last}");
         }
+    }
+}
+
+/// The apply configuration of [`ResourceClient::apply_child`]: `fields` with the child's
+/// type, name, namespace and controller reference to `owner`.
+fn child_config<K, O>(
+    owner: &O,
+    namespace: Option<&str>,
+    name: &str,
+    fields: serde_json::Value,
+) -> Result<serde_json::Value>
+where
+    K: Resource<DynamicType = ()>,
+    O: Resource<DynamicType = ()>,
+{
+    let refuse = |why: String| Err(Error::Request(format!("applying child {name:?}: {why}")));
+    let owner_meta = owner.meta();
+    let owner_name = owner_meta.name.as_deref().unwrap_or_default();
+    if owner_meta.uid.as_deref().unwrap_or_default().is_empty() {
+        return refuse(format!(
+            "its owner {} {owner_name:?} has no uid (read it from the server first)",
+            O::kind(&())
+        ));
+    }
+    if let (Some(theirs), Some(ours)) = (owner_meta.namespace.as_deref(), namespace)
+        && theirs != ours
+    {
+        return refuse(format!(
+            "its owner {} {owner_name:?} is in namespace {theirs:?}, not {ours:?} (an owner \
+             must be in its children's namespace, or cluster-scoped)",
+            O::kind(&())
+        ));
+    }
+    let serde_json::Value::Object(mut config) = fields else {
+        return refuse(format!("its fields must be a JSON object, got {fields}"));
+    };
+    let metadata = config
+        .entry("metadata")
+        .or_insert_with(|| serde_json::json!({}));
+    let Some(metadata) = metadata.as_object_mut() else {
+        return refuse(format!(
+            "its metadata must be a JSON object, got {metadata}"
+        ));
+    };
+    metadata.insert("name".into(), name.into());
+    if let Some(namespace) = namespace {
+        metadata.insert("namespace".into(), namespace.into());
+    }
+    let reference = serde_json::to_value(controller_ref(owner))
+        .map_err(|e| Error::Request(format!("applying child {name:?}: {e}")))?;
+    metadata.insert("ownerReferences".into(), vec![reference].into());
+    config.insert("apiVersion".into(), K::api_version(&()).into());
+    config.insert("kind".into(), K::kind(&()).into());
+    Ok(config.into())
+}
+
+#[cfg(test)]
+mod child_tests {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    use super::child_config;
+    use crate::rest::Error;
+
+    fn owner(namespace: &str, uid: Option<&str>) -> Deployment {
+        let mut d = Deployment::default();
+        d.metadata.name = Some("web".into());
+        d.metadata.namespace = Some(namespace.into());
+        d.metadata.uid = uid.map(str::to_string);
+        d
+    }
+
+    #[test]
+    fn a_child_config_has_the_type_name_namespace_and_only_a_controller_reference() {
+        let fields = json!({ "metadata": { "labels": { "app": "web" },
+            "ownerReferences": [{ "uid": "someone-else" }] }, "data": { "a": "b" } });
+        let config =
+            child_config::<ConfigMap, _>(&owner("demo", Some("u-1")), Some("demo"), "s", fields)
+                .unwrap();
+        assert_eq!(
+            config,
+            json!({ "apiVersion": "v1", "kind": "ConfigMap", "data": { "a": "b" },
+                "metadata": { "name": "s", "namespace": "demo", "labels": { "app": "web" },
+                    "ownerReferences": [{ "apiVersion": "apps/v1", "kind": "Deployment",
+                        "name": "web", "uid": "u-1", "controller": true,
+                        "blockOwnerDeletion": true }] } })
+        );
+    }
+
+    #[test]
+    fn a_child_config_is_refused_with_a_clear_error_for_bad_fields_or_owners() {
+        let refused = |owner: Deployment, namespace: &str, fields| match child_config::<ConfigMap, _>(
+            &owner,
+            Some(namespace),
+            "s",
+            fields,
+        ) {
+            Err(Error::Request(message)) => message,
+            other => panic!("not refused: {other:?}"),
+        };
+        let ok = || owner("demo", Some("u-1"));
+        assert!(refused(ok(), "demo", json!([1])).contains("must be a JSON object"));
+        let bad_meta = json!({ "metadata": "x" });
+        assert!(refused(ok(), "demo", bad_meta).contains("metadata must be a JSON object"));
+        assert!(refused(owner("demo", None), "demo", json!({})).contains("has no uid"));
+        let elsewhere = refused(ok(), "other", json!({}));
+        assert!(
+            elsewhere.contains("in namespace \"demo\", not \"other\""),
+            "{elsewhere}"
+        );
     }
 }

@@ -1006,3 +1006,66 @@ async fn dry_run_writes_return_the_result_but_store_nothing() {
         real.metadata.resource_version
     );
 }
+
+#[tokio::test]
+async fn apply_child_owns_the_child_keeps_others_fields_and_is_refused_another_controller() {
+    let (cs, ns) = setup("cs-apply-child").await;
+    let cms = cs.core_v1().config_maps(&ns);
+    let create = CreateOptions::default();
+    let owner = cms
+        .create(&config_map("owner", &[], &[]), &create)
+        .await
+        .expect("owner");
+    let fields = |mode: &str| json!({ "metadata": { "labels": { "app": "web" } }, "data": { "mode": mode } });
+    let child = cms
+        .apply_child(&owner, "child", fields("fast"), "child-controller")
+        .await
+        .expect("first apply creates the child");
+    let reference = &child
+        .metadata
+        .owner_references
+        .as_deref()
+        .unwrap_or_default()[0];
+    assert_eq!(reference.uid, owner.metadata.uid.clone().unwrap());
+    assert_eq!(
+        (reference.controller, reference.block_owner_deletion),
+        (Some(true), Some(true))
+    );
+    assert!(kubekit::meta::is_controlled_by(
+        &child.metadata,
+        &owner.metadata
+    ));
+
+    // Someone else adds a label and changes a field the controller decides.
+    let theirs =
+        json!({ "metadata": { "labels": { "team": "blue" } }, "data": { "mode": "slow" } });
+    cms.patch("child", &PatchBody::Merge(theirs), &PatchOptions::default())
+        .await
+        .expect("another writer's patch");
+    let child = cms
+        .apply_child(&owner, "child", fields("fast"), "child-controller")
+        .await
+        .expect("applied again, forcing its own fields back");
+    let labels = child.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        child.data.unwrap()["mode"],
+        "fast",
+        "the controller's field is its own"
+    );
+    assert_eq!(
+        labels["team"], "blue",
+        "a field it does not set stays the other writer's"
+    );
+    assert_eq!(labels["app"], "web");
+
+    // A child controlled by another owner is refused by the server.
+    let other = cms
+        .create(&config_map("other-owner", &[], &[]), &create)
+        .await
+        .expect("other owner");
+    let err = cms
+        .apply_child(&other, "child", fields("fast"), "other-controller")
+        .await
+        .expect_err("two controllers");
+    assert!(err.is_invalid(), "{err}");
+}
