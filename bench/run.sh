@@ -164,13 +164,17 @@ run_shards() {
     return "$status"
 }
 
-# Times one cargo command (the rest of the arguments) in the current directory; prints
-# "WALL CPU" in seconds, CPU being user+sys of cargo and everything it ran.
+# Times one cargo command (the arguments after the first) in the current directory with
+# target directory $1 and cargo's defaults (none of this shell's CARGO_INCREMENTAL and
+# CARGO_PROFILE_*_DEBUG); prints "WALL CPU" in seconds, CPU being user+sys of cargo and
+# everything it ran.
 timed_cargo() {
-    local start end cpu
+    local target="$1" start end cpu
+    shift
     cpu="$(mktemp)"
     start="$(date +%s.%N)"
-    /usr/bin/time -o "$cpu" -f '%U %S' cargo "$@" --quiet >&2
+    env -u CARGO_INCREMENTAL -u CARGO_PROFILE_DEV_DEBUG -u CARGO_PROFILE_RELEASE_DEBUG \
+        CARGO_TARGET_DIR="$target" /usr/bin/time -o "$cpu" -f '%U %S' cargo "$@" --quiet >&2
     end="$(date +%s.%N)"
     awk -v s="$start" -v e="$end" '{ printf "%.1f %.1f\n", e - s, $1 + $2 }' "$cpu"
     rm -f "$cpu"
@@ -226,9 +230,7 @@ run_build() {
                 cd "$work/$crate"
                 cold_flags=("${flags[@]}")
                 $timings && cold_flags+=(--timings)
-                figures="$(env -u CARGO_INCREMENTAL -u CARGO_PROFILE_DEV_DEBUG \
-                    -u CARGO_PROFILE_RELEASE_DEBUG CARGO_TARGET_DIR="$work/target" \
-                    timed_cargo build "${cold_flags[@]}")"
+                figures="$(timed_cargo "$work/target" build "${cold_flags[@]}")"
                 keep_best "$crate cold-$profile" "$figures"
                 if $timings; then
                     mkdir -p "$bench_target/build-timings"
@@ -236,9 +238,7 @@ run_build() {
                         "$bench_target/build-timings/$crate-$profile-run$run.html"
                 fi
                 touch src/main.rs
-                figures="$(env -u CARGO_INCREMENTAL -u CARGO_PROFILE_DEV_DEBUG \
-                    -u CARGO_PROFILE_RELEASE_DEBUG CARGO_TARGET_DIR="$work/target" \
-                    timed_cargo build "${flags[@]}")"
+                figures="$(timed_cargo "$work/target" build "${flags[@]}")"
                 keep_best "$crate touch-$profile" "$figures"
                 cd "$root"
             done
