@@ -12,6 +12,8 @@
 #                                      and 4 replicas, with and without server-side filtering
 #   bench/run.sh webhook [options]     admissions/s and latency of kubekit's webhook server vs
 #                                      controller-runtime's
+#   bench/run.sh build [options]       cold and touch-rebuild build times of a small informer
+#                                      program, kubekit vs kube-rs
 #
 # Rust programs are built with cargo (honouring CARGO_TARGET_DIR), Go programs with
 # `go build` from the module in bench/go into bench/target/. Build output goes to stderr;
@@ -65,6 +67,14 @@ benchmarks:
               options: --runs N (default 3), --seconds S per load (default 5),
                        --connections C,... (default 1,8,32), --rotate (rotate the
                        certificate every second and reconnect every 50 reviews)
+  build       build time of a small program that syncs a Pod informer with one handler
+              (bench/build/kubekit-small) against a kube-rs reflector (bench/build/
+              kube-rs-small), both with the workspace's Cargo.lock: cold in a fresh target
+              directory, then after touching main.rs, in release and debug; the best of the
+              runs counts (wall seconds, and user+sys CPU seconds)
+              options: --runs N (default 1), --profiles release,debug (default both),
+                       --timings  keep cargo's --timings report of each cold build in
+                                  bench/target/build-timings/
 USAGE
 }
 
@@ -154,6 +164,100 @@ run_shards() {
     return "$status"
 }
 
+# Times one cargo command (the arguments after the first) in the current directory with
+# target directory $1 and cargo's defaults (none of this shell's CARGO_INCREMENTAL and
+# CARGO_PROFILE_*_DEBUG); prints "WALL CPU" in seconds, CPU being user+sys of cargo and
+# everything it ran.
+timed_cargo() {
+    local target="$1" start end cpu
+    shift
+    cpu="$(mktemp)"
+    start="$(date +%s.%N)"
+    env -u CARGO_INCREMENTAL -u CARGO_PROFILE_DEV_DEBUG -u CARGO_PROFILE_RELEASE_DEBUG \
+        CARGO_TARGET_DIR="$target" /usr/bin/time -o "$cpu" -f '%U %S' cargo "$@" --quiet >&2
+    end="$(date +%s.%N)"
+    awk -v s="$start" -v e="$end" '{ printf "%.1f %.1f\n", e - s, $1 + $2 }' "$cpu"
+    rm -f "$cpu"
+}
+
+run_build() {
+    local runs=1 profiles="release,debug" timings=false
+    while (($#)); do
+        case "$1" in
+            --runs)
+                (($# >= 2)) || { echo "--runs needs a value" >&2; exit 2; }
+                runs="$2"
+                shift
+                ;;
+            --profiles)
+                (($# >= 2)) || { echo "--profiles needs a value" >&2; exit 2; }
+                profiles="$2"
+                shift
+                ;;
+            --timings) timings=true ;;
+            *) usage >&2; exit 2 ;;
+        esac
+        shift
+    done
+    local work crate profile run flags cold_flags figures what kk_wall kk_cpu kr_wall kr_cpu
+    work="$(mktemp -d)"
+    # shellcheck disable=SC2064 # expand $work now
+    trap "rm -rf '$work'" EXIT
+    # Each crate is copied out of the workspace with the workspace's Cargo.lock, its path
+    # to kubekit made absolute; cargo builds it as a user's program (cargo's defaults,
+    # none of this shell's CARGO_* settings).
+    for crate in kubekit-small kube-rs-small; do
+        cp -r "$root/bench/build/$crate" "$work/$crate"
+        cp "$root/Cargo.lock" "$work/$crate/Cargo.lock"
+        sed -i "s|path = \"../../../kubekit\"|path = \"$root/kubekit\"|" "$work/$crate/Cargo.toml"
+        (cd "$work/$crate" && env -u CARGO_TARGET_DIR cargo fetch --quiet >&2)
+    done
+    # The best "WALL CPU" of each build (by wall time), by "crate what-profile".
+    declare -A best
+    keep_best() {
+        local old="${best[$1]:-}"
+        if [[ -z "$old" ]] || awk -v n="${2%% *}" -v o="${old%% *}" 'BEGIN { exit !(n < o) }'; then
+            best[$1]="$2"
+        fi
+    }
+    for ((run = 1; run <= runs; run++)); do
+        for crate in kubekit-small kube-rs-small; do
+            for profile in ${profiles//,/ }; do
+                flags=()
+                [[ "$profile" == release ]] && flags+=(--release)
+                echo "run $run: $crate, $profile: cold build" >&2
+                rm -rf "$work/target"
+                cd "$work/$crate"
+                cold_flags=("${flags[@]}")
+                $timings && cold_flags+=(--timings)
+                figures="$(timed_cargo "$work/target" build "${cold_flags[@]}")"
+                keep_best "$crate cold-$profile" "$figures"
+                if $timings; then
+                    mkdir -p "$bench_target/build-timings"
+                    cp "$work/target/cargo-timings/cargo-timing.html" \
+                        "$bench_target/build-timings/$crate-$profile-run$run.html"
+                fi
+                touch src/main.rs
+                figures="$(timed_cargo "$work/target" build "${flags[@]}")"
+                keep_best "$crate touch-$profile" "$figures"
+                cd "$root"
+            done
+        done
+    done
+    rm -rf "$work/target"
+    printf '%-16s %12s %12s %8s %12s %12s %8s\n' build "kubekit s" "kube-rs s" ratio \
+        "kubekit cpu" "kube-rs cpu" ratio
+    for what in cold touch; do
+        for profile in ${profiles//,/ }; do
+            read -r kk_wall kk_cpu <<<"${best[kubekit-small $what-$profile]}"
+            read -r kr_wall kr_cpu <<<"${best[kube-rs-small $what-$profile]}"
+            awk -v n="$what $profile" -v a="$kk_wall" -v b="$kr_wall" -v c="$kk_cpu" \
+                -v d="$kr_cpu" 'BEGIN { printf "%-16s %12.1f %12.1f %8.2f %12.1f %12.1f %8.2f\n",
+                    n, a, b, a / b, c, d, c / d }'
+        done
+    done
+}
+
 case "${1:-}" in
     workqueue)
         shift
@@ -182,6 +286,10 @@ case "${1:-}" in
     webhook)
         shift
         "$(build_rust)" webhook --go-bin "$(build_go webhook)" "$@"
+        ;;
+    build)
+        shift
+        run_build "$@"
         ;;
     -h | --help | help)
         usage

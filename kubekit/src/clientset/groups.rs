@@ -45,7 +45,10 @@ use crate::rest::{Error, RestClient, Result};
 
 /// A resource of the built-in table: what the clientset (and, unless it cannot be watched,
 /// the informer factory) has a typed accessor for. See [`built_in_resources`].
+///
+/// Only the table makes them (so [`list_typed`](Self::list_typed) knows each accessor).
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct BuiltInResource {
     /// API group; empty for the core group.
     pub group: &'static str,
@@ -62,14 +65,10 @@ pub struct BuiltInResource {
     pub informer: bool,
     /// The clientset's accessor, e.g. `networking_v1().ingresses(ns)`.
     pub accessor: &'static str,
-    list: ListFn,
 }
 
-/// Lists a built-in resource through its typed client; see [`BuiltInResource::list_typed`].
-type ListFn = fn(&Clientset, &ListOptions) -> BoxFuture<'static, Result<usize>>;
-
 impl BuiltInResource {
-    fn of<K>(accessor: &'static str, informer: bool, list: ListFn) -> Self
+    fn of<K>(accessor: &'static str, informer: bool) -> Self
     where
         K: k8s_openapi::Resource,
         K::Scope: KnownScope,
@@ -82,7 +81,6 @@ impl BuiltInResource {
             namespaced: <K::Scope as KnownScope>::NAMESPACED,
             informer,
             accessor,
-            list,
         }
     }
 
@@ -95,8 +93,16 @@ impl BuiltInResource {
     /// [`accessor`](Self::accessor), and returns how many objects decoded; an object that
     /// does not decode as the table's type is an error. What a test uses to prove that the
     /// server and the table agree on the resource and its type.
-    pub async fn list_typed(&self, clientset: &Clientset, options: &ListOptions) -> Result<usize> {
-        (self.list)(clientset, options).await
+    ///
+    /// Inline, as the dispatch to every typed client behind it: a program that never calls
+    /// it compiles no typed list of the table's types (kubekit's own build neither).
+    #[inline]
+    pub fn list_typed(
+        &self,
+        clientset: &Clientset,
+        options: &ListOptions,
+    ) -> BoxFuture<'static, Result<usize>> {
+        list_built_in(self.accessor, clientset, options)
     }
 }
 
@@ -143,6 +149,13 @@ macro_rules! has_informer {
     };
     () => {
         true
+    };
+}
+
+/// The accessor of a resource as the table names it: `networking_v1().ingresses(ns)`.
+macro_rules! accessor_path {
+    ($group:ident, $resource:ident, $args:literal) => {
+        concat!(stringify!($group), "().", stringify!($resource), $args)
     };
 }
 
@@ -258,6 +271,9 @@ macro_rules! api_groups {
         /// accessor on the [`Clientset`] and, when [`informer`](BuiltInResource::informer)
         /// is set, on the informer factory. The resources whose types the program's
         /// `k8s-openapi` version lacks are left out.
+        // Pushed one by one: each push is compiled only for the Kubernetes versions whose
+        // k8s-openapi has the type.
+        #[allow(clippy::vec_init_then_push)]
         pub fn built_in_resources() -> &'static [BuiltInResource] {
             static TABLE: LazyLock<Vec<BuiltInResource>> = LazyLock::new(|| {
                 let mut table = Vec::new();
@@ -266,26 +282,16 @@ macro_rules! api_groups {
                         $(
                             gated! { $($ns_gate)?;
                                 table.push(BuiltInResource::of::<$accessor::$NsKind>(
-                                    concat!(
-                                        stringify!($accessor), "().", stringify!($ns_fn), "(ns)"
-                                    ),
+                                    accessor_path!($accessor, $ns_fn, "(ns)"),
                                     has_informer!($($ns_only)?),
-                                    |clientset, options| {
-                                        list_erased(clientset.$accessor().$ns_fn(""), options)
-                                    },
                                 ));
                             }
                         )*
                         $(
                             gated! { $($cl_gate)?;
                                 table.push(BuiltInResource::of::<$accessor::$ClKind>(
-                                    concat!(
-                                        stringify!($accessor), "().", stringify!($cl_fn), "()"
-                                    ),
+                                    accessor_path!($accessor, $cl_fn, "()"),
                                     has_informer!($($cl_only)?),
-                                    |clientset, options| {
-                                        list_erased(clientset.$accessor().$cl_fn(), options)
-                                    },
                                 ));
                             }
                         )*
@@ -294,6 +300,35 @@ macro_rules! api_groups {
                 table
             });
             &TABLE
+        }
+
+        /// Lists the resource of the table whose accessor is `accessor` through its typed
+        /// client, as [`BuiltInResource::list_typed`] does. Inline: see there.
+        #[inline]
+        fn list_built_in(
+            accessor: &str,
+            clientset: &Clientset,
+            options: &ListOptions,
+        ) -> BoxFuture<'static, Result<usize>> {
+            $(
+                gated! { $($gate)?;
+                    $(
+                        gated! { $($ns_gate)?;
+                            if accessor == accessor_path!($accessor, $ns_fn, "(ns)") {
+                                return list_erased(clientset.$accessor().$ns_fn(""), options);
+                            }
+                        }
+                    )*
+                    $(
+                        gated! { $($cl_gate)?;
+                            if accessor == accessor_path!($accessor, $cl_fn, "()") {
+                                return list_erased(clientset.$accessor().$cl_fn(), options);
+                            }
+                        }
+                    )*
+                }
+            )*
+            unreachable!("{accessor}: only the table makes a BuiltInResource")
         }
     };
 }
