@@ -13,7 +13,7 @@
 //!   server, as in client-go. Objects are written to the client's namespace, whatever
 //!   their `metadata.namespace` says (the server refuses a mismatch).
 //! - Every response is decoded once, into `K` (or [`ObjectList<K>`], whose malformed items
-//!   are reported in `skipped`, not fatal). Errors are [`Error`](crate::rest::Error)s with
+//!   are reported in `skipped`, not fatal). Errors are [`Error`]s with
 //!   the API's `Status` and predicates (`is_not_found`, `is_conflict`, …).
 //! - The client is cheap to clone and holds no lock; all clones share the
 //!   [`RestClient`]'s rate limiter.
@@ -252,7 +252,7 @@ where
     /// them since, and the fields others set that it does not are left theirs. The server
     /// refuses a child with another controller (422).
     ///
-    /// Refused unsent ([`Error::Request`](crate::rest::Error::Request)) when `fields` (or
+    /// Refused unsent ([`Error::Request`]) when `fields` (or
     /// its `metadata`) is not a JSON object, when `owner` has no uid (it was not read from
     /// the server), or when a namespaced `owner` is in another namespace than this client.
     ///

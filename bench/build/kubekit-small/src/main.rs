@@ -6,12 +6,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kubekit::cache::ResourceEventHandlerFuncs;
 use kubekit::clientset::Clientset;
 use kubekit::informers::SharedInformerFactory;
-use kubekit::rest::Config;
+use kubekit::rest::RestConfig;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let config = Config::infer().await?;
+    let config = RestConfig::infer().await?;
     let factory = SharedInformerFactory::new(Clientset::new(&config)?);
     let pods = factory.core_v1().pods();
     pods.informer()
