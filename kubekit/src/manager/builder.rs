@@ -20,7 +20,7 @@
 //!   and the context. A key whose object is no longer in the cache is logged and forgotten:
 //!   clean-up of deleted objects belongs to ownerReferences (garbage collection) or
 //!   finalizers.
-//! - It returns an [`ReconcileAction`] (done, or requeue after a delay), or a [`ReconcileError`]
+//! - It returns a [`ReconcileAction`] (done, or requeue after a delay), or a [`ReconcileError`]
 //!   (`?` on any error makes one), handled as its [`ErrorPolicy`] says — unless the
 //!   controller's [`error_policy`](ControllerBuilder::error_policy) hook, which sees the
 //!   object and the error, decides otherwise:
