@@ -1579,20 +1579,28 @@ mod tests {
         assert_eq!(server.requests().len(), 2, "an allowed write is sent");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_refused_write_fails_at_once_without_waiting_for_the_rate_limit() {
+    /// A test server and a client of it guarded by `guard`, allowed one request per 1000 s,
+    /// whose only token a read has just taken.
+    async fn client_without_a_token(
+        guard: WriteGuard,
+    ) -> (crate::rest::test_server::TestServer, RestClient) {
         use crate::rest::test_server::{Reply, TestServer};
         let server = TestServer::start(|_| Reply::json(200, "{}")).await;
-        // One request per 1000 s: the read below takes the only token.
         let config = server.config().with_rate_limit(0.001, 1);
-        let refuse: WriteGuard = Arc::new(|| Err("shutting down".into()));
-        let client = RestClient::new(&config).unwrap().with_write_guard(refuse);
+        let client = RestClient::new(&config).unwrap().with_write_guard(guard);
         client
             .get()
             .abs_path("/api/v1/configmaps")
             .send()
             .await
             .unwrap();
+        (server, client)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_write_fails_at_once_without_waiting_for_the_rate_limit() {
+        let refuse: WriteGuard = Arc::new(|| Err("shutting down".into()));
+        let (server, client) = client_without_a_token(refuse).await;
         let before = tokio::time::Instant::now();
         let err = client
             .delete()
@@ -1611,10 +1619,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_write_waiting_for_the_rate_limit_is_refused_as_soon_as_its_guard_refuses() {
-        use crate::rest::test_server::{Reply, TestServer};
         use std::sync::atomic::{AtomicBool, Ordering};
-        let server = TestServer::start(|_| Reply::json(200, "{}")).await;
-        let config = server.config().with_rate_limit(0.001, 1);
         let allowed = Arc::new(AtomicBool::new(true));
         let guard: WriteGuard = {
             let allowed = Arc::clone(&allowed);
@@ -1623,13 +1628,7 @@ mod tests {
                 false => Err("shutting down".into()),
             })
         };
-        let client = RestClient::new(&config).unwrap().with_write_guard(guard);
-        client
-            .get()
-            .abs_path("/api/v1/configmaps")
-            .send()
-            .await
-            .unwrap();
+        let (server, client) = client_without_a_token(guard).await;
         let waiting = tokio::spawn({
             let client = client.clone();
             async move {
