@@ -48,6 +48,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kubekit::clientset::{Clientset, ListOptions};
+use kubekit::meta::controller_of;
 use kubekit::rest::RestConfig;
 use testenv::{ControlPlane, eventually, eventually_ok};
 
@@ -325,12 +326,7 @@ async fn caches(
 
 /// How many of these objects have no controller.
 fn uncontrolled<'a>(metas: impl Iterator<Item = &'a ObjectMeta>) -> usize {
-    metas
-        .filter(|m| {
-            let owners = m.owner_references.as_deref().unwrap_or_default();
-            owners.iter().all(|r| r.controller != Some(true))
-        })
-        .count()
+    metas.filter(|m| controller_of(m).is_none()).count()
 }
 
 fn signal(replica: &Controller, sig: &str) {

@@ -1530,19 +1530,9 @@ mod tests {
     #[tokio::test]
     async fn a_write_guard_refuses_writes_unsent_and_lets_reads_through() {
         use crate::rest::test_server::{Reply, TestServer};
-        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::atomic::Ordering;
         let server = TestServer::start(|_| Reply::json(200, "{}")).await;
-        let allowed = Arc::new(AtomicBool::new(false));
-        let guard: WriteGuard = {
-            let allowed = Arc::clone(&allowed);
-            Arc::new(move || {
-                if allowed.load(Ordering::SeqCst) {
-                    Ok(())
-                } else {
-                    Err("not leading".into())
-                }
-            })
-        };
+        let (allowed, guard) = switchable_guard(false, "not leading");
         let client = server.client().with_write_guard(guard);
         let writes = [Method::POST, Method::PUT, Method::PATCH, Method::DELETE];
         for method in writes.clone() {
@@ -1577,6 +1567,22 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(server.requests().len(), 2, "an allowed write is sent");
+    }
+
+    /// A write guard that allows writes while the flag returned is set (at first:
+    /// `allowed`) and refuses them with `reason` otherwise.
+    fn switchable_guard(
+        allowed: bool,
+        reason: &'static str,
+    ) -> (Arc<std::sync::atomic::AtomicBool>, WriteGuard) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let allowed = Arc::new(AtomicBool::new(allowed));
+        let flag = Arc::clone(&allowed);
+        let guard: WriteGuard = Arc::new(move || match flag.load(Ordering::SeqCst) {
+            true => Ok(()),
+            false => Err(reason.into()),
+        });
+        (allowed, guard)
     }
 
     /// A test server and a client of it guarded by `guard`, allowed one request per 1000 s,
@@ -1619,15 +1625,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_write_waiting_for_the_rate_limit_is_refused_as_soon_as_its_guard_refuses() {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let allowed = Arc::new(AtomicBool::new(true));
-        let guard: WriteGuard = {
-            let allowed = Arc::clone(&allowed);
-            Arc::new(move || match allowed.load(Ordering::SeqCst) {
-                true => Ok(()),
-                false => Err("shutting down".into()),
-            })
-        };
+        use std::sync::atomic::Ordering;
+        let (allowed, guard) = switchable_guard(true, "shutting down");
         let (server, client) = client_without_a_token(guard).await;
         let waiting = tokio::spawn({
             let client = client.clone();

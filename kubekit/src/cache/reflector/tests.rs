@@ -26,6 +26,22 @@ fn harness(configure: impl FnOnce(&mut ReflectorOptions<ConfigMap>)) -> Harness 
     harness_on(Arc::new(Fake(script.clone())), script, configure)
 }
 
+/// [`harness`], named `cms`, counting into [`ReflectorMetrics`](crate::cache::ReflectorMetrics)
+/// registered in the registry returned.
+fn metered_harness(
+    configure: impl FnOnce(&mut ReflectorOptions<ConfigMap>),
+) -> (Harness, prometheus_client::registry::Registry) {
+    let metrics = crate::cache::ReflectorMetrics::new();
+    let mut registry = prometheus_client::registry::Registry::default();
+    metrics.register(&mut registry);
+    let h = harness(|o| {
+        o.name = "cms".into();
+        o.metrics = Some(metrics);
+        configure(o);
+    });
+    (h, registry)
+}
+
 /// A reflector of ConfigMaps in namespace `ns` served by `server`, over the real client
 /// (its default request timeout included), with an unjittered backoff.
 fn loopback_harness(server: &TestServer) -> Harness {
@@ -682,13 +698,7 @@ async fn the_next_page_is_asked_for_while_the_current_one_decodes() {
 
 #[tokio::test(start_paused = true)]
 async fn metrics_count_lists_relists_watches_and_events_by_type() {
-    let metrics = crate::cache::ReflectorMetrics::new();
-    let mut registry = prometheus_client::registry::Registry::default();
-    metrics.register(&mut registry);
-    let h = harness(|o| {
-        o.name = "cms".into();
-        o.metrics = Some(metrics.clone());
-    });
+    let (h, registry) = metered_harness(|_| {});
     h.script.list("10", None, &[("a", "5")]);
     let events = h.script.watch();
     h.script.list("30", None, &[("a", "5")]);
@@ -948,12 +958,7 @@ fn one_of_each(inside: &[String], outside: &[String]) -> Vec<ConfigMap> {
 #[tokio::test(start_paused = true)]
 async fn a_sharded_reflector_filters_itself_when_the_server_ignores_its_selector() {
     let (shard, inside, outside) = lower_half();
-    let metrics = crate::cache::ReflectorMetrics::new();
-    let mut registry = prometheus_client::registry::Registry::default();
-    metrics.register(&mut registry);
-    let h = harness(|o| {
-        o.name = "cms".into();
-        o.metrics = Some(metrics.clone());
+    let (h, registry) = metered_harness(|o| {
         o.shard = Some(shard.clone());
     });
     // The server sends every object and no shardInfo.
@@ -1004,12 +1009,7 @@ async fn a_sharded_reflector_filters_itself_when_the_server_ignores_its_selector
 #[tokio::test(start_paused = true)]
 async fn a_sharded_reflector_reports_server_filtering_when_the_list_echoes_its_selector() {
     let (shard, inside, _) = lower_half();
-    let metrics = crate::cache::ReflectorMetrics::new();
-    let mut registry = prometheus_client::registry::Registry::default();
-    metrics.register(&mut registry);
-    let h = harness(|o| {
-        o.name = "cms".into();
-        o.metrics = Some(metrics.clone());
+    let (h, registry) = metered_harness(|o| {
         o.shard = Some(shard.clone());
     });
     h.script.list_sharded(
@@ -1154,12 +1154,7 @@ async fn a_reflector_sharded_by_controller_uid_never_sends_the_selector_and_filt
     let (by_uid, inside, outside) = lower_half();
     let key = crate::cache::ShardKey::ControllerUid;
     let shard = ShardSelector::new(key, by_uid.ranges().to_vec()).unwrap();
-    let metrics = crate::cache::ReflectorMetrics::new();
-    let mut registry = prometheus_client::registry::Registry::default();
-    metrics.register(&mut registry);
-    let h = harness(|o| {
-        o.name = "cms".into();
-        o.metrics = Some(metrics.clone());
+    let (h, registry) = metered_harness(|o| {
         o.use_streaming_list = true;
         o.shard = Some(shard);
     });
