@@ -3,40 +3,13 @@
 //! condition; a change of its data reaches the ConfigMap; `kubectl delete` of the
 //! generator deletes the ConfigMap through the finalizer, then the generator goes.
 
-use std::io::Write;
-use std::process::{Child, Command, Stdio};
+mod support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubekit::clientset::{Clientset, GetOptions};
 use kubekit::rest::RestConfig;
-use testenv::{ControlPlane, eventually};
-
-/// The example's process, killed when dropped.
-struct Example(Child);
-
-impl Drop for Example {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `kubectl` with `args`, `stdin` piped in; its stdout, after asserting it succeeded.
-fn kubectl(cp: &ControlPlane, args: &[&str], stdin: &str) -> String {
-    let mut child = (cp.kubectl().args(args))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run kubectl");
-    let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("write stdin");
-    drop(input);
-    let out = child.wait_with_output().expect("kubectl");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "kubectl {args:?}: {stderr}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use support::{Example, kubectl, wait_for_crd};
+use testenv::eventually;
 
 fn generator(ns: &str, value: &str) -> String {
     format!(
@@ -53,31 +26,13 @@ async fn the_generator_gets_its_config_map_a_ready_condition_and_a_cleanup_on_de
         .await
         .unwrap();
     let config_maps = Clientset::new(&config).unwrap().core_v1().config_maps(&ns);
-    let _example = Example(
-        Command::new(env!("CARGO_BIN_EXE_config-map-generator"))
-            .arg("--kubeconfig")
-            .arg(cp.kubeconfig_path())
-            .args(["--namespace", &ns])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start config-map-generator"),
+    let _example = Example::start(
+        env!("CARGO_BIN_EXE_config-map-generator"),
+        cp,
+        &["--namespace", &ns],
     );
     // The example installs its CRD; apply once the server serves it.
-    eventually(60, "the CRD established", || async {
-        let args = ["get", "crd", "configmapgenerators.examples.kubekit.dev"];
-        let out = cp.kubectl().args(args).args(["-o", "name"]).output().ok()?;
-        out.status.success().then_some(())
-    })
-    .await;
-    kubectl(
-        cp,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/configmapgenerators.examples.kubekit.dev",
-        ],
-        "",
-    );
+    wait_for_crd(cp, "configmapgenerators.examples.kubekit.dev").await;
     kubectl(cp, &["apply", "-f", "-"], &generator(&ns, "world"));
 
     let data = |cm: &ConfigMap| cm.data.as_ref().and_then(|d| d.get("hello")).cloned();

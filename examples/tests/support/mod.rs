@@ -1,0 +1,64 @@
+//! What the examples' end-to-end tests share: an example's process and kubectl.
+
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+
+use testenv::ControlPlane;
+
+/// An example's process against `cp`'s kubeconfig, killed when dropped.
+pub struct Example(Child);
+
+impl Example {
+    /// Starts the example binary at `path` with `--kubeconfig` and `args`, its stdout
+    /// dropped.
+    pub fn start(path: &str, cp: &ControlPlane, args: &[&str]) -> Example {
+        let child = Command::new(path)
+            .arg("--kubeconfig")
+            .arg(cp.kubeconfig_path())
+            .args(args)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {path}: {e}"));
+        Example(child)
+    }
+}
+
+impl Drop for Example {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `kubectl` with `args`, `stdin` piped in; its stdout, after asserting it succeeded.
+pub fn kubectl(cp: &ControlPlane, args: &[&str], stdin: &str) -> String {
+    let mut child = (cp.kubectl().args(args))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.as_bytes()).expect("write stdin");
+    drop(input);
+    let out = child.wait_with_output().expect("kubectl");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kubectl {args:?}: {stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Waits (up to 60 s) for the CustomResourceDefinition `name`, which an example installs
+/// when it starts, to exist and be established.
+pub async fn wait_for_crd(cp: &ControlPlane, name: &str) {
+    let crd = format!("crd/{name}");
+    testenv::eventually(60, "the CRD created", || async {
+        let out = cp
+            .kubectl()
+            .args(["get", &crd, "-o", "name"])
+            .output()
+            .ok()?;
+        out.status.success().then_some(())
+    })
+    .await;
+    kubectl(cp, &["wait", "--for=condition=Established", &crd], "");
+}
