@@ -121,6 +121,7 @@ pub mod record;
 pub mod rest;
 pub mod retry;
 pub mod scale;
+mod spawn;
 pub mod validation;
 pub mod watch;
 pub mod webhook;

@@ -161,7 +161,7 @@ where
     pub async fn run(&self, cancel: CancellationToken) {
         let reflector = self.reflector.clone();
         let reflector_cancel = cancel.child_token();
-        let reflector_task = tokio::spawn({
+        let reflector_task = crate::spawn::spawn({
             let cancel = reflector_cancel.clone();
             async move { reflector.run_restarting(cancel).await }
         });

@@ -1132,7 +1132,8 @@ where
     fn apply(
         &self,
         obj: K,
-        op: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), KeyError>,
+        // A pointer, not a closure: one `apply` per type for the three operations.
+        op: fn(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), KeyError>,
     ) -> (Result<(), KeyError>, Option<String>) {
         if !self.in_shard(&obj) {
             let rv = resource_version(&obj).map(str::to_string);

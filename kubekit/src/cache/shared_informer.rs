@@ -207,13 +207,15 @@ impl<K: Send + Sync + 'static> Listener<K> {
         };
         let rx = rx.lock().take()?;
         let me = self.clone();
+        // Boxed: the thread's start is then compiled once, not once per type.
+        let feed: Box<dyn FnOnce() + Send> = Box::new(move || {
+            while let Ok(Some(n)) = rx.recv() {
+                me.handle(n);
+            }
+        });
         let spawned = std::thread::Builder::new()
             .name(format!("kubekit-handler-{}", self.id))
-            .spawn(move || {
-                while let Ok(Some(n)) = rx.recv() {
-                    me.handle(n);
-                }
-            });
+            .spawn(feed);
         match spawned {
             Ok(handle) => Some(handle),
             Err(e) => {
@@ -670,18 +672,23 @@ where
             processor.syncing.clear();
             std::mem::take(&mut processor.tasks)
         };
-        // A handler busy in a call is waited for (its thread cannot be interrupted).
-        let joined = tokio::task::spawn_blocking(move || {
-            for task in tasks {
-                if task.join().is_err() {
-                    tracing::error!("an event handler thread failed");
-                }
+        join_handler_threads(tasks).await;
+    }
+}
+
+/// Waits for the handler threads of a stopped informer: a handler busy in a call is waited
+/// for (its thread cannot be interrupted). Not generic, so compiled once.
+async fn join_handler_threads(tasks: Vec<JoinHandle<()>>) {
+    let joined = tokio::task::spawn_blocking(move || {
+        for task in tasks {
+            if task.join().is_err() {
+                tracing::error!("an event handler thread failed");
             }
-        })
-        .await;
-        if let Err(e) = joined {
-            tracing::error!("joining the event handler threads: {e}");
         }
+    })
+    .await;
+    if let Err(e) = joined {
+        tracing::error!("joining the event handler threads: {e}");
     }
 }
 

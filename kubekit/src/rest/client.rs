@@ -1101,7 +1101,8 @@ impl Response {
         K: DeserializeOwned + Send + 'static,
     {
         let what = self.what.clone();
-        tokio::task::spawn_blocking(move || self.decode_list())
+        let runtime = tokio::runtime::Handle::current();
+        crate::spawn::spawn_blocking(&runtime, move || self.decode_list())
             .await
             .unwrap_or_else(|e| Err(Error::Request(format!("decoding {what}: {e}"))))
     }
@@ -1252,64 +1253,71 @@ fn decode_items<I: Sync, K: Send>(
     items: &[I],
     decode_one: impl Fn(&I, usize) -> Result<K> + Sync,
 ) -> ObjectList<K> {
-    let mut list = ObjectList {
-        metadata,
-        shard_selector,
-        items: Vec::with_capacity(items.len()),
-        skipped: Vec::new(),
-    };
-    let decode_run = |run: &[I], start: usize, list: &mut ObjectList<K>| {
-        for (i, item) in run.iter().enumerate() {
-            match decode_one(item, start + i) {
-                Ok(obj) => list.items.push(obj),
+    let run = items.len().div_ceil(decode_threads(items.len())).max(1);
+    let runs: Vec<&[I]> = items.chunks(run).collect();
+    // The first run's list becomes the whole list: room for every item.
+    let parts: Vec<parking_lot::Mutex<ObjectList<K>>> = (0..runs.len())
+        .map(|i| {
+            let capacity = if i == 0 { items.len() } else { 0 };
+            parking_lot::Mutex::new(ObjectList {
+                items: Vec::with_capacity(capacity),
+                ..ObjectList::default()
+            })
+        })
+        .collect();
+    on_threads(runs.len(), &|i| {
+        let mut part = parts[i].lock();
+        for (j, item) in runs[i].iter().enumerate() {
+            match decode_one(item, i * run + j) {
+                Ok(obj) => part.items.push(obj),
                 Err(err) => {
                     tracing::warn!(error = %err, "skipping an object that does not decode");
-                    list.skipped.push(err);
-                }
-            }
-        }
-    };
-    let threads = decode_threads(items.len());
-    if threads <= 1 {
-        decode_run(items, 0, &mut list);
-        return list;
-    }
-    let run = items.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let mut runs = items.chunks(run).enumerate();
-        let (_, first) = runs.next().unwrap_or_default();
-        let spawned: Vec<_> = runs
-            .map(|(i, part_items)| {
-                let start = i * run;
-                let decode = move || {
-                    let mut part = ObjectList::default();
-                    decode_run(part_items, start, &mut part);
-                    part
-                };
-                std::thread::Builder::new()
-                    .name("kubekit-decode".into())
-                    .spawn_scoped(scope, decode)
-                    .map_err(|e| (part_items, start, e))
-            })
-            .collect();
-        decode_run(first, 0, &mut list);
-        for part in spawned {
-            match part {
-                Ok(handle) => {
-                    let part = handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                    list.items.extend(part.items);
-                    list.skipped.extend(part.skipped);
-                }
-                Err((part_items, start, e)) => {
-                    tracing::debug!("no decode thread ({e}); decoding on this one");
-                    decode_run(part_items, start, &mut list);
+                    part.skipped.push(err);
                 }
             }
         }
     });
+    let mut parts = parts.into_iter().map(parking_lot::Mutex::into_inner);
+    let mut list = parts.next().unwrap_or_default();
+    for part in parts {
+        list.items.extend(part.items);
+        list.skipped.extend(part.skipped);
+    }
+    list.metadata = metadata;
+    list.shard_selector = shard_selector;
     list
+}
+
+/// Calls `work` with `0..runs`: `work(0)` on this thread, the others on short-lived scoped
+/// threads (on this one too, after `work(0)`, if a thread cannot be started). A panic in
+/// any is resumed here. Not generic, so compiled once rather than for every type decoded.
+fn on_threads(runs: usize, work: &(dyn Fn(usize) + Sync)) {
+    if runs <= 1 {
+        (0..runs).for_each(work);
+        return;
+    }
+    std::thread::scope(|scope| {
+        let spawned: Vec<_> = (1..runs)
+            .map(|i| {
+                let thread = std::thread::Builder::new().name("kubekit-decode".into());
+                (i, thread.spawn_scoped(scope, move || work(i)))
+            })
+            .collect();
+        work(0);
+        for (i, thread) in spawned {
+            match thread {
+                Ok(handle) => {
+                    if let Err(panic) = handle.join() {
+                        std::panic::resume_unwind(panic);
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("no decode thread ({e}); decoding on this one");
+                    work(i);
+                }
+            }
+        }
+    });
 }
 
 #[cfg(test)]
@@ -1672,6 +1680,40 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.code(), Some(500), "{err}");
+    }
+
+    #[test]
+    fn a_list_decoded_in_runs_keeps_its_order_and_skips_only_the_bad_items() {
+        let items: Vec<usize> = (0..1000).collect();
+        let metadata = ListMeta {
+            resource_version: Some("7".into()),
+            ..ListMeta::default()
+        };
+        let list = decode_items(metadata, Some("shard".into()), &items, |item, index| {
+            assert_eq!(*item, index, "each item comes with its own index");
+            match item % 100 {
+                7 => Err(Error::Request(format!("item {item}"))),
+                _ => Ok(item * 2),
+            }
+        });
+        let kept: Vec<usize> = (0..1000).filter(|i| i % 100 != 7).map(|i| i * 2).collect();
+        assert_eq!(list.items, kept);
+        let skipped: Vec<String> = list.skipped.iter().map(|e| e.to_string()).collect();
+        assert_eq!(skipped.len(), 10, "{skipped:?}");
+        assert!(skipped.iter().all(|e| e.contains("item ")), "{skipped:?}");
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("7"));
+        assert_eq!(list.shard_selector.as_deref(), Some("shard"));
+    }
+
+    #[test]
+    fn on_threads_works_every_run_exactly_once() {
+        for runs in [0, 1, 2, 5] {
+            let seen = parking_lot::Mutex::new(Vec::new());
+            on_threads(runs, &|i| seen.lock().push(i));
+            let mut seen = seen.into_inner();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..runs).collect::<Vec<_>>());
+        }
     }
 
     #[test]

@@ -178,7 +178,10 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for EventSeed<'_, K> {
         let raw = early_object.ok_or_else(|| A::Error::missing_field("object"))?;
         *self.in_object = is_known(kind);
         event_of(kind, |seed| {
-            let mut de = serde_json::Deserializer::from_str(raw.get());
+            // From the slice, not the `str`: serde_json's `SliceRead` instance of every
+            // type's `Deserialize` is compiled anyway (for lists and whole watch lines),
+            // a `StrRead` one would be compiled for this path alone.
+            let mut de = serde_json::Deserializer::from_slice(raw.get().as_bytes());
             seed.deserialize(&mut de).map_err(A::Error::custom)
         })
     }

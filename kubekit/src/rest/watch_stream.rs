@@ -31,9 +31,9 @@ use bytes::Bytes;
 use futures_util::Stream;
 use hyper::body::Body;
 use serde::de::DeserializeOwned;
-use tokio::task::JoinHandle;
 
 use super::error::{Error, Result};
+use crate::spawn::{Blocking, spawn_blocking};
 use super::watch::{Framing, WatchDecoder, WatchEvent, decode_last_event};
 
 /// The most lines one decoding batch holds.
@@ -81,7 +81,7 @@ type Events<K> = std::vec::IntoIter<Result<WatchEvent<K>>>;
 /// Events in stream order: decoded, or being decoded.
 enum Batch<K> {
     Decoded(Events<K>),
-    Decoding(JoinHandle<Vec<Result<WatchEvent<K>>>>),
+    Decoding(Blocking<Vec<Result<WatchEvent<K>>>>),
 }
 
 /// A watch body's events; see the [module docs](self).
@@ -189,7 +189,7 @@ where
                 self.line_bytes = 0;
                 let what = Arc::clone(&self.what);
                 let framing = self.decoder.framing();
-                let handle = runtime.spawn_blocking(move || {
+                let handle = spawn_blocking(&runtime, move || {
                     let events = decode_lines(framing, &lines, &what);
                     drop(slot);
                     events
