@@ -446,9 +446,8 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// indexer) then reflects the last relist.
     pub async fn wait_replaces_processed(&self) {
         let target = self.state.lock().replaces;
-        let mut rx = self.drained.subscribe();
         // The sender lives in `self`, so the channel cannot close while we wait.
-        let _ = rx.wait_for(|drained| *drained >= target).await;
+        wait_at_least(self.drained.subscribe(), target).await;
     }
 
     fn publish_synced(&self, s: &State<K>) {
@@ -465,9 +464,8 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
 
     /// Waits until [`has_synced`](Self::has_synced) is true.
     pub async fn wait_synced(&self) {
-        let mut rx = self.synced.subscribe();
         // The sender lives in `self`, so the channel cannot close while we wait.
-        let _ = rx.wait_for(|synced| *synced).await;
+        wait_true(self.synced.subscribe()).await;
     }
 
     /// Closes the queue: `pop` returns [`Closed`] once it is empty.
@@ -512,6 +510,17 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     pub fn list_keys(&self) -> Vec<String> {
         self.state.lock().queue.iter().cloned().collect()
     }
+}
+
+/// Waits until `rx` holds at least `target` (or its sender is gone). Not generic, as the
+/// queue's methods are: compiled once.
+async fn wait_at_least(mut rx: tokio::sync::watch::Receiver<u64>, target: u64) {
+    let _ = rx.wait_for(|value| *value >= target).await;
+}
+
+/// Waits until `rx` holds true (or its sender is gone). Not generic: compiled once.
+async fn wait_true(mut rx: tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|value| *value).await;
 }
 
 #[cfg(test)]

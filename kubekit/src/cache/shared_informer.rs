@@ -66,6 +66,7 @@
 //! # }
 //! ```
 
+use std::any::Any;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -112,13 +113,17 @@ impl<K> Clone for Notification<K> {
     }
 }
 
+/// A [`Notification`] of the listener's type, boxed: the channel to a handler's thread
+/// is then compiled once, not once per type.
+type BoxedNotification = Box<dyn Any + Send>;
+
 /// How notifications reach a handler.
-enum Delivery<K> {
+enum Delivery {
     /// Through an unbounded buffer to a thread of the handler's own; `None` tells the
     /// thread to stop.
     Thread {
-        tx: mpsc::Sender<Option<Notification<K>>>,
-        rx: Mutex<Option<mpsc::Receiver<Option<Notification<K>>>>>,
+        tx: mpsc::Sender<Option<BoxedNotification>>,
+        rx: Mutex<Option<mpsc::Receiver<Option<BoxedNotification>>>>,
     },
     /// By a call on the informer's task: the handler said it does not block
     /// ([`ResourceEventHandler::may_block`]).
@@ -128,7 +133,7 @@ enum Delivery<K> {
 /// The informer side of one handler: its buffer, counters and resync schedule.
 struct Listener<K> {
     id: u64,
-    delivery: Delivery<K>,
+    delivery: Delivery,
     handler: Arc<dyn ResourceEventHandler<K>>,
     depth: AtomicUsize,
     max_depth: AtomicUsize,
@@ -170,7 +175,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             // The receiver lives as long as the listener's thread; a send after it stopped
             // is moot.
             Delivery::Thread { tx, .. } => {
-                let _ = tx.send(Some(n));
+                let _ = tx.send(Some(Box::new(n)));
             }
             Delivery::Inline => self.handle(n),
         }
@@ -210,7 +215,10 @@ impl<K: Send + Sync + 'static> Listener<K> {
         // Boxed: the thread's start is then compiled once, not once per type.
         let feed: Box<dyn FnOnce() + Send> = Box::new(move || {
             while let Ok(Some(n)) = rx.recv() {
-                me.handle(n);
+                // `push` sends nothing but notifications of `K`.
+                if let Ok(n) = n.downcast::<Notification<K>>() {
+                    me.handle(*n);
+                }
             }
         });
         let spawned = std::thread::Builder::new()

@@ -33,8 +33,8 @@ use hyper::body::Body;
 use serde::de::DeserializeOwned;
 
 use super::error::{Error, Result};
-use crate::spawn::{Blocking, spawn_blocking};
 use super::watch::{Framing, WatchDecoder, WatchEvent, decode_last_event};
+use crate::spawn::{Blocking, spawn_blocking};
 
 /// The most lines one decoding batch holds.
 pub(crate) const BATCH_LINES: usize = 64;
