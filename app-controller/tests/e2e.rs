@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -584,18 +583,7 @@ async fn a_leader_paused_past_its_lease_writes_nothing_when_it_resumes() {
 
 /// `kubectl apply -f -` of `yaml`: whether it succeeded, and what it printed.
 fn try_kubectl_apply(cp: &ControlPlane, yaml: &str) -> (bool, String) {
-    let mut child = cp
-        .kubectl()
-        .args(["apply", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run kubectl");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(yaml.as_bytes()).expect("write manifest");
-    drop(stdin);
-    let out = child.wait_with_output().expect("kubectl apply");
+    let out = cp.kubectl_with_stdin(&["apply", "-f", "-"], yaml);
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), text)

@@ -242,6 +242,21 @@ impl ControlPlane {
         cmd
     }
 
+    /// [`kubectl`](Self::kubectl) with `args`, `stdin` written to its standard input; what
+    /// it printed and how it ended, whatever that was.
+    pub fn kubectl_with_stdin(&self, args: &[&str], stdin: &str) -> std::process::Output {
+        let mut child = (self.kubectl().args(args))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run kubectl");
+        let mut input = child.stdin.take().expect("kubectl's stdin");
+        std::io::Write::write_all(&mut input, stdin.as_bytes()).expect("write kubectl's stdin");
+        drop(input);
+        child.wait_with_output().expect("kubectl's output")
+    }
+
     /// Path of the `kubectl` binary that [`ControlPlane::kubectl`] runs.
     pub fn kubectl_path(&self) -> &Path {
         &self.kubectl

@@ -1,6 +1,5 @@
 //! What the examples' end-to-end tests share: an example's process and kubectl.
 
-use std::io::Write;
 use std::process::{Child, Command, Stdio};
 
 use testenv::ControlPlane;
@@ -32,16 +31,7 @@ impl Drop for Example {
 
 /// `kubectl` with `args`, `stdin` piped in; its stdout, after asserting it succeeded.
 pub fn kubectl(cp: &ControlPlane, args: &[&str], stdin: &str) -> String {
-    let mut child = (cp.kubectl().args(args))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run kubectl");
-    let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("write stdin");
-    drop(input);
-    let out = child.wait_with_output().expect("kubectl");
+    let out = cp.kubectl_with_stdin(args, stdin);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "kubectl {args:?}: {stderr}");
     String::from_utf8_lossy(&out.stdout).into_owned()
