@@ -17,10 +17,9 @@
 //! nothing), then runs until SIGINT or SIGTERM. Deleting a Greeting deletes its ConfigMap
 //! through garbage collection (the ConfigMap has a controller reference to it).
 //!
-//! This is the program the README's comparison with kube-rs and controller-runtime counts:
-//! its logic (every line but `use` lines, comments, blank lines and the `--kubeconfig`
-//! flags, which a program on `RestConfig::infer` alone would not have) is the
-//! `#[derive]`d type, `reconcile` and `main`.
+//! The README's table of examples counts its lines of logic (rustfmt's lines less `use`
+//! lines, comments and blank lines): the `#[derive]`d type, the constant, `reconcile` and
+//! `main`.
 
 use std::sync::Arc;
 use std::time::Duration;
