@@ -1246,6 +1246,11 @@ mod tests {
             .finish();
         // The test's runtime runs every task on this thread.
         let _default = tracing::subscriber::set_default(subscriber);
+        // While one dispatcher is registered, tracing-core asks only the registering
+        // thread's about a callsite first met on another thread: a test there, without a
+        // subscriber, meeting the reconcile span first would disable it for this one. A
+        // second live dispatcher makes it ask every one.
+        let _second = tracing::Dispatch::new(tracing_subscriber::registry());
         let q = queue();
         q.add("ns/a".to_string());
         let script = Arc::new(Scripted::new(vec![Err(|| "conflict".into())]));
