@@ -67,11 +67,6 @@ fn service(app: &App) -> (&str, Value) {
     (name, child(app, spec))
 }
 
-/// Every apply: the controller's field manager, taking over the App's fields.
-fn apply_options() -> PatchOptions {
-    PatchOptions::apply(CONTROLLER_NAME).force()
-}
-
 /// Applies `app`'s child `name` (refused when the cache shows one the App does not
 /// control), then deletes the other children of its kind that `app` controls (the spec
 /// renamed the child). `None` when the spec names no child (nothing is touched).
@@ -152,7 +147,9 @@ async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<ReconcileAction, Reco
             .clientset
             .resource::<App>(meta.namespace.as_deref().unwrap_or_default());
         let name = meta.name.as_deref().unwrap_or_default();
-        apps.patch_status(name, &PatchBody::Apply(config), &apply_options())
+        // The manager the children are applied by too, taking over the App's status.
+        let options = PatchOptions::apply(CONTROLLER_NAME).force();
+        apps.patch_status(name, &PatchBody::Apply(config), &options)
             .await?;
     }
     let message = "App synced successfully";

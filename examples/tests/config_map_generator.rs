@@ -6,9 +6,8 @@
 mod support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kubekit::clientset::{Clientset, GetOptions};
-use kubekit::rest::RestConfig;
-use support::{Example, kubectl, wait_for_crd};
+use kubekit::clientset::GetOptions;
+use support::{Example, kubectl, namespace_config_maps, wait_for_crd};
 use testenv::eventually;
 
 fn generator(ns: &str, value: &str) -> String {
@@ -21,11 +20,7 @@ fn generator(ns: &str, value: &str) -> String {
 #[tokio::test]
 async fn the_generator_gets_its_config_map_a_ready_condition_and_a_cleanup_on_delete() {
     let cp = testenv::control_plane();
-    let ns = cp.create_namespace(&cp.client().await, "generator").await;
-    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
-        .await
-        .unwrap();
-    let config_maps = Clientset::new(&config).unwrap().core_v1().config_maps(&ns);
+    let (ns, config_maps) = namespace_config_maps(cp, "generator").await;
     let _example = Example::start(
         env!("CARGO_BIN_EXE_config-map-generator"),
         cp,

@@ -5,9 +5,8 @@
 mod support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kubekit::clientset::{Clientset, DeleteOptions, GetOptions};
-use kubekit::rest::RestConfig;
-use support::{Example, kubectl, wait_for_crd};
+use kubekit::clientset::{DeleteOptions, GetOptions};
+use support::{Example, kubectl, namespace_config_maps, wait_for_crd};
 use testenv::eventually;
 
 fn greeting(ns: &str, message: &str) -> String {
@@ -20,11 +19,7 @@ fn greeting(ns: &str, message: &str) -> String {
 #[tokio::test]
 async fn a_greeting_gets_a_config_map_of_its_message_that_follows_it_and_comes_back() {
     let cp = testenv::control_plane();
-    let ns = cp.create_namespace(&cp.client().await, "greeting").await;
-    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
-        .await
-        .unwrap();
-    let config_maps = Clientset::new(&config).unwrap().core_v1().config_maps(&ns);
+    let (ns, config_maps) = namespace_config_maps(cp, "greeting").await;
     let _example = Example::start(env!("CARGO_BIN_EXE_greeting-controller"), cp, &[]);
     wait_for_crd(cp, "greetings.examples.kubekit.dev").await;
     let message_is = |want: &'static str| {

@@ -2,6 +2,9 @@
 
 use std::process::{Child, Command, Stdio};
 
+use k8s_openapi::api::core::v1::ConfigMap;
+use kubekit::clientset::{Clientset, ResourceClient};
+use kubekit::rest::RestConfig;
 use testenv::ControlPlane;
 
 /// An example's process against `cp`'s kubeconfig, killed when dropped.
@@ -51,4 +54,18 @@ pub async fn wait_for_crd(cp: &ControlPlane, name: &str) {
     })
     .await;
     kubectl(cp, &["wait", "--for=condition=Established", &crd], "");
+}
+
+/// A new namespace named after `prefix`, and a client of its ConfigMaps (what the examples
+/// write).
+pub async fn namespace_config_maps(
+    cp: &ControlPlane,
+    prefix: &str,
+) -> (String, ResourceClient<ConfigMap>) {
+    let ns = cp.create_namespace(&cp.client().await, prefix).await;
+    let config = RestConfig::from_kubeconfig(cp.kubeconfig_path())
+        .await
+        .unwrap();
+    let config_maps = Clientset::new(&config).unwrap().core_v1().config_maps(&ns);
+    (ns, config_maps)
 }
