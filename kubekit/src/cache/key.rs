@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use kube::Resource;
 
+use super::MetaRef;
+
 /// An object the cache knew that was deleted while the watch was down: its last known
 /// state, which may be stale. Handlers receive it in place of the object on delete.
 #[derive(Debug)]
@@ -65,7 +67,11 @@ pub struct KeyError;
 
 /// `namespace/name`, or `name` for objects without a namespace.
 pub fn meta_namespace_key<K: Resource + 'static>(obj: &K) -> Result<String, KeyError> {
-    let meta = super::meta_ref(obj);
+    key_of(super::meta_ref(obj))
+}
+
+/// [`meta_namespace_key`] of an object's metadata.
+pub(crate) fn key_of(meta: MetaRef<'_>) -> Result<String, KeyError> {
     let name = meta.name().filter(|n| !n.is_empty()).ok_or(KeyError)?;
     Ok(match meta.namespace() {
         Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),

@@ -79,6 +79,7 @@
 //!   `.await`.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,16 +92,17 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::delta_fifo::DeltaFifo;
-use super::key::{KeyError, meta_namespace_key};
+use super::key::{KeyError, key_of};
 use super::listwatch::ListerWatcher;
 use super::metrics::{BoundMetrics, ReflectorMetrics};
 use super::shard::{ShardControl, ShardFilter, ShardSelector, ShardTarget};
 use crate::clientset::{ListOptions, ResourceVersionMatch, WatchStream};
 use crate::rest::{Error, WatchEvent};
+use erased::{AnyObject, ErasedListerWatcher, ErasedStore, Object, erase_options};
 
 /// Where a reflector puts what it sees: client-go's `Store` as the reflector uses it.
 /// Implemented by [`DeltaFifo`].
-pub trait ReflectorStore<K>: Send + Sync + 'static {
+pub trait ReflectorStore<K: ?Sized>: Send + Sync + 'static {
     /// An object was added.
     fn add(&self, obj: Arc<K>) -> Result<(), KeyError>;
     /// An object changed.
@@ -378,13 +380,13 @@ impl<K> Default for ReflectorOptions<K> {
 pub const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 
 /// What reading a watch gave.
-enum Next<K> {
+enum Next {
     /// The cancellation token fired.
     Cancelled,
     /// The server closed the watch.
     Closed,
     /// An event (an `ERROR` event included).
-    Event(WatchEvent<K>),
+    Event(WatchEvent<Object>),
     /// The connection failed or went silent.
     Failed(Error),
 }
@@ -409,32 +411,18 @@ struct VersionState {
 }
 
 /// Lists and watches one resource into a store; see the [module docs](self).
+///
+/// Whatever `K` is, the work is done by one type-erased core compiled once: a program
+/// with informers of many types compiles the reflector once, not once per type.
 pub struct Reflector<K> {
-    lw: Arc<dyn ListerWatcher<K>>,
-    store: Arc<dyn ReflectorStore<K>>,
-    opts: ReflectorOptions<K>,
-    error_handler: WatchErrorHandler,
-    version: Mutex<VersionState>,
-    streaming: std::sync::atomic::AtomicBool,
-    metrics: Option<BoundMetrics>,
-    /// The shard, and what the server does with its selector (replaced on a reshard).
-    shard: Mutex<Option<Arc<ShardFilter>>>,
-    /// Whether a list completed once (the next ones are relists).
-    listed: std::sync::atomic::AtomicBool,
+    core: Core,
+    _type: PhantomData<fn() -> K>,
 }
 
 impl<K: 'static> fmt::Debug for Reflector<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Reflector")
-            .field("lister_watcher", &self.lw.describe())
-            .field("options", &self.opts)
-            .field("last_sync_resource_version", &self.version.lock().last_sync)
-            .finish_non_exhaustive()
+        self.core.fmt(f)
     }
-}
-
-fn resource_version<K: Resource + 'static>(obj: &K) -> Option<&str> {
-    super::meta_ref(obj).resource_version()
 }
 
 impl<K> Reflector<K>
@@ -446,6 +434,69 @@ where
         lw: Arc<dyn ListerWatcher<K>>,
         store: Arc<dyn ReflectorStore<K>>,
         opts: ReflectorOptions<K>,
+    ) -> Self {
+        Self {
+            core: Core::new(
+                Arc::new(ErasedListerWatcher(lw)),
+                Arc::new(ErasedStore(store)),
+                erase_options(opts),
+            ),
+            _type: PhantomData,
+        }
+    }
+
+    /// The resourceVersion of the last list, event or bookmark applied to the store (empty
+    /// before the first list).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.core.version.lock().last_sync.clone()
+    }
+
+    /// [`run`](Self::run), restarted after the backoff each time it panics (reported as an
+    /// [`Error::Panic`]), until `cancel` fires. Controllers and informers run this.
+    pub fn run_restarting(&self, cancel: CancellationToken) -> impl Future<Output = ()> + Send {
+        self.core.run_restarting(cancel)
+    }
+
+    /// Lists and watches until `cancel` fires.
+    pub fn run(&self, cancel: CancellationToken) -> impl Future<Output = ()> + Send {
+        self.core.run(cancel)
+    }
+}
+
+/// The reflector of every type.
+struct Core {
+    lw: Arc<dyn ListerWatcher<Object>>,
+    store: Arc<dyn ReflectorStore<dyn AnyObject>>,
+    opts: ReflectorOptions<Object>,
+    error_handler: WatchErrorHandler,
+    version: Mutex<VersionState>,
+    streaming: std::sync::atomic::AtomicBool,
+    metrics: Option<BoundMetrics>,
+    /// The shard, and what the server does with its selector (replaced on a reshard).
+    shard: Mutex<Option<Arc<ShardFilter>>>,
+    /// Whether a list completed once (the next ones are relists).
+    listed: std::sync::atomic::AtomicBool,
+}
+
+impl fmt::Debug for Core {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("lister_watcher", &self.lw.describe())
+            .field("options", &self.opts)
+            .field("last_sync_resource_version", &self.version.lock().last_sync)
+            .finish_non_exhaustive()
+    }
+}
+
+fn resource_version(obj: &Object) -> Option<&str> {
+    obj.meta().resource_version()
+}
+
+impl Core {
+    fn new(
+        lw: Arc<dyn ListerWatcher<Object>>,
+        store: Arc<dyn ReflectorStore<dyn AnyObject>>,
+        opts: ReflectorOptions<Object>,
     ) -> Self {
         let error_handler = opts
             .watch_error_handler
@@ -465,12 +516,6 @@ where
             shard,
             listed: std::sync::atomic::AtomicBool::new(false),
         }
-    }
-
-    /// The resourceVersion of the last list, event or bookmark applied to the store (empty
-    /// before the first list).
-    pub fn last_sync_resource_version(&self) -> String {
-        self.version.lock().last_sync.clone()
     }
 
     fn set_version(&self, rv: &str) {
@@ -519,9 +564,7 @@ where
         (self.error_handler)(e);
     }
 
-    /// [`run`](Self::run), restarted after the backoff each time it panics (reported as an
-    /// [`Error::Panic`]), until `cancel` fires. Controllers and informers run this.
-    pub async fn run_restarting(&self, cancel: CancellationToken) {
+    async fn run_restarting(&self, cancel: CancellationToken) {
         let mut backoff = Backoff::new(self.opts.backoff);
         loop {
             let run = std::panic::AssertUnwindSafe(self.run(cancel.clone())).catch_unwind();
@@ -539,8 +582,7 @@ where
         }
     }
 
-    /// Lists and watches until `cancel` fires.
-    pub async fn run(&self, cancel: CancellationToken) {
+    async fn run(&self, cancel: CancellationToken) {
         tracing::debug!(reflector = %self.opts.name, "starting on {}", self.lw.describe());
         let mut backoff = Backoff::new(self.opts.backoff);
         loop {
@@ -641,14 +683,17 @@ where
     }
 
     /// The object transformed; `None` (reported) when the transform panicked on it.
-    fn transform(&self, mut obj: K) -> Option<K> {
-        if self.opts.drop_managed_fields && super::meta_ref(&obj).has_managed_fields() {
-            obj.meta_mut().managed_fields = None;
+    fn transform(&self, mut obj: Object) -> Option<Object> {
+        if self.opts.drop_managed_fields
+            && obj.meta().has_managed_fields()
+            && let Some(unshared) = Arc::get_mut(&mut obj)
+        {
+            unshared.drop_managed_fields();
         }
         let Some(t) = &self.opts.transform else {
             return Some(obj);
         };
-        let key = meta_namespace_key(&obj).unwrap_or_default();
+        let key = key_of(obj.meta()).unwrap_or_default();
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t(obj))) {
             Ok(obj) => Some(obj),
             Err(panic) => {
@@ -666,31 +711,31 @@ where
 
     /// Whether `obj` is in the reflector's shard (always, without one); one that is not
     /// is counted as dropped.
-    fn in_shard(&self, obj: &K) -> bool {
+    fn in_shard(&self, obj: &Object) -> bool {
         self.shard
             .lock()
             .as_ref()
-            .is_none_or(|shard| shard.keeps(obj))
+            .is_none_or(|shard| shard.keeps(obj.meta()))
     }
 
     /// Transforms and de-duplicates one listed object against the store; `None` for an
     /// object to skip (outside the shard, no name, a panicking transform).
-    fn intern(&self, obj: K) -> Option<Arc<K>> {
+    fn intern(&self, obj: Object) -> Option<Object> {
         if !self.in_shard(&obj) {
             return None;
         }
         let obj = self.transform(obj)?;
-        let Ok(key) = meta_namespace_key(&obj) else {
+        let Ok(key) = key_of(obj.meta()) else {
             tracing::warn!(reflector = %self.opts.name, "skipping a listed object without a name");
             return None;
         };
         if let Some(known) = self.store.known(&key)
-            && resource_version(known.as_ref()).is_some()
-            && resource_version(known.as_ref()) == resource_version(&obj)
+            && resource_version(&known).is_some()
+            && resource_version(&known) == resource_version(&obj)
         {
             return Some(known);
         }
-        Some(Arc::new(obj))
+        Some(obj)
     }
 
     /// A paged list at the relist resourceVersion, falling back to "" when the server
@@ -732,7 +777,7 @@ where
                 for skipped in &decoded.skipped {
                     self.report(skipped);
                 }
-                let part: Vec<Arc<K>> = decoded
+                let part: Vec<Object> = decoded
                     .items
                     .into_iter()
                     .filter_map(|o| self.intern(o))
@@ -759,7 +804,7 @@ where
 
     /// Hands one part of a relist to the store, once its consumer has taken the backlog
     /// down (see [`ReflectorStore::is_full`]).
-    async fn store_part(&self, part: Vec<Arc<K>>) {
+    async fn store_part(&self, part: Vec<Object>) {
         if self.store.is_full() {
             self.store.wait_for_room().await;
         }
@@ -892,7 +937,7 @@ where
     async fn streaming_list(
         &self,
         cancel: &CancellationToken,
-    ) -> Result<Option<(WatchStream<K>, Duration)>, Error> {
+    ) -> Result<Option<(WatchStream<Object>, Duration)>, Error> {
         let timeout = self.random_timeout();
         let rv = self.relist_resource_version();
         let mut opts = self.watch_options(timeout);
@@ -913,7 +958,7 @@ where
         };
         self.count_watch();
         self.store.replace_begin();
-        let mut part: Vec<Arc<K>> = Vec::new();
+        let mut part: Vec<Object> = Vec::new();
         let silence = timeout + self.opts.silence_grace;
         loop {
             let event = match self.next_event(cancel, &mut stream, silence).await {
@@ -938,7 +983,7 @@ where
                     if !self.flush(cancel, &mut part).await {
                         return Ok(None);
                     }
-                    if let Ok(key) = meta_namespace_key(&obj) {
+                    if let Ok(key) = key_of(obj.meta()) {
                         self.store.replace_forget(&key);
                     }
                 }
@@ -968,7 +1013,7 @@ where
     }
 
     /// Hands the objects streamed so far to the store; false when cancelled meanwhile.
-    async fn flush(&self, cancel: &CancellationToken, part: &mut Vec<Arc<K>>) -> bool {
+    async fn flush(&self, cancel: &CancellationToken, part: &mut Vec<Object>) -> bool {
         if part.is_empty() {
             return true;
         }
@@ -983,9 +1028,9 @@ where
     async fn next_event(
         &self,
         cancel: &CancellationToken,
-        stream: &mut WatchStream<K>,
+        stream: &mut WatchStream<Object>,
         silence: Duration,
-    ) -> Next<K> {
+    ) -> Next {
         loop {
             let next = tokio::select! {
                 _ = cancel.cancelled() => return Next::Cancelled,
@@ -1041,7 +1086,7 @@ where
         &self,
         cancel: &CancellationToken,
         backoff: &mut Backoff,
-        mut pending: Option<(WatchStream<K>, Duration)>,
+        mut pending: Option<(WatchStream<Object>, Duration)>,
     ) -> Result<(), Error> {
         loop {
             let (stream, timeout, fresh) = match pending.take() {
@@ -1089,7 +1134,7 @@ where
     async fn watch_handler(
         &self,
         cancel: &CancellationToken,
-        mut stream: WatchStream<K>,
+        mut stream: WatchStream<Object>,
         timeout: Duration,
         fresh: bool,
     ) -> WatchEnd {
@@ -1131,9 +1176,8 @@ where
 
     fn apply(
         &self,
-        obj: K,
-        // A pointer, not a closure: one `apply` per type for the three operations.
-        op: fn(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), KeyError>,
+        obj: Object,
+        op: fn(&dyn ReflectorStore<dyn AnyObject>, Object) -> Result<(), KeyError>,
     ) -> (Result<(), KeyError>, Option<String>) {
         if !self.in_shard(&obj) {
             let rv = resource_version(&obj).map(str::to_string);
@@ -1143,17 +1187,17 @@ where
             return (Ok(()), None);
         };
         let rv = resource_version(&obj).map(str::to_string);
-        (op(self.store.as_ref(), Arc::new(obj)), rv)
+        (op(self.store.as_ref(), obj), rv)
     }
 
     /// A watched object outside the shard: dropped, or deleted from the store if the store
     /// holds it (it moved out of the shard).
-    fn outside_shard(&self, obj: K) -> Result<(), KeyError> {
-        let key = meta_namespace_key(&obj)?;
+    fn outside_shard(&self, obj: Object) -> Result<(), KeyError> {
+        let key = key_of(obj.meta())?;
         if self.store.known(&key).is_none() {
             return Ok(());
         }
-        self.store.delete(Arc::new(obj))
+        self.store.delete(obj)
     }
 }
 
@@ -1162,6 +1206,8 @@ fn shard_filter<K>(opts: &ReflectorOptions<K>, selector: ShardSelector) -> Arc<S
     let metrics = opts.metrics.as_ref().map(|m| m.bind_shard(&opts.name));
     Arc::new(ShardFilter::new(selector, metrics))
 }
+
+mod erased;
 
 #[cfg(test)]
 mod tests;

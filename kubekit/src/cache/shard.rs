@@ -58,8 +58,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::meta_ref;
 use super::metrics::ShardMetrics;
+use super::{MetaRef, meta_ref};
 use kube::Resource;
 
 /// The end of the hash space, `2^64`: the exclusive end of the last range.
@@ -151,7 +151,11 @@ impl ShardKey {
 
     /// The value of this field of `obj` (empty when unset, or without a controller).
     pub fn value_of<K: Resource + 'static>(self, obj: &K) -> &str {
-        let meta = meta_ref(obj);
+        self.value_in(meta_ref(obj))
+    }
+
+    /// The value of this field in `meta`.
+    fn value_in(self, meta: MetaRef<'_>) -> &str {
         match self {
             ShardKey::Uid => meta.uid(),
             ShardKey::Namespace => meta.namespace(),
@@ -306,10 +310,15 @@ impl ShardSelector {
     /// Whether `obj` is in the shard, as the API server decides it (and, for
     /// [`ShardKey::ControllerUid`], as its docs say: always without a controller).
     pub fn matches<K: Resource + 'static>(&self, obj: &K) -> bool {
-        if self.key == ShardKey::ControllerUid && meta_ref(obj).controller().is_none() {
+        self.matches_meta(meta_ref(obj))
+    }
+
+    /// Whether the object of `meta` is in the shard ([`matches`](Self::matches)).
+    pub(crate) fn matches_meta(&self, meta: MetaRef<'_>) -> bool {
+        if self.key == ShardKey::ControllerUid && meta.controller().is_none() {
             return true;
         }
-        self.contains(self.hash_of(obj))
+        self.contains(shard_hash(self.key.value_in(meta)))
     }
 }
 
@@ -513,8 +522,8 @@ impl ShardFilter {
     }
 
     /// Whether `obj` belongs to the shard; one that does not is counted as dropped.
-    pub(crate) fn keeps<K: Resource + 'static>(&self, obj: &K) -> bool {
-        let keep = self.selector.matches(obj);
+    pub(crate) fn keeps(&self, meta: MetaRef<'_>) -> bool {
+        let keep = self.selector.matches_meta(meta);
         if !keep && let Some(m) = &self.metrics {
             m.dropped();
         }
