@@ -159,17 +159,10 @@ async fn main() -> anyhow::Result<()> {
     let flags = kubekit_examples::Flags::parse()?;
     let config = flags.config().await?;
     let admin = Clientset::new(&config)?;
-    let crd = ConfigMapGenerator::crd();
-    let crd_name = crd.name_any();
-    admin
-        .apiextensions_v1()
-        .custom_resource_definitions()
-        .patch(
-            &crd_name,
-            &PatchBody::Apply(crd),
-            &PatchOptions::apply(CONTROLLER).force(),
-        )
+    let crd = admin
+        .install_crd(ConfigMapGenerator::crd(), CONTROLLER)
         .await?;
+    let crd_name = crd.name_any();
     println!("installed {crd_name}");
 
     let mut mgr = Manager::builder(config)

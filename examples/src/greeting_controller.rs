@@ -14,7 +14,7 @@
 //! ```
 //!
 //! It installs its CustomResourceDefinition (server-side apply, so starting it again changes
-//! nothing), then runs until SIGINT or SIGTERM. Deleting a Greeting deletes its ConfigMap
+//! nothing) and waits until the API server serves it, then runs until SIGINT or SIGTERM. Deleting a Greeting deletes its ConfigMap
 //! through garbage collection (the ConfigMap has a controller reference to it).
 //!
 //! The README's table of examples counts its lines of logic (rustfmt's lines less `use`
@@ -68,14 +68,7 @@ async fn main() -> anyhow::Result<()> {
     let config = kubekit_examples::Flags::parse()?.config().await?;
     let mut mgr = Manager::builder(config).build()?;
     let cs = Arc::new(mgr.clientset().clone());
-    let crds = cs.apiextensions_v1().custom_resource_definitions();
-    let apply = PatchOptions::apply(MANAGER).force();
-    crds.patch(
-        &Greeting::crd().name_any(),
-        &PatchBody::Apply(Greeting::crd()),
-        &apply,
-    )
-    .await?;
+    cs.install_crd(Greeting::crd(), MANAGER).await?;
     mgr.controller::<Greeting>(MANAGER)
         .owns::<ConfigMap>()
         .build(reconcile, cs)?;

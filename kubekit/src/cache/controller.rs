@@ -43,9 +43,11 @@ use std::time::Duration;
 use kube::Resource;
 use tokio_util::sync::CancellationToken;
 
-use super::delta_fifo::{DeltaFifo, Deltas};
+use futures_util::future::BoxFuture;
+
+use super::delta_fifo::{Closed, DeltaFifo, Deltas};
 use super::listwatch::ListerWatcher;
-use super::reflector::{Reflector, ReflectorOptions, ShouldResync};
+use super::reflector::{Reflector, ReflectorOptions, ReflectorRunner, ShouldResync};
 
 /// The error a process function returns.
 pub type ProcessError = Box<dyn std::error::Error + Send + Sync>;
@@ -105,10 +107,8 @@ impl<K> ControllerConfig<K> {
 
 /// The list-watch-process loop; see the [module docs](self).
 pub struct Controller<K> {
-    queue: Arc<DeltaFifo<K>>,
+    processing: Arc<Processing<K>>,
     reflector: Arc<Reflector<K>>,
-    process: ProcessFunc<K>,
-    retry_on_error: bool,
     name: String,
 }
 
@@ -116,7 +116,7 @@ impl<K: 'static> fmt::Debug for Controller<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Controller")
             .field("name", &self.name)
-            .field("queue", &self.queue)
+            .field("queue", &self.processing.queue)
             .field("reflector", &self.reflector)
             .finish_non_exhaustive()
     }
@@ -134,10 +134,12 @@ where
         let name = opts.name.clone();
         let reflector = Reflector::new(config.lister_watcher, config.queue.clone(), opts);
         Self {
-            queue: config.queue,
+            processing: Arc::new(Processing {
+                queue: config.queue,
+                process: config.process,
+                retry_on_error: config.retry_on_error,
+            }),
             reflector: Arc::new(reflector),
-            process: config.process,
-            retry_on_error: config.retry_on_error,
             name,
         }
     }
@@ -149,7 +151,7 @@ where
 
     /// Whether the first list has been processed.
     pub fn has_synced(&self) -> bool {
-        self.queue.has_synced()
+        self.processing.queue.has_synced()
     }
 
     /// The resourceVersion the reflector last saw.
@@ -158,35 +160,90 @@ where
     }
 
     /// Runs the reflector and the process loop until `cancel` fires.
-    pub async fn run(&self, cancel: CancellationToken) {
-        let reflector = self.reflector.clone();
-        let reflector_cancel = cancel.child_token();
-        let reflector_task = crate::spawn::spawn({
-            let cancel = reflector_cancel.clone();
-            async move { reflector.run_restarting(cancel).await }
-        });
-        loop {
-            let popped = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => break,
-                popped = self.queue.pop(|deltas| {
+    pub fn run(&self, cancel: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
+        self.erased().run(cancel)
+    }
+
+    /// The controller without its type: its loop is compiled once for every type.
+    pub(crate) fn erased(&self) -> ErasedController {
+        ErasedController {
+            processing: self.processing.clone(),
+            reflector: self.reflector.runner(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// A controller's queue and process function.
+struct Processing<K> {
+    queue: Arc<DeltaFifo<K>>,
+    process: ProcessFunc<K>,
+    retry_on_error: bool,
+}
+
+/// What the loop of a controller of any type does with its queue.
+trait ProcessNext: Send + Sync {
+    /// Pops the next key and processes its deltas: on failure, the key and the error (the
+    /// deltas put back first with `retry_on_error`).
+    fn process_next(&self) -> BoxFuture<'_, Result<Option<(String, ProcessError)>, Closed>>;
+    /// Closes the queue.
+    fn close(&self);
+}
+
+impl<K: Resource + Send + Sync + 'static> ProcessNext for Processing<K> {
+    fn process_next(&self) -> BoxFuture<'_, Result<Option<(String, ProcessError)>, Closed>> {
+        Box::pin(async move {
+            let (deltas, result) = self
+                .queue
+                .pop(|deltas| {
                     let result = (self.process)(&deltas);
                     (deltas, result)
-                }) => popped,
+                })
+                .await?;
+            let Err(e) = result else {
+                return Ok(None);
             };
-            match popped {
+            let key = deltas.key.clone();
+            if self.retry_on_error {
+                self.queue.add_if_not_present(deltas);
+            }
+            Ok(Some((key, e)))
+        })
+    }
+
+    fn close(&self) {
+        self.queue.close();
+    }
+}
+
+/// A [`Controller`] of any type, to run.
+pub(crate) struct ErasedController {
+    processing: Arc<dyn ProcessNext>,
+    reflector: ReflectorRunner,
+    name: String,
+}
+
+impl ErasedController {
+    /// [`Controller::run`].
+    pub(crate) async fn run(self, cancel: CancellationToken) {
+        let reflector_cancel = cancel.child_token();
+        let reflector_task = self.reflector.spawn_restarting(reflector_cancel.clone());
+        loop {
+            let processed = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                processed = self.processing.process_next() => processed,
+            };
+            match processed {
                 Err(_closed) => break,
-                Ok((_, Ok(()))) => {}
-                Ok((deltas, Err(e))) => {
-                    tracing::warn!(controller = %self.name, key = %deltas.key, "processing failed: {e}");
-                    if self.retry_on_error {
-                        self.queue.add_if_not_present(deltas);
-                    }
+                Ok(None) => {}
+                Ok(Some((key, e))) => {
+                    tracing::warn!(controller = %self.name, %key, "processing failed: {e}");
                 }
             }
         }
         reflector_cancel.cancel();
-        self.queue.close();
+        self.processing.close();
         if let Err(e) = reflector_task.await {
             tracing::error!(controller = %self.name, "reflector task failed: {e}");
         }

@@ -88,6 +88,7 @@ use futures_util::{FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::Resource;
 use parking_lot::Mutex;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -415,7 +416,7 @@ struct VersionState {
 /// Whatever `K` is, the work is done by one type-erased core compiled once: a program
 /// with informers of many types compiles the reflector once, not once per type.
 pub struct Reflector<K> {
-    core: Core,
+    core: Arc<Core>,
     _type: PhantomData<fn() -> K>,
 }
 
@@ -436,11 +437,11 @@ where
         opts: ReflectorOptions<K>,
     ) -> Self {
         Self {
-            core: Core::new(
+            core: Arc::new(Core::new(
                 Arc::new(ErasedListerWatcher(lw)),
                 Arc::new(ErasedStore(store)),
                 erase_options(opts),
-            ),
+            )),
             _type: PhantomData,
         }
     }
@@ -460,6 +461,22 @@ where
     /// Lists and watches until `cancel` fires.
     pub fn run(&self, cancel: CancellationToken) -> impl Future<Output = ()> + Send {
         self.core.run(cancel)
+    }
+
+    /// What starts this reflector, without its type.
+    pub(crate) fn runner(&self) -> ReflectorRunner {
+        ReflectorRunner(self.core.clone())
+    }
+}
+
+/// Starts a reflector of any type.
+pub(crate) struct ReflectorRunner(Arc<Core>);
+
+impl ReflectorRunner {
+    /// Runs [`Reflector::run_restarting`] on a task of its own.
+    pub(crate) fn spawn_restarting(&self, cancel: CancellationToken) -> JoinHandle<()> {
+        let core = self.0.clone();
+        crate::spawn::spawn(async move { core.run_restarting(cancel).await })
     }
 }
 

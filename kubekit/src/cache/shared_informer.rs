@@ -82,7 +82,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::controller::{Controller, ControllerConfig};
+use super::controller::{Controller, ControllerConfig, ErasedController};
 use super::delta_fifo::{DeltaFifo, DeltaType, Deltas};
 use super::handler::ResourceEventHandler;
 use super::key::MaybeTombstone;
@@ -630,12 +630,30 @@ where
 
     /// Runs the informer until `cancel` fires, then stops every task it started. Calling
     /// it a second time returns at once.
-    pub async fn run(&self, cancel: CancellationToken) {
+    pub fn run(&self, cancel: CancellationToken) -> impl Future<Output = ()> + Send + '_ {
+        run_informer(self, cancel)
+    }
+}
+
+/// What running an informer takes, whatever its type.
+trait Run: Send + Sync {
+    /// Marks the informer started and starts its handlers' threads; its controller, or
+    /// `None` when it was started already.
+    fn start(&self) -> Option<ErasedController>;
+    /// Stops the handlers: their threads, to wait for.
+    fn stop(&self) -> Vec<JoinHandle<()>>;
+}
+
+impl<K> Run for SharedIndexInformer<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    fn start(&self) -> Option<ErasedController> {
         let resync = {
             let mut processor = self.shared.processor.lock();
             if processor.started {
                 tracing::warn!("informer of {} is already running", self.lw.describe());
-                return;
+                return None;
             }
             processor.started = true;
             let listeners = processor.listeners.clone();
@@ -669,19 +687,27 @@ where
         config.should_resync = Some(Arc::new(move || shared.processor.lock().should_resync()));
         let controller = Controller::new(config);
         *self.reflector.lock() = Some(controller.reflector().clone());
-        controller.run(cancel).await;
-
-        let tasks = {
-            let mut processor = self.shared.processor.lock();
-            for l in &processor.listeners {
-                l.stop();
-            }
-            processor.listeners.clear();
-            processor.syncing.clear();
-            std::mem::take(&mut processor.tasks)
-        };
-        join_handler_threads(tasks).await;
+        Some(controller.erased())
     }
+
+    fn stop(&self) -> Vec<JoinHandle<()>> {
+        let mut processor = self.shared.processor.lock();
+        for l in &processor.listeners {
+            l.stop();
+        }
+        processor.listeners.clear();
+        processor.syncing.clear();
+        std::mem::take(&mut processor.tasks)
+    }
+}
+
+/// [`SharedIndexInformer::run`], compiled once for every type.
+async fn run_informer(informer: &dyn Run, cancel: CancellationToken) {
+    let Some(controller) = informer.start() else {
+        return;
+    };
+    controller.run(cancel).await;
+    join_handler_threads(informer.stop()).await;
 }
 
 /// Waits for the handler threads of a stopped informer: a handler busy in a call is waited

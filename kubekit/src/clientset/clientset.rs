@@ -29,11 +29,23 @@
 //! # }
 //! ```
 
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::Resource;
 
 use super::resource_client::ResourceClient;
-use crate::rest::{RestClient, RestConfig, Result};
+use super::{GetOptions, ListOptions, PatchBody, PatchOptions};
+use crate::meta::GroupVersionResource;
+use crate::rest::{Error, RestClient, RestConfig, Result};
+
+/// How long [`Clientset::install_crd`] waits for the API server to serve a
+/// CustomResourceDefinition's resource.
+pub const CRD_ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often [`Clientset::install_crd`] reads the CustomResourceDefinition while it waits.
+const CRD_POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Typed clients for the built-in API groups and for any typed resource.
 ///
@@ -86,6 +98,104 @@ impl Clientset {
     {
         ResourceClient::cluster(self.rest.clone())
     }
+}
+
+impl Clientset {
+    /// Installs `crd` and waits until the API server serves its resource: what an operator
+    /// does at start for the custom resources it reconciles, before its informers list
+    /// them. The CustomResourceDefinition is server-side applied by `field_manager` with
+    /// force, so starting again changes nothing and a newer program's definition replaces
+    /// an older one. It is then read every 100 ms until its `Established` condition is
+    /// `True`, and each served version is listed (one object) until the server answers
+    /// something other than 404: the API server serves a resource a moment after it
+    /// marks it established. Returns the definition as stored.
+    ///
+    /// Errors: refused unsent ([`Error::Request`]) when `crd` has no name; the apply's
+    /// error as the server gave it (403 without the right to write
+    /// CustomResourceDefinitions, 422 for an invalid one); [`Error::Request`] naming the
+    /// server's reason when it did not accept the names (`NamesAccepted` `False`: another
+    /// definition of the group has the kind, say), as it then never serves the resource;
+    /// [`Error::Timeout`] when it is not served within [`CRD_ESTABLISHED_TIMEOUT`].
+    ///
+    /// ```no_run
+    /// # use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    /// # async fn demo(clientset: kubekit::clientset::Clientset, crd: CustomResourceDefinition) -> kubekit::rest::Result<()> {
+    /// // `crd`: e.g. `Greeting::crd()` of a `#[derive(kube::CustomResource)]` type.
+    /// let installed = clientset.install_crd(crd, "greeting-controller").await?;
+    /// println!("serving {}", installed.spec.names.plural);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn install_crd(
+        &self,
+        crd: CustomResourceDefinition,
+        field_manager: &str,
+    ) -> Result<CustomResourceDefinition> {
+        let Some(name) = crd.metadata.name.clone().filter(|n| !n.is_empty()) else {
+            return Err(Error::Request(
+                "a CustomResourceDefinition to install needs a metadata.name".into(),
+            ));
+        };
+        let crds = self.apiextensions_v1().custom_resource_definitions();
+        let apply = PatchOptions::apply(field_manager).force();
+        let mut current = crds.patch(&name, &PatchBody::Apply(crd), &apply).await?;
+        let deadline = tokio::time::Instant::now() + CRD_ESTABLISHED_TIMEOUT;
+        let waited_too_long = || {
+            (tokio::time::Instant::now() >= deadline).then(|| Error::Timeout {
+                verb: "GET".into(),
+                url: format!("customresourcedefinitions/{name} (waiting for it to be served)"),
+                after: CRD_ESTABLISHED_TIMEOUT,
+            })
+        };
+        while !crd_established(&name, &current)? {
+            if let Some(e) = waited_too_long() {
+                return Err(e);
+            }
+            tokio::time::sleep(CRD_POLL_INTERVAL).await;
+            current = crds.get(&name, &GetOptions::default()).await?;
+        }
+        let metadata = crate::metadata::MetadataClient::from_rest_client(self.rest.clone());
+        let spec = &current.spec;
+        for version in spec.versions.iter().filter(|v| v.served) {
+            let gvr = GroupVersionResource::new(&spec.group, &version.name, &spec.names.plural);
+            let resource = metadata.resource(&gvr);
+            loop {
+                match resource.list(&ListOptions::default().limit(1)).await {
+                    Err(e) if e.is_not_found() => {}
+                    _ => break,
+                }
+                if let Some(e) = waited_too_long() {
+                    return Err(e);
+                }
+                tokio::time::sleep(CRD_POLL_INTERVAL).await;
+            }
+        }
+        Ok(current)
+    }
+}
+
+/// Whether the CustomResourceDefinition `name` is established; an error when the server
+/// did not accept its names.
+fn crd_established(name: &str, crd: &CustomResourceDefinition) -> Result<bool> {
+    let conditions = crd
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten());
+    let mut established = false;
+    for c in conditions {
+        match (c.type_.as_str(), c.status.as_str()) {
+            ("Established", "True") => established = true,
+            ("NamesAccepted", "False") => {
+                return Err(Error::Request(format!(
+                    "the API server did not accept the names of CustomResourceDefinition {name}: {}: {}",
+                    c.reason.as_deref().unwrap_or("no reason"),
+                    c.message.as_deref().unwrap_or("no message"),
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(established)
 }
 
 impl From<RestClient> for Clientset {

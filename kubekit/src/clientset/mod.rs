@@ -46,7 +46,7 @@ pub mod patch;
 pub mod resource_client;
 pub(crate) mod table;
 
-pub use clientset::Clientset;
+pub use clientset::{CRD_ESTABLISHED_TIMEOUT, Clientset};
 pub use delete_response::DeleteResponse;
 pub(crate) use delete_response::{TypeHead, decode_delete};
 pub use endpoint::WatchStream;

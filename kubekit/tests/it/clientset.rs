@@ -36,30 +36,13 @@ pub(crate) async fn restricted_config(user: &str) -> RestConfig {
         .expect("restricted user's kubeconfig")
 }
 
-/// Installs the App CRD (once; later calls find it) and waits until it is Established.
+/// Installs the App CRD (every test may: it is server-side applied) and waits until the
+/// API server serves it.
 pub(crate) async fn ensure_app_crd(clientset: &Clientset) {
-    let crds = clientset.apiextensions_v1().custom_resource_definitions();
-    match crds.create(&App::crd(), &CreateOptions::default()).await {
-        Ok(_) => {}
-        Err(e) if e.is_already_exists() => {}
-        Err(e) => panic!("create the App CRD: {e}"),
-    }
-    let name = App::crd().metadata.name.expect("CRD name");
-    eventually(60, "the App CRD to be Established", || {
-        let crds = crds.clone();
-        let name = name.clone();
-        async move {
-            let crd: CustomResourceDefinition =
-                crds.get(&name, &GetOptions::default()).await.ok()?;
-            let established = crd
-                .status?
-                .conditions?
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True");
-            established.then_some(())
-        }
-    })
-    .await;
+    clientset
+        .install_crd(App::crd(), "kubekit-tests")
+        .await
+        .expect("install the App CRD");
 }
 
 /// A ConfigMap named `name` with `labels` and `data`.
@@ -330,6 +313,99 @@ async fn cluster_scoped_and_all_namespace_clients_span_the_cluster() {
         .await
         .expect("list");
     assert_eq!(names(&generic.items), ["spanned"]);
+}
+
+/// A CustomResourceDefinition of `plural.group`, kind `kind`, objects of any shape.
+fn crd(group: &str, plural: &str, kind: &str) -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": { "name": format!("{plural}.{group}") },
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": { "plural": plural, "singular": kind.to_lowercase(), "kind": kind },
+            "versions": [{
+                "name": "v1",
+                "served": true,
+                "storage": true,
+                "schema": { "openAPIV3Schema": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true,
+                } },
+            }],
+        },
+    }))
+    .expect("a CustomResourceDefinition")
+}
+
+#[tokio::test]
+async fn install_crd_returns_once_the_resource_is_served_and_installing_again_changes_nothing() {
+    let (cs, ns) = setup("cs-install-crd").await;
+    let group = format!("{ns}.kubekit.test");
+    let installed = cs
+        .install_crd(crd(&group, "widgets", "Widget"), "kubekit-tests")
+        .await
+        .expect("install");
+    let established = installed
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .any(|c| c.type_ == "Established" && c.status == "True");
+    assert!(established, "{:?}", installed.status);
+
+    // Served on return: the first create succeeds, with no retry.
+    let widgets = kubekit::dynamic::DynamicClient::from_rest_client(cs.rest_client().clone())
+        .resource(&kubekit::meta::GroupVersionResource::new(
+            &group, "v1", "widgets",
+        ))
+        .namespace(&ns);
+    let mut widget = kubekit::dynamic::Unstructured::new(&format!("{group}/v1"), "Widget");
+    widget.metadata.name = Some("first".into());
+    widgets
+        .create(&widget, &CreateOptions::default())
+        .await
+        .expect("create a Widget right after install_crd");
+
+    let again = cs
+        .install_crd(crd(&group, "widgets", "Widget"), "kubekit-tests")
+        .await
+        .expect("install again");
+    assert_eq!(
+        again.metadata.resource_version, installed.metadata.resource_version,
+        "installing the same definition again changes nothing"
+    );
+}
+
+#[tokio::test]
+async fn install_crd_reports_names_the_server_refused_and_a_definition_without_a_name() {
+    let (cs, ns) = setup("cs-install-crd-conflict").await;
+    let group = format!("{ns}.kubekit.test");
+    cs.install_crd(crd(&group, "widgets", "Widget"), "kubekit-tests")
+        .await
+        .expect("install the first definition");
+    // Another plural of the same group with the same kind: the server never serves it.
+    let err = cs
+        .install_crd(crd(&group, "gadgets", "Widget"), "kubekit-tests")
+        .await
+        .expect_err("a kind taken in the group");
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("gadgets.{group}")) && message.contains("KindConflict"),
+        "{message}"
+    );
+
+    let mut nameless = crd(&group, "things", "Thing");
+    nameless.metadata.name = None;
+    let err = cs
+        .install_crd(nameless, "kubekit-tests")
+        .await
+        .expect_err("no name");
+    assert!(
+        matches!(err, kubekit::rest::Error::Request(_))
+            && err.to_string().contains("metadata.name"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
