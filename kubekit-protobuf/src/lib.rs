@@ -17,6 +17,9 @@
 //! - Bad input is an [`Error`] naming the fields that lead to the fault, never a panic;
 //!   a length prefix is checked against the input before anything is allocated, and
 //!   messages nest at most [`MAX_DEPTH`](runtime::MAX_DEPTH) deep.
+//! - With the `json` feature, `json_codec` converts any built-in kind between its
+//!   protobuf and its JSON form (for code that holds objects as JSON, as kubekit-fake
+//!   does); without it, nothing of the JSON conversions is compiled.
 //! - Custom resources have no protobuf form: they are not here, and the server never sends
 //!   them as protobuf.
 //!
@@ -34,6 +37,7 @@
 mod envelope;
 #[allow(clippy::all)]
 mod generated;
+#[cfg(feature = "json")]
 mod json;
 mod registry;
 pub mod runtime;
@@ -43,6 +47,7 @@ pub use envelope::{
     CONTENT_TYPE, MAGIC, Split, Unknown, WATCH_CONTENT_TYPE, WatchEvent, decode, decode_message,
     decode_message_with, encode, encode_as, encode_raw, split_frame,
 };
+#[cfg(feature = "json")]
 pub use json::{JsonCodec, json_codec, metadata_only};
 pub use registry::{
     Codec, ListParts, ResourceMessage, ResourceVisitor, codec, for_each_resource, list_parts,

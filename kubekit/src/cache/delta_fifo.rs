@@ -444,10 +444,10 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// Waits until every key queued by the replaces ended so far (the relists, and their
     /// deletions) has been popped and processed: the consumer's cache (the informer's
     /// indexer) then reflects the last relist.
-    pub async fn wait_replaces_processed(&self) {
+    pub fn wait_replaces_processed(&self) -> impl Future<Output = ()> + Send + 'static {
         let target = self.state.lock().replaces;
         // The sender lives in `self`, so the channel cannot close while we wait.
-        wait_at_least(self.drained.subscribe(), target).await;
+        wait_at_least(self.drained.subscribe(), target)
     }
 
     fn publish_synced(&self, s: &State<K>) {
@@ -463,9 +463,9 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     }
 
     /// Waits until [`has_synced`](Self::has_synced) is true.
-    pub async fn wait_synced(&self) {
+    pub fn wait_synced(&self) -> impl Future<Output = ()> + Send + 'static {
         // The sender lives in `self`, so the channel cannot close while we wait.
-        wait_true(self.synced.subscribe()).await;
+        wait_true(self.synced.subscribe())
     }
 
     /// Closes the queue: `pop` returns [`Closed`] once it is empty.
@@ -481,19 +481,14 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     }
 
     /// Waits until fewer than `n` keys are queued (or the queue is closed).
-    pub async fn wait_below(&self, n: usize) {
-        loop {
-            let popped = self.popped.notified();
-            tokio::pin!(popped);
-            popped.as_mut().enable();
-            {
+    pub fn wait_below(&self, n: usize) -> impl Future<Output = ()> + Send + '_ {
+        wait_until(
+            &self.popped,
+            Box::new(move || {
                 let s = self.state.lock();
-                if s.queue.len() < n || s.closed {
-                    return;
-                }
-            }
-            popped.await;
-        }
+                s.queue.len() < n || s.closed
+            }),
+        )
     }
 
     /// Number of queued keys.
@@ -516,6 +511,20 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
 /// queue's methods are: compiled once.
 async fn wait_at_least(mut rx: tokio::sync::watch::Receiver<u64>, target: u64) {
     let _ = rx.wait_for(|value| *value >= target).await;
+}
+
+/// Waits until `done` holds, checked at first and each time `notify` wakes its waiters.
+/// Not generic: compiled once.
+async fn wait_until(notify: &Notify, done: Box<dyn Fn() -> bool + Send + Sync + '_>) {
+    loop {
+        let woken = notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        if done() {
+            return;
+        }
+        woken.await;
+    }
 }
 
 /// Waits until `rx` holds true (or its sender is gone). Not generic: compiled once.

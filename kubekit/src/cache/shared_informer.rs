@@ -518,11 +518,11 @@ where
     }
 
     /// Waits until [`has_synced`](Self::has_synced); false if `cancel` fired first.
-    pub async fn wait_for_sync(&self, cancel: &CancellationToken) -> bool {
-        tokio::select! {
-            _ = self.shared.fifo.wait_synced() => true,
-            _ = cancel.cancelled() => false,
-        }
+    pub fn wait_for_sync<'a>(
+        &self,
+        cancel: &'a CancellationToken,
+    ) -> impl Future<Output = bool> + Send + 'a {
+        wait_for_sync(self.shared.fifo.wait_synced(), cancel)
     }
 
     /// The resourceVersion the reflector last saw (empty before start).
@@ -698,6 +698,17 @@ where
         processor.listeners.clear();
         processor.syncing.clear();
         std::mem::take(&mut processor.tasks)
+    }
+}
+
+/// [`SharedIndexInformer::wait_for_sync`], compiled once for every type.
+async fn wait_for_sync(
+    synced: impl Future<Output = ()> + Send,
+    cancel: &CancellationToken,
+) -> bool {
+    tokio::select! {
+        () = synced => true,
+        _ = cancel.cancelled() => false,
     }
 }
 

@@ -1131,13 +1131,18 @@ fn decode_json_list<K: DeserializeOwned + Send>(
     let list_error = |e| Error::decode(format!("list of {what}"), e, body);
     let raw: RawList<'_> = serde_json::from_slice(body).map_err(list_error)?;
     let (metadata, shard_selector) = json_list_metadata(raw.metadata).map_err(list_error)?;
-    let raw_items = raw.items.unwrap_or_default();
+    let items: Vec<&[u8]> = raw
+        .items
+        .unwrap_or_default()
+        .into_iter()
+        .map(|item| item.get().as_bytes())
+        .collect();
     Ok(decode_items(
         metadata,
         shard_selector,
-        &raw_items,
-        |item, i| {
-            let json = json_without(item.get().as_bytes(), &[], options);
+        &items,
+        &|item, i| {
+            let json = json_without(item, &[], options);
             super::json::from_slice(&json)
                 .map_err(|e| Error::decode(format!("item {i} of {what}"), e, &json))
         },
@@ -1225,7 +1230,7 @@ pub(crate) fn decode_protobuf_list<K: Send + 'static>(
         parts.metadata,
         parts.shard_selector,
         &parts.items,
-        |item, i| {
+        &|item, i| {
             codec
                 .decode_message_with(item, options)
                 .map_err(|e| protobuf_error(format!("item {i} of {what}"), e, item))
@@ -1247,14 +1252,15 @@ fn decode_threads(items: usize) -> usize {
 /// more than reading the encoding, so the items are split into one run per core, decoded
 /// on short-lived scoped threads, and put back in order. An item that does not decode is
 /// logged and kept in [`ObjectList::skipped`].
-fn decode_items<I: Sync, K: Send>(
+fn decode_items<K: Send>(
     metadata: ListMeta,
     shard_selector: Option<String>,
-    items: &[I],
-    decode_one: impl Fn(&I, usize) -> Result<K> + Sync,
+    items: &[&[u8]],
+    // Not generic: one copy of this function per type, whatever decodes the items.
+    decode_one: &(dyn Fn(&[u8], usize) -> Result<K> + Sync),
 ) -> ObjectList<K> {
     let run = items.len().div_ceil(decode_threads(items.len())).max(1);
-    let runs: Vec<&[I]> = items.chunks(run).collect();
+    let runs: Vec<&[&[u8]]> = items.chunks(run).collect();
     // The first run's list becomes the whole list: room for every item.
     let parts: Vec<parking_lot::Mutex<ObjectList<K>>> = (0..runs.len())
         .map(|i| {
@@ -1684,13 +1690,15 @@ mod tests {
 
     #[test]
     fn a_list_decoded_in_runs_keeps_its_order_and_skips_only_the_bad_items() {
-        let items: Vec<usize> = (0..1000).collect();
+        let texts: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+        let items: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
         let metadata = ListMeta {
             resource_version: Some("7".into()),
             ..ListMeta::default()
         };
-        let list = decode_items(metadata, Some("shard".into()), &items, |item, index| {
-            assert_eq!(*item, index, "each item comes with its own index");
+        let list = decode_items(metadata, Some("shard".into()), &items, &|item, index| {
+            let item: usize = std::str::from_utf8(item).unwrap().parse().unwrap();
+            assert_eq!(item, index, "each item comes with its own index");
             match item % 100 {
                 7 => Err(Error::Request(format!("item {item}"))),
                 _ => Ok(item * 2),

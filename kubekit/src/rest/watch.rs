@@ -157,8 +157,10 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for EventSeed<'_, K> {
                 Field::Type => *self.kind = Some(map.next_value()?),
                 Field::Object => match self.kind.as_deref() {
                     Some(kind) => {
+                        let expect = object_kind(kind).map_err(A::Error::custom)?;
                         *self.in_object = is_known(kind);
-                        event = Some(event_of(kind, |seed| map.next_value_seed(seed))?);
+                        let object = map.next_value_seed(ObjectSeed(expect, PhantomData))?;
+                        event = Some(event_of(kind, object));
                         *self.in_object = false;
                     }
                     None => early_object = Some(map.next_value()?),
@@ -176,14 +178,16 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for EventSeed<'_, K> {
             .as_deref()
             .ok_or_else(|| A::Error::missing_field("type"))?;
         let raw = early_object.ok_or_else(|| A::Error::missing_field("object"))?;
+        let expect = object_kind(kind).map_err(A::Error::custom)?;
         *self.in_object = is_known(kind);
-        event_of(kind, |seed| {
-            // From the slice, not the `str`: serde_json's `SliceRead` instance of every
-            // type's `Deserialize` is compiled anyway (for lists and whole watch lines),
-            // a `StrRead` one would be compiled for this path alone.
-            let mut de = serde_json::Deserializer::from_slice(raw.get().as_bytes());
-            seed.deserialize(&mut de).map_err(A::Error::custom)
-        })
+        // From the slice, not the `str`: serde_json's `SliceRead` instance of every type's
+        // `Deserialize` is compiled anyway (for lists and whole watch lines), a `StrRead`
+        // one would be compiled for this path alone.
+        let mut de = serde_json::Deserializer::from_slice(raw.get().as_bytes());
+        let object = ObjectSeed(expect, PhantomData)
+            .deserialize(&mut de)
+            .map_err(A::Error::custom)?;
+        Ok(event_of(kind, object))
     }
 }
 
@@ -191,18 +195,19 @@ fn is_known(kind: &str) -> bool {
     EVENT_TYPES.contains(&kind)
 }
 
-/// Builds the event of type `kind`, decoding its object with `decode`.
-fn event_of<K: DeserializeOwned, E: serde::de::Error>(
-    kind: &str,
-    decode: impl FnOnce(ObjectSeed<K>) -> Result<Object<K>, E>,
-) -> Result<WatchEvent<K>, E> {
-    let expect = match kind {
-        "ADDED" | "MODIFIED" | "DELETED" => ObjectKind::Typed,
-        "BOOKMARK" => ObjectKind::Bookmark,
-        "ERROR" => ObjectKind::Status,
-        other => return Err(E::custom(format!("unknown event type {other:?}"))),
-    };
-    Ok(match (kind, decode(ObjectSeed(expect, PhantomData))?) {
+/// What the object of an event of type `kind` is; an error for an unknown type.
+fn object_kind(kind: &str) -> Result<ObjectKind, String> {
+    match kind {
+        "ADDED" | "MODIFIED" | "DELETED" => Ok(ObjectKind::Typed),
+        "BOOKMARK" => Ok(ObjectKind::Bookmark),
+        "ERROR" => Ok(ObjectKind::Status),
+        other => Err(format!("unknown event type {other:?}")),
+    }
+}
+
+/// The event of type `kind` (of which `object` was decoded as [`object_kind`] says).
+fn event_of<K>(kind: &str, object: Object<K>) -> WatchEvent<K> {
+    match (kind, object) {
         ("ADDED", Object::Typed(o)) => WatchEvent::Added(o),
         ("MODIFIED", Object::Typed(o)) => WatchEvent::Modified(o),
         (_, Object::Typed(o)) => WatchEvent::Deleted(o),
@@ -211,7 +216,7 @@ fn event_of<K: DeserializeOwned, E: serde::de::Error>(
             annotations: b.metadata.annotations,
         }),
         (_, Object::Status(s)) => WatchEvent::Error(s),
-    })
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -313,31 +318,56 @@ fn decode_protobuf_event<K: 'static>(
     what: &str,
     options: DecodeOptions,
 ) -> Result<WatchEvent<K>> {
-    use super::client::{codec_for, protobuf_error};
+    Ok(match read_protobuf_event(frame, what)? {
+        ProtobufEvent::Object(kind, object) => {
+            let decoded = super::client::codec_for::<K>(what)?
+                .decode_with(object, options)
+                .map_err(|e| {
+                    let what = format!("{kind} {what} in a watch event");
+                    super::client::protobuf_error(what, e, object)
+                })?;
+            match kind {
+                "ADDED" => WatchEvent::Added(decoded),
+                "MODIFIED" => WatchEvent::Modified(decoded),
+                _ => WatchEvent::Deleted(decoded),
+            }
+        }
+        ProtobufEvent::Bookmark(bookmark) => WatchEvent::Bookmark(bookmark),
+        ProtobufEvent::Error(status) => WatchEvent::Error(status),
+    })
+}
+
+/// A protobuf watch event, its object not decoded yet.
+enum ProtobufEvent<'a> {
+    /// `ADDED`, `MODIFIED` or `DELETED`, and the object's message.
+    Object(&'static str, &'a [u8]),
+    Bookmark(Bookmark),
+    Error(Box<Status>),
+}
+
+/// Reads a protobuf watch frame, all of it but a typed event's object (for which the
+/// generic part of [`decode_protobuf_event`] is left, the rest compiled once).
+fn read_protobuf_event<'a>(frame: &'a [u8], what: &str) -> Result<ProtobufEvent<'a>> {
+    use super::client::protobuf_error;
     let event = kubekit_protobuf::WatchEvent::read(frame)
         .map_err(|e| protobuf_error(format!("watch event of {what}"), e, frame))?;
     let kind = event.event_type.as_str();
     let in_object = |e| protobuf_error(format!("{kind} {what} in a watch event"), e, event.object);
-    let object = || -> Result<K> {
-        codec_for::<K>(what)?
-            .decode_with(event.object, options)
-            .map_err(in_object)
-    };
     Ok(match kind {
-        "ADDED" => WatchEvent::Added(object()?),
-        "MODIFIED" => WatchEvent::Modified(object()?),
-        "DELETED" => WatchEvent::Deleted(object()?),
+        "ADDED" => ProtobufEvent::Object("ADDED", event.object),
+        "MODIFIED" => ProtobufEvent::Object("MODIFIED", event.object),
+        "DELETED" => ProtobufEvent::Object("DELETED", event.object),
         "BOOKMARK" => {
             let unknown = kubekit_protobuf::Unknown::read(event.object).map_err(in_object)?;
             let meta = kubekit_protobuf::object_meta(unknown.raw).map_err(in_object)?;
-            WatchEvent::Bookmark(Bookmark {
+            ProtobufEvent::Bookmark(Bookmark {
                 resource_version: meta.resource_version.unwrap_or_default(),
                 annotations: meta.annotations.unwrap_or_default(),
             })
         }
         "ERROR" => {
             let unknown = kubekit_protobuf::Unknown::read(event.object).map_err(in_object)?;
-            WatchEvent::Error(Box::new(unknown.decode().map_err(in_object)?))
+            ProtobufEvent::Error(Box::new(unknown.decode().map_err(in_object)?))
         }
         other => {
             let e = kubekit_protobuf::Error::new(format!("unknown event type {other:?}"));
