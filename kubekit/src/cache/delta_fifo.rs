@@ -36,6 +36,7 @@
 //!   across `.await` nor while the process function runs.
 
 use std::collections::VecDeque;
+use std::marker::PhantomData;
 
 use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
@@ -44,7 +45,8 @@ use kube::Resource;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
-use super::key::{DeletedFinalStateUnknown, KeyError, MaybeTombstone, meta_namespace_key};
+use super::key::{DeletedFinalStateUnknown, KeyError, MaybeTombstone, key_of};
+use super::object::{AnyObject, Object, erase_tombstone, typed, typed_tombstone};
 use super::store::Indexer;
 
 /// What happened to an object.
@@ -64,7 +66,7 @@ pub enum DeltaType {
 
 /// One change to one object.
 #[derive(Debug, Clone)]
-pub struct Delta<K> {
+pub struct Delta<K: ?Sized> {
     /// What happened.
     pub kind: DeltaType,
     /// The object after it happened (for `Deleted`, its last state or a tombstone).
@@ -73,7 +75,7 @@ pub struct Delta<K> {
 
 /// Everything that happened to one key since it was last popped.
 #[derive(Debug, Clone)]
-pub struct Deltas<K> {
+pub struct Deltas<K: ?Sized> {
     /// The key.
     pub key: String,
     /// The changes, oldest first; never empty.
@@ -82,7 +84,7 @@ pub struct Deltas<K> {
     pub is_in_initial_list: bool,
 }
 
-impl<K> Deltas<K> {
+impl<K: ?Sized> Deltas<K> {
     /// The most recent change.
     pub fn newest(&self) -> &Delta<K> {
         self.deltas
@@ -96,8 +98,8 @@ impl<K> Deltas<K> {
 #[error("DeltaFifo: the queue is closed")]
 pub struct Closed;
 
-struct State<K> {
-    items: HashMap<String, Vec<Delta<K>>>,
+struct State {
+    items: HashMap<String, Vec<Delta<dyn AnyObject>>>,
     queue: VecDeque<String>,
     populated: bool,
     initial_population: usize,
@@ -112,18 +114,237 @@ struct State<K> {
 }
 
 /// The reflector → informer queue; see the [module docs](self).
+///
+/// Whatever `K` is, the queue is one type-erased core compiled once; `K`'s objects are
+/// taken and handed out as they are, in their `Arc`s.
 pub struct DeltaFifo<K> {
-    state: Mutex<State<K>>,
+    core: Core,
+    _type: PhantomData<fn() -> K>,
+}
+
+impl<K> std::fmt::Debug for DeltaFifo<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.core.fmt(f)
+    }
+}
+
+/// The objects a queue's consumer holds (the informer's indexer), whatever their type.
+trait Known: Send + Sync {
+    fn get(&self, key: &str) -> Option<Object>;
+    fn contains(&self, key: &str) -> bool;
+    fn list_entries(&self) -> Vec<(String, Object)>;
+}
+
+impl<K: Resource + Send + Sync + 'static> Known for Indexer<K> {
+    fn get(&self, key: &str) -> Option<Object> {
+        Indexer::get(self, key).map(|obj| obj as Object)
+    }
+    fn contains(&self, key: &str) -> bool {
+        Indexer::contains(self, key)
+    }
+    fn list_entries(&self) -> Vec<(String, Object)> {
+        Indexer::list_entries(self)
+            .into_iter()
+            .map(|(key, obj)| (key, obj as Object))
+            .collect()
+    }
+}
+
+/// The deltas of a queue of `K`, as `K` (the queue holds nothing else).
+fn typed_deltas<K: Send + Sync + 'static>(deltas: Deltas<dyn AnyObject>) -> Deltas<K> {
+    Deltas {
+        key: deltas.key,
+        deltas: deltas
+            .deltas
+            .into_iter()
+            .filter_map(|d| {
+                Some(Delta {
+                    kind: d.kind,
+                    object: typed_tombstone(d.object)?,
+                })
+            })
+            .collect(),
+        is_in_initial_list: deltas.is_in_initial_list,
+    }
+}
+
+impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
+    /// A queue whose `replace`, `resync` and `delete` consult `known` (the informer's
+    /// indexer) for the objects the consumer already has.
+    pub fn new(known: Option<Arc<Indexer<K>>>) -> Self {
+        Self {
+            core: Core::new(known.map(|k| k as Arc<dyn Known>)),
+            _type: PhantomData,
+        }
+    }
+
+    /// The object the consumer holds under `key` (from the known-objects indexer).
+    pub fn known_object(&self, key: &str) -> Option<Arc<K>> {
+        typed(self.core.known.as_ref()?.get(key)?)
+    }
+
+    /// Queues an `Added` delta.
+    pub fn add(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        self.core.push(DeltaType::Added, obj)
+    }
+
+    /// Queues an `Updated` delta.
+    pub fn update(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        self.core.push(DeltaType::Updated, obj)
+    }
+
+    /// Queues a `Deleted` delta, unless the object is neither known nor queued.
+    pub fn delete(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        self.core.delete(obj)
+    }
+
+    /// A relist: `Replaced` for every object of `list`, and a tombstoned `Deleted` for every
+    /// key known or queued that `list` lacks. Objects without a name are skipped and
+    /// counted in the returned error list.
+    pub fn replace(&self, list: Vec<Arc<K>>) -> Vec<KeyError> {
+        self.replace_begin();
+        let errors = self.replace_part(list);
+        self.replace_end();
+        errors
+    }
+
+    /// Starts a relist received in parts (the pages of a list, the initial events of a
+    /// streaming list): [`replace_part`](Self::replace_part) for each part, then
+    /// [`replace_end`](Self::replace_end). A replace begun earlier and never ended is
+    /// abandoned: its parts stay queued, and what the new one does not list is deleted
+    /// when it ends.
+    pub fn replace_begin(&self) {
+        self.core.state.lock().listing = Some(HashSet::new());
+    }
+
+    /// Queues `Replaced` for every object of one part of a relist: they reach the consumer
+    /// at once, before the list is complete (during the first list they are popped as part
+    /// of the initial list, and the queue is not synced before the end). Objects without
+    /// a name are skipped and counted in the returned error list.
+    pub fn replace_part(&self, part: Vec<Arc<K>>) -> Vec<KeyError> {
+        self.core
+            .replace_part(part.into_iter().map(|obj| obj as Object).collect())
+    }
+
+    /// A key an unfinished relist listed is gone again (a `DELETED` event among a streaming
+    /// list's initial events): the end of the relist deletes it, as any key it lacks.
+    pub fn replace_forget(&self, key: &str) {
+        if let Some(listing) = self.core.state.lock().listing.as_mut() {
+            listing.remove(key);
+        }
+    }
+
+    /// Ends a relist received in parts: a tombstoned `Deleted` for every key known or
+    /// queued that the list lacks; the first relist to end makes the queue populated.
+    pub fn replace_end(&self) {
+        self.core.replace_end();
+    }
+
+    /// Queues `Sync` for every known object whose key is not queued already.
+    pub fn resync(&self) {
+        self.core.resync();
+    }
+
+    /// Puts `deltas` back (for a retry after a failed process), unless the key has been
+    /// queued again meanwhile.
+    pub fn add_if_not_present(&self, deltas: Deltas<K>) {
+        self.core.add_if_not_present(Deltas {
+            key: deltas.key,
+            deltas: deltas
+                .deltas
+                .into_iter()
+                .map(|d| Delta {
+                    kind: d.kind,
+                    object: erase_tombstone(d.object),
+                })
+                .collect(),
+            is_in_initial_list: deltas.is_in_initial_list,
+        });
+    }
+
+    /// Waits for a queued key, removes it and runs `process` on its deltas (outside any
+    /// lock). Returns `process`'s result, or [`Closed`] once the queue is closed and empty.
+    pub async fn pop<R>(&self, process: impl FnOnce(Deltas<K>) -> R) -> Result<R, Closed> {
+        let popped = self.core.pop().await?;
+        let result = process(typed_deltas(popped.deltas));
+        self.core.processed(popped.counted, popped.replaced);
+        Ok(result)
+    }
+
+    /// Waits until every key queued by the replaces ended so far (the relists, and their
+    /// deletions) has been popped and processed: the consumer's cache (the informer's
+    /// indexer) then reflects the last relist.
+    pub fn wait_replaces_processed(&self) -> impl Future<Output = ()> + Send + 'static {
+        let target = self.core.state.lock().replaces;
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        wait_at_least(self.core.drained.subscribe(), target)
+    }
+
+    /// Whether the first population has been popped and processed.
+    pub fn has_synced(&self) -> bool {
+        let s = self.core.state.lock();
+        s.populated && s.initial_population == 0
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced) is true.
+    pub fn wait_synced(&self) -> impl Future<Output = ()> + Send + 'static {
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        wait_true(self.core.synced.subscribe())
+    }
+
+    /// Closes the queue: `pop` returns [`Closed`] once it is empty.
+    pub fn close(&self) {
+        self.core.close();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.core.state.lock().closed
+    }
+
+    /// Waits until fewer than `n` keys are queued (or the queue is closed).
+    pub fn wait_below(&self, n: usize) -> impl Future<Output = ()> + Send + '_ {
+        self.core.wait_below(n)
+    }
+
+    /// Number of queued keys.
+    pub fn len(&self) -> usize {
+        self.core.state.lock().queue.len()
+    }
+
+    /// Whether no key is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The queued keys, in pop order.
+    pub fn list_keys(&self) -> Vec<String> {
+        self.core.state.lock().queue.iter().cloned().collect()
+    }
+}
+
+/// A key's deltas taken off the queue, and what their processing ends.
+struct Popped {
+    deltas: Deltas<dyn AnyObject>,
+    /// Whether they count in the initial population.
+    counted: bool,
+    /// Whether they were queued by the last replace, which waits for them.
+    replaced: bool,
+}
+
+/// The queue of every type.
+struct Core {
+    state: Mutex<State>,
     ready: Notify,
-    /// Woken by every pop and by `close`, for [`wait_below`](Self::wait_below).
+    /// Woken by every pop and by `close`, for [`DeltaFifo::wait_below`].
     popped: Notify,
     synced: watch::Sender<bool>,
     /// The number of the last replace whose keys have all been popped and processed.
     drained: watch::Sender<u64>,
-    known: Option<Arc<Indexer<K>>>,
+    known: Option<Arc<dyn Known>>,
 }
 
-impl<K> std::fmt::Debug for DeltaFifo<K> {
+impl std::fmt::Debug for Core {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = self.state.lock();
         f.debug_struct("DeltaFifo")
@@ -136,7 +357,7 @@ impl<K> std::fmt::Debug for DeltaFifo<K> {
 }
 
 /// Collapses the last two deltas when both are deletions, keeping the more informative.
-fn dedup_last<K>(deltas: &mut Vec<Delta<K>>) {
+fn dedup_last(deltas: &mut Vec<Delta<dyn AnyObject>>) {
     let n = deltas.len();
     if n < 2 || deltas[n - 1].kind != DeltaType::Deleted || deltas[n - 2].kind != DeltaType::Deleted
     {
@@ -148,10 +369,8 @@ fn dedup_last<K>(deltas: &mut Vec<Delta<K>>) {
     }
 }
 
-impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
-    /// A queue whose `replace`, `resync` and `delete` consult `known` (the informer's
-    /// indexer) for the objects the consumer already has.
-    pub fn new(known: Option<Arc<Indexer<K>>>) -> Self {
+impl Core {
+    fn new(known: Option<Arc<dyn Known>>) -> Self {
         Self {
             state: Mutex::new(State {
                 items: HashMap::new(),
@@ -173,10 +392,10 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
 
     fn queue_action(
         &self,
-        s: &mut State<K>,
+        s: &mut State,
         key: String,
         kind: DeltaType,
-        object: MaybeTombstone<K>,
+        object: MaybeTombstone<dyn AnyObject>,
     ) {
         let deltas = s.items.entry(key.clone()).or_default();
         let was_queued = !deltas.is_empty();
@@ -187,8 +406,8 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
-    fn push(&self, kind: DeltaType, obj: Arc<K>) -> Result<(), KeyError> {
-        let key = meta_namespace_key(obj.as_ref())?;
+    fn push(&self, kind: DeltaType, obj: Object) -> Result<(), KeyError> {
+        let key = key_of(obj.meta())?;
         let mut s = self.state.lock();
         s.populated = true;
         self.queue_action(&mut s, key, kind, MaybeTombstone::Object(obj));
@@ -198,24 +417,8 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         Ok(())
     }
 
-    /// The object the consumer holds under `key` (from the known-objects indexer).
-    pub fn known_object(&self, key: &str) -> Option<Arc<K>> {
-        self.known.as_ref()?.get(key)
-    }
-
-    /// Queues an `Added` delta.
-    pub fn add(&self, obj: Arc<K>) -> Result<(), KeyError> {
-        self.push(DeltaType::Added, obj)
-    }
-
-    /// Queues an `Updated` delta.
-    pub fn update(&self, obj: Arc<K>) -> Result<(), KeyError> {
-        self.push(DeltaType::Updated, obj)
-    }
-
-    /// Queues a `Deleted` delta, unless the object is neither known nor queued.
-    pub fn delete(&self, obj: Arc<K>) -> Result<(), KeyError> {
-        let key = meta_namespace_key(obj.as_ref())?;
+    fn delete(&self, obj: Object) -> Result<(), KeyError> {
+        let key = key_of(obj.meta())?;
         let mut s = self.state.lock();
         s.populated = true;
         let queued = s.items.contains_key(&key);
@@ -232,36 +435,13 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         Ok(())
     }
 
-    /// A relist: `Replaced` for every object of `list`, and a tombstoned `Deleted` for every
-    /// key known or queued that `list` lacks. Objects without a name are skipped and
-    /// counted in the returned error list.
-    pub fn replace(&self, list: Vec<Arc<K>>) -> Vec<KeyError> {
-        self.replace_begin();
-        let errors = self.replace_part(list);
-        self.replace_end();
-        errors
-    }
-
-    /// Starts a relist received in parts (the pages of a list, the initial events of a
-    /// streaming list): [`replace_part`](Self::replace_part) for each part, then
-    /// [`replace_end`](Self::replace_end). A replace begun earlier and never ended is
-    /// abandoned: its parts stay queued, and what the new one does not list is deleted
-    /// when it ends.
-    pub fn replace_begin(&self) {
-        self.state.lock().listing = Some(HashSet::new());
-    }
-
-    /// Queues `Replaced` for every object of one part of a relist: they reach the consumer
-    /// at once, before the list is complete (during the first list they are popped as part
-    /// of the initial list, and the queue is not synced before the end). Objects without
-    /// a name are skipped and counted in the returned error list.
-    pub fn replace_part(&self, part: Vec<Arc<K>>) -> Vec<KeyError> {
+    fn replace_part(&self, part: Vec<Object>) -> Vec<KeyError> {
         let mut errors = Vec::new();
         let mut s = self.state.lock();
         let mut listing = s.listing.take().unwrap_or_default();
         listing.reserve(part.len());
         for obj in part {
-            match meta_namespace_key(obj.as_ref()) {
+            match key_of(obj.meta()) {
                 Ok(key) => {
                     listing.insert(key.clone());
                     self.queue_action(
@@ -280,21 +460,11 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         errors
     }
 
-    /// A key an unfinished relist listed is gone again (a `DELETED` event among a streaming
-    /// list's initial events): the end of the relist deletes it, as any key it lacks.
-    pub fn replace_forget(&self, key: &str) {
-        if let Some(listing) = self.state.lock().listing.as_mut() {
-            listing.remove(key);
-        }
-    }
-
-    /// Ends a relist received in parts: a tombstoned `Deleted` for every key known or
-    /// queued that the list lacks; the first relist to end makes the queue populated.
-    pub fn replace_end(&self) {
+    fn replace_end(&self) {
         let mut s = self.state.lock();
         let keys = s.listing.take().unwrap_or_default();
         // Keys queued but not listed, whose newest delta is not already a deletion.
-        let queued_gone: Vec<(String, Arc<K>)> = s
+        let queued_gone: Vec<(String, Object)> = s
             .items
             .iter()
             .filter(|(k, _)| !keys.contains(*k))
@@ -334,7 +504,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         self.ready.notify_one();
     }
 
-    fn queue_tombstone(&self, s: &mut State<K>, key: String, obj: Arc<K>) {
+    fn queue_tombstone(&self, s: &mut State, key: String, obj: Object) {
         let tombstone = MaybeTombstone::Tombstone(DeletedFinalStateUnknown {
             key: key.clone(),
             obj,
@@ -342,8 +512,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         self.queue_action(s, key, DeltaType::Deleted, tombstone);
     }
 
-    /// Queues `Sync` for every known object whose key is not queued already.
-    pub fn resync(&self) {
+    fn resync(&self) {
         let Some(known) = &self.known else { return };
         let mut s = self.state.lock();
         let mut queued_any = false;
@@ -360,9 +529,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
-    /// Puts `deltas` back (for a retry after a failed process), unless the key has been
-    /// queued again meanwhile.
-    pub fn add_if_not_present(&self, deltas: Deltas<K>) {
+    fn add_if_not_present(&self, deltas: Deltas<dyn AnyObject>) {
         let mut s = self.state.lock();
         if s.items.contains_key(&deltas.key) || deltas.deltas.is_empty() {
             return;
@@ -373,25 +540,24 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
         self.ready.notify_one();
     }
 
-    /// Waits for a queued key, removes it and runs `process` on its deltas (outside any
-    /// lock). Returns `process`'s result, or [`Closed`] once the queue is closed and empty.
-    pub async fn pop<R>(&self, process: impl FnOnce(Deltas<K>) -> R) -> Result<R, Closed> {
+    /// Waits for a queued key and removes it.
+    async fn pop(&self) -> Result<Popped, Closed> {
         loop {
             if let Some(popped) = self.try_pop()? {
-                return Ok(self.process(popped, process));
+                return Ok(popped);
             }
             let notified = self.ready.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             if let Some(popped) = self.try_pop()? {
-                return Ok(self.process(popped, process));
+                return Ok(popped);
             }
             notified.await;
         }
     }
 
-    /// The first key's deltas, if any, and whether they count in the initial population.
-    fn try_pop(&self) -> Result<Option<(Deltas<K>, bool, bool)>, Closed> {
+    /// The first key's deltas, if any.
+    fn try_pop(&self) -> Result<Option<Popped>, Closed> {
         let mut s = self.state.lock();
         let Some(key) = s.queue.pop_front() else {
             return if s.closed { Err(Closed) } else { Ok(None) };
@@ -419,15 +585,16 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
             deltas,
             is_in_initial_list,
         };
-        Ok(Some((deltas, counted, replaced)))
+        Ok(Some(Popped {
+            deltas,
+            counted,
+            replaced,
+        }))
     }
 
-    fn process<R>(
-        &self,
-        (deltas, counted, replaced): (Deltas<K>, bool, bool),
-        f: impl FnOnce(Deltas<K>) -> R,
-    ) -> R {
-        let result = f(deltas);
+    /// Popped deltas were processed: counts them in the initial population and the last
+    /// replace they belong to.
+    fn processed(&self, counted: bool, replaced: bool) {
         if counted || replaced {
             let mut s = self.state.lock();
             if counted {
@@ -438,72 +605,33 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
                 self.drained.send_replace(s.replaces);
             }
         }
-        result
     }
 
-    /// Waits until every key queued by the replaces ended so far (the relists, and their
-    /// deletions) has been popped and processed: the consumer's cache (the informer's
-    /// indexer) then reflects the last relist.
-    pub fn wait_replaces_processed(&self) -> impl Future<Output = ()> + Send + 'static {
-        let target = self.state.lock().replaces;
-        // The sender lives in `self`, so the channel cannot close while we wait.
-        wait_at_least(self.drained.subscribe(), target)
-    }
-
-    fn publish_synced(&self, s: &State<K>) {
+    fn publish_synced(&self, s: &State) {
         if s.populated && s.initial_population == 0 && !*self.synced.borrow() {
             self.synced.send_replace(true);
         }
     }
 
-    /// Whether the first population has been popped and processed.
-    pub fn has_synced(&self) -> bool {
-        let s = self.state.lock();
-        s.populated && s.initial_population == 0
-    }
-
-    /// Waits until [`has_synced`](Self::has_synced) is true.
-    pub fn wait_synced(&self) -> impl Future<Output = ()> + Send + 'static {
-        // The sender lives in `self`, so the channel cannot close while we wait.
-        wait_true(self.synced.subscribe())
-    }
-
-    /// Closes the queue: `pop` returns [`Closed`] once it is empty.
-    pub fn close(&self) {
+    fn close(&self) {
         self.state.lock().closed = true;
         self.ready.notify_waiters();
         self.popped.notify_waiters();
     }
 
-    /// Whether [`close`](Self::close) was called.
-    pub fn is_closed(&self) -> bool {
-        self.state.lock().closed
-    }
-
-    /// Waits until fewer than `n` keys are queued (or the queue is closed).
-    pub fn wait_below(&self, n: usize) -> impl Future<Output = ()> + Send + '_ {
-        wait_until(
-            &self.popped,
-            Box::new(move || {
+    async fn wait_below(&self, n: usize) {
+        loop {
+            let popped = self.popped.notified();
+            tokio::pin!(popped);
+            popped.as_mut().enable();
+            {
                 let s = self.state.lock();
-                s.queue.len() < n || s.closed
-            }),
-        )
-    }
-
-    /// Number of queued keys.
-    pub fn len(&self) -> usize {
-        self.state.lock().queue.len()
-    }
-
-    /// Whether no key is queued.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The queued keys, in pop order.
-    pub fn list_keys(&self) -> Vec<String> {
-        self.state.lock().queue.iter().cloned().collect()
+                if s.queue.len() < n || s.closed {
+                    return;
+                }
+            }
+            popped.await;
+        }
     }
 }
 
@@ -511,20 +639,6 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
 /// queue's methods are: compiled once.
 async fn wait_at_least(mut rx: tokio::sync::watch::Receiver<u64>, target: u64) {
     let _ = rx.wait_for(|value| *value >= target).await;
-}
-
-/// Waits until `done` holds, checked at first and each time `notify` wakes its waiters.
-/// Not generic: compiled once.
-async fn wait_until(notify: &Notify, done: Box<dyn Fn() -> bool + Send + Sync + '_>) {
-    loop {
-        let woken = notify.notified();
-        tokio::pin!(woken);
-        woken.as_mut().enable();
-        if done() {
-            return;
-        }
-        woken.await;
-    }
 }
 
 /// Waits until `rx` holds true (or its sender is gone). Not generic: compiled once.
@@ -535,6 +649,7 @@ async fn wait_true(mut rx: tokio::sync::watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::key::meta_namespace_key;
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::ObjectMeta;
 

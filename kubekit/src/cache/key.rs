@@ -15,7 +15,7 @@ use super::MetaRef;
 /// An object the cache knew that was deleted while the watch was down: its last known
 /// state, which may be stale. Handlers receive it in place of the object on delete.
 #[derive(Debug)]
-pub struct DeletedFinalStateUnknown<K> {
+pub struct DeletedFinalStateUnknown<K: ?Sized> {
     /// The object's key.
     pub key: String,
     /// The last state the cache saw.
@@ -24,7 +24,7 @@ pub struct DeletedFinalStateUnknown<K> {
 
 /// An object, or a tombstone for one whose final state is unknown.
 #[derive(Debug)]
-pub enum MaybeTombstone<K> {
+pub enum MaybeTombstone<K: ?Sized> {
     /// The object as deleted.
     Object(Arc<K>),
     /// A tombstone: the object disappeared while the cache was not watching.
@@ -32,7 +32,7 @@ pub enum MaybeTombstone<K> {
 }
 
 // Clones share the object: no `K: Clone` needed.
-impl<K> Clone for DeletedFinalStateUnknown<K> {
+impl<K: ?Sized> Clone for DeletedFinalStateUnknown<K> {
     fn clone(&self) -> Self {
         Self {
             key: self.key.clone(),
@@ -41,7 +41,7 @@ impl<K> Clone for DeletedFinalStateUnknown<K> {
     }
 }
 
-impl<K> Clone for MaybeTombstone<K> {
+impl<K: ?Sized> Clone for MaybeTombstone<K> {
     fn clone(&self) -> Self {
         match self {
             MaybeTombstone::Object(o) => MaybeTombstone::Object(o.clone()),
@@ -50,7 +50,7 @@ impl<K> Clone for MaybeTombstone<K> {
     }
 }
 
-impl<K> MaybeTombstone<K> {
+impl<K: ?Sized> MaybeTombstone<K> {
     /// The object, or the tombstone's last known state.
     pub fn object(&self) -> &Arc<K> {
         match self {

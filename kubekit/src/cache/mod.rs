@@ -36,6 +36,7 @@ pub mod key;
 pub mod listwatch;
 pub mod meta_ref;
 pub mod metrics;
+mod object;
 pub mod pager;
 pub mod reflector;
 pub mod shard;

@@ -96,10 +96,11 @@ use super::delta_fifo::DeltaFifo;
 use super::key::{KeyError, key_of};
 use super::listwatch::ListerWatcher;
 use super::metrics::{BoundMetrics, ReflectorMetrics};
+use super::object::{AnyObject, Object};
 use super::shard::{ShardControl, ShardFilter, ShardSelector, ShardTarget};
 use crate::clientset::{ListOptions, ResourceVersionMatch, WatchStream};
 use crate::rest::{Error, WatchEvent};
-use erased::{AnyObject, ErasedListerWatcher, ErasedStore, Object, erase_options};
+use erased::{ErasedListerWatcher, ErasedStore, erase_options};
 
 /// Where a reflector puts what it sees: client-go's `Store` as the reflector uses it.
 /// Implemented by [`DeltaFifo`].

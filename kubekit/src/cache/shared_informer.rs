@@ -66,7 +66,6 @@
 //! # }
 //! ```
 
-use std::any::Any;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -87,6 +86,7 @@ use super::delta_fifo::{DeltaFifo, DeltaType, Deltas};
 use super::handler::ResourceEventHandler;
 use super::key::MaybeTombstone;
 use super::listwatch::ListerWatcher;
+use super::object::{AnyObject, Object, erase_tombstone, typed, typed_tombstone};
 use super::reflector::{Reflector, ReflectorOptions};
 use super::store::{Error as StoreError, IndexFunc, Indexer};
 
@@ -96,34 +96,53 @@ pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 /// Depth from which a growing listener buffer is reported.
 const DEPTH_WARNING: usize = 1000;
 
-/// One change, as sent to a handler.
-enum Notification<K> {
-    Add(Arc<K>, bool),
-    Update(Arc<K>, Arc<K>),
-    Delete(MaybeTombstone<K>),
+/// One change, as sent to a handler; its objects' type is erased, so that the listeners,
+/// their buffers and threads are compiled once for every type.
+#[derive(Clone)]
+enum Notification {
+    Add(Object, bool),
+    Update(Object, Object),
+    Delete(MaybeTombstone<dyn AnyObject>),
 }
 
-impl<K> Clone for Notification<K> {
-    fn clone(&self) -> Self {
-        match self {
-            Notification::Add(o, i) => Notification::Add(o.clone(), *i),
-            Notification::Update(a, b) => Notification::Update(a.clone(), b.clone()),
-            Notification::Delete(d) => Notification::Delete(MaybeTombstone::clone(d)),
+/// A handler of any type.
+trait Handle: Send + Sync {
+    /// Calls the handler's method for `n`.
+    fn handle(&self, n: &Notification);
+}
+
+/// A handler of `K`, called with the objects as `K` (the informer sends nothing else).
+struct Typed<K>(Box<dyn ResourceEventHandler<K>>);
+
+impl<K: Send + Sync + 'static> Handle for Typed<K> {
+    fn handle(&self, n: &Notification) {
+        match n {
+            Notification::Add(obj, initial) => {
+                if let Some(obj) = typed::<K>(obj.clone()) {
+                    self.0.on_add(&obj, *initial);
+                }
+            }
+            Notification::Update(old, new) => {
+                if let (Some(old), Some(new)) = (typed::<K>(old.clone()), typed::<K>(new.clone())) {
+                    self.0.on_update(&old, &new);
+                }
+            }
+            Notification::Delete(obj) => {
+                if let Some(obj) = typed_tombstone::<K>(obj.clone()) {
+                    self.0.on_delete(&obj);
+                }
+            }
         }
     }
 }
-
-/// A [`Notification`] of the listener's type, boxed: the channel to a handler's thread
-/// is then compiled once, not once per type.
-type BoxedNotification = Box<dyn Any + Send>;
 
 /// How notifications reach a handler.
 enum Delivery {
     /// Through an unbounded buffer to a thread of the handler's own; `None` tells the
     /// thread to stop.
     Thread {
-        tx: mpsc::Sender<Option<BoxedNotification>>,
-        rx: Mutex<Option<mpsc::Receiver<Option<BoxedNotification>>>>,
+        tx: mpsc::Sender<Option<Notification>>,
+        rx: Mutex<Option<mpsc::Receiver<Option<Notification>>>>,
     },
     /// By a call on the informer's task: the handler said it does not block
     /// ([`ResourceEventHandler::may_block`]).
@@ -131,10 +150,10 @@ enum Delivery {
 }
 
 /// The informer side of one handler: its buffer, counters and resync schedule.
-struct Listener<K> {
+struct Listener {
     id: u64,
     delivery: Delivery,
-    handler: Arc<dyn ResourceEventHandler<K>>,
+    handler: Box<dyn Handle>,
     depth: AtomicUsize,
     max_depth: AtomicUsize,
     initial_pending: AtomicUsize,
@@ -145,7 +164,7 @@ struct Listener<K> {
     next_resync: Mutex<Instant>,
 }
 
-impl<K> Listener<K> {
+impl Listener {
     /// Stops the handler's thread once it has reached this point of its buffer.
     fn stop(&self) {
         self.removed.store(true, Ordering::Release);
@@ -153,10 +172,8 @@ impl<K> Listener<K> {
             let _ = tx.send(None);
         }
     }
-}
 
-impl<K: Send + Sync + 'static> Listener<K> {
-    fn push(&self, n: Notification<K>) {
+    fn push(&self, n: Notification) {
         if let Notification::Add(_, true) = n {
             self.initial_pending.fetch_add(1, Ordering::AcqRel);
         }
@@ -175,19 +192,15 @@ impl<K: Send + Sync + 'static> Listener<K> {
             // The receiver lives as long as the listener's thread; a send after it stopped
             // is moot.
             Delivery::Thread { tx, .. } => {
-                let _ = tx.send(Some(Box::new(n)));
+                let _ = tx.send(Some(n));
             }
             Delivery::Inline => self.handle(n),
         }
     }
 
-    fn handle(&self, n: Notification<K>) {
+    fn handle(&self, n: Notification) {
         if !self.removed.load(Ordering::Acquire) {
-            let result = catch_unwind(AssertUnwindSafe(|| match &n {
-                Notification::Add(obj, initial) => self.handler.on_add(obj, *initial),
-                Notification::Update(old, new) => self.handler.on_update(old, new),
-                Notification::Delete(obj) => self.handler.on_delete(obj),
-            }));
+            let result = catch_unwind(AssertUnwindSafe(|| self.handler.handle(&n)));
             if let Err(panic) = result {
                 self.panics.fetch_add(1, Ordering::Relaxed);
                 let message = crate::panic::message(panic.as_ref());
@@ -212,18 +225,13 @@ impl<K: Send + Sync + 'static> Listener<K> {
         };
         let rx = rx.lock().take()?;
         let me = self.clone();
-        // Boxed: the thread's start is then compiled once, not once per type.
-        let feed: Box<dyn FnOnce() + Send> = Box::new(move || {
-            while let Ok(Some(n)) = rx.recv() {
-                // `push` sends nothing but notifications of `K`.
-                if let Ok(n) = n.downcast::<Notification<K>>() {
-                    me.handle(*n);
-                }
-            }
-        });
         let spawned = std::thread::Builder::new()
             .name(format!("kubekit-handler-{}", self.id))
-            .spawn(feed);
+            .spawn(move || {
+                while let Ok(Some(n)) = rx.recv() {
+                    me.handle(n);
+                }
+            });
         match spawned {
             Ok(handle) => Some(handle),
             Err(e) => {
@@ -246,7 +254,7 @@ fn is_power_of_ten(mut n: usize) -> bool {
 
 /// A handler's registration: its sync state and buffer, and the handle to remove it.
 pub struct ResourceEventHandlerRegistration<K> {
-    listener: Arc<Listener<K>>,
+    listener: Arc<Listener>,
     fifo: Arc<DeltaFifo<K>>,
 }
 
@@ -308,10 +316,10 @@ impl<K: Resource + Send + Sync + 'static> ResourceEventHandlerRegistration<K> {
     }
 }
 
-struct Processor<K> {
-    listeners: Vec<Arc<Listener<K>>>,
+struct Processor {
+    listeners: Vec<Arc<Listener>>,
     /// Listeners due for the resync being processed.
-    syncing: Vec<Arc<Listener<K>>>,
+    syncing: Vec<Arc<Listener>>,
     /// How often the reflector asks whether a resync is due: the shortest handler period
     /// asked for before start (or the default).
     resync_check_period: Duration,
@@ -323,8 +331,8 @@ struct Processor<K> {
     started: bool,
 }
 
-impl<K: Send + Sync + 'static> Processor<K> {
-    fn distribute(&self, n: Notification<K>, sync: bool) {
+impl Processor {
+    fn distribute(&self, n: Notification, sync: bool) {
         let targets = if sync { &self.syncing } else { &self.listeners };
         for l in targets {
             l.push(n.clone());
@@ -357,7 +365,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
 struct Shared<K> {
     indexer: Arc<Indexer<K>>,
     fifo: Arc<DeltaFifo<K>>,
-    processor: Mutex<Processor<K>>,
+    processor: Mutex<Processor>,
 }
 
 impl<K: Resource + Send + Sync + 'static> Shared<K> {
@@ -369,7 +377,8 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
             match delta.kind {
                 DeltaType::Deleted => {
                     self.indexer.delete(&deltas.key);
-                    processor.distribute(Notification::Delete(delta.object.clone()), false);
+                    let object = erase_tombstone(delta.object.clone());
+                    processor.distribute(Notification::Delete(object), false);
                 }
                 kind => match self.indexer.add_with_key(deltas.key.clone(), obj.clone()) {
                     Some(old) => {
@@ -593,7 +602,7 @@ where
         let listener = Arc::new(Listener {
             id: processor.next_id,
             delivery,
-            handler: Arc::new(handler),
+            handler: Box::new(Typed(Box::new(handler))),
             depth: AtomicUsize::new(0),
             max_depth: AtomicUsize::new(0),
             initial_pending: AtomicUsize::new(0),

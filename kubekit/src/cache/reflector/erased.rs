@@ -4,7 +4,6 @@
 //! type is here and small: the lister-watcher's items and events, wrapped in an `Arc` as
 //! they come, the store's objects, unwrapped as they go, and the transform.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -14,46 +13,9 @@ use kube::Resource;
 use super::{ReflectorOptions, ReflectorStore, TransformFunc};
 use crate::cache::key::KeyError;
 use crate::cache::listwatch::ListerWatcher;
-use crate::cache::{MetaRef, meta_ref};
+use crate::cache::object::{AnyObject, Object, erase, typed};
 use crate::clientset::{ListOptions, WatchStream};
 use crate::rest::{ListPage, ObjectList, Result, WatchEvent};
-
-/// An object of any resource type, as the reflector handles it.
-pub(crate) trait AnyObject: Send + Sync + 'static {
-    /// Its metadata.
-    fn meta(&self) -> MetaRef<'_>;
-    /// Drops its `metadata.managedFields`.
-    fn drop_managed_fields(&mut self);
-    /// The object, to be downcast to its type.
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
-}
-
-impl<K: Resource + Send + Sync + 'static> AnyObject for K {
-    fn meta(&self) -> MetaRef<'_> {
-        meta_ref(self)
-    }
-
-    fn drop_managed_fields(&mut self) {
-        self.meta_mut().managed_fields = None;
-    }
-
-    fn into_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
-        self
-    }
-}
-
-/// An object whose type is erased.
-pub(crate) type Object = Arc<dyn AnyObject>;
-
-fn erase<K: AnyObject>(obj: K) -> Object {
-    Arc::new(obj)
-}
-
-/// `obj` as the `K` it was made from; `None` for another type, which a reflector's
-/// adapters never mix.
-fn typed<K: Send + Sync + 'static>(obj: Object) -> Option<Arc<K>> {
-    obj.into_any().downcast().ok()
-}
 
 fn erase_list<K: AnyObject>(list: ObjectList<K>) -> ObjectList<Object> {
     ObjectList {
