@@ -526,10 +526,7 @@ impl Request {
     pub async fn watch<K: DeserializeOwned + Send + 'static>(
         self,
     ) -> Result<impl Stream<Item = Result<WatchEvent<K>>> + Send + use<K>> {
-        let this = self.param("watch", "true");
-        let url = this.url_with_timeout(this.timeout);
-        let res = this.exchange(&url).await?;
-        let res = this.accepted(&url, res).await?;
+        let (this, url, res) = self.open_watch().await?;
         let content_type = res
             .headers()
             .get(CONTENT_TYPE)
@@ -543,6 +540,16 @@ impl Request {
         Ok(DecodedWatch::new(res.into_body(), decoder, move |e| {
             this.transport_error(&url, e)
         }))
+    }
+
+    /// Opens the watch of [`watch`](Self::watch): the request, its URL and the accepted
+    /// response. Not generic, so compiled once for every type watched.
+    async fn open_watch(self) -> Result<(Self, String, http::Response<kube::client::Body>)> {
+        let this = self.param("watch", "true");
+        let url = this.url_with_timeout(this.timeout);
+        let res = this.exchange(&url).await?;
+        let res = this.accepted(&url, res).await?;
+        Ok((this, url, res))
     }
 
     /// Sends the request and returns its response body as it arrives, chunk by chunk: for
@@ -1080,7 +1087,8 @@ impl Response {
         K: DeserializeOwned + Send + 'static,
     {
         let (metadata, shard_selector) = if self.is_protobuf() {
-            let (_, parts) = protobuf_list_parts::<K>(&self.body, &self.what)?;
+            let codec = codec_for::<K>(&self.what)?;
+            let parts = protobuf_list_parts(codec, &self.body, &self.what)?;
             (parts.metadata, parts.shard_selector)
         } else {
             read_metadata::<Box<RawValue>>(&self.body)
@@ -1201,22 +1209,19 @@ fn decode_protobuf<K: 'static>(body: &[u8], what: &str, options: DecodeOptions) 
         .map_err(|e| protobuf_error(what, e, body))
 }
 
-/// A protobuf `*List` body's codec, metadata and item messages, checking its kind.
-fn protobuf_list_parts<'a, K: 'static>(
+/// A protobuf `*List` body's metadata and item messages, checking that it is a list of
+/// `codec`'s kind.
+fn protobuf_list_parts<'a>(
+    codec: &kubekit_protobuf::Codec,
     body: &'a [u8],
     what: &str,
-) -> Result<(
-    &'static kubekit_protobuf::Codec,
-    kubekit_protobuf::ListParts<'a>,
-)> {
-    let codec = codec_for::<K>(what)?;
+) -> Result<kubekit_protobuf::ListParts<'a>> {
     let list_error = |e| protobuf_error(format!("list of {what}"), e, body);
     let unknown = kubekit_protobuf::Unknown::read(body).map_err(list_error)?;
     unknown
         .expect(codec.api_version(), &format!("{}List", codec.kind()))
         .map_err(list_error)?;
-    let parts = kubekit_protobuf::split_list(unknown.raw).map_err(list_error)?;
-    Ok((codec, parts))
+    kubekit_protobuf::split_list(unknown.raw).map_err(list_error)
 }
 
 /// Decodes a protobuf `*List` body item by item, on every core like [`decode_list`].
@@ -1225,7 +1230,8 @@ pub(crate) fn decode_protobuf_list<K: Send + 'static>(
     what: &str,
     options: DecodeOptions,
 ) -> Result<ObjectList<K>> {
-    let (codec, parts) = protobuf_list_parts::<K>(body, what)?;
+    let codec = codec_for::<K>(what)?;
+    let parts = protobuf_list_parts(codec, body, what)?;
     Ok(decode_items(
         parts.metadata,
         parts.shard_selector,
