@@ -8,7 +8,6 @@ use app_controller::App;
 use app_controller::controller::{APP_LABEL, add_to};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::CustomResourceExt;
 use kubekit::clientset::{
     Clientset, CreateOptions, DeleteOptions, GetOptions, PatchBody, PatchOptions, UpdateOptions,
@@ -54,8 +53,8 @@ impl Running {
 async fn app_controller() -> (FakeApiServer, Clientset, Running) {
     let server = FakeApiServer::start().await.expect("fake starts");
     let cs = Clientset::new(&server.config()).expect("clientset");
-    cs.cluster_resource::<CustomResourceDefinition>()
-        .create(&App::crd(), &CreateOptions::default())
+    // The fake establishes and serves a CRD at once, so this returns on the first read.
+    cs.install_crd(App::crd(), "kubekit-tests")
         .await
         .expect("App CRD installed");
     let cancel = CancellationToken::new();
