@@ -132,7 +132,8 @@ where
         opts.resync_period = config.full_resync_period;
         opts.should_resync = config.should_resync;
         let name = opts.name.clone();
-        let reflector = Reflector::new(config.lister_watcher, config.queue.clone(), opts);
+        let store = config.queue.erased_store();
+        let reflector = Reflector::into_erased_store(config.lister_watcher, store, opts);
         Self {
             processing: Arc::new(Processing {
                 queue: config.queue,

@@ -38,6 +38,7 @@
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 
+use futures_util::future::BoxFuture;
 use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -47,6 +48,7 @@ use tokio::sync::{Notify, watch};
 
 use super::key::{DeletedFinalStateUnknown, KeyError, MaybeTombstone, key_of};
 use super::object::{AnyObject, Object, erase_tombstone, typed, typed_tombstone};
+use super::reflector::{ReflectorStore, WATCH_BACKLOG_LIMIT};
 use super::store::Indexer;
 
 /// What happened to an object.
@@ -118,7 +120,7 @@ struct State {
 /// Whatever `K` is, the queue is one type-erased core compiled once; `K`'s objects are
 /// taken and handed out as they are, in their `Arc`s.
 pub struct DeltaFifo<K> {
-    core: Core,
+    core: Arc<Core>,
     _type: PhantomData<fn() -> K>,
 }
 
@@ -173,7 +175,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// indexer) for the objects the consumer already has.
     pub fn new(known: Option<Arc<Indexer<K>>>) -> Self {
         Self {
-            core: Core::new(known.map(|k| k as Arc<dyn Known>)),
+            core: Arc::new(Core::new(known.map(|k| k as Arc<dyn Known>))),
             _type: PhantomData,
         }
     }
@@ -214,7 +216,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// abandoned: its parts stay queued, and what the new one does not list is deleted
     /// when it ends.
     pub fn replace_begin(&self) {
-        self.core.state.lock().listing = Some(HashSet::new());
+        self.core.replace_begin();
     }
 
     /// Queues `Replaced` for every object of one part of a relist: they reach the consumer
@@ -229,9 +231,7 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// A key an unfinished relist listed is gone again (a `DELETED` event among a streaming
     /// list's initial events): the end of the relist deletes it, as any key it lacks.
     pub fn replace_forget(&self, key: &str) {
-        if let Some(listing) = self.core.state.lock().listing.as_mut() {
-            listing.remove(key);
-        }
+        self.core.replace_forget(key);
     }
 
     /// Ends a relist received in parts: a tombstoned `Deleted` for every key known or
@@ -320,6 +320,12 @@ impl<K: Resource + Send + Sync + 'static> DeltaFifo<K> {
     /// The queued keys, in pop order.
     pub fn list_keys(&self) -> Vec<String> {
         self.core.state.lock().queue.iter().cloned().collect()
+    }
+
+    /// The queue as its reflector fills it: objects go in as they come, without being
+    /// turned into `K` and back.
+    pub(crate) fn erased_store(&self) -> Arc<dyn ReflectorStore<dyn AnyObject>> {
+        self.core.clone()
     }
 }
 
@@ -435,6 +441,10 @@ impl Core {
         Ok(())
     }
 
+    fn replace_begin(&self) {
+        self.state.lock().listing = Some(HashSet::new());
+    }
+
     fn replace_part(&self, part: Vec<Object>) -> Vec<KeyError> {
         let mut errors = Vec::new();
         let mut s = self.state.lock();
@@ -458,6 +468,12 @@ impl Core {
         drop(s);
         self.ready.notify_one();
         errors
+    }
+
+    fn replace_forget(&self, key: &str) {
+        if let Some(listing) = self.state.lock().listing.as_mut() {
+            listing.remove(key);
+        }
     }
 
     fn replace_end(&self) {
@@ -635,8 +651,45 @@ impl Core {
     }
 }
 
+/// The core as a reflector's store, for [`DeltaFifo::erased_store`].
+impl ReflectorStore<dyn AnyObject> for Core {
+    fn add(&self, obj: Object) -> Result<(), KeyError> {
+        self.push(DeltaType::Added, obj)
+    }
+    fn update(&self, obj: Object) -> Result<(), KeyError> {
+        self.push(DeltaType::Updated, obj)
+    }
+    fn delete(&self, obj: Object) -> Result<(), KeyError> {
+        Core::delete(self, obj)
+    }
+    fn replace_begin(&self) {
+        Core::replace_begin(self);
+    }
+    fn replace_part(&self, part: Vec<Object>) -> Vec<KeyError> {
+        Core::replace_part(self, part)
+    }
+    fn replace_forget(&self, key: &str) {
+        Core::replace_forget(self, key);
+    }
+    fn replace_end(&self) {
+        Core::replace_end(self);
+    }
+    fn resync(&self) {
+        Core::resync(self);
+    }
+    fn known(&self, key: &str) -> Option<Object> {
+        self.known.as_ref()?.get(key)
+    }
+    fn is_full(&self) -> bool {
+        self.state.lock().queue.len() >= WATCH_BACKLOG_LIMIT
+    }
+    fn wait_for_room(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.wait_below(WATCH_BACKLOG_LIMIT / 2))
+    }
+}
+
 /// Waits until `rx` holds at least `target` (or its sender is gone). Not generic, as the
-/// queue's methods are: compiled once.
+/// `DeltaFifo<K>` methods that return it are: compiled once.
 async fn wait_at_least(mut rx: tokio::sync::watch::Receiver<u64>, target: u64) {
     let _ = rx.wait_for(|value| *value >= target).await;
 }

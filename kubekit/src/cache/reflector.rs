@@ -437,10 +437,20 @@ where
         store: Arc<dyn ReflectorStore<K>>,
         opts: ReflectorOptions<K>,
     ) -> Self {
+        Self::into_erased_store(lw, Arc::new(ErasedStore(store)), opts)
+    }
+
+    /// A reflector from `lw` into a store that takes objects of any type (a
+    /// [`DeltaFifo::erased_store`]).
+    pub(crate) fn into_erased_store(
+        lw: Arc<dyn ListerWatcher<K>>,
+        store: Arc<dyn ReflectorStore<dyn AnyObject>>,
+        opts: ReflectorOptions<K>,
+    ) -> Self {
         Self {
             core: Arc::new(Core::new(
                 Arc::new(ErasedListerWatcher(lw)),
-                Arc::new(ErasedStore(store)),
+                store,
                 erase_options(opts),
             )),
             _type: PhantomData,
