@@ -74,7 +74,10 @@ benchmarks:
               runs counts (wall seconds, and user+sys CPU seconds)
               options: --runs N (default 1), --profiles release,debug (default both),
                        --timings  keep cargo's --timings report of each cold build in
-                                  bench/target/build-timings/
+                                  bench/target/build-timings/,
+                       --features F  kubekit's features in the kubekit program: its
+                                  default (the default), "none", or a list such as
+                                  prebuilt-all (without the default ones)
 USAGE
 }
 
@@ -180,8 +183,17 @@ timed_cargo() {
     rm -f "$cpu"
 }
 
+# What follows kubekit's path in the kubekit program's dependency line for `--features $1`.
+kubekit_features() {
+    case "$1" in
+        default) ;;
+        none) printf ', default-features = false' ;;
+        *) printf ', default-features = false, features = ["%s"]' "${1//,/\", \"}" ;;
+    esac
+}
+
 run_build() {
-    local runs=1 profiles="release,debug" timings=false
+    local runs=1 profiles="release,debug" timings=false features=default
     while (($#)); do
         case "$1" in
             --runs)
@@ -195,6 +207,11 @@ run_build() {
                 shift
                 ;;
             --timings) timings=true ;;
+            --features)
+                (($# >= 2)) || { echo "--features needs a value" >&2; exit 2; }
+                features="$2"
+                shift
+                ;;
             *) usage >&2; exit 2 ;;
         esac
         shift
@@ -209,7 +226,8 @@ run_build() {
     for crate in kubekit-small kube-rs-small; do
         cp -r "$root/bench/build/$crate" "$work/$crate"
         cp "$root/Cargo.lock" "$work/$crate/Cargo.lock"
-        sed -i "s|path = \"../../../kubekit\"|path = \"$root/kubekit\"|" "$work/$crate/Cargo.toml"
+        sed -i "s|path = \"../../../kubekit\"|path = \"$root/kubekit\"$(kubekit_features "$features")|" \
+            "$work/$crate/Cargo.toml"
         (cd "$work/$crate" && env -u CARGO_TARGET_DIR cargo fetch --quiet >&2)
     done
     # The best "WALL CPU" of each build (by wall time), by "crate what-profile".

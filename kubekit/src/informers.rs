@@ -34,6 +34,25 @@
 //!   response, whatever the page size, which a large cache pays for in peak memory; a
 //!   server that refuses streaming lists gets paged lists.
 //!
+//! # Build time
+//!
+//! Every typed accessor (`factory.core_v1().pods()`) compiles its type's informer: the
+//! decoding of its objects and the informer around them, tens of thousands of lines of
+//! machine code for a Pod. Where that happens is the program's choice, through kubekit's
+//! `prebuilt-<group>` Cargo features (one per API group: `prebuilt-core`, `prebuilt-apps`,
+//! `prebuilt-batch`, …, and `prebuilt-all`); the API is the same either way:
+//!
+//! - **With the group's feature** (`prebuilt-core` is on by default) the accessors of the
+//!   group's types are compiled once, in kubekit, for every type of the group: the
+//!   program's first build pays for all of them, and its rebuilds for none.
+//! - **Without it** they are `#[inline]`: compiled in the program that calls them, for the
+//!   types it uses, on its first build and again each time the calling crate is rebuilt.
+//!
+//! [`for_type`](SharedInformerFactory::for_type), and so the manager's controllers, are
+//! generic and always compiled in the program. `bench/run.sh build` measures the choices
+//! (bench/README.md). [`BuiltInResource::prebuilt`](crate::clientset::BuiltInResource)
+//! names each resource's feature.
+//!
 //! ```no_run
 //! # async fn demo(clientset: kubekit::clientset::Clientset) {
 //! use std::time::Duration;
@@ -522,7 +541,7 @@ macro_rules! informer_groups {
     ($(
         $(#[doc = $doc:literal])*
         $accessor:ident => $Client:ident, $Group:ident (
-            $api_version:literal, $($module:ident)::+
+            $api_version:literal, $($module:ident)::+, $prebuilt:literal
         )
         $(if $gate:ident)?
         {
@@ -555,6 +574,7 @@ macro_rules! informer_groups {
                                     "The shared informer of `", $api_version, "` `",
                                     stringify!($NsKind), "`."
                                 )]
+                                #[cfg_attr(not(feature = $prebuilt), inline)]
                                 pub fn $ns_fn(&self) -> InformerFor<$accessor::$NsKind> {
                                     self.factory.for_type()
                                 }
@@ -568,6 +588,7 @@ macro_rules! informer_groups {
                                     "The shared informer of `", $api_version, "` `",
                                     stringify!($ClKind), "`."
                                 )]
+                                #[cfg_attr(not(feature = $prebuilt), inline)]
                                 pub fn $cl_fn(&self) -> InformerFor<$accessor::$ClKind> {
                                     self.factory.for_type()
                                 }

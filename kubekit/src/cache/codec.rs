@@ -65,6 +65,10 @@ struct Codec {
     samples: Mutex<Option<Samples>>,
 }
 
+/// A handle on the compression state of one type ([`Frame::compression_of`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Compression(&'static Codec);
+
 impl Default for Codec {
     fn default() -> Self {
         Self {
@@ -188,9 +192,22 @@ fn with_contexts<R>(f: impl FnOnce(&mut CCtx<'static>, &mut DCtx<'static>) -> R)
 
 impl Frame {
     /// Compresses one object's JSON of type `T` (the type picks the dictionary).
-    pub(crate) fn compress<T: 'static>(json: &[u8]) -> Result<Self, String> {
+    #[cfg(test)]
+    fn compress<T: 'static>(json: &[u8]) -> Result<Self, String> {
+        Self::compress_with(Self::compression_of::<T>(), json)
+    }
+
+    /// The compression state of the objects of type `T`: its dictionary, trained on the
+    /// first of them.
+    pub(crate) fn compression_of<T: 'static>() -> Compression {
+        Compression(per_type::<T, Codec>())
+    }
+
+    /// Compresses one object with the compression state of its type: not generic, so
+    /// compiled once for every type.
+    pub(crate) fn compress_with(compression: Compression, json: &[u8]) -> Result<Self, String> {
         let len = u32::try_from(json.len()).map_err(|_| "object larger than 4 GiB".to_string())?;
-        let dictionary = per_type::<T, Codec>().dictionary_for(json);
+        let dictionary = compression.0.dictionary_for(json);
         let data = SCRATCH.with_borrow_mut(|scratch| {
             scratch.clear();
             scratch.reserve(zstd_safe::compress_bound(json.len()));

@@ -71,7 +71,7 @@ use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::codec::{Frame, per_type};
+use super::codec::{Compression, Frame, per_type};
 use super::meta_ref::{MetaRef, PackedMeta};
 use crate::rest::Error;
 use crate::rest::leading::read_metadata;
@@ -355,10 +355,7 @@ impl<K: 'static> Compact<K> {
     /// Keeps `json` (one object) compressed, with its metadata parsed. What follows the
     /// metadata is checked when the object is first decoded ([`get`](Self::get)).
     pub fn from_json(json: &[u8]) -> Result<Self, serde_json::Error> {
-        let metadata: Option<MetaWire> = read_metadata(json)?;
-        let meta = metadata.map(Into::into).unwrap_or_default();
-        let packed = PackedMeta::new(&meta).map_err(serde_json::Error::custom)?;
-        let frame = Frame::compress::<K>(json).map_err(serde_json::Error::custom)?;
+        let (packed, frame) = json_parts(json, Frame::compression_of::<K>())?;
         Ok(Self::new(packed, frame, Encoding::Json))
     }
 
@@ -369,20 +366,8 @@ impl<K: 'static> Compact<K> {
         raw: &[u8],
         options: DecodeOptions,
     ) -> Result<Self, kubekit_protobuf::Error> {
-        let skip = DecodeOptions {
-            skip_managed_fields: true,
-        };
-        let meta = kubekit_protobuf::object_meta_with(raw, skip)?;
-        let packed =
-            PackedMeta::new(&meta).map_err(|e| kubekit_protobuf::Error::new(e.to_string()))?;
-        let stripped;
-        let kept = if options.skip_managed_fields {
-            stripped = kubekit_protobuf::without_managed_fields(raw)?;
-            &stripped[..]
-        } else {
-            raw
-        };
-        let frame = Frame::compress::<ProtobufOf<K>>(kept).map_err(kubekit_protobuf::Error::new)?;
+        let compression = Frame::compression_of::<ProtobufOf<K>>();
+        let (packed, frame) = protobuf_parts(raw, options, compression)?;
         Ok(Self::new(packed, frame, Encoding::Protobuf))
     }
 
@@ -405,6 +390,40 @@ impl<K: 'static> Compact<K> {
             Encoding::Json => None,
         }
     }
+}
+
+/// [`Compact::from_json`]'s metadata and frame, compiled once for every type.
+fn json_parts(
+    json: &[u8],
+    compression: Compression,
+) -> Result<(PackedMeta, Frame), serde_json::Error> {
+    let metadata: Option<MetaWire> = read_metadata(json)?;
+    let meta = metadata.map(Into::into).unwrap_or_default();
+    let packed = PackedMeta::new(&meta).map_err(serde_json::Error::custom)?;
+    let frame = Frame::compress_with(compression, json).map_err(serde_json::Error::custom)?;
+    Ok((packed, frame))
+}
+
+/// [`Compact::from_protobuf`]'s metadata and frame, compiled once for every type.
+fn protobuf_parts(
+    raw: &[u8],
+    options: DecodeOptions,
+    compression: Compression,
+) -> Result<(PackedMeta, Frame), kubekit_protobuf::Error> {
+    let skip = DecodeOptions {
+        skip_managed_fields: true,
+    };
+    let meta = kubekit_protobuf::object_meta_with(raw, skip)?;
+    let packed = PackedMeta::new(&meta).map_err(|e| kubekit_protobuf::Error::new(e.to_string()))?;
+    let stripped;
+    let kept = if options.skip_managed_fields {
+        stripped = kubekit_protobuf::without_managed_fields(raw)?;
+        &stripped[..]
+    } else {
+        raw
+    };
+    let frame = Frame::compress_with(compression, kept).map_err(kubekit_protobuf::Error::new)?;
+    Ok((packed, frame))
 }
 
 /// The protobuf codec of `K` when it is `Compact<T>` of a resource type `T` that has one.

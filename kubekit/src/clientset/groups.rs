@@ -65,10 +65,14 @@ pub struct BuiltInResource {
     pub informer: bool,
     /// The clientset's accessor, e.g. `networking_v1().ingresses(ns)`.
     pub accessor: &'static str,
+    /// The Cargo feature that compiles the informer factory's accessor of the resource
+    /// into kubekit, e.g. `prebuilt-networking` (see the [informer
+    /// factory](crate::informers#build-time)).
+    pub prebuilt: &'static str,
 }
 
 impl BuiltInResource {
-    fn of<K>(accessor: &'static str, informer: bool) -> Self
+    fn of<K>(accessor: &'static str, informer: bool, prebuilt: &'static str) -> Self
     where
         K: k8s_openapi::Resource,
         K::Scope: KnownScope,
@@ -81,6 +85,7 @@ impl BuiltInResource {
             namespaced: <K::Scope as KnownScope>::NAMESPACED,
             informer,
             accessor,
+            prebuilt,
         }
     }
 
@@ -114,6 +119,7 @@ impl fmt::Debug for BuiltInResource {
             .field("namespaced", &self.namespaced)
             .field("informer", &self.informer)
             .field("accessor", &self.accessor)
+            .field("prebuilt", &self.prebuilt)
             .finish_non_exhaustive()
     }
 }
@@ -165,7 +171,7 @@ macro_rules! api_groups {
     ($(
         $(#[doc = $doc:literal])*
         $accessor:ident => $Client:ident, $Informers:ident (
-            $api_version:literal, $($module:ident)::+
+            $api_version:literal, $($module:ident)::+, $prebuilt:literal
         )
         $(if $gate:ident)?
         {
@@ -284,6 +290,7 @@ macro_rules! api_groups {
                                 table.push(BuiltInResource::of::<$accessor::$NsKind>(
                                     accessor_path!($accessor, $ns_fn, "(ns)"),
                                     has_informer!($($ns_only)?),
+                                    $prebuilt,
                                 ));
                             }
                         )*
@@ -292,6 +299,7 @@ macro_rules! api_groups {
                                 table.push(BuiltInResource::of::<$accessor::$ClKind>(
                                     accessor_path!($accessor, $cl_fn, "()"),
                                     has_informer!($($cl_only)?),
+                                    $prebuilt,
                                 ));
                             }
                         )*
@@ -435,6 +443,37 @@ mod tests {
         assert_eq!(
             (ingresses.kind, ingresses.namespaced, ingresses.accessor),
             ("Ingress", true, "networking_v1().ingresses(ns)")
+        );
+    }
+
+    #[test]
+    fn every_group_names_a_prebuilt_feature_of_its_api_group_that_prebuilt_all_turns_on() {
+        let manifest = include_str!("../../Cargo.toml");
+        let features = &manifest[manifest.find("\n[features]").expect("[features]")..];
+        let features = &features[..features[1..].find("\n[").map_or(features.len(), |i| i + 1)];
+        let declared = |name: &str| features.contains(&format!("\n{name} = "));
+        let all = &features[features.find("prebuilt-all = [").expect("prebuilt-all")..];
+        let all = &all[..all.find(']').expect("prebuilt-all's end")];
+        for r in built_in_resources() {
+            let group = r.group.split('.').next().filter(|g| !g.is_empty());
+            assert_eq!(
+                r.prebuilt,
+                format!("prebuilt-{}", group.unwrap_or("core")),
+                "{r:?}"
+            );
+            assert!(declared(r.prebuilt), "{} is not a feature", r.prebuilt);
+            assert!(
+                all.contains(&format!("\"{}\"", r.prebuilt)),
+                "prebuilt-all leaves out {}",
+                r.prebuilt
+            );
+        }
+        let groups: std::collections::HashSet<_> =
+            built_in_resources().iter().map(|r| r.prebuilt).collect();
+        assert_eq!(all.matches("\"prebuilt-").count(), groups.len(), "{all}");
+        assert!(
+            features.contains("\ndefault = [\"prebuilt-core\"]\n"),
+            "{features}"
         );
     }
 }

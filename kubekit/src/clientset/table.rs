@@ -16,12 +16,16 @@
 //!   `k8s-openapi` version feature lacks its type (kubekit builds with every version
 //!   `k8s-openapi` 0.29 supports, v1_33 to v1_37). The table covers every type of v1_35 and
 //!   v1_37 with a list.
+//! - The third item after a group version's accessor names the Cargo feature that compiles
+//!   its informer accessors into kubekit (`prebuilt-apps`); without it they are `#[inline]`
+//!   and compiled in the program that calls them (see the informer factory's docs).
 
 /// Hands the table to the generator macro `$generate`, which must accept its syntax:
 ///
 /// ```text
 /// /// docs of the group client
-/// accessor => ClientType, InformersType ("group/version", path::to::module) [if gate] {
+/// accessor => ClientType, InformersType ("group/version", path::to::module, "prebuilt-group")
+///     [if gate] {
 ///     namespaced { fn_name: Type [[client only]] [if gate], … }
 ///     cluster { fn_name: Type [[client only]] [if gate], … }
 /// }
@@ -30,7 +34,7 @@ macro_rules! built_in_groups {
     ($generate:ident) => {
         $generate! {
             /// Resources of the core group, `v1`: pods, services, config maps, nodes, …
-            core_v1 => CoreV1Client, CoreV1Informers ("v1", k8s_openapi::api::core::v1) {
+            core_v1 => CoreV1Client, CoreV1Informers ("v1", k8s_openapi::api::core::v1, "prebuilt-core") {
                 namespaced {
                     bindings: Binding [client only],
                     config_maps: ConfigMap,
@@ -60,7 +64,7 @@ macro_rules! built_in_groups {
             admissionregistration_v1 =>
                 AdmissionregistrationV1Client, AdmissionregistrationV1Informers (
                 "admissionregistration.k8s.io/v1",
-                k8s_openapi::api::admissionregistration::v1
+                k8s_openapi::api::admissionregistration::v1, "prebuilt-admissionregistration"
             ) {
                 namespaced {}
                 cluster {
@@ -78,7 +82,7 @@ macro_rules! built_in_groups {
             admissionregistration_v1alpha1 =>
                 AdmissionregistrationV1alpha1Client, AdmissionregistrationV1alpha1Informers (
                 "admissionregistration.k8s.io/v1alpha1",
-                k8s_openapi::api::admissionregistration::v1alpha1
+                k8s_openapi::api::admissionregistration::v1alpha1, "prebuilt-admissionregistration"
             ) {
                 namespaced {}
                 cluster {
@@ -92,7 +96,7 @@ macro_rules! built_in_groups {
             admissionregistration_v1beta1 =>
                 AdmissionregistrationV1beta1Client, AdmissionregistrationV1beta1Informers (
                 "admissionregistration.k8s.io/v1beta1",
-                k8s_openapi::api::admissionregistration::v1beta1
+                k8s_openapi::api::admissionregistration::v1beta1, "prebuilt-admissionregistration"
             ) if k8s_if_ge_1_34 {
                 namespaced {}
                 cluster {
@@ -104,7 +108,7 @@ macro_rules! built_in_groups {
             /// Resources of `apiextensions.k8s.io/v1`: custom resource definitions.
             apiextensions_v1 => ApiextensionsV1Client, ApiextensionsV1Informers (
                 "apiextensions.k8s.io/v1",
-                k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1
+                k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1, "prebuilt-apiextensions"
             ) {
                 namespaced {}
                 cluster {
@@ -116,7 +120,7 @@ macro_rules! built_in_groups {
             /// layer.
             apiregistration_v1 => ApiregistrationV1Client, ApiregistrationV1Informers (
                 "apiregistration.k8s.io/v1",
-                k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1
+                k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1, "prebuilt-apiregistration"
             ) {
                 namespaced {}
                 cluster {
@@ -126,7 +130,7 @@ macro_rules! built_in_groups {
 
             /// Resources of `apps/v1`: deployments, replica sets, stateful sets, daemon sets
             /// and controller revisions.
-            apps_v1 => AppsV1Client, AppsV1Informers ("apps/v1", k8s_openapi::api::apps::v1) {
+            apps_v1 => AppsV1Client, AppsV1Informers ("apps/v1", k8s_openapi::api::apps::v1, "prebuilt-apps") {
                 namespaced {
                     controller_revisions: ControllerRevision,
                     daemon_sets: DaemonSet,
@@ -140,7 +144,7 @@ macro_rules! built_in_groups {
             /// Resources of `autoscaling/v1`: horizontal pod autoscalers.
             autoscaling_v1 => AutoscalingV1Client, AutoscalingV1Informers (
                 "autoscaling/v1",
-                k8s_openapi::api::autoscaling::v1
+                k8s_openapi::api::autoscaling::v1, "prebuilt-autoscaling"
             ) {
                 namespaced {
                     horizontal_pod_autoscalers: HorizontalPodAutoscaler,
@@ -151,7 +155,7 @@ macro_rules! built_in_groups {
             /// Resources of `autoscaling/v2`: horizontal pod autoscalers.
             autoscaling_v2 => AutoscalingV2Client, AutoscalingV2Informers (
                 "autoscaling/v2",
-                k8s_openapi::api::autoscaling::v2
+                k8s_openapi::api::autoscaling::v2, "prebuilt-autoscaling"
             ) {
                 namespaced {
                     horizontal_pod_autoscalers: HorizontalPodAutoscaler,
@@ -160,7 +164,7 @@ macro_rules! built_in_groups {
             }
 
             /// Resources of `batch/v1`: jobs and cron jobs.
-            batch_v1 => BatchV1Client, BatchV1Informers ("batch/v1", k8s_openapi::api::batch::v1) {
+            batch_v1 => BatchV1Client, BatchV1Informers ("batch/v1", k8s_openapi::api::batch::v1, "prebuilt-batch") {
                 namespaced {
                     cron_jobs: CronJob,
                     jobs: Job,
@@ -172,7 +176,7 @@ macro_rules! built_in_groups {
             /// cluster trust bundles and pod certificate requests (Kubernetes 1.37 and later).
             certificates_v1 => CertificatesV1Client, CertificatesV1Informers (
                 "certificates.k8s.io/v1",
-                k8s_openapi::api::certificates::v1
+                k8s_openapi::api::certificates::v1, "prebuilt-certificates"
             ) {
                 namespaced {
                     pod_certificate_requests: PodCertificateRequest if k8s_if_ge_1_37,
@@ -187,7 +191,7 @@ macro_rules! built_in_groups {
             /// (Kubernetes 1.36 and earlier).
             certificates_v1alpha1 => CertificatesV1alpha1Client, CertificatesV1alpha1Informers (
                 "certificates.k8s.io/v1alpha1",
-                k8s_openapi::api::certificates::v1alpha1
+                k8s_openapi::api::certificates::v1alpha1, "prebuilt-certificates"
             ) if k8s_if_le_1_36 {
                 namespaced {}
                 cluster {
@@ -199,7 +203,7 @@ macro_rules! built_in_groups {
             /// certificate requests (Kubernetes 1.35 and later).
             certificates_v1beta1 => CertificatesV1beta1Client, CertificatesV1beta1Informers (
                 "certificates.k8s.io/v1beta1",
-                k8s_openapi::api::certificates::v1beta1
+                k8s_openapi::api::certificates::v1beta1, "prebuilt-certificates"
             ) {
                 namespaced {
                     pod_certificate_requests: PodCertificateRequest if k8s_if_ge_1_35,
@@ -213,7 +217,7 @@ macro_rules! built_in_groups {
             /// heartbeats).
             coordination_v1 => CoordinationV1Client, CoordinationV1Informers (
                 "coordination.k8s.io/v1",
-                k8s_openapi::api::coordination::v1
+                k8s_openapi::api::coordination::v1, "prebuilt-coordination"
             ) {
                 namespaced {
                     leases: Lease,
@@ -224,7 +228,7 @@ macro_rules! built_in_groups {
             /// Resources of `coordination.k8s.io/v1alpha2`: lease candidates.
             coordination_v1alpha2 => CoordinationV1alpha2Client, CoordinationV1alpha2Informers (
                 "coordination.k8s.io/v1alpha2",
-                k8s_openapi::api::coordination::v1alpha2
+                k8s_openapi::api::coordination::v1alpha2, "prebuilt-coordination"
             ) {
                 namespaced {
                     lease_candidates: LeaseCandidate,
@@ -235,7 +239,7 @@ macro_rules! built_in_groups {
             /// Resources of `coordination.k8s.io/v1beta1`: lease candidates.
             coordination_v1beta1 => CoordinationV1beta1Client, CoordinationV1beta1Informers (
                 "coordination.k8s.io/v1beta1",
-                k8s_openapi::api::coordination::v1beta1
+                k8s_openapi::api::coordination::v1beta1, "prebuilt-coordination"
             ) {
                 namespaced {
                     lease_candidates: LeaseCandidate,
@@ -246,7 +250,7 @@ macro_rules! built_in_groups {
             /// Resources of `discovery.k8s.io/v1`: endpoint slices.
             discovery_v1 => DiscoveryV1Client, DiscoveryV1Informers (
                 "discovery.k8s.io/v1",
-                k8s_openapi::api::discovery::v1
+                k8s_openapi::api::discovery::v1, "prebuilt-discovery"
             ) {
                 namespaced {
                     endpoint_slices: EndpointSlice,
@@ -257,7 +261,7 @@ macro_rules! built_in_groups {
             /// Resources of `events.k8s.io/v1`: events.
             events_v1 => EventsV1Client, EventsV1Informers (
                 "events.k8s.io/v1",
-                k8s_openapi::api::events::v1
+                k8s_openapi::api::events::v1, "prebuilt-events"
             ) {
                 namespaced {
                     events: Event,
@@ -268,7 +272,7 @@ macro_rules! built_in_groups {
             /// Resources of `flowcontrol.apiserver.k8s.io/v1`: API priority and fairness.
             flowcontrol_v1 => FlowcontrolV1Client, FlowcontrolV1Informers (
                 "flowcontrol.apiserver.k8s.io/v1",
-                k8s_openapi::api::flowcontrol::v1
+                k8s_openapi::api::flowcontrol::v1, "prebuilt-flowcontrol"
             ) {
                 namespaced {}
                 cluster {
@@ -280,7 +284,7 @@ macro_rules! built_in_groups {
             /// Resources of `internal.apiserver.k8s.io/v1alpha1`: storage versions.
             internal_v1alpha1 => InternalV1alpha1Client, InternalV1alpha1Informers (
                 "internal.apiserver.k8s.io/v1alpha1",
-                k8s_openapi::api::apiserverinternal::v1alpha1
+                k8s_openapi::api::apiserverinternal::v1alpha1, "prebuilt-internal"
             ) {
                 namespaced {}
                 cluster {
@@ -292,7 +296,7 @@ macro_rules! built_in_groups {
             /// policies, IP addresses and service CIDRs.
             networking_v1 => NetworkingV1Client, NetworkingV1Informers (
                 "networking.k8s.io/v1",
-                k8s_openapi::api::networking::v1
+                k8s_openapi::api::networking::v1, "prebuilt-networking"
             ) {
                 namespaced {
                     ingresses: Ingress,
@@ -309,7 +313,7 @@ macro_rules! built_in_groups {
             /// (Kubernetes 1.36 and earlier).
             networking_v1beta1 => NetworkingV1beta1Client, NetworkingV1beta1Informers (
                 "networking.k8s.io/v1beta1",
-                k8s_openapi::api::networking::v1beta1
+                k8s_openapi::api::networking::v1beta1, "prebuilt-networking"
             ) if k8s_if_le_1_36 {
                 namespaced {}
                 cluster {
@@ -321,7 +325,7 @@ macro_rules! built_in_groups {
             /// Resources of `node.k8s.io/v1`: runtime classes.
             node_v1 => NodeV1Client, NodeV1Informers (
                 "node.k8s.io/v1",
-                k8s_openapi::api::node::v1
+                k8s_openapi::api::node::v1, "prebuilt-node"
             ) {
                 namespaced {}
                 cluster {
@@ -332,7 +336,7 @@ macro_rules! built_in_groups {
             /// Resources of `policy/v1`: pod disruption budgets.
             policy_v1 => PolicyV1Client, PolicyV1Informers (
                 "policy/v1",
-                k8s_openapi::api::policy::v1
+                k8s_openapi::api::policy::v1, "prebuilt-policy"
             ) {
                 namespaced {
                     pod_disruption_budgets: PodDisruptionBudget,
@@ -344,7 +348,7 @@ macro_rules! built_in_groups {
             /// bindings.
             rbac_v1 => RbacV1Client, RbacV1Informers (
                 "rbac.authorization.k8s.io/v1",
-                k8s_openapi::api::rbac::v1
+                k8s_openapi::api::rbac::v1, "prebuilt-rbac"
             ) {
                 namespaced {
                     roles: Role,
@@ -360,7 +364,7 @@ macro_rules! built_in_groups {
             /// 1.34 and later).
             resource_v1 => ResourceV1Client, ResourceV1Informers (
                 "resource.k8s.io/v1",
-                k8s_openapi::api::resource::v1
+                k8s_openapi::api::resource::v1, "prebuilt-resource"
             ) if k8s_if_ge_1_34 {
                 namespaced {
                     resource_claims: ResourceClaim,
@@ -376,7 +380,7 @@ macro_rules! built_in_groups {
             /// Resources of `resource.k8s.io/v1alpha3`: device taint rules.
             resource_v1alpha3 => ResourceV1alpha3Client, ResourceV1alpha3Informers (
                 "resource.k8s.io/v1alpha3",
-                k8s_openapi::api::resource::v1alpha3
+                k8s_openapi::api::resource::v1alpha3, "prebuilt-resource"
             ) {
                 namespaced {}
                 cluster {
@@ -387,7 +391,7 @@ macro_rules! built_in_groups {
             /// Resources of `resource.k8s.io/v1beta1`: dynamic resource allocation.
             resource_v1beta1 => ResourceV1beta1Client, ResourceV1beta1Informers (
                 "resource.k8s.io/v1beta1",
-                k8s_openapi::api::resource::v1beta1
+                k8s_openapi::api::resource::v1beta1, "prebuilt-resource"
             ) {
                 namespaced {
                     resource_claims: ResourceClaim,
@@ -402,7 +406,7 @@ macro_rules! built_in_groups {
             /// Resources of `resource.k8s.io/v1beta2`: dynamic resource allocation.
             resource_v1beta2 => ResourceV1beta2Client, ResourceV1beta2Informers (
                 "resource.k8s.io/v1beta2",
-                k8s_openapi::api::resource::v1beta2
+                k8s_openapi::api::resource::v1beta2, "prebuilt-resource"
             ) {
                 namespaced {
                     resource_claims: ResourceClaim,
@@ -417,7 +421,7 @@ macro_rules! built_in_groups {
             /// Resources of `scheduling.k8s.io/v1`: priority classes.
             scheduling_v1 => SchedulingV1Client, SchedulingV1Informers (
                 "scheduling.k8s.io/v1",
-                k8s_openapi::api::scheduling::v1
+                k8s_openapi::api::scheduling::v1, "prebuilt-scheduling"
             ) {
                 namespaced {}
                 cluster {
@@ -428,7 +432,7 @@ macro_rules! built_in_groups {
             /// Resources of `scheduling.k8s.io/v1alpha1`: workloads (Kubernetes 1.35 only).
             scheduling_v1alpha1 => SchedulingV1alpha1Client, SchedulingV1alpha1Informers (
                 "scheduling.k8s.io/v1alpha1",
-                k8s_openapi::api::scheduling::v1alpha1
+                k8s_openapi::api::scheduling::v1alpha1, "prebuilt-scheduling"
             ) if k8s_if_1_35 {
                 namespaced {
                     workloads: Workload,
@@ -440,7 +444,7 @@ macro_rules! built_in_groups {
             /// volume attachments, …
             storage_v1 => StorageV1Client, StorageV1Informers (
                 "storage.k8s.io/v1",
-                k8s_openapi::api::storage::v1
+                k8s_openapi::api::storage::v1, "prebuilt-storage"
             ) {
                 namespaced {
                     csi_storage_capacities: CSIStorageCapacity,
@@ -458,7 +462,7 @@ macro_rules! built_in_groups {
             /// 1.36 and earlier).
             storage_v1beta1 => StorageV1beta1Client, StorageV1beta1Informers (
                 "storage.k8s.io/v1beta1",
-                k8s_openapi::api::storage::v1beta1
+                k8s_openapi::api::storage::v1beta1, "prebuilt-storage"
             ) if k8s_if_le_1_36 {
                 namespaced {}
                 cluster {
@@ -471,7 +475,7 @@ macro_rules! built_in_groups {
             storagemigration_v1beta1 =>
                 StoragemigrationV1beta1Client, StoragemigrationV1beta1Informers (
                 "storagemigration.k8s.io/v1beta1",
-                k8s_openapi::api::storagemigration::v1beta1
+                k8s_openapi::api::storagemigration::v1beta1, "prebuilt-storagemigration"
             ) if k8s_if_ge_1_35 {
                 namespaced {}
                 cluster {
@@ -484,7 +488,7 @@ macro_rules! built_in_groups {
             storagemigration_v1 =>
                 StoragemigrationV1Client, StoragemigrationV1Informers (
                 "storagemigration.k8s.io/v1",
-                k8s_openapi::api::storagemigration::v1
+                k8s_openapi::api::storagemigration::v1, "prebuilt-storagemigration"
             ) if k8s_if_ge_1_37 {
                 namespaced {}
                 cluster {

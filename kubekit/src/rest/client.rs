@@ -207,14 +207,14 @@ impl RestClient {
         }
     }
 
-    /// The HTTP client underneath, for the streaming protocols built on kube's websocket
-    /// support (exec, attach, port-forward).
     /// Whether typed clients of built-in types ask this client's server for protobuf
     /// ([`RestConfig::protobuf`]).
     pub fn protobuf(&self) -> bool {
         self.inner.protobuf
     }
 
+    /// The HTTP client underneath, for the streaming protocols built on kube's websocket
+    /// support (exec, attach, port-forward).
     pub(crate) fn http(&self) -> &kube::Client {
         &self.inner.http
     }
