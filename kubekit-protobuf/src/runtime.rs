@@ -188,22 +188,36 @@ impl<'a> Decoder<'a> {
         &mut self,
         f: impl FnOnce(&mut Decoder<'a>) -> Result<T, Error>,
     ) -> Result<T, Error> {
+        let mut inner = self.enter()?;
+        let value = f(&mut inner)?;
+        inner.leave()?;
+        Ok(value)
+    }
+
+    /// A decoder of the next length-delimited value, one level deeper: the part of
+    /// [`nested`](Self::nested) that is the same for every value, compiled once rather
+    /// than for each of the generated messages.
+    fn enter(&mut self) -> Result<Decoder<'a>, Error> {
         let depth = self.depth + 1;
         if depth > MAX_DEPTH {
             return Err(Error::new(format!("messages nest deeper than {MAX_DEPTH}")));
         }
         let buf = self.len_delimited()?;
-        let mut inner = Decoder {
+        Ok(Decoder {
             buf,
             depth,
             options: self.options,
             last_key: 0,
-        };
-        let value = f(&mut inner)?;
-        if !inner.is_empty() {
-            return Err(Error::new("a value was not read whole"));
+        })
+    }
+
+    /// Checks that a nested value was read whole.
+    fn leave(&self) -> Result<(), Error> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::new("a value was not read whole"))
         }
-        Ok(value)
     }
 
     /// Reads a field of wire type `wire` that holds the fields of an embedded Go struct,
@@ -305,9 +319,20 @@ impl Encoder {
 
     /// A length-delimited value that `f` writes: a message, a map entry.
     pub fn nested(&mut self, f: impl FnOnce(&mut Encoder)) {
-        let start = self.buf.len();
-        self.buf.push(0);
+        let start = self.open();
         f(self);
+        self.close(start);
+    }
+
+    /// Makes room for a length prefix and returns where it is: the start of
+    /// [`nested`](Self::nested), compiled once rather than for each message.
+    fn open(&mut self) -> usize {
+        self.buf.push(0);
+        self.buf.len() - 1
+    }
+
+    /// Writes the length of what follows the prefix at `start`.
+    fn close(&mut self, start: usize) {
         let len = self.buf.len() - start - 1;
         if len < 0x80 {
             self.buf[start] = len as u8;
@@ -341,10 +366,39 @@ pub trait Message {
 
 /// Decodes the fields in `d` into `m`, as protobuf merges a message into one already read.
 pub fn merge_message<M: Message>(m: &mut M, d: &mut Decoder<'_>) -> Result<(), Error> {
+    merge_fields(M::NAME, d, &mut |number, wire, d| {
+        m.merge_field(number, wire, d)
+    })
+}
+
+/// Decodes the next length-delimited value in `d` into `m`, as [`merge_message`] does the
+/// fields of a whole decoder: a message embedded in another.
+pub fn merge_nested<M: Message>(m: &mut M, d: &mut Decoder<'_>) -> Result<(), Error> {
+    merge_nested_fields(M::NAME, d, &mut |number, wire, d| {
+        m.merge_field(number, wire, d)
+    })
+}
+
+/// [`merge_nested`], compiled once rather than for each message.
+fn merge_nested_fields(
+    name: &'static str,
+    d: &mut Decoder<'_>,
+    merge_field: &mut dyn FnMut(u32, WireType, &mut Decoder<'_>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut inner = d.enter()?;
+    merge_fields(name, &mut inner, merge_field)?;
+    inner.leave()
+}
+
+/// [`merge_message`]'s loop over the fields, compiled once rather than for each message.
+fn merge_fields(
+    name: &'static str,
+    d: &mut Decoder<'_>,
+    merge_field: &mut dyn FnMut(u32, WireType, &mut Decoder<'_>) -> Result<(), Error>,
+) -> Result<(), Error> {
     while !d.is_empty() {
         let (number, wire) = d.key()?;
-        m.merge_field(number, wire, d)
-            .map_err(|e| e.within(M::NAME, number))?;
+        merge_field(number, wire, d).map_err(|e| e.within(name, number))?;
     }
     Ok(())
 }
@@ -399,7 +453,7 @@ macro_rules! message_value {
                 &mut self,
                 d: &mut $crate::runtime::Decoder<'_>,
             ) -> Result<(), $crate::runtime::Error> {
-                d.nested(|inner| $crate::runtime::merge_message(self, inner))
+                $crate::runtime::merge_nested(self, d)
             }
 
             fn encode(&self, e: &mut $crate::runtime::Encoder) {
