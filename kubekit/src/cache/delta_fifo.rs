@@ -651,6 +651,44 @@ impl Core {
     }
 }
 
+// The queue as the store of a reflector of `K` built by hand; the controller's reflector
+// fills the core directly (`DeltaFifo::erased_store`).
+impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
+    fn add(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        DeltaFifo::add(self, obj)
+    }
+    fn update(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        DeltaFifo::update(self, obj)
+    }
+    fn delete(&self, obj: Arc<K>) -> Result<(), KeyError> {
+        DeltaFifo::delete(self, obj)
+    }
+    fn replace_begin(&self) {
+        DeltaFifo::replace_begin(self)
+    }
+    fn replace_part(&self, part: Vec<Arc<K>>) -> Vec<KeyError> {
+        DeltaFifo::replace_part(self, part)
+    }
+    fn replace_forget(&self, key: &str) {
+        DeltaFifo::replace_forget(self, key)
+    }
+    fn replace_end(&self) {
+        DeltaFifo::replace_end(self)
+    }
+    fn resync(&self) {
+        DeltaFifo::resync(self)
+    }
+    fn known(&self, key: &str) -> Option<Arc<K>> {
+        self.known_object(key)
+    }
+    fn is_full(&self) -> bool {
+        ReflectorStore::is_full(&*self.core)
+    }
+    fn wait_for_room(&self) -> BoxFuture<'_, ()> {
+        ReflectorStore::wait_for_room(&*self.core)
+    }
+}
+
 /// The core as a reflector's store, for [`DeltaFifo::erased_store`].
 impl ReflectorStore<dyn AnyObject> for Core {
     fn add(&self, obj: Object) -> Result<(), KeyError> {

@@ -92,7 +92,6 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::delta_fifo::DeltaFifo;
 use super::key::{KeyError, key_of};
 use super::listwatch::ListerWatcher;
 use super::metrics::{BoundMetrics, ReflectorMetrics};
@@ -103,7 +102,7 @@ use crate::rest::{Error, WatchEvent};
 use erased::{ErasedListerWatcher, ErasedStore, erase_options};
 
 /// Where a reflector puts what it sees: client-go's `Store` as the reflector uses it.
-/// Implemented by [`DeltaFifo`].
+/// Implemented by [`DeltaFifo`](super::DeltaFifo).
 pub trait ReflectorStore<K: ?Sized>: Send + Sync + 'static {
     /// An object was added.
     fn add(&self, obj: Arc<K>) -> Result<(), KeyError>;
@@ -137,47 +136,11 @@ pub trait ReflectorStore<K: ?Sized>: Send + Sync + 'static {
     }
 }
 
-/// Changes a [`DeltaFifo`] may hold before its reflector stops reading the watch: an
-/// informer whose consumer falls behind a burst of events holds the stream back (TCP
-/// flow control holds the server's) instead of decoding every pending event into a
-/// queued object, so a burst costs at most this many objects of memory.
+/// Changes a [`DeltaFifo`](super::DeltaFifo) may hold before its reflector stops reading
+/// the watch: an informer whose consumer falls behind a burst of events holds the stream
+/// back (TCP flow control holds the server's) instead of decoding every pending event into
+/// a queued object, so a burst costs at most this many objects of memory.
 pub const WATCH_BACKLOG_LIMIT: usize = 1024;
-
-impl<K: Resource + Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), KeyError> {
-        DeltaFifo::add(self, obj)
-    }
-    fn update(&self, obj: Arc<K>) -> Result<(), KeyError> {
-        DeltaFifo::update(self, obj)
-    }
-    fn delete(&self, obj: Arc<K>) -> Result<(), KeyError> {
-        DeltaFifo::delete(self, obj)
-    }
-    fn replace_begin(&self) {
-        DeltaFifo::replace_begin(self)
-    }
-    fn replace_part(&self, part: Vec<Arc<K>>) -> Vec<KeyError> {
-        DeltaFifo::replace_part(self, part)
-    }
-    fn replace_forget(&self, key: &str) {
-        DeltaFifo::replace_forget(self, key)
-    }
-    fn replace_end(&self) {
-        DeltaFifo::replace_end(self)
-    }
-    fn resync(&self) {
-        DeltaFifo::resync(self)
-    }
-    fn known(&self, key: &str) -> Option<Arc<K>> {
-        self.known_object(key)
-    }
-    fn is_full(&self) -> bool {
-        self.len() >= WATCH_BACKLOG_LIMIT
-    }
-    fn wait_for_room(&self) -> BoxFuture<'_, ()> {
-        Box::pin(self.wait_below(WATCH_BACKLOG_LIMIT / 2))
-    }
-}
 
 /// Objects of a streaming list's initial events handed to the store together.
 const STREAMED_PART: usize = 64;
@@ -441,7 +404,7 @@ where
     }
 
     /// A reflector from `lw` into a store that takes objects of any type (a
-    /// [`DeltaFifo::erased_store`]).
+    /// [`DeltaFifo::erased_store`](super::DeltaFifo::erased_store)).
     pub(crate) fn into_erased_store(
         lw: Arc<dyn ListerWatcher<K>>,
         store: Arc<dyn ReflectorStore<dyn AnyObject>>,

@@ -7,7 +7,7 @@ use super::*;
 use crate::cache::test_support::{
     Fake, Script, assert_metric_lines, cm, error_event, initial_events_end, status, transport,
 };
-use crate::cache::{DeltaType, Indexer, ListWatch};
+use crate::cache::{DeltaFifo, DeltaType, Indexer, ListWatch};
 use crate::clientset::ResourceClient;
 use crate::rest::test_server::{Reply, TestServer};
 use crate::rest::{Bookmark, ListPage, ObjectList};
