@@ -326,11 +326,7 @@ fn decode_protobuf_event<K: 'static>(
                     let what = format!("{kind} {what} in a watch event");
                     super::client::protobuf_error(what, e, object)
                 })?;
-            match kind {
-                "ADDED" => WatchEvent::Added(decoded),
-                "MODIFIED" => WatchEvent::Modified(decoded),
-                _ => WatchEvent::Deleted(decoded),
-            }
+            event_of(kind, Object::Typed(decoded))
         }
         ProtobufEvent::Bookmark(bookmark) => WatchEvent::Bookmark(bookmark),
         ProtobufEvent::Error(status) => WatchEvent::Error(status),
