@@ -36,6 +36,8 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+# kubekit's optional JSON decoder (off by default): its lints, and its unit tests below.
+cargo clippy -p kubekit --lib --tests --locked --features simd-json -- -D warnings
 
 step "tests"
 marker=$(mktemp)
@@ -47,3 +49,4 @@ if ((started == 0)); then
   exit 1
 fi
 echo "control-plane tests ran against $started local control plane(s)"
+cargo test -p kubekit --lib --locked --features simd-json -- rest::json

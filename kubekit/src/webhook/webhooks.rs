@@ -506,7 +506,7 @@ impl WebhookManifests {
         }
         documents
             .iter()
-            .filter_map(|doc| serde_yaml::to_string(doc).ok())
+            .filter_map(|doc| serde_saphyr::to_string(doc).ok())
             .collect::<Vec<_>>()
             .join("---\n")
     }
