@@ -20,7 +20,8 @@ use crate::runtime::{
 /// Decodes a message into the `Option<W>` behind the `Any`.
 type DecodeFn = dyn Fn(&[u8], DecodeOptions, &mut dyn Any) -> Result<(), Error> + Send + Sync;
 
-/// Encodes the `W` behind the `Any` in an envelope; `None` if it is another type.
+/// Encodes the `W` behind the `Any` (its message, without the envelope); `None` if it is
+/// another type.
 type EncodeFn = dyn Fn(&dyn Any) -> Option<Vec<u8>> + Send + Sync;
 
 /// The protobuf codec of one resource type, or of a type that holds one in a form of its
@@ -107,20 +108,8 @@ impl Codec {
             api_version: T::API_VERSION,
             kind: T::KIND,
             type_id: TypeId::of::<W>(),
-            decode: Box::new(move |raw, options, slot| {
-                let slot = slot.downcast_mut::<Option<W>>().ok_or_else(|| {
-                    Error::new(format!(
-                        "the codec of {} was asked for another type",
-                        T::KIND
-                    ))
-                })?;
-                *slot = Some(decode(raw, options)?);
-                Ok(())
-            }),
-            encode: Box::new(move |value| {
-                let message = encode(value.downcast_ref::<W>()?)?;
-                Some(encode_raw(T::API_VERSION, T::KIND, &message))
-            }),
+            decode: erase_decode(decode),
+            encode: erase_encode(encode),
         }
     }
 
@@ -146,10 +135,7 @@ impl Codec {
         options: DecodeOptions,
     ) -> Result<K, Error> {
         if TypeId::of::<K>() != self.type_id {
-            return Err(Error::new(format!(
-                "the codec of {} was asked for another type",
-                self.kind
-            )));
+            return Err(self.asked_for_another_type());
         }
         let mut slot: Option<K> = None;
         (self.decode)(raw, options, &mut slot)?;
@@ -176,8 +162,34 @@ impl Codec {
     /// Encodes `value`, which must be this codec's type, in an envelope; `None` if it is
     /// another type (or a wrapped value without its message at hand).
     pub fn encode<K: Any>(&self, value: &K) -> Option<Vec<u8>> {
-        (self.encode)(value)
+        let message = (self.encode)(value)?;
+        Some(encode_raw(self.api_version, self.kind, &message))
     }
+
+    /// The error of a codec given a value of another type than its own.
+    fn asked_for_another_type(&self) -> Error {
+        Error::new(format!(
+            "the codec of {} was asked for another type",
+            self.kind
+        ))
+    }
+}
+
+/// A codec's decoding of a `W`, behind `Any`. Generic over `W` alone (not the wrapped
+/// type, which only names the kind), so that it is compiled once for each `W`.
+fn erase_decode<W: Any>(decode: fn(&[u8], DecodeOptions) -> Result<W, Error>) -> Box<DecodeFn> {
+    Box::new(move |raw, options, slot| {
+        let slot = slot
+            .downcast_mut::<Option<W>>()
+            .ok_or_else(|| Error::new("a codec was asked for another type"))?;
+        *slot = Some(decode(raw, options)?);
+        Ok(())
+    })
+}
+
+/// A codec's encoding of a `W`, behind `Any`; see [`erase_decode`].
+fn erase_encode<W: Any>(encode: fn(&W) -> Option<Vec<u8>>) -> Box<EncodeFn> {
+    Box::new(move |value| encode(value.downcast_ref::<W>()?))
 }
 
 /// The `metadata` (field 1 of every Kubernetes object message) of an object's message,

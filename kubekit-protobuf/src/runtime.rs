@@ -33,8 +33,14 @@ pub enum WireType {
 
 /// A protobuf input that could not be decoded: what was wrong, and where (the fields that
 /// lead to it, outermost first).
+///
+/// Boxed, so that a `Result` of the decoder is a pointer wide: every field read returns
+/// one, and the generated code moves them on every `?`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct Error(Box<ErrorInner>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ErrorInner {
     message: String,
     path: Vec<(&'static str, u32)>,
 }
@@ -42,32 +48,32 @@ pub struct Error {
 impl Error {
     /// An error with `message` and no position yet.
     pub fn new(message: impl Into<String>) -> Self {
-        Error {
+        Error(Box::new(ErrorInner {
             message: message.into(),
             path: Vec::new(),
-        }
+        }))
     }
 
     /// The error as met inside field `number` of message `name`.
     #[must_use]
     pub fn within(mut self, name: &'static str, number: u32) -> Self {
-        self.path.insert(0, (name, number));
+        self.0.path.insert(0, (name, number));
         self
     }
 
     /// What was wrong, without the position.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("protobuf: ")?;
-        for (name, number) in &self.path {
+        for (name, number) in &self.0.path {
             write!(f, "field {number} of {name}: ")?;
         }
-        f.write_str(&self.message)
+        f.write_str(&self.0.message)
     }
 }
 
@@ -364,41 +370,70 @@ pub trait Message {
     fn encode_fields(&self, e: &mut Encoder);
 }
 
+/// A [`Message`] behind `dyn`: what the code that every message shares (the field loop,
+/// the length prefix) calls, so that it is compiled once rather than for each message.
+trait Fields {
+    fn name(&self) -> &'static str;
+    fn merge_field(
+        &mut self,
+        number: u32,
+        wire: WireType,
+        d: &mut Decoder<'_>,
+    ) -> Result<(), Error>;
+    fn encode_fields(&self, e: &mut Encoder);
+}
+
+impl<M: Message> Fields for M {
+    fn name(&self) -> &'static str {
+        M::NAME
+    }
+
+    fn merge_field(
+        &mut self,
+        number: u32,
+        wire: WireType,
+        d: &mut Decoder<'_>,
+    ) -> Result<(), Error> {
+        Message::merge_field(self, number, wire, d)
+    }
+
+    fn encode_fields(&self, e: &mut Encoder) {
+        Message::encode_fields(self, e);
+    }
+}
+
 /// Decodes the fields in `d` into `m`, as protobuf merges a message into one already read.
 pub fn merge_message<M: Message>(m: &mut M, d: &mut Decoder<'_>) -> Result<(), Error> {
-    merge_fields(M::NAME, d, &mut |number, wire, d| {
-        m.merge_field(number, wire, d)
-    })
+    merge_fields(m, d)
 }
 
 /// Decodes the next length-delimited value in `d` into `m`, as [`merge_message`] does the
 /// fields of a whole decoder: a message embedded in another.
 pub fn merge_nested<M: Message>(m: &mut M, d: &mut Decoder<'_>) -> Result<(), Error> {
-    merge_nested_fields(M::NAME, d, &mut |number, wire, d| {
-        m.merge_field(number, wire, d)
-    })
+    merge_nested_fields(m, d)
+}
+
+/// Writes `m` as a length-delimited value (without its key): a message embedded in
+/// another.
+pub fn encode_nested<M: Message>(m: &M, e: &mut Encoder) {
+    let start = e.open();
+    Fields::encode_fields(m, e);
+    e.close(start);
 }
 
 /// [`merge_nested`], compiled once rather than for each message.
-fn merge_nested_fields(
-    name: &'static str,
-    d: &mut Decoder<'_>,
-    merge_field: &mut dyn FnMut(u32, WireType, &mut Decoder<'_>) -> Result<(), Error>,
-) -> Result<(), Error> {
+fn merge_nested_fields(m: &mut dyn Fields, d: &mut Decoder<'_>) -> Result<(), Error> {
     let mut inner = d.enter()?;
-    merge_fields(name, &mut inner, merge_field)?;
+    merge_fields(m, &mut inner)?;
     inner.leave()
 }
 
 /// [`merge_message`]'s loop over the fields, compiled once rather than for each message.
-fn merge_fields(
-    name: &'static str,
-    d: &mut Decoder<'_>,
-    merge_field: &mut dyn FnMut(u32, WireType, &mut Decoder<'_>) -> Result<(), Error>,
-) -> Result<(), Error> {
+fn merge_fields(m: &mut dyn Fields, d: &mut Decoder<'_>) -> Result<(), Error> {
     while !d.is_empty() {
         let (number, wire) = d.key()?;
-        merge_field(number, wire, d).map_err(|e| e.within(name, number))?;
+        m.merge_field(number, wire, d)
+            .map_err(|e| e.within(m.name(), number))?;
     }
     Ok(())
 }
@@ -407,6 +442,11 @@ fn merge_fields(
 pub trait Value: Sized {
     /// The wire type it is written with.
     const WIRE: WireType;
+
+    /// Whether a repeated field of it may come packed (its values in one length-delimited
+    /// record): scalars may, length-delimited values are never packed. A constant, so the
+    /// packed path is not even compiled for a list of messages or strings.
+    const PACKABLE: bool = !matches!(Self::WIRE, WireType::Len);
 
     /// Reads one value.
     fn decode(d: &mut Decoder<'_>) -> Result<Self, Error>;
@@ -457,7 +497,7 @@ macro_rules! message_value {
             }
 
             fn encode(&self, e: &mut $crate::runtime::Encoder) {
-                e.nested(|e| $crate::runtime::Message::encode_fields(self, e));
+                $crate::runtime::encode_nested(self, e);
             }
         }
     };
@@ -655,7 +695,7 @@ impl<T: Value> Field for Vec<T> {
             }
             self.push(T::decode(d)?);
             Ok(())
-        } else if wire == WireType::Len {
+        } else if T::PACKABLE && wire == WireType::Len {
             // A packed list of scalars.
             d.nested(|inner| {
                 while !inner.is_empty() {
@@ -677,13 +717,22 @@ impl<T: Value> Field for Vec<T> {
 
 impl<T: Value> Field for Option<Vec<T>> {
     fn merge(&mut self, wire: WireType, d: &mut Decoder<'_>) -> Result<(), Error> {
-        Field::merge(self.get_or_insert_with(Vec::new), wire, d)
+        Field::merge(or_default(self), wire, d)
     }
 
     fn encode(&self, number: u32, e: &mut Encoder) {
         if let Some(v) = self {
             Field::encode(v, number, e);
         }
+    }
+}
+
+/// The container in `option`, an empty one put there first if there is none: what
+/// `get_or_insert_default` does, without the closure it would compile for each type.
+fn or_default<C: Default>(option: &mut Option<C>) -> &mut C {
+    match option {
+        Some(c) => c,
+        None => option.insert(C::default()),
     }
 }
 
@@ -778,7 +827,7 @@ impl<V: MapValue> Field for BTreeMap<String, V> {
 
 impl<V: MapValue> Field for Option<BTreeMap<String, V>> {
     fn merge(&mut self, wire: WireType, d: &mut Decoder<'_>) -> Result<(), Error> {
-        Field::merge(self.get_or_insert_with(BTreeMap::new), wire, d)
+        Field::merge(or_default(self), wire, d)
     }
 
     fn encode(&self, number: u32, e: &mut Encoder) {
@@ -821,7 +870,7 @@ impl<T: Value> ListWrapper for Vec<T> {
 
 impl<T: Value> ListWrapper for Option<Vec<T>> {
     fn merge(&mut self, wire: WireType, d: &mut Decoder<'_>) -> Result<(), Error> {
-        ListWrapper::merge(self.get_or_insert_with(Vec::new), wire, d)
+        ListWrapper::merge(or_default(self), wire, d)
     }
 
     fn encode(&self, number: u32, e: &mut Encoder) {
