@@ -370,8 +370,8 @@ pub trait Message {
     fn encode_fields(&self, e: &mut Encoder);
 }
 
-/// A [`Message`] behind `dyn`: what the code that every message shares (the field loop,
-/// the length prefix) calls, so that it is compiled once rather than for each message.
+/// A [`Message`] behind `dyn`: what the field loop that every message shares calls, so
+/// that the loop is compiled once rather than for each message.
 trait Fields {
     fn name(&self) -> &'static str;
     fn merge_field(
@@ -380,7 +380,6 @@ trait Fields {
         wire: WireType,
         d: &mut Decoder<'_>,
     ) -> Result<(), Error>;
-    fn encode_fields(&self, e: &mut Encoder);
 }
 
 impl<M: Message> Fields for M {
@@ -395,10 +394,6 @@ impl<M: Message> Fields for M {
         d: &mut Decoder<'_>,
     ) -> Result<(), Error> {
         Message::merge_field(self, number, wire, d)
-    }
-
-    fn encode_fields(&self, e: &mut Encoder) {
-        Message::encode_fields(self, e);
     }
 }
 
@@ -417,7 +412,7 @@ pub fn merge_nested<M: Message>(m: &mut M, d: &mut Decoder<'_>) -> Result<(), Er
 /// another.
 pub fn encode_nested<M: Message>(m: &M, e: &mut Encoder) {
     let start = e.open();
-    Fields::encode_fields(m, e);
+    m.encode_fields(e);
     e.close(start);
 }
 

@@ -290,6 +290,50 @@ fn zero_values_of_fields_json_omits_are_none_and_pointers_keep_theirs() {
 }
 
 #[test]
+fn a_list_of_scalars_reads_packed_or_not_and_a_list_of_messages_is_never_read_as_packed() {
+    // Pod.spec (2) → PodSpec.securityContext (14) → supplementalGroups (4, int64), as Go
+    // writes it (a value per key) and packed (one length-delimited record).
+    let pod_with_groups = |groups: &dyn Fn(&mut Encoder)| {
+        let mut e = Encoder::default();
+        e.key(2, WireType::Len);
+        e.nested(|spec| {
+            spec.key(14, WireType::Len);
+            spec.nested(groups);
+        });
+        e.into_bytes()
+    };
+    let unpacked = pod_with_groups(&|e| {
+        for g in [1i64, 2, 300] {
+            Field::encode(&g, 4, e);
+        }
+    });
+    let packed = pod_with_groups(&|e| {
+        e.key(4, WireType::Len);
+        e.nested(|e| [1u64, 2, 300].into_iter().for_each(|g| e.varint(g)));
+    });
+    for raw in [unpacked, packed] {
+        let pod: Pod = decode_message(&raw).unwrap();
+        let groups = pod
+            .spec
+            .unwrap()
+            .security_context
+            .unwrap()
+            .supplemental_groups;
+        assert_eq!(groups, Some(vec![1, 2, 300]));
+    }
+    // PodSpec.containers (2) is a list of messages: a record holding what would be a
+    // packed list of them is one container, whose bytes must be a Container.
+    let mut e = Encoder::default();
+    e.key(2, WireType::Len);
+    e.nested(|spec| {
+        spec.key(2, WireType::Len);
+        spec.nested(|c| Field::encode(&"app".to_string(), 1, c));
+    });
+    let pod: Pod = decode_message(&e.into_bytes()).unwrap();
+    assert_eq!(pod.spec.unwrap().containers[0].name, "app");
+}
+
+#[test]
 fn a_zero_time_is_none_and_time_keeps_whole_seconds() {
     let raw = object_meta_wire(|e| {
         e.key(8, WireType::Len); // creationTimestamp: an empty Time, Go's zero
