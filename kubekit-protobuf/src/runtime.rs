@@ -418,9 +418,7 @@ pub fn encode_nested<M: Message>(m: &M, e: &mut Encoder) {
 
 /// [`merge_nested`], compiled once rather than for each message.
 fn merge_nested_fields(m: &mut dyn Fields, d: &mut Decoder<'_>) -> Result<(), Error> {
-    let mut inner = d.enter()?;
-    merge_fields(m, &mut inner)?;
-    inner.leave()
+    d.nested(|inner| merge_fields(m, inner))
 }
 
 /// [`merge_message`]'s loop over the fields, compiled once rather than for each message.
