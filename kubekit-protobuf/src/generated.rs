@@ -23,6 +23,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ApplyConfiguration
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -51,6 +52,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::AuditAnnotation {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.value_expression, 2, e);
@@ -79,6 +81,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ExpressionWarning 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.field_ref, 2, e);
         Field::encode(&self.warning, 3, e);
@@ -107,6 +110,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::JSONPatch {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -135,6 +139,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MatchCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.expression, 2, e);
@@ -166,6 +171,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MatchResources {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace_selector, 1, e);
         Field::encode(&self.object_selector, 2, e);
@@ -198,6 +204,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -228,6 +235,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -260,6 +268,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.policy_name, 1, e);
         Field::encode(&self.param_ref, 2, e);
@@ -298,6 +307,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingAdmissionP
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.param_kind, 1, e);
         Field::encode(&self.match_constraints, 2, e);
@@ -342,6 +352,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.client_config, 2, e);
@@ -380,6 +391,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::MutatingWebhookCon
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.webhooks, 2, e);
@@ -410,6 +422,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::Mutation {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.patch_type, 2, e);
         Field::encode(&self.apply_configuration, 3, e);
@@ -450,6 +463,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOpera
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource_names, 1, e);
         e.key(2, WireType::Len);
@@ -488,6 +502,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ParamKind {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_version, 1, e);
         Field::encode(&self.kind, 2, e);
@@ -518,6 +533,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ParamRef {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.namespace, 2, e);
@@ -554,6 +570,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::RuleWithOperations
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.operations, 1, e);
         e.key(2, WireType::Len);
@@ -590,6 +607,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ServiceReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace, 1, e);
         Field::encode(&self.name, 2, e);
@@ -619,6 +637,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::TypeChecking {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression_warnings, 1, e);
     }
@@ -647,6 +666,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -677,6 +697,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -710,6 +731,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.policy_name, 1, e);
         Field::encode(&self.param_ref, 2, e);
@@ -747,6 +769,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.param_kind, 1, e);
         Field::encode(&self.match_constraints, 2, e);
@@ -782,6 +805,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingAdmissio
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.observed_generation, 1, e);
         Field::encode(&self.type_checking, 2, e);
@@ -820,6 +844,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhook 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.client_config, 2, e);
@@ -857,6 +882,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::ValidatingWebhookC
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.webhooks, 2, e);
@@ -887,6 +913,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::Validation {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
         Field::encode(&self.message, 2, e);
@@ -917,6 +944,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::Variable {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.expression, 2, e);
@@ -946,6 +974,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::WebhookClientConfi
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.service, 1, e);
         Field::encode(&self.ca_bundle, 2, e);
@@ -974,6 +1003,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::ApplyConfigu
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -1000,6 +1030,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::JSONPatch {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -1027,6 +1058,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::MatchConditi
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.expression, 2, e);
@@ -1058,6 +1090,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::MatchResourc
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace_selector, 1, e);
         Field::encode(&self.object_selector, 2, e);
@@ -1089,6 +1122,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmi
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -1118,6 +1152,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmi
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -1152,6 +1187,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.policy_name, 1, e);
         Field::encode(&self.param_ref, 2, e);
@@ -1189,6 +1225,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmi
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.param_kind, 1, e);
         Field::encode(&self.match_constraints, 2, e);
@@ -1225,6 +1262,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::Mutation {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.patch_type, 2, e);
         Field::encode(&self.apply_configuration, 3, e);
@@ -1264,6 +1302,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::NamedRuleWit
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource_names, 1, e);
         e.key(2, WireType::Len);
@@ -1302,6 +1341,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::ParamKind {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_version, 1, e);
         Field::encode(&self.kind, 2, e);
@@ -1332,6 +1372,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::ParamRef {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.namespace, 2, e);
@@ -1362,6 +1403,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::Variable {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.expression, 2, e);
@@ -1395,6 +1437,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::ApplyConfigur
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -1429,6 +1472,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::AuditAnnotati
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.value_expression, 2, e);
@@ -1459,6 +1503,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::ExpressionWar
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.field_ref, 2, e);
         Field::encode(&self.warning, 3, e);
@@ -1493,6 +1538,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::JSONPatch {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -1526,6 +1572,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::MatchConditio
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.expression, 2, e);
@@ -1557,6 +1604,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::MatchResource
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace_selector, 1, e);
         Field::encode(&self.object_selector, 2, e);
@@ -1594,6 +1642,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmis
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -1635,6 +1684,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmis
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -1681,6 +1731,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.policy_name, 1, e);
         Field::encode(&self.param_ref, 2, e);
@@ -1730,6 +1781,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmis
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.param_kind, 1, e);
         Field::encode(&self.match_constraints, 2, e);
@@ -1778,6 +1830,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::Mutation {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.patch_type, 2, e);
         Field::encode(&self.apply_configuration, 3, e);
@@ -1823,6 +1876,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWith
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource_names, 1, e);
         e.key(2, WireType::Len);
@@ -1861,6 +1915,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::ParamKind {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_version, 1, e);
         Field::encode(&self.kind, 2, e);
@@ -1891,6 +1946,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::ParamRef {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.namespace, 2, e);
@@ -1921,6 +1977,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::TypeChecking 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression_warnings, 1, e);
     }
@@ -1951,6 +2008,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdm
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -1985,6 +2043,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -2022,6 +2081,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.policy_name, 1, e);
         Field::encode(&self.param_ref, 2, e);
@@ -2062,6 +2122,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdm
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.param_kind, 1, e);
         Field::encode(&self.match_constraints, 2, e);
@@ -2101,6 +2162,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdm
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.observed_generation, 1, e);
         Field::encode(&self.type_checking, 2, e);
@@ -2136,6 +2198,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::Validation {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
         Field::encode(&self.message, 2, e);
@@ -2167,6 +2230,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::Variable {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.expression, 2, e);
@@ -2197,6 +2261,7 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVer
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_server_id, 1, e);
         Field::encode(&self.encoding_version, 2, e);
@@ -2228,6 +2293,7 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -2261,6 +2327,7 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionCo
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -2299,6 +2366,7 @@ impl Message for k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSt
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.storage_versions, 1, e);
         Field::encode(&self.common_encoding_version, 2, e);
@@ -2329,6 +2397,7 @@ impl Message for k8s_openapi::api::apps::v1::ControllerRevision {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.data, 2, e);
@@ -2359,6 +2428,7 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSet {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -2391,6 +2461,7 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -2425,6 +2496,7 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.selector, 1, e);
         Field::encode(&self.template, 2, e);
@@ -2464,6 +2536,7 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.current_number_scheduled, 1, e);
         Field::encode(&self.number_misscheduled, 2, e);
@@ -2500,6 +2573,7 @@ impl Message for k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.rolling_update, 2, e);
@@ -2529,6 +2603,7 @@ impl Message for k8s_openapi::api::apps::v1::Deployment {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -2562,6 +2637,7 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -2600,6 +2676,7 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.replicas, 1, e);
         Field::encode(&self.selector, 2, e);
@@ -2641,6 +2718,7 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.observed_generation, 1, e);
         Field::encode(&self.replicas, 2, e);
@@ -2676,6 +2754,7 @@ impl Message for k8s_openapi::api::apps::v1::DeploymentStrategy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.rolling_update, 2, e);
@@ -2705,6 +2784,7 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSet {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -2737,6 +2817,7 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -2770,6 +2851,7 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.replicas, 1, e);
         Field::encode(&self.selector, 2, e);
@@ -2805,6 +2887,7 @@ impl Message for k8s_openapi::api::apps::v1::ReplicaSetStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.replicas, 1, e);
         Field::encode(&self.fully_labeled_replicas, 2, e);
@@ -2838,6 +2921,7 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.max_unavailable, 1, e);
         Field::encode(&self.max_surge, 2, e);
@@ -2866,6 +2950,7 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateDeployment {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.max_unavailable, 1, e);
         Field::encode(&self.max_surge, 2, e);
@@ -2894,6 +2979,7 @@ impl Message for k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.partition, 1, e);
         Field::encode(&self.max_unavailable, 2, e);
@@ -2923,6 +3009,7 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSet {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -2955,6 +3042,7 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -2985,6 +3073,7 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetOrdinals {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.start, 1, e);
     }
@@ -3012,6 +3101,7 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRet
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.when_deleted, 1, e);
         Field::encode(&self.when_scaled, 2, e);
@@ -3049,6 +3139,7 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.replicas, 1, e);
         Field::encode(&self.selector, 2, e);
@@ -3094,6 +3185,7 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.observed_generation, 1, e);
         Field::encode(&self.replicas, 2, e);
@@ -3130,6 +3222,7 @@ impl Message for k8s_openapi::api::apps::v1::StatefulSetUpdateStrategy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.rolling_update, 2, e);
@@ -3160,6 +3253,7 @@ impl Message for k8s_openapi::api::authentication::v1::BoundObjectReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.kind, 1, e);
         Field::encode(&self.api_version, 2, e);
@@ -3190,6 +3284,7 @@ impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReview {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.status, 2, e);
@@ -3217,6 +3312,7 @@ impl Message for k8s_openapi::api::authentication::v1::SelfSubjectReviewStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.user_info, 1, e);
     }
@@ -3245,6 +3341,7 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -3277,6 +3374,7 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.audiences, 1, e);
         Field::encode(&self.bound_object_ref, 3, e);
@@ -3314,6 +3412,7 @@ impl Message for k8s_openapi::api::authentication::v1::TokenRequestStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.token, 1, e);
         Field::encode(&self.expiration_timestamp, 2, e);
@@ -3343,6 +3442,7 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReview {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -3372,6 +3472,7 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.token, 1, e);
         Field::encode(&self.audiences, 2, e);
@@ -3402,6 +3503,7 @@ impl Message for k8s_openapi::api::authentication::v1::TokenReviewStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.authenticated, 1, e);
         Field::encode(&self.user, 2, e);
@@ -3434,6 +3536,7 @@ impl Message for k8s_openapi::api::authentication::v1::UserInfo {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.username, 1, e);
         Field::encode(&self.uid, 2, e);
@@ -3464,6 +3567,7 @@ impl Message for k8s_openapi::api::authorization::v1::FieldSelectorAttributes {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.raw_selector, 1, e);
         Field::encode(&self.requirements, 2, e);
@@ -3492,6 +3596,7 @@ impl Message for k8s_openapi::api::authorization::v1::LabelSelectorAttributes {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.raw_selector, 1, e);
         Field::encode(&self.requirements, 2, e);
@@ -3521,6 +3626,7 @@ impl Message for k8s_openapi::api::authorization::v1::LocalSubjectAccessReview {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -3550,6 +3656,7 @@ impl Message for k8s_openapi::api::authorization::v1::NonResourceAttributes {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.path, 1, e);
         Field::encode(&self.verb, 2, e);
@@ -3578,6 +3685,7 @@ impl Message for k8s_openapi::api::authorization::v1::NonResourceRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.verbs, 1, e);
         Field::encode(&self.non_resource_urls, 2, e);
@@ -3613,6 +3721,7 @@ impl Message for k8s_openapi::api::authorization::v1::ResourceAttributes {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace, 1, e);
         Field::encode(&self.verb, 2, e);
@@ -3650,6 +3759,7 @@ impl Message for k8s_openapi::api::authorization::v1::ResourceRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.verbs, 1, e);
         Field::encode(&self.api_groups, 2, e);
@@ -3681,6 +3791,7 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectAccessReview {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -3710,6 +3821,7 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectAccessReviewSpe
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource_attributes, 1, e);
         Field::encode(&self.non_resource_attributes, 2, e);
@@ -3739,6 +3851,7 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReview {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -3767,6 +3880,7 @@ impl Message for k8s_openapi::api::authorization::v1::SelfSubjectRulesReviewSpec
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace, 1, e);
     }
@@ -3795,6 +3909,7 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReview {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -3828,6 +3943,7 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource_attributes, 1, e);
         Field::encode(&self.non_resource_attributes, 2, e);
@@ -3862,6 +3978,7 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectAccessReviewStatus 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.allowed, 1, e);
         Field::encode(&self.reason, 2, e);
@@ -3894,6 +4011,7 @@ impl Message for k8s_openapi::api::authorization::v1::SubjectRulesReviewStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource_rules, 1, e);
         Field::encode(&self.non_resource_rules, 2, e);
@@ -3925,6 +4043,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.kind, 1, e);
         Field::encode(&self.name, 2, e);
@@ -3955,6 +4074,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -3986,6 +4106,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerSpec 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.scale_target_ref, 1, e);
         Field::encode(&self.min_replicas, 2, e);
@@ -4019,6 +4140,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatu
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.observed_generation, 1, e);
         Field::encode(&self.last_scale_time, 2, e);
@@ -4051,6 +4173,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::Scale {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -4079,6 +4202,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::ScaleSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.replicas, 1, e);
     }
@@ -4106,6 +4230,7 @@ impl Message for k8s_openapi::api::autoscaling::v1::ScaleStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.replicas, 1, e);
         Field::encode(&self.selector, 2, e);
@@ -4135,6 +4260,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSourc
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.target, 2, e);
@@ -4165,6 +4291,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::ContainerResourceMetricStatu
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.current, 2, e);
@@ -4195,6 +4322,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.kind, 1, e);
         Field::encode(&self.name, 2, e);
@@ -4224,6 +4352,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metric, 1, e);
         Field::encode(&self.target, 2, e);
@@ -4252,6 +4381,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::ExternalMetricStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metric, 1, e);
         Field::encode(&self.current, 2, e);
@@ -4281,6 +4411,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingPolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.value, 2, e);
@@ -4312,6 +4443,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HPAScalingRules {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.select_policy, 1, e);
         Field::encode(&self.policies, 2, e);
@@ -4343,6 +4475,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -4372,6 +4505,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerBehav
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.scale_up, 1, e);
         Field::encode(&self.scale_down, 2, e);
@@ -4405,6 +4539,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondi
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -4441,6 +4576,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.scale_target_ref, 1, e);
         Field::encode(&self.min_replicas, 2, e);
@@ -4476,6 +4612,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatu
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.observed_generation, 1, e);
         Field::encode(&self.last_scale_time, 2, e);
@@ -4508,6 +4645,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricIdentifier {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.selector, 2, e);
@@ -4540,6 +4678,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.object, 2, e);
@@ -4576,6 +4715,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.object, 2, e);
@@ -4610,6 +4750,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricTarget {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.value, 2, e);
@@ -4641,6 +4782,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::MetricValueStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.value, 1, e);
         Field::encode(&self.average_value, 2, e);
@@ -4671,6 +4813,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.described_object, 1, e);
         Field::encode(&self.target, 2, e);
@@ -4701,6 +4844,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metric, 1, e);
         Field::encode(&self.current, 2, e);
@@ -4730,6 +4874,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metric, 1, e);
         Field::encode(&self.target, 2, e);
@@ -4758,6 +4903,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::PodsMetricStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metric, 1, e);
         Field::encode(&self.current, 2, e);
@@ -4786,6 +4932,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.target, 2, e);
@@ -4814,6 +4961,7 @@ impl Message for k8s_openapi::api::autoscaling::v2::ResourceMetricStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.current, 2, e);
@@ -4843,6 +4991,7 @@ impl Message for k8s_openapi::api::batch::v1::CronJob {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -4878,6 +5027,7 @@ impl Message for k8s_openapi::api::batch::v1::CronJobSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.schedule, 1, e);
         Field::encode(&self.starting_deadline_seconds, 2, e);
@@ -4913,6 +5063,7 @@ impl Message for k8s_openapi::api::batch::v1::CronJobStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.active, 1, e);
         Field::encode(&self.last_schedule_time, 4, e);
@@ -4943,6 +5094,7 @@ impl Message for k8s_openapi::api::batch::v1::Job {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -4976,6 +5128,7 @@ impl Message for k8s_openapi::api::batch::v1::JobCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -5011,6 +5164,7 @@ impl Message for k8s_openapi::api::batch::v1::JobSchedulingConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.scheduling_policy, 1, e);
         Field::encode(&self.scheduling_constraints, 2, e);
@@ -5058,6 +5212,7 @@ impl Message for k8s_openapi::api::batch::v1::JobSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.parallelism, 1, e);
         Field::encode(&self.completions, 2, e);
@@ -5111,6 +5266,7 @@ impl Message for k8s_openapi::api::batch::v1::JobStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.start_time, 2, e);
@@ -5148,6 +5304,7 @@ impl Message for k8s_openapi::api::batch::v1::JobTemplateSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -5175,6 +5332,7 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.rules, 1, e);
     }
@@ -5203,6 +5361,7 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequire
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.container_name, 1, e);
         Field::encode(&self.operator, 2, e);
@@ -5232,6 +5391,7 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPat
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -5261,6 +5421,7 @@ impl Message for k8s_openapi::api::batch::v1::PodFailurePolicyRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.action, 1, e);
         Field::encode(&self.on_exit_codes, 2, e);
@@ -5289,6 +5450,7 @@ impl Message for k8s_openapi::api::batch::v1::SuccessPolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.rules, 1, e);
     }
@@ -5316,6 +5478,7 @@ impl Message for k8s_openapi::api::batch::v1::SuccessPolicyRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.succeeded_indexes, 1, e);
         Field::encode(&self.succeeded_count, 2, e);
@@ -5344,6 +5507,7 @@ impl Message for k8s_openapi::api::batch::v1::UncountedTerminatedPods {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.succeeded, 1, e);
         Field::encode(&self.failed, 2, e);
@@ -5373,6 +5537,7 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -5406,6 +5571,7 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestCo
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.reason, 2, e);
@@ -5444,6 +5610,7 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSp
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.request, 1, e);
         Field::encode(&self.username, 2, e);
@@ -5478,6 +5645,7 @@ impl Message for k8s_openapi::api::certificates::v1::CertificateSigningRequestSt
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.certificate, 2, e);
@@ -5507,6 +5675,7 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundle {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -5537,6 +5706,7 @@ impl Message for k8s_openapi::api::certificates::v1::ClusterTrustBundleSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.signer_name, 1, e);
         Field::encode(&self.trust_bundle, 2, e);
@@ -5568,6 +5738,7 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -5607,6 +5778,7 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.signer_name, 1, e);
         Field::encode(&self.pod_name, 2, e);
@@ -5648,6 +5820,7 @@ impl Message for k8s_openapi::api::certificates::v1::PodCertificateRequestStatus
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.certificate_chain, 2, e);
@@ -5686,6 +5859,7 @@ impl Message for k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundle {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -5726,6 +5900,7 @@ impl Message for k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundleSpe
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.signer_name, 1, e);
         Field::encode(&self.trust_bundle, 2, e);
@@ -5760,6 +5935,7 @@ impl Message for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -5788,6 +5964,7 @@ impl Message for k8s_openapi::api::certificates::v1beta1::ClusterTrustBundleSpec
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.signer_name, 1, e);
         Field::encode(&self.trust_bundle, 2, e);
@@ -5818,6 +5995,7 @@ impl Message for k8s_openapi::api::certificates::v1beta1::PodCertificateRequest 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -5860,6 +6038,7 @@ impl Message for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestS
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.signer_name, 1, e);
         Field::encode(&self.pod_name, 2, e);
@@ -5904,6 +6083,7 @@ impl Message for k8s_openapi::api::certificates::v1beta1::PodCertificateRequestS
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.certificate_chain, 2, e);
@@ -5936,6 +6116,7 @@ impl Message for k8s_openapi::api::coordination::v1::Lease {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -5969,6 +6150,7 @@ impl Message for k8s_openapi::api::coordination::v1::LeaseSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.holder_identity, 1, e);
         Field::encode(&self.lease_duration_seconds, 2, e);
@@ -6002,6 +6184,7 @@ impl Message for k8s_openapi::api::coordination::v1alpha2::LeaseCandidate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -6034,6 +6217,7 @@ impl Message for k8s_openapi::api::coordination::v1alpha2::LeaseCandidateSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.lease_name, 1, e);
         Field::encode(&self.ping_time, 2, e);
@@ -6066,6 +6250,7 @@ impl Message for k8s_openapi::api::coordination::v1beta1::LeaseCandidate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -6098,6 +6283,7 @@ impl Message for k8s_openapi::api::coordination::v1beta1::LeaseCandidateSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.lease_name, 1, e);
         Field::encode(&self.ping_time, 2, e);
@@ -6132,6 +6318,7 @@ impl Message for k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volume_id, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -6163,6 +6350,7 @@ impl Message for k8s_openapi::api::core::v1::Affinity {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.node_affinity, 1, e);
         Field::encode(&self.pod_affinity, 2, e);
@@ -6192,6 +6380,7 @@ impl Message for k8s_openapi::api::core::v1::AppArmorProfile {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.localhost_profile, 2, e);
@@ -6220,6 +6409,7 @@ impl Message for k8s_openapi::api::core::v1::AttachedVolume {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.device_path, 2, e);
@@ -6252,6 +6442,7 @@ impl Message for k8s_openapi::api::core::v1::AzureDiskVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.disk_name, 1, e);
         Field::encode(&self.disk_uri, 2, e);
@@ -6286,6 +6477,7 @@ impl Message for k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.secret_name, 1, e);
         Field::encode(&self.share_name, 2, e);
@@ -6317,6 +6509,7 @@ impl Message for k8s_openapi::api::core::v1::AzureFileVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.secret_name, 1, e);
         Field::encode(&self.share_name, 2, e);
@@ -6346,6 +6539,7 @@ impl Message for k8s_openapi::api::core::v1::Binding {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.target, 2, e);
@@ -6382,6 +6576,7 @@ impl Message for k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.volume_handle, 2, e);
@@ -6421,6 +6616,7 @@ impl Message for k8s_openapi::api::core::v1::CSIVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.read_only, 2, e);
@@ -6452,6 +6648,7 @@ impl Message for k8s_openapi::api::core::v1::Capabilities {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.add, 1, e);
         Field::encode(&self.drop, 2, e);
@@ -6484,6 +6681,7 @@ impl Message for k8s_openapi::api::core::v1::CephFSPersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.monitors, 1, e);
         Field::encode(&self.path, 2, e);
@@ -6520,6 +6718,7 @@ impl Message for k8s_openapi::api::core::v1::CephFSVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.monitors, 1, e);
         Field::encode(&self.path, 2, e);
@@ -6554,6 +6753,7 @@ impl Message for k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volume_id, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -6586,6 +6786,7 @@ impl Message for k8s_openapi::api::core::v1::CinderVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volume_id, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -6615,6 +6816,7 @@ impl Message for k8s_openapi::api::core::v1::ClientIPConfig {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.timeout_seconds, 1, e);
     }
@@ -6647,6 +6849,7 @@ impl Message for k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.signer_name, 2, e);
@@ -6682,6 +6885,7 @@ impl Message for k8s_openapi::api::core::v1::ComponentCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -6712,6 +6916,7 @@ impl Message for k8s_openapi::api::core::v1::ComponentStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.conditions, 2, e);
@@ -6742,6 +6947,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMap {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.data, 2, e);
@@ -6775,6 +6981,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapEnvSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -6810,6 +7017,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapKeySelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -6845,6 +7053,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace, 1, e);
         Field::encode(&self.name, 2, e);
@@ -6880,6 +7089,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapProjection {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -6919,6 +7129,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -6983,6 +7194,7 @@ impl Message for k8s_openapi::api::core::v1::Container {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.image, 2, e);
@@ -7047,6 +7259,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.container_name, 1, e);
         Field::encode(&self.resource_name, 2, e);
@@ -7082,6 +7295,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerImage {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.names, 1, e);
         Field::encode(&self.size_bytes, 2, e);
@@ -7113,6 +7327,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerPort {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.host_port, 2, e);
@@ -7144,6 +7359,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerResizePolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource_name, 1, e);
         Field::encode(&self.restart_policy, 2, e);
@@ -7178,6 +7394,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.action, 1, e);
         Field::encode(&self.exit_codes, 2, e);
@@ -7218,6 +7435,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerRestartRuleOnExitCodes {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.operator, 1, e);
         Field::encode(&self.values, 2, e);
@@ -7253,6 +7471,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerState {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.waiting, 1, e);
         Field::encode(&self.running, 2, e);
@@ -7281,6 +7500,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateRunning {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.started_at, 1, e);
     }
@@ -7313,6 +7533,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateTerminated {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.exit_code, 1, e);
         Field::encode(&self.signal, 2, e);
@@ -7346,6 +7567,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerStateWaiting {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.reason, 1, e);
         Field::encode(&self.message, 2, e);
@@ -7387,6 +7609,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.state, 2, e);
@@ -7427,6 +7650,7 @@ impl Message for k8s_openapi::api::core::v1::ContainerUser {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.linux, 1, e);
     }
@@ -7453,6 +7677,7 @@ impl Message for k8s_openapi::api::core::v1::DaemonEndpoint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.port, 1, e);
     }
@@ -7479,6 +7704,7 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIProjection {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.items, 1, e);
     }
@@ -7510,6 +7736,7 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.path, 1, e);
         Field::encode(&self.field_ref, 2, e);
@@ -7544,6 +7771,7 @@ impl Message for k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.items, 1, e);
         Field::encode(&self.default_mode, 2, e);
@@ -7576,6 +7804,7 @@ impl Message for k8s_openapi::api::core::v1::EmptyDirVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.medium, 1, e);
         Field::encode(&self.size_limit, 2, e);
@@ -7608,6 +7837,7 @@ impl Message for k8s_openapi::api::core::v1::EndpointAddress {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ip, 1, e);
         Field::encode(&self.target_ref, 2, e);
@@ -7640,6 +7870,7 @@ impl Message for k8s_openapi::api::core::v1::EndpointPort {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.port, 2, e);
@@ -7671,6 +7902,7 @@ impl Message for k8s_openapi::api::core::v1::EndpointSubset {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.addresses, 1, e);
         Field::encode(&self.not_ready_addresses, 2, e);
@@ -7700,6 +7932,7 @@ impl Message for k8s_openapi::api::core::v1::Endpoints {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.subsets, 2, e);
@@ -7729,6 +7962,7 @@ impl Message for k8s_openapi::api::core::v1::EnvFromSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.prefix, 1, e);
         Field::encode(&self.config_map_ref, 2, e);
@@ -7759,6 +7993,7 @@ impl Message for k8s_openapi::api::core::v1::EnvVar {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.value, 2, e);
@@ -7797,6 +8032,7 @@ impl Message for k8s_openapi::api::core::v1::EnvVarSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.field_ref, 1, e);
         Field::encode(&self.resource_field_ref, 2, e);
@@ -7867,6 +8103,7 @@ impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -7927,6 +8164,7 @@ impl Message for k8s_openapi::api::core::v1::EphemeralVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volume_claim_template, 1, e);
     }
@@ -7967,6 +8205,7 @@ impl Message for k8s_openapi::api::core::v1::Event {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.involved_object, 2, e);
@@ -8008,6 +8247,7 @@ impl Message for k8s_openapi::api::core::v1::EventSeries {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.count, 1, e);
         Field::encode(&self.last_observed_time, 2, e);
@@ -8036,6 +8276,7 @@ impl Message for k8s_openapi::api::core::v1::EventSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.component, 1, e);
         Field::encode(&self.host, 2, e);
@@ -8065,6 +8306,7 @@ impl Message for k8s_openapi::api::core::v1::EvictionResponder {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.priority, 2, e);
@@ -8093,6 +8335,7 @@ impl Message for k8s_openapi::api::core::v1::ExecAction {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.command, 1, e);
     }
@@ -8123,6 +8366,7 @@ impl Message for k8s_openapi::api::core::v1::FCVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.target_wwns, 1, e);
         Field::encode(&self.lun, 2, e);
@@ -8162,6 +8406,7 @@ impl Message for k8s_openapi::api::core::v1::FileKeySelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volume_name, 1, e);
         Field::encode(&self.path, 2, e);
@@ -8201,6 +8446,7 @@ impl Message for k8s_openapi::api::core::v1::FlexPersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -8235,6 +8481,7 @@ impl Message for k8s_openapi::api::core::v1::FlexVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -8266,6 +8513,7 @@ impl Message for k8s_openapi::api::core::v1::FlockerVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.dataset_name, 1, e);
         Field::encode(&self.dataset_uuid, 2, e);
@@ -8296,6 +8544,7 @@ impl Message for k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pd_name, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -8328,6 +8577,7 @@ impl Message for k8s_openapi::api::core::v1::GRPCAction {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.port, 1, e);
         Field::encode(&self.service, 2, e);
@@ -8359,6 +8609,7 @@ impl Message for k8s_openapi::api::core::v1::GitRepoVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.repository, 1, e);
         Field::encode(&self.revision, 2, e);
@@ -8390,6 +8641,7 @@ impl Message for k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.endpoints, 1, e);
         Field::encode(&self.path, 2, e);
@@ -8421,6 +8673,7 @@ impl Message for k8s_openapi::api::core::v1::GlusterfsVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.endpoints, 1, e);
         Field::encode(&self.path, 2, e);
@@ -8455,6 +8708,7 @@ impl Message for k8s_openapi::api::core::v1::HTTPGetAction {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.path, 1, e);
         Field::encode(&self.port, 2, e);
@@ -8488,6 +8742,7 @@ impl Message for k8s_openapi::api::core::v1::HTTPHeader {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.value, 2, e);
@@ -8516,6 +8771,7 @@ impl Message for k8s_openapi::api::core::v1::HostAlias {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ip, 1, e);
         Field::encode(&self.hostnames, 2, e);
@@ -8543,6 +8799,7 @@ impl Message for k8s_openapi::api::core::v1::HostIP {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ip, 1, e);
     }
@@ -8570,6 +8827,7 @@ impl Message for k8s_openapi::api::core::v1::HostPathVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.path, 1, e);
         Field::encode(&self.type_, 2, e);
@@ -8607,6 +8865,7 @@ impl Message for k8s_openapi::api::core::v1::ISCSIPersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.target_portal, 1, e);
         Field::encode(&self.iqn, 2, e);
@@ -8653,6 +8912,7 @@ impl Message for k8s_openapi::api::core::v1::ISCSIVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.target_portal, 1, e);
         Field::encode(&self.iqn, 2, e);
@@ -8690,6 +8950,7 @@ impl Message for k8s_openapi::api::core::v1::ImageVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.reference, 1, e);
         Field::encode(&self.pull_policy, 2, e);
@@ -8718,6 +8979,7 @@ impl Message for k8s_openapi::api::core::v1::ImageVolumeStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.image_ref, 1, e);
     }
@@ -8749,6 +9011,7 @@ impl Message for k8s_openapi::api::core::v1::KeyToPath {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.path, 2, e);
@@ -8781,6 +9044,7 @@ impl Message for k8s_openapi::api::core::v1::Lifecycle {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.post_start, 1, e);
         Field::encode(&self.pre_stop, 2, e);
@@ -8812,6 +9076,7 @@ impl Message for k8s_openapi::api::core::v1::LifecycleHandler {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.exec, 1, e);
         Field::encode(&self.http_get, 2, e);
@@ -8842,6 +9107,7 @@ impl Message for k8s_openapi::api::core::v1::LimitRange {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -8874,6 +9140,7 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeItem {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.max, 2, e);
@@ -8905,6 +9172,7 @@ impl Message for k8s_openapi::api::core::v1::LimitRangeSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.limits, 1, e);
     }
@@ -8933,6 +9201,7 @@ impl Message for k8s_openapi::api::core::v1::LinuxContainerUser {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.uid, 1, e);
         Field::encode(&self.gid, 2, e);
@@ -8964,6 +9233,7 @@ impl Message for k8s_openapi::api::core::v1::LoadBalancerIngress {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ip, 1, e);
         Field::encode(&self.hostname, 2, e);
@@ -8993,6 +9263,7 @@ impl Message for k8s_openapi::api::core::v1::LoadBalancerStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ingress, 1, e);
     }
@@ -9019,6 +9290,7 @@ impl Message for k8s_openapi::api::core::v1::LocalObjectReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
     }
@@ -9046,6 +9318,7 @@ impl Message for k8s_openapi::api::core::v1::LocalVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.path, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -9074,6 +9347,7 @@ impl Message for k8s_openapi::api::core::v1::ModifyVolumeStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.target_volume_attributes_class_name, 1, e);
         Field::encode(&self.status, 2, e);
@@ -9103,6 +9377,7 @@ impl Message for k8s_openapi::api::core::v1::NFSVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.server, 1, e);
         Field::encode(&self.path, 2, e);
@@ -9133,6 +9408,7 @@ impl Message for k8s_openapi::api::core::v1::Namespace {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -9165,6 +9441,7 @@ impl Message for k8s_openapi::api::core::v1::NamespaceCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -9195,6 +9472,7 @@ impl Message for k8s_openapi::api::core::v1::NamespaceSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.finalizers, 1, e);
     }
@@ -9222,6 +9500,7 @@ impl Message for k8s_openapi::api::core::v1::NamespaceStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.phase, 1, e);
         Field::encode(&self.conditions, 2, e);
@@ -9251,6 +9530,7 @@ impl Message for k8s_openapi::api::core::v1::Node {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -9280,6 +9560,7 @@ impl Message for k8s_openapi::api::core::v1::NodeAddress {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.address, 2, e);
@@ -9316,6 +9597,7 @@ impl Message for k8s_openapi::api::core::v1::NodeAffinity {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(
             &self.required_during_scheduling_ignored_during_execution,
@@ -9353,6 +9635,7 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableMappedResources {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.quantity, 2, e);
@@ -9384,6 +9667,7 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableOverheadResources {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.per_pod, 2, e);
@@ -9419,6 +9703,7 @@ impl Message for k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource_claim_name, 1, e);
         Field::encode(&self.containers, 2, e);
@@ -9456,6 +9741,7 @@ impl Message for k8s_openapi::api::core::v1::NodeCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -9487,6 +9773,7 @@ impl Message for k8s_openapi::api::core::v1::NodeConfigSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.config_map, 2, e);
     }
@@ -9516,6 +9803,7 @@ impl Message for k8s_openapi::api::core::v1::NodeConfigStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.assigned, 1, e);
         Field::encode(&self.active, 2, e);
@@ -9545,6 +9833,7 @@ impl Message for k8s_openapi::api::core::v1::NodeDaemonEndpoints {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.kubelet_endpoint, 1, e);
     }
@@ -9571,6 +9860,7 @@ impl Message for k8s_openapi::api::core::v1::NodeFeatures {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.supplemental_groups_policy, 1, e);
     }
@@ -9598,6 +9888,7 @@ impl Message for k8s_openapi::api::core::v1::NodePodPreemptionPolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.disable_resize_preemption, 1, e);
     }
@@ -9626,6 +9917,7 @@ impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandler {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.features, 2, e);
@@ -9654,6 +9946,7 @@ impl Message for k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.recursive_read_only_mounts, 1, e);
         Field::encode(&self.user_namespaces, 2, e);
@@ -9681,6 +9974,7 @@ impl Message for k8s_openapi::api::core::v1::NodeSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.node_selector_terms, 1, e);
     }
@@ -9709,6 +10003,7 @@ impl Message for k8s_openapi::api::core::v1::NodeSelectorRequirement {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.operator, 2, e);
@@ -9738,6 +10033,7 @@ impl Message for k8s_openapi::api::core::v1::NodeSelectorTerm {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.match_expressions, 1, e);
         Field::encode(&self.match_fields, 2, e);
@@ -9773,6 +10069,7 @@ impl Message for k8s_openapi::api::core::v1::NodeSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pod_cidr, 1, e);
         Field::encode(&self.external_id, 2, e);
@@ -9821,6 +10118,7 @@ impl Message for k8s_openapi::api::core::v1::NodeStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.capacity, 1, e);
         Field::encode(&self.allocatable, 2, e);
@@ -9861,6 +10159,7 @@ impl Message for k8s_openapi::api::core::v1::NodeSwapStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.capacity, 1, e);
     }
@@ -9899,6 +10198,7 @@ impl Message for k8s_openapi::api::core::v1::NodeSystemInfo {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.machine_id, 1, e);
         Field::encode(&self.system_uuid, 2, e);
@@ -9938,6 +10238,7 @@ impl Message for k8s_openapi::api::core::v1::ObjectFieldSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_version, 1, e);
         Field::encode(&self.field_path, 2, e);
@@ -9971,6 +10272,7 @@ impl Message for k8s_openapi::api::core::v1::ObjectReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.kind, 1, e);
         Field::encode(&self.namespace, 2, e);
@@ -10005,6 +10307,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolume {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -10035,6 +10338,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -10068,6 +10372,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -10107,6 +10412,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.access_modes, 1, e);
         Field::encode(&self.resources, 2, e);
@@ -10150,6 +10456,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.phase, 1, e);
         Field::encode(&self.access_modes, 2, e);
@@ -10186,6 +10493,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -10214,6 +10522,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeClaimVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.claim_name, 1, e);
         Field::encode(&self.read_only, 2, e);
@@ -10274,6 +10583,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.capacity, 1, e);
         e.key(2, WireType::Len);
@@ -10336,6 +10646,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.phase, 1, e);
         Field::encode(&self.message, 2, e);
@@ -10366,6 +10677,7 @@ impl Message for k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pd_id, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -10395,6 +10707,7 @@ impl Message for k8s_openapi::api::core::v1::Pod {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -10432,6 +10745,7 @@ impl Message for k8s_openapi::api::core::v1::PodAffinity {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(
             &self.required_during_scheduling_ignored_during_execution,
@@ -10472,6 +10786,7 @@ impl Message for k8s_openapi::api::core::v1::PodAffinityTerm {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.label_selector, 1, e);
         Field::encode(&self.namespaces, 2, e);
@@ -10512,6 +10827,7 @@ impl Message for k8s_openapi::api::core::v1::PodAntiAffinity {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(
             &self.required_during_scheduling_ignored_during_execution,
@@ -10562,6 +10878,7 @@ impl Message for k8s_openapi::api::core::v1::PodCertificateProjection {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.signer_name, 1, e);
         Field::encode(&self.key_type, 2, e);
@@ -10609,6 +10926,7 @@ impl Message for k8s_openapi::api::core::v1::PodCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -10643,6 +10961,7 @@ impl Message for k8s_openapi::api::core::v1::PodDNSConfig {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.nameservers, 1, e);
         Field::encode(&self.searches, 2, e);
@@ -10672,6 +10991,7 @@ impl Message for k8s_openapi::api::core::v1::PodDNSConfigOption {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.value, 2, e);
@@ -10706,6 +11026,7 @@ impl Message for k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.request_mappings, 1, e);
         Field::encode(&self.resource_claim_name, 2, e);
@@ -10739,6 +11060,7 @@ impl Message for k8s_openapi::api::core::v1::PodIP {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ip, 1, e);
     }
@@ -10765,6 +11087,7 @@ impl Message for k8s_openapi::api::core::v1::PodOS {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
     }
@@ -10791,6 +11114,7 @@ impl Message for k8s_openapi::api::core::v1::PodReadinessGate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.condition_type, 1, e);
     }
@@ -10819,6 +11143,7 @@ impl Message for k8s_openapi::api::core::v1::PodResourceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.resource_claim_name, 3, e);
@@ -10848,6 +11173,7 @@ impl Message for k8s_openapi::api::core::v1::PodResourceClaimStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.resource_claim_name, 2, e);
@@ -10875,6 +11201,7 @@ impl Message for k8s_openapi::api::core::v1::PodSchedulingGate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
     }
@@ -10902,6 +11229,7 @@ impl Message for k8s_openapi::api::core::v1::PodSchedulingGroup {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pod_group_name, 1, e);
     }
@@ -10941,6 +11269,7 @@ impl Message for k8s_openapi::api::core::v1::PodSecurityContext {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.se_linux_options, 1, e);
         Field::encode(&self.run_as_user, 2, e);
@@ -11029,6 +11358,7 @@ impl Message for k8s_openapi::api::core::v1::PodSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volumes, 1, e);
         Field::encode(&self.containers, 2, e);
@@ -11136,6 +11466,7 @@ impl Message for k8s_openapi::api::core::v1::PodStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.phase, 1, e);
         Field::encode(&self.conditions, 2, e);
@@ -11194,6 +11525,7 @@ impl Message for k8s_openapi::api::core::v1::PodTemplate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.template, 2, e);
@@ -11222,6 +11554,7 @@ impl Message for k8s_openapi::api::core::v1::PodTemplateSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -11252,6 +11585,7 @@ impl Message for k8s_openapi::api::core::v1::PodVolumeHealth {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.health_conditions, 2, e);
@@ -11283,6 +11617,7 @@ impl Message for k8s_openapi::api::core::v1::PortStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.port, 1, e);
         Field::encode(&self.protocol, 2, e);
@@ -11313,6 +11648,7 @@ impl Message for k8s_openapi::api::core::v1::PortworxVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volume_id, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -11342,6 +11678,7 @@ impl Message for k8s_openapi::api::core::v1::PreferredSchedulingTerm {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.weight, 1, e);
         Field::encode(&self.preference, 2, e);
@@ -11381,6 +11718,7 @@ impl Message for k8s_openapi::api::core::v1::Probe {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -11422,6 +11760,7 @@ impl Message for k8s_openapi::api::core::v1::ProjectedVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.sources, 1, e);
         Field::encode(&self.default_mode, 2, e);
@@ -11456,6 +11795,7 @@ impl Message for k8s_openapi::api::core::v1::QuobyteVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.registry, 1, e);
         Field::encode(&self.volume, 2, e);
@@ -11494,6 +11834,7 @@ impl Message for k8s_openapi::api::core::v1::RBDPersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.monitors, 1, e);
         Field::encode(&self.image, 2, e);
@@ -11534,6 +11875,7 @@ impl Message for k8s_openapi::api::core::v1::RBDVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.monitors, 1, e);
         Field::encode(&self.image, 2, e);
@@ -11569,6 +11911,7 @@ impl Message for k8s_openapi::api::core::v1::ReplicationController {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -11601,6 +11944,7 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -11634,6 +11978,7 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.replicas, 1, e);
         Field::encode(&self.selector, 2, e);
@@ -11668,6 +12013,7 @@ impl Message for k8s_openapi::api::core::v1::ReplicationControllerStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.replicas, 1, e);
         Field::encode(&self.fully_labeled_replicas, 2, e);
@@ -11700,6 +12046,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.request, 2, e);
@@ -11729,6 +12076,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceFieldSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.container_name, 1, e);
         Field::encode(&self.resource, 2, e);
@@ -11760,6 +12108,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceHealth {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource_id, 1, e);
         Field::encode(&self.health, 2, e);
@@ -11791,6 +12140,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuota {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -11821,6 +12171,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.hard, 1, e);
         Field::encode(&self.scopes, 2, e);
@@ -11850,6 +12201,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceQuotaStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.hard, 1, e);
         Field::encode(&self.used, 2, e);
@@ -11879,6 +12231,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceRequirements {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.limits, 1, e);
         Field::encode(&self.requests, 2, e);
@@ -11908,6 +12261,7 @@ impl Message for k8s_openapi::api::core::v1::ResourceStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.resources, 2, e);
@@ -11938,6 +12292,7 @@ impl Message for k8s_openapi::api::core::v1::SELinuxOptions {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.user, 1, e);
         Field::encode(&self.role, 2, e);
@@ -11976,6 +12331,7 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOPersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.gateway, 1, e);
         Field::encode(&self.system, 2, e);
@@ -12020,6 +12376,7 @@ impl Message for k8s_openapi::api::core::v1::ScaleIOVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.gateway, 1, e);
         Field::encode(&self.system, 2, e);
@@ -12055,6 +12412,7 @@ impl Message for k8s_openapi::api::core::v1::ScopeSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.match_expressions, 1, e);
     }
@@ -12083,6 +12441,7 @@ impl Message for k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.scope_name, 1, e);
         Field::encode(&self.operator, 2, e);
@@ -12112,6 +12471,7 @@ impl Message for k8s_openapi::api::core::v1::SeccompProfile {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.localhost_profile, 2, e);
@@ -12143,6 +12503,7 @@ impl Message for k8s_openapi::api::core::v1::Secret {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.data, 2, e);
@@ -12177,6 +12538,7 @@ impl Message for k8s_openapi::api::core::v1::SecretEnvSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -12212,6 +12574,7 @@ impl Message for k8s_openapi::api::core::v1::SecretKeySelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -12248,6 +12611,7 @@ impl Message for k8s_openapi::api::core::v1::SecretProjection {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -12280,6 +12644,7 @@ impl Message for k8s_openapi::api::core::v1::SecretReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.namespace, 2, e);
@@ -12312,6 +12677,7 @@ impl Message for k8s_openapi::api::core::v1::SecretVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.secret_name, 1, e);
         Field::encode(&self.items, 2, e);
@@ -12354,6 +12720,7 @@ impl Message for k8s_openapi::api::core::v1::SecurityContext {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.capabilities, 1, e);
         Field::encode(&self.privileged, 2, e);
@@ -12393,6 +12760,7 @@ impl Message for k8s_openapi::api::core::v1::Service {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -12424,6 +12792,7 @@ impl Message for k8s_openapi::api::core::v1::ServiceAccount {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.secrets, 2, e);
@@ -12457,6 +12826,7 @@ impl Message for k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.audience, 1, e);
         Field::encode(&self.expiration_seconds, 2, e);
@@ -12492,6 +12862,7 @@ impl Message for k8s_openapi::api::core::v1::ServicePort {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.protocol, 2, e);
@@ -12542,6 +12913,7 @@ impl Message for k8s_openapi::api::core::v1::ServiceSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ports, 1, e);
         Field::encode(&self.selector, 2, e);
@@ -12588,6 +12960,7 @@ impl Message for k8s_openapi::api::core::v1::ServiceStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.load_balancer, 1, e);
         Field::encode(&self.conditions, 2, e);
@@ -12615,6 +12988,7 @@ impl Message for k8s_openapi::api::core::v1::SessionAffinityConfig {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.client_ip, 1, e);
     }
@@ -12641,6 +13015,7 @@ impl Message for k8s_openapi::api::core::v1::SleepAction {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.seconds, 1, e);
     }
@@ -12671,6 +13046,7 @@ impl Message for k8s_openapi::api::core::v1::StorageOSPersistentVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volume_name, 1, e);
         Field::encode(&self.volume_namespace, 2, e);
@@ -12705,6 +13081,7 @@ impl Message for k8s_openapi::api::core::v1::StorageOSVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volume_name, 1, e);
         Field::encode(&self.volume_namespace, 2, e);
@@ -12736,6 +13113,7 @@ impl Message for k8s_openapi::api::core::v1::Sysctl {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.value, 2, e);
@@ -12764,6 +13142,7 @@ impl Message for k8s_openapi::api::core::v1::TCPSocketAction {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.port, 1, e);
         Field::encode(&self.host, 2, e);
@@ -12794,6 +13173,7 @@ impl Message for k8s_openapi::api::core::v1::Taint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.value, 2, e);
@@ -12827,6 +13207,7 @@ impl Message for k8s_openapi::api::core::v1::Toleration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.operator, 2, e);
@@ -12858,6 +13239,7 @@ impl Message for k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.values, 2, e);
@@ -12885,6 +13267,7 @@ impl Message for k8s_openapi::api::core::v1::TopologySelectorTerm {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.match_label_expressions, 1, e);
     }
@@ -12918,6 +13301,7 @@ impl Message for k8s_openapi::api::core::v1::TopologySpreadConstraint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.max_skew, 1, e);
         Field::encode(&self.topology_key, 2, e);
@@ -12953,6 +13337,7 @@ impl Message for k8s_openapi::api::core::v1::TypedLocalObjectReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_group, 1, e);
         Field::encode(&self.kind, 2, e);
@@ -12984,6 +13369,7 @@ impl Message for k8s_openapi::api::core::v1::TypedObjectReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_group, 1, e);
         Field::encode(&self.kind, 2, e);
@@ -13046,6 +13432,7 @@ impl Message for k8s_openapi::api::core::v1::Volume {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         e.key(2, WireType::Len);
@@ -13106,6 +13493,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeDevice {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.device_path, 2, e);
@@ -13136,6 +13524,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.status, 1, e);
         Field::encode(&self.reason, 2, e);
@@ -13167,6 +13556,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeHealthStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.health_conditions, 1, e);
         Field::encode(&self.last_transition_time, 2, e);
@@ -13203,6 +13593,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeMount {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.read_only, 2, e);
@@ -13242,6 +13633,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeMountStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.mount_path, 2, e);
@@ -13273,6 +13665,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeNodeAffinity {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.required, 1, e);
     }
@@ -13310,6 +13703,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeProjection {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.secret, 1, e);
         Field::encode(&self.downward_api, 2, e);
@@ -13348,6 +13742,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeResourceRequirements {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.limits, 1, e);
         Field::encode(&self.requests, 2, e);
@@ -13376,6 +13771,7 @@ impl Message for k8s_openapi::api::core::v1::VolumeStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.image, 1, e);
     }
@@ -13406,6 +13802,7 @@ impl Message for k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.volume_path, 1, e);
         Field::encode(&self.fs_type, 2, e);
@@ -13436,6 +13833,7 @@ impl Message for k8s_openapi::api::core::v1::WeightedPodAffinityTerm {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.weight, 1, e);
         Field::encode(&self.pod_affinity_term, 2, e);
@@ -13466,6 +13864,7 @@ impl Message for k8s_openapi::api::core::v1::WindowsSecurityContextOptions {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.gmsa_credential_spec_name, 1, e);
         Field::encode(&self.gmsa_credential_spec, 2, e);
@@ -13502,6 +13901,7 @@ impl Message for k8s_openapi::api::discovery::v1::Endpoint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.addresses, 1, e);
         Field::encode(&self.conditions, 2, e);
@@ -13537,6 +13937,7 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointConditions {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ready, 1, e);
         Field::encode(&self.serving, 2, e);
@@ -13566,6 +13967,7 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointHints {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.for_zones, 1, e);
         Field::encode(&self.for_nodes, 2, e);
@@ -13596,6 +13998,7 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointPort {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.protocol, 2, e);
@@ -13628,6 +14031,7 @@ impl Message for k8s_openapi::api::discovery::v1::EndpointSlice {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.endpoints, 2, e);
@@ -13657,6 +14061,7 @@ impl Message for k8s_openapi::api::discovery::v1::ForNode {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
     }
@@ -13683,6 +14088,7 @@ impl Message for k8s_openapi::api::discovery::v1::ForZone {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
     }
@@ -13723,6 +14129,7 @@ impl Message for k8s_openapi::api::events::v1::Event {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.event_time, 2, e);
@@ -13767,6 +14174,7 @@ impl Message for k8s_openapi::api::events::v1::EventSeries {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.count, 1, e);
         Field::encode(&self.last_observed_time, 2, e);
@@ -13795,6 +14203,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::ExemptPriorityLevelConfigura
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.nominal_concurrency_shares, 1, e);
         Field::encode(&self.lendable_percent, 2, e);
@@ -13822,6 +14231,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowDistinguisherMethod {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
     }
@@ -13850,6 +14260,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchema {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -13882,6 +14293,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -13915,6 +14327,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.priority_level_configuration, 1, e);
         Field::encode(&self.matching_precedence, 2, e);
@@ -13944,6 +14357,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
     }
@@ -13970,6 +14384,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::GroupSubject {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
     }
@@ -13997,6 +14412,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::LimitResponse {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.queuing, 2, e);
@@ -14027,6 +14443,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfigur
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.nominal_concurrency_shares, 1, e);
         Field::encode(&self.limit_response, 2, e);
@@ -14057,6 +14474,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::NonResourcePolicyRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.verbs, 1, e);
         Field::encode(&self.non_resource_urls, 6, e);
@@ -14086,6 +14504,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PolicyRulesWithSubjects {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.subjects, 1, e);
         Field::encode(&self.resource_rules, 2, e);
@@ -14116,6 +14535,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -14148,6 +14568,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCo
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -14178,6 +14599,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationRe
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
     }
@@ -14206,6 +14628,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSp
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.limited, 2, e);
@@ -14234,6 +14657,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSt
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
     }
@@ -14262,6 +14686,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::QueuingConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.queues, 1, e);
         Field::encode(&self.hand_size, 2, e);
@@ -14294,6 +14719,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.verbs, 1, e);
         Field::encode(&self.api_groups, 2, e);
@@ -14325,6 +14751,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::ServiceAccountSubject {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace, 1, e);
         Field::encode(&self.name, 2, e);
@@ -14355,6 +14782,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::Subject {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.kind, 1, e);
         Field::encode(&self.user, 2, e);
@@ -14384,6 +14812,7 @@ impl Message for k8s_openapi::api::flowcontrol::v1::UserSubject {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
     }
@@ -14413,6 +14842,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::Eviction {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -14444,6 +14874,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionPodReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.uid, 2, e);
@@ -14475,6 +14906,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -14506,6 +14938,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestPodRefere
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.uid, 2, e);
@@ -14537,6 +14970,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.target, 1, e);
         Field::encode(&self.requester, 2, e);
@@ -14568,6 +15002,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.observed_generation, 2, e);
@@ -14597,6 +15032,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionRequestTarget {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pod, 1, e);
     }
@@ -14625,6 +15061,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.target, 1, e);
     }
@@ -14657,6 +15094,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.observed_generation, 2, e);
@@ -14689,6 +15127,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::EvictionTarget {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pod, 1, e);
     }
@@ -14718,6 +15157,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::Requester {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.intent, 2, e);
@@ -14752,6 +15192,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::ResponderStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.start_time, 2, e);
@@ -14787,6 +15228,7 @@ impl Message for k8s_openapi::api::lifecycle::v1alpha1::TargetResponder {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.priority, 2, e);
@@ -14818,6 +15260,7 @@ impl Message for k8s_openapi::api::networking::v1::HTTPIngressPath {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.path, 1, e);
         Field::encode(&self.backend, 2, e);
@@ -14846,6 +15289,7 @@ impl Message for k8s_openapi::api::networking::v1::HTTPIngressRuleValue {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.paths, 1, e);
     }
@@ -14873,6 +15317,7 @@ impl Message for k8s_openapi::api::networking::v1::IPAddress {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -14900,6 +15345,7 @@ impl Message for k8s_openapi::api::networking::v1::IPAddressSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.parent_ref, 1, e);
     }
@@ -14927,6 +15373,7 @@ impl Message for k8s_openapi::api::networking::v1::IPBlock {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.cidr, 1, e);
         Field::encode(&self.except, 2, e);
@@ -14956,6 +15403,7 @@ impl Message for k8s_openapi::api::networking::v1::Ingress {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -14985,6 +15433,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressBackend {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource, 3, e);
         Field::encode(&self.service, 4, e);
@@ -15013,6 +15462,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -15044,6 +15494,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressClassParametersReferen
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_group, 1, e);
         Field::encode(&self.kind, 2, e);
@@ -15075,6 +15526,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressClassSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.controller, 1, e);
         Field::encode(&self.parameters, 2, e);
@@ -15104,6 +15556,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ip, 1, e);
         Field::encode(&self.hostname, 2, e);
@@ -15132,6 +15585,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressLoadBalancerStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ingress, 1, e);
     }
@@ -15160,6 +15614,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressPortStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.port, 1, e);
         Field::encode(&self.protocol, 2, e);
@@ -15192,6 +15647,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.host, 1, e);
         e.key(2, WireType::Len);
@@ -15223,6 +15679,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressServiceBackend {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.port, 2, e);
@@ -15253,6 +15710,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.default_backend, 1, e);
         Field::encode(&self.tls, 2, e);
@@ -15282,6 +15740,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.load_balancer, 1, e);
     }
@@ -15309,6 +15768,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressTLS {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.hosts, 1, e);
         Field::encode(&self.secret_name, 2, e);
@@ -15337,6 +15797,7 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -15365,6 +15826,7 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ports, 1, e);
         Field::encode(&self.to, 2, e);
@@ -15393,6 +15855,7 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.ports, 1, e);
         Field::encode(&self.from, 2, e);
@@ -15422,6 +15885,7 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyPeer {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pod_selector, 1, e);
         Field::encode(&self.namespace_selector, 2, e);
@@ -15452,6 +15916,7 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicyPort {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.protocol, 1, e);
         Field::encode(&self.port, 2, e);
@@ -15483,6 +15948,7 @@ impl Message for k8s_openapi::api::networking::v1::NetworkPolicySpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pod_selector, 1, e);
         Field::encode(&self.ingress, 2, e);
@@ -15515,6 +15981,7 @@ impl Message for k8s_openapi::api::networking::v1::ParentReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.group, 1, e);
         Field::encode(&self.resource, 2, e);
@@ -15545,6 +16012,7 @@ impl Message for k8s_openapi::api::networking::v1::ServiceBackendPort {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.number, 2, e);
@@ -15574,6 +16042,7 @@ impl Message for k8s_openapi::api::networking::v1::ServiceCIDR {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -15602,6 +16071,7 @@ impl Message for k8s_openapi::api::networking::v1::ServiceCIDRSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.cidrs, 1, e);
     }
@@ -15628,6 +16098,7 @@ impl Message for k8s_openapi::api::networking::v1::ServiceCIDRStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
     }
@@ -15661,6 +16132,7 @@ impl Message for k8s_openapi::api::networking::v1beta1::IPAddress {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -15700,6 +16172,7 @@ impl Message for k8s_openapi::api::networking::v1beta1::IPAddressSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.parent_ref, 1, e);
     }
@@ -15741,6 +16214,7 @@ impl Message for k8s_openapi::api::networking::v1beta1::ParentReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.group, 1, e);
         Field::encode(&self.resource, 2, e);
@@ -15784,6 +16258,7 @@ impl Message for k8s_openapi::api::networking::v1beta1::ServiceCIDR {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -15824,6 +16299,7 @@ impl Message for k8s_openapi::api::networking::v1beta1::ServiceCIDRSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.cidrs, 1, e);
     }
@@ -15862,6 +16338,7 @@ impl Message for k8s_openapi::api::networking::v1beta1::ServiceCIDRStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
     }
@@ -15894,6 +16371,7 @@ impl Message for k8s_openapi::api::node::v1::Overhead {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pod_fixed, 1, e);
     }
@@ -15923,6 +16401,7 @@ impl Message for k8s_openapi::api::node::v1::RuntimeClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.handler, 2, e);
@@ -15953,6 +16432,7 @@ impl Message for k8s_openapi::api::node::v1::Scheduling {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.node_selector, 1, e);
         Field::encode(&self.tolerations, 2, e);
@@ -15981,6 +16461,7 @@ impl Message for k8s_openapi::api::policy::v1::Eviction {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.delete_options, 2, e);
@@ -16010,6 +16491,7 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudget {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -16041,6 +16523,7 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.min_available, 1, e);
         Field::encode(&self.selector, 2, e);
@@ -16076,6 +16559,7 @@ impl Message for k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.observed_generation, 1, e);
         Field::encode(&self.disrupted_pods, 2, e);
@@ -16108,6 +16592,7 @@ impl Message for k8s_openapi::api::rbac::v1::AggregationRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.cluster_role_selectors, 1, e);
     }
@@ -16136,6 +16621,7 @@ impl Message for k8s_openapi::api::rbac::v1::ClusterRole {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.rules, 2, e);
@@ -16166,6 +16652,7 @@ impl Message for k8s_openapi::api::rbac::v1::ClusterRoleBinding {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.subjects, 2, e);
@@ -16198,6 +16685,7 @@ impl Message for k8s_openapi::api::rbac::v1::PolicyRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.verbs, 1, e);
         Field::encode(&self.api_groups, 2, e);
@@ -16229,6 +16717,7 @@ impl Message for k8s_openapi::api::rbac::v1::Role {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.rules, 2, e);
@@ -16258,6 +16747,7 @@ impl Message for k8s_openapi::api::rbac::v1::RoleBinding {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.subjects, 2, e);
@@ -16288,6 +16778,7 @@ impl Message for k8s_openapi::api::rbac::v1::RoleRef {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_group, 1, e);
         Field::encode(&self.kind, 2, e);
@@ -16319,6 +16810,7 @@ impl Message for k8s_openapi::api::rbac::v1::Subject {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.kind, 1, e);
         Field::encode(&self.api_group, 2, e);
@@ -16360,6 +16852,7 @@ impl Message for k8s_openapi::api::resource::v1::AllocatedDeviceStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.pool, 2, e);
@@ -16406,6 +16899,7 @@ impl Message for k8s_openapi::api::resource::v1::AllocationResult {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.devices, 1, e);
         Field::encode(&self.node_selector, 3, e);
@@ -16446,6 +16940,7 @@ impl Message for k8s_openapi::api::resource::v1::CELDeviceSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -16486,6 +16981,7 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.default, 1, e);
         Field::encode(&self.valid_values, 3, e);
@@ -16528,6 +17024,7 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequestPolicyRange {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.min, 1, e);
         Field::encode(&self.max, 2, e);
@@ -16568,6 +17065,7 @@ impl Message for k8s_openapi::api::resource::v1::CapacityRequirements {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
     }
@@ -16606,6 +17104,7 @@ impl Message for k8s_openapi::api::resource::v1::Counter {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.value, 1, e);
     }
@@ -16645,6 +17144,7 @@ impl Message for k8s_openapi::api::resource::v1::CounterSet {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.counters, 2, e);
@@ -16697,6 +17197,7 @@ impl Message for k8s_openapi::api::resource::v1::Device {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.attributes, 2, e);
@@ -16753,6 +17254,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.source, 1, e);
         Field::encode(&self.requests, 2, e);
@@ -16797,6 +17299,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAllocationResult {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.results, 1, e);
         Field::encode(&self.config, 2, e);
@@ -16847,6 +17350,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAttribute {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.int, 2, e);
         Field::encode(&self.bool, 3, e);
@@ -16897,6 +17401,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceCapacity {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.value, 1, e);
         Field::encode(&self.request_policy, 2, e);
@@ -16938,6 +17443,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
         Field::encode(&self.constraints, 2, e);
@@ -16982,6 +17488,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
         e.key(2, WireType::Len);
@@ -17025,6 +17532,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -17067,6 +17575,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClassConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -17110,6 +17619,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClassSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.selectors, 1, e);
         Field::encode(&self.config, 2, e);
@@ -17152,6 +17662,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceConstraint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
         Field::encode(&self.match_attribute, 2, e);
@@ -17195,6 +17706,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceCounterConsumption {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.counter_set, 1, e);
         Field::encode(&self.counters, 2, e);
@@ -17232,6 +17744,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceDerivedAttribute {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.expression, 2, e);
@@ -17268,6 +17781,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.exactly, 2, e);
@@ -17319,6 +17833,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceRequestAllocationResult {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.request, 1, e);
         Field::encode(&self.driver, 2, e);
@@ -17368,6 +17883,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.cel, 1, e);
     }
@@ -17414,6 +17930,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceSubRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.device_class_name, 2, e);
@@ -17463,6 +17980,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.value, 2, e);
@@ -17501,6 +18019,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -17532,6 +18051,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.device_selector, 1, e);
         Field::encode(&self.taint, 2, e);
@@ -17561,6 +18081,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintRuleStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
     }
@@ -17591,6 +18112,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceTaintSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 2, e);
         Field::encode(&self.pool, 3, e);
@@ -17630,6 +18152,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceToleration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.operator, 2, e);
@@ -17680,6 +18203,7 @@ impl Message for k8s_openapi::api::resource::v1::ExactDeviceRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.device_class_name, 1, e);
         Field::encode(&self.selectors, 2, e);
@@ -17728,6 +18252,7 @@ impl Message for k8s_openapi::api::resource::v1::NetworkDeviceData {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.interface_name, 1, e);
         Field::encode(&self.ips, 2, e);
@@ -17765,6 +18290,7 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableMapping {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.capacity_key, 1, e);
         Field::encode(&self.capacity_multiplier, 2, e);
@@ -17796,6 +18322,7 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableOverhead {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.per_pod, 1, e);
         Field::encode(&self.per_container, 2, e);
@@ -17826,6 +18353,7 @@ impl Message for k8s_openapi::api::resource::v1::NodeAllocatableResource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.mapping, 3, e);
         Field::encode(&self.overhead, 4, e);
@@ -17861,6 +18389,7 @@ impl Message for k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.parameters, 2, e);
@@ -17902,6 +18431,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -17945,6 +18475,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimConsumerReference 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_group, 1, e);
         Field::encode(&self.resource, 3, e);
@@ -17986,6 +18517,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.devices, 1, e);
     }
@@ -18026,6 +18558,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.allocation, 1, e);
         Field::encode(&self.reserved_for, 2, e);
@@ -18067,6 +18600,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -18107,6 +18641,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourceClaimTemplateSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -18148,6 +18683,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourcePool {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.generation, 2, e);
@@ -18189,6 +18725,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSlice {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -18239,6 +18776,7 @@ impl Message for k8s_openapi::api::resource::v1::ResourceSliceSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.pool, 2, e);
@@ -18283,6 +18821,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::CELDeviceSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -18311,6 +18850,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.cel, 1, e);
     }
@@ -18341,6 +18881,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.value, 2, e);
@@ -18373,6 +18914,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -18403,6 +18945,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.device_selector, 1, e);
         Field::encode(&self.taint, 2, e);
@@ -18431,6 +18974,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
     }
@@ -18460,6 +19004,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceTaintSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 2, e);
         Field::encode(&self.pool, 3, e);
@@ -18492,6 +19037,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::PartitionTypeStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.total, 2, e);
@@ -18536,6 +19082,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::PoolStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.pool_name, 2, e);
@@ -18579,6 +19126,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -18613,6 +19161,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.pool_name, 2, e);
@@ -18647,6 +19196,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.pools, 2, e);
         Field::encode(&self.conditions, 3, e);
@@ -18680,6 +19230,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::ShareableCapacityStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.total, 2, e);
@@ -18713,6 +19264,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::ShareableSummaryStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.fully_available_devices, 1, e);
         Field::encode(&self.partially_available_devices, 2, e);
@@ -18754,6 +19306,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.pool, 2, e);
@@ -18800,6 +19353,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::AllocationResult {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.devices, 1, e);
         Field::encode(&self.node_selector, 3, e);
@@ -18870,6 +19424,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::BasicDevice {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.attributes, 1, e);
         Field::encode(&self.capacity, 2, e);
@@ -18932,6 +19487,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -18966,6 +19522,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.default, 1, e);
         Field::encode(&self.valid_values, 3, e);
@@ -19008,6 +19565,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.min, 1, e);
         Field::encode(&self.max, 2, e);
@@ -19048,6 +19606,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::CapacityRequirements {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
     }
@@ -19080,6 +19639,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::Counter {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.value, 1, e);
     }
@@ -19107,6 +19667,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::CounterSet {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.counters, 2, e);
@@ -19135,6 +19696,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::Device {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.basic, 2, e);
@@ -19167,6 +19729,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurat
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.source, 1, e);
         Field::encode(&self.requests, 2, e);
@@ -19199,6 +19762,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationResult {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.results, 1, e);
         Field::encode(&self.config, 2, e);
@@ -19237,6 +19801,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAttribute {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.int, 2, e);
         Field::encode(&self.bool, 3, e);
@@ -19281,6 +19846,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCapacity {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.value, 1, e);
         #[cfg(any(
@@ -19316,6 +19882,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
         Field::encode(&self.constraints, 2, e);
@@ -19348,6 +19915,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
         e.key(2, WireType::Len);
@@ -19379,6 +19947,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -19409,6 +19978,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -19446,6 +20016,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.selectors, 1, e);
         Field::encode(&self.config, 2, e);
@@ -19488,6 +20059,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceConstraint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
         Field::encode(&self.match_attribute, 2, e);
@@ -19525,6 +20097,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceCounterConsumption {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.counter_set, 1, e);
         Field::encode(&self.counters, 2, e);
@@ -19556,6 +20129,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceDerivedAttribute {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.expression, 2, e);
@@ -19600,6 +20174,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.device_class_name, 2, e);
@@ -19677,6 +20252,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationRes
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.request, 1, e);
         Field::encode(&self.driver, 2, e);
@@ -19738,6 +20314,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.cel, 1, e);
     }
@@ -19778,6 +20355,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.device_class_name, 2, e);
@@ -19821,6 +20399,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceTaint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.value, 2, e);
@@ -19854,6 +20433,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceToleration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.operator, 2, e);
@@ -19886,6 +20466,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::NetworkDeviceData {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.interface_name, 1, e);
         Field::encode(&self.ips, 2, e);
@@ -19917,6 +20498,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableMapping {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.capacity_key, 1, e);
         Field::encode(&self.capacity_multiplier, 2, e);
@@ -19948,6 +20530,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableOverhead {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.per_pod, 1, e);
         Field::encode(&self.per_container, 2, e);
@@ -19978,6 +20561,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::NodeAllocatableResource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.mapping, 3, e);
         Field::encode(&self.overhead, 4, e);
@@ -20007,6 +20591,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.parameters, 2, e);
@@ -20036,6 +20621,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -20067,6 +20653,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerRefer
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_group, 1, e);
         Field::encode(&self.resource, 3, e);
@@ -20096,6 +20683,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.devices, 1, e);
     }
@@ -20124,6 +20712,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.allocation, 1, e);
         Field::encode(&self.reserved_for, 2, e);
@@ -20153,6 +20742,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -20181,6 +20771,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -20210,6 +20801,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourcePool {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.generation, 2, e);
@@ -20239,6 +20831,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceSlice {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -20277,6 +20870,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::ResourceSliceSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.pool, 2, e);
@@ -20326,6 +20920,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::AllocatedDeviceStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.pool, 2, e);
@@ -20372,6 +20967,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::AllocationResult {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.devices, 1, e);
         Field::encode(&self.node_selector, 3, e);
@@ -20406,6 +21002,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::CELDeviceSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.expression, 1, e);
     }
@@ -20440,6 +21037,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.default, 1, e);
         Field::encode(&self.valid_values, 3, e);
@@ -20482,6 +21080,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequestPolicyRange
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.min, 1, e);
         Field::encode(&self.max, 2, e);
@@ -20522,6 +21121,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::CapacityRequirements {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
     }
@@ -20554,6 +21154,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::Counter {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.value, 1, e);
     }
@@ -20581,6 +21182,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::CounterSet {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.counters, 2, e);
@@ -20645,6 +21247,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::Device {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.attributes, 2, e);
@@ -20713,6 +21316,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurat
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.source, 1, e);
         Field::encode(&self.requests, 2, e);
@@ -20745,6 +21349,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationResult {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.results, 1, e);
         Field::encode(&self.config, 2, e);
@@ -20783,6 +21388,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceAttribute {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.int, 2, e);
         Field::encode(&self.bool, 3, e);
@@ -20827,6 +21433,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceCapacity {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.value, 1, e);
         #[cfg(any(
@@ -20862,6 +21469,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
         Field::encode(&self.constraints, 2, e);
@@ -20894,6 +21502,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
         e.key(2, WireType::Len);
@@ -20925,6 +21534,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -20955,6 +21565,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         e.key(1, WireType::Len);
         e.nested(|e| {
@@ -20992,6 +21603,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.selectors, 1, e);
         Field::encode(&self.config, 2, e);
@@ -21034,6 +21646,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceConstraint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.requests, 1, e);
         Field::encode(&self.match_attribute, 2, e);
@@ -21071,6 +21684,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceCounterConsumption {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.counter_set, 1, e);
         Field::encode(&self.counters, 2, e);
@@ -21102,6 +21716,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceDerivedAttribute {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.expression, 2, e);
@@ -21132,6 +21747,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.exactly, 2, e);
@@ -21195,6 +21811,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceRequestAllocationRes
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.request, 1, e);
         Field::encode(&self.driver, 2, e);
@@ -21256,6 +21873,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.cel, 1, e);
     }
@@ -21296,6 +21914,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceSubRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.device_class_name, 2, e);
@@ -21339,6 +21958,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.value, 2, e);
@@ -21371,6 +21991,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRule {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -21402,6 +22023,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.device_selector, 1, e);
         Field::encode(&self.taint, 2, e);
@@ -21431,6 +22053,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintRuleStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
     }
@@ -21461,6 +22084,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceTaintSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 2, e);
         Field::encode(&self.pool, 3, e);
@@ -21494,6 +22118,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceToleration {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.operator, 2, e);
@@ -21538,6 +22163,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ExactDeviceRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.device_class_name, 1, e);
         Field::encode(&self.selectors, 2, e);
@@ -21580,6 +22206,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::NetworkDeviceData {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.interface_name, 1, e);
         Field::encode(&self.ips, 2, e);
@@ -21611,6 +22238,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::NodeAllocatableMapping {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.capacity_key, 1, e);
         Field::encode(&self.capacity_multiplier, 2, e);
@@ -21642,6 +22270,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::NodeAllocatableOverhead {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.per_pod, 1, e);
         Field::encode(&self.per_container, 2, e);
@@ -21672,6 +22301,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::NodeAllocatableResource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.mapping, 3, e);
         Field::encode(&self.overhead, 4, e);
@@ -21701,6 +22331,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.parameters, 2, e);
@@ -21730,6 +22361,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -21761,6 +22393,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimConsumerRefer
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_group, 1, e);
         Field::encode(&self.resource, 3, e);
@@ -21790,6 +22423,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.devices, 1, e);
     }
@@ -21818,6 +22452,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.allocation, 1, e);
         Field::encode(&self.reserved_for, 2, e);
@@ -21847,6 +22482,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -21875,6 +22511,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceClaimTemplateSpec 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -21904,6 +22541,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourcePool {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.generation, 2, e);
@@ -21933,6 +22571,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceSlice {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -21971,6 +22610,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::ResourceSliceSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.driver, 1, e);
         Field::encode(&self.pool, 2, e);
@@ -22012,6 +22652,7 @@ impl Message for k8s_openapi::api::scheduling::v1::PriorityClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.value, 2, e);
@@ -22068,6 +22709,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeDisruptionMode
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.single, 1, e);
         Field::encode(&self.all, 2, e);
@@ -22097,6 +22739,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositeGangScheduling
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.min_group_count, 1, e);
     }
@@ -22127,6 +22770,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -22158,6 +22802,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.topology, 1, e);
     }
@@ -22189,6 +22834,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedu
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.basic, 1, e);
         Field::encode(&self.gang, 2, e);
@@ -22225,6 +22871,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.parent_composite_pod_group_name, 1, e);
         Field::encode(&self.workload_ref, 2, e);
@@ -22260,6 +22907,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupStatus
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
     }
@@ -22296,6 +22944,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupTempla
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.scheduling_policy, 2, e);
@@ -22333,6 +22982,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::DisruptionMode {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.single, 1, e);
         Field::encode(&self.all, 2, e);
@@ -22362,6 +23012,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::GangSchedulingPolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.min_count, 1, e);
     }
@@ -22392,6 +23043,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroup {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -22424,6 +23076,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.resource_claim_name, 2, e);
@@ -22455,6 +23108,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupResourceClaimSt
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.resource_claim_name, 2, e);
@@ -22484,6 +23138,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingConst
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.topology, 1, e);
     }
@@ -22513,6 +23168,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSchedulingPolic
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.basic, 1, e);
         Field::encode(&self.gang, 2, e);
@@ -22550,6 +23206,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.parent_composite_pod_group_name, 1, e);
         Field::encode(&self.workload_ref, 2, e);
@@ -22587,6 +23244,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.resource_claim_statuses, 2, e);
@@ -22623,6 +23281,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::PodGroupTemplate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.scheduling_policy, 2, e);
@@ -22670,6 +23329,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
     }
@@ -22700,6 +23360,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::TypedLocalObjectReferen
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_group, 1, e);
         Field::encode(&self.kind, 2, e);
@@ -22731,6 +23392,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::Workload {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -22773,6 +23435,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupDisrupt
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.single, 1, e);
         Field::encode(&self.all, 2, e);
@@ -22803,6 +23466,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupGangSch
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.min_count, 1, e);
     }
@@ -22833,6 +23497,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupResourc
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.resource_claim_name, 2, e);
@@ -22864,6 +23529,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.topology, 1, e);
     }
@@ -22895,6 +23561,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadPodGroupSchedul
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.basic, 1, e);
         Field::encode(&self.gang, 2, e);
@@ -22931,6 +23598,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.workload_name, 1, e);
         Field::encode(&self.template_name, 2, e);
@@ -22962,6 +23630,7 @@ impl Message for k8s_openapi::api::scheduling::v1alpha3::WorkloadSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.controller_ref, 1, e);
         Field::encode(&self.pod_group_templates, 2, e);
@@ -23017,6 +23686,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::CompositeDisruptionMode 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.single, 1, e);
         Field::encode(&self.all, 2, e);
@@ -23046,6 +23716,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::CompositeGangSchedulingP
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.min_group_count, 1, e);
     }
@@ -23075,6 +23746,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupSchedul
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.topology, 1, e);
     }
@@ -23106,6 +23778,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupSchedul
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.basic, 1, e);
         Field::encode(&self.gang, 2, e);
@@ -23143,6 +23816,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::CompositePodGroupTemplat
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.scheduling_policy, 2, e);
@@ -23180,6 +23854,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::DisruptionMode {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.single, 1, e);
         Field::encode(&self.all, 2, e);
@@ -23209,6 +23884,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::GangSchedulingPolicy {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.min_count, 1, e);
     }
@@ -23239,6 +23915,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroup {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -23271,6 +23948,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaim {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.resource_claim_name, 2, e);
@@ -23302,6 +23980,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupResourceClaimSta
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.resource_claim_name, 2, e);
@@ -23331,6 +24010,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingConstr
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.topology, 1, e);
     }
@@ -23360,6 +24040,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupSchedulingPolicy
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.basic, 1, e);
         Field::encode(&self.gang, 2, e);
@@ -23397,6 +24078,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.parent_composite_pod_group_name, 1, e);
         Field::encode(&self.workload_ref, 2, e);
@@ -23434,6 +24116,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.resource_claim_statuses, 2, e);
@@ -23470,6 +24153,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::PodGroupTemplate {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.scheduling_policy, 2, e);
@@ -23517,6 +24201,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::TopologyConstraint {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
     }
@@ -23547,6 +24232,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::TypedLocalObjectReferenc
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.api_group, 1, e);
         Field::encode(&self.kind, 2, e);
@@ -23578,6 +24264,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::Workload {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -23608,6 +24295,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::WorkloadReference {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.workload_name, 1, e);
         Field::encode(&self.template_name, 2, e);
@@ -23639,6 +24327,7 @@ impl Message for k8s_openapi::api::scheduling::v1beta1::WorkloadSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.controller_ref, 1, e);
         Field::encode(&self.pod_group_templates, 2, e);
@@ -23669,6 +24358,7 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriver {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -23708,6 +24398,7 @@ impl Message for k8s_openapi::api::storage::v1::CSIDriverSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.attach_required, 1, e);
         Field::encode(&self.pod_info_on_mount, 2, e);
@@ -23749,6 +24440,7 @@ impl Message for k8s_openapi::api::storage::v1::CSINode {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -23781,6 +24473,7 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeDriver {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.node_id, 2, e);
@@ -23810,6 +24503,7 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.drivers, 1, e);
     }
@@ -23837,6 +24531,7 @@ impl Message for k8s_openapi::api::storage::v1::CSINodeStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.storage_health, 1, e);
     }
@@ -23868,6 +24563,7 @@ impl Message for k8s_openapi::api::storage::v1::CSIStorageCapacity {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.node_topology, 2, e);
@@ -23905,6 +24601,7 @@ impl Message for k8s_openapi::api::storage::v1::StorageClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.provisioner, 2, e);
@@ -23940,6 +24637,7 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealth {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.health_conditions, 2, e);
@@ -23974,6 +24672,7 @@ impl Message for k8s_openapi::api::storage::v1::StorageHealthCondition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.status, 1, e);
         Field::encode(&self.reason, 2, e);
@@ -24007,6 +24706,7 @@ impl Message for k8s_openapi::api::storage::v1::TokenRequest {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.audience, 1, e);
         Field::encode(&self.expiration_seconds, 2, e);
@@ -24036,6 +24736,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachment {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -24065,6 +24766,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.persistent_volume_name, 1, e);
         Field::encode(&self.inline_volume_spec, 2, e);
@@ -24094,6 +24796,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.attacher, 1, e);
         Field::encode(&self.source, 2, e);
@@ -24125,6 +24828,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.attached, 1, e);
         Field::encode(&self.attachment_metadata, 2, e);
@@ -24162,6 +24866,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeAttributesClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.driver_name, 2, e);
@@ -24198,6 +24903,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeError {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.time, 1, e);
         Field::encode(&self.message, 2, e);
@@ -24226,6 +24932,7 @@ impl Message for k8s_openapi::api::storage::v1::VolumeNodeResources {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.count, 1, e);
     }
@@ -24255,6 +24962,7 @@ impl Message for k8s_openapi::api::storage::v1alpha1::VolumeAttributesClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.driver_name, 2, e);
@@ -24292,6 +25000,7 @@ impl Message for k8s_openapi::api::storage::v1beta1::VolumeAttributesClass {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.driver_name, 2, e);
@@ -24329,6 +25038,7 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -24359,6 +25069,7 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource, 1, e);
     }
@@ -24388,6 +25099,7 @@ impl Message for k8s_openapi::api::storagemigration::v1::StorageVersionMigration
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.resource_version, 2, e);
@@ -24419,6 +25131,7 @@ impl Message for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigr
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -24449,6 +25162,7 @@ impl Message for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigr
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.resource, 1, e);
     }
@@ -24478,6 +25192,7 @@ impl Message for k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigr
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
         Field::encode(&self.resource_version, 2, e);
@@ -24504,6 +25219,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
 Field::encode(&self.name, 1, e);
 Field::encode(&self.type_, 2, e);
@@ -24539,6 +25255,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.strategy, 1, e);
         Field::encode(&self.webhook, 2, e);
@@ -24573,6 +25290,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -24601,6 +25319,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
 Field::encode(&self.type_, 1, e);
 Field::encode(&self.status, 2, e);
@@ -24630,6 +25349,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
 Field::encode(&self.plural, 1, e);
 Field::encode(&self.singular, 2, e);
@@ -24659,6 +25379,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
 Field::encode(&self.group, 1, e);
 Field::encode(&self.names, 3, e);
@@ -24686,6 +25407,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
 Field::encode(&self.conditions, 1, e);
 Field::encode(&self.accepted_names, 2, e);
@@ -24716,6 +25438,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
 Field::encode(&self.name, 1, e);
 Field::encode(&self.served, 2, e);
@@ -24745,6 +25468,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
 Field::encode(&self.spec_replicas_path, 1, e);
 Field::encode(&self.status_replicas_path, 2, e);
@@ -24769,6 +25493,7 @@ impl Message for k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions:
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
 Field::encode(&self.status, 1, e);
 Field::encode(&self.scale, 2, e);
@@ -24801,6 +25526,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.open_api_v3_schema, 1, e);
     }
@@ -24833,6 +25559,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.description, 1, e);
         Field::encode(&self.url, 2, e);
@@ -24908,6 +25635,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.id, 1, e);
         Field::encode(&self.schema, 2, e);
@@ -24982,6 +25710,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.json_path, 1, e);
     }
@@ -25016,6 +25745,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace, 1, e);
         Field::encode(&self.name, 2, e);
@@ -25055,6 +25785,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.rule, 1, e);
         Field::encode(&self.message, 2, e);
@@ -25093,6 +25824,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.service, 1, e);
         Field::encode(&self.ca_bundle, 2, e);
@@ -25127,6 +25859,7 @@ impl Message
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.client_config, 2, e);
         Field::encode(&self.conversion_review_versions, 3, e);
@@ -25159,6 +25892,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroup {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.versions, 2, e);
@@ -25188,6 +25922,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIGroupList {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.groups, 1, e);
     }
@@ -25223,6 +25958,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.namespaced, 2, e);
@@ -25259,6 +25995,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.group_version, 1, e);
         Field::encode(&self.resources, 2, e);
@@ -25287,6 +26024,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::APIVersions {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.versions, 1, e);
         Field::encode(&self.server_address_by_client_cidrs, 2, e);
@@ -25326,6 +26064,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -25366,6 +26105,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.grace_period_seconds, 1, e);
         Field::encode(&self.preconditions, 2, e);
@@ -25403,6 +26143,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldSelectorRe
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.operator, 2, e);
@@ -25433,6 +26174,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.group, 1, e);
         Field::encode(&self.resource, 2, e);
@@ -25462,6 +26204,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupVersionFor
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.group_version, 1, e);
         Field::encode(&self.version, 2, e);
@@ -25490,6 +26233,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.match_labels, 1, e);
         Field::encode(&self.match_expressions, 2, e);
@@ -25519,6 +26263,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRe
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.key, 1, e);
         Field::encode(&self.operator, 2, e);
@@ -25552,6 +26297,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.self_link, 1, e);
         Field::encode(&self.resource_version, 2, e);
@@ -25589,6 +26335,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEn
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.manager, 1, e);
         Field::encode(&self.operation, 2, e);
@@ -25636,6 +26383,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.generate_name, 2, e);
@@ -25681,6 +26429,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference 
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.kind, 1, e);
         Field::encode(&self.name, 3, e);
@@ -25713,6 +26462,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Preconditions {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.uid, 1, e);
         Field::encode(&self.resource_version, 2, e);
@@ -25741,6 +26491,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ServerAddressBy
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.client_cidr, 1, e);
         Field::encode(&self.server_address, 2, e);
@@ -25769,6 +26520,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::ShardInfo {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.selector, 1, e);
     }
@@ -25801,6 +26553,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.status, 2, e);
@@ -25834,6 +26587,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.reason, 1, e);
         Field::encode(&self.message, 2, e);
@@ -25867,6 +26621,7 @@ impl Message for k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusDetails {
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.name, 1, e);
         Field::encode(&self.group, 2, e);
@@ -25900,6 +26655,7 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::A
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.metadata, 1, e);
         Field::encode(&self.spec, 2, e);
@@ -25933,6 +26689,7 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::A
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.type_, 1, e);
         Field::encode(&self.status, 2, e);
@@ -25971,6 +26728,7 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::A
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.service, 1, e);
         Field::encode(&self.group, 2, e);
@@ -26004,6 +26762,7 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::A
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.conditions, 1, e);
     }
@@ -26035,6 +26794,7 @@ impl Message for k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::S
         }
     }
 
+    #[inline]
     fn encode_fields(&self, e: &mut Encoder) {
         Field::encode(&self.namespace, 1, e);
         Field::encode(&self.name, 2, e);

@@ -20,6 +20,9 @@
 //! - With the `json` feature, `json_codec` converts any built-in kind between its
 //!   protobuf and its JSON form (for code that holds objects as JSON, as kubekit-fake
 //!   does); without it, nothing of the JSON conversions is compiled.
+//! - With the `encode` feature, the registry's codecs ([`codec`]) encode too
+//!   ([`Codec::encode`]); without it they only decode, and a type's encoder is compiled
+//!   only where [`encode`] is called for it (each message's `encode_fields` is `#[inline]`).
 //! - Custom resources have no protobuf form: they are not here, and the server never sends
 //!   them as protobuf.
 //!

@@ -74,12 +74,25 @@ struct Registry(HashMap<TypeId, Codec>);
 
 impl ResourceVisitor for Registry {
     fn visit<T: ResourceMessage>(&mut self) {
-        let codec = Codec::wrapping::<T, T>(decode_message_with::<T>, |value| {
-            let mut e = Encoder::default();
-            value.encode_fields(&mut e);
-            Some(e.into_bytes())
-        });
+        let codec = Codec::wrapping::<T, T>(decode_message_with::<T>, encode_message::<T>);
         self.0.insert(TypeId::of::<T>(), codec);
+    }
+}
+
+/// A registered type's message: with the `encode` feature. Without it the registry's
+/// codecs only decode ([`Codec::encode`] gives `None`), and no type's encoder is compiled
+/// for them.
+fn encode_message<T: Message>(value: &T) -> Option<Vec<u8>> {
+    #[cfg(feature = "encode")]
+    {
+        let mut e = Encoder::default();
+        value.encode_fields(&mut e);
+        Some(e.into_bytes())
+    }
+    #[cfg(not(feature = "encode"))]
+    {
+        let _ = value;
+        None
     }
 }
 
@@ -160,7 +173,8 @@ impl Codec {
     }
 
     /// Encodes `value`, which must be this codec's type, in an envelope; `None` if it is
-    /// another type (or a wrapped value without its message at hand).
+    /// another type (or a wrapped value without its message at hand), and for every
+    /// codec of [`codec`] unless kubekit-protobuf's `encode` feature is on.
     pub fn encode<K: Any>(&self, value: &K) -> Option<Vec<u8>> {
         let message = (self.encode)(value)?;
         Some(encode_raw(self.api_version, self.kind, &message))
@@ -364,8 +378,15 @@ mod tests {
         assert!(cm_codec.decode::<Pod>(&bytes).is_err());
         let err = codec::<Pod>().unwrap().decode::<Pod>(&bytes).unwrap_err();
         assert!(err.to_string().contains("expected v1 Pod"), "{err}");
-        assert_eq!(cm_codec.encode(&cm), Some(bytes));
         assert_eq!(cm_codec.encode(&Pod::default()), None);
+    }
+
+    #[test]
+    fn a_codec_encodes_its_own_type_with_the_encode_feature_and_nothing_without() {
+        let cm = config_map("x");
+        let codec = codec::<ConfigMap>().unwrap();
+        let want = cfg!(feature = "encode").then(|| encode(&cm));
+        assert_eq!(codec.encode(&cm), want);
     }
 
     #[test]

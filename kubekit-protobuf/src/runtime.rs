@@ -489,6 +489,7 @@ macro_rules! message_value {
                 $crate::runtime::merge_nested(self, d)
             }
 
+            #[inline]
             fn encode(&self, e: &mut $crate::runtime::Encoder) {
                 $crate::runtime::encode_nested(self, e);
             }

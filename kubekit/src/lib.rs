@@ -61,6 +61,13 @@
 //! pick it, or two libraries picking different ones would not build together. The
 //! repository's README has the whole `[dependencies]` block.
 //!
+//! Cargo features, all but `simd-json` on by default: `compact` (`cache::Compact` and
+//! zstd), `ws` (exec, attach and port-forward in [`pods`]), `protobuf-writes` (creates
+//! and updates of built-in types in protobuf; JSON without it), `prebuilt-<group>` (where a
+//! group's typed informer accessors are compiled; only `prebuilt-core` by default) and
+//! `simd-json` (JSON decoded by simd-json first). A program that needs none of the first
+//! three compiles less without them: see the README's "Build time".
+//!
 //! # Layers
 //!
 //! The library is layered the way client-go is; data and imports flow one way, from the

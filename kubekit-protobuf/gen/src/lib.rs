@@ -181,6 +181,9 @@ pub fn generate(src: &Sources) -> Result<(String, Report), String> {
         let cfg = cfg_attr(&versions, &all_versions);
         let ty = format!("k8s_openapi::{path}");
         let empty = empty_body(&present, &versions);
+        // `encode_fields` is `#[inline]`: compiled only in what encodes the type (the
+        // registry with the `encode` feature, a program calling `encode`), not for every
+        // message in kubekit-protobuf itself.
         writeln!(
             out,
             "\n{cfg}impl Message for {ty} {{\n    \
@@ -188,6 +191,7 @@ pub fn generate(src: &Sources) -> Result<(String, Report), String> {
                  fn empty() -> Self {{ {empty} }}\n\n    \
                  fn merge_field(&mut self, number: u32, wire: WireType, d: &mut Decoder<'_>) -> Result<(), Error> {{\n        \
                      match number {{\n{merges} _ => d.skip(wire),\n        }}\n    }}\n\n    \
+                 #[inline]\n    \
                  fn encode_fields(&self, e: &mut Encoder) {{\n{encodes}    }}\n}}\n\n\
              {cfg}crate::message_value!({ty});"
         )

@@ -17,14 +17,14 @@
 //!   dictionary.
 //! - One compression and one decompression context per thread, made on first use.
 
-use std::any::{Any, TypeId};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, OnceLock};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use zstd_safe::{CCtx, CDict, DCtx, DDict};
+
+use super::per_type::per_type;
 
 /// zstd level: 1 is several times faster than the default 3 for JSON of this size, at a
 /// few percent of size.
@@ -125,44 +125,6 @@ fn train(samples: &Samples) -> Option<Arc<Dictionary>> {
             None
         }
     }
-}
-
-type AnyState = &'static (dyn Any + Send + Sync);
-
-/// The state `S` that every value of type `T` shares (one per pair of types, made on first
-/// use and kept for the life of the process). Looked up in a per-thread copy of the
-/// process's table: this is on the path of every object decoded, on every core.
-pub(crate) fn per_type<T: 'static, S: Default + Send + Sync + 'static>() -> &'static S {
-    let state = state_of((TypeId::of::<T>(), TypeId::of::<S>()), new_state::<S>);
-    match state.downcast_ref() {
-        Some(state) => state,
-        // The key names S: a state of another type is never stored under it.
-        None => unreachable!("per-type state stored under another type"),
-    }
-}
-
-/// A new state of type `S`, kept for the life of the process.
-fn new_state<S: Default + Send + Sync + 'static>() -> AnyState {
-    Box::leak(Box::new(S::default()))
-}
-
-/// The state under `key`, made by `make` on first use: [`per_type`]'s table, not generic
-/// so that it is compiled once rather than for every type.
-fn state_of(key: (TypeId, TypeId), make: fn() -> AnyState) -> AnyState {
-    static STATES: LazyLock<RwLock<HashMap<(TypeId, TypeId), AnyState>>> =
-        LazyLock::new(Default::default);
-    thread_local! {
-        static LOCAL: RefCell<Vec<((TypeId, TypeId), AnyState)>> = const { RefCell::new(Vec::new()) };
-    }
-    LOCAL.with_borrow_mut(|local| {
-        if let Some((_, state)) = local.iter().find(|(k, _)| *k == key) {
-            return *state;
-        }
-        let known = STATES.read().get(&key).copied();
-        let state = known.unwrap_or_else(|| *STATES.write().entry(key).or_insert_with(make));
-        local.push((key, state));
-        state
-    })
 }
 
 /// One object's compressed bytes (JSON or a protobuf message).

@@ -71,8 +71,9 @@ use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::codec::{Compression, Frame, per_type};
+use super::codec::{Compression, Frame};
 use super::meta_ref::{MetaRef, PackedMeta};
+use super::per_type::per_type;
 use crate::rest::Error;
 use crate::rest::leading::read_metadata;
 

@@ -25,7 +25,7 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use super::codec::per_type;
+use super::per_type::per_type;
 use crate::labels::Labels;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube::Resource;
@@ -39,6 +39,10 @@ pub struct MetaRef<'a>(Source<'a>);
 #[derive(Debug, Clone, Copy)]
 enum Source<'a> {
     Full(&'a ObjectMeta),
+    #[cfg_attr(
+        not(feature = "compact"),
+        expect(dead_code, reason = "only a Compact object's metadata is packed")
+    )]
     Packed(&'a PackedMeta),
 }
 
@@ -92,6 +96,7 @@ impl<'a> MetaRef<'a> {
         Self(Source::Full(meta))
     }
 
+    #[cfg(feature = "compact")]
     pub(crate) fn packed(meta: &'a PackedMeta) -> Self {
         Self(Source::Packed(meta))
     }
@@ -241,6 +246,7 @@ pub(crate) type Reader = for<'a> fn(&'a dyn Any) -> Option<MetaRef<'a>>;
 pub(crate) struct ReaderSlot(OnceLock<Reader>);
 
 /// Registers how objects of type `K` are read, unless done already.
+#[cfg(feature = "compact")]
 pub(crate) fn register<K: 'static>(reader: Reader) {
     per_type::<K, ReaderSlot>().0.get_or_init(|| reader);
 }
@@ -294,6 +300,7 @@ pub(crate) struct PackedMeta {
 }
 
 /// An ownerReference's two optional flags as one word.
+#[cfg(feature = "compact")]
 fn flags(r: &OwnerReference) -> u32 {
     let flag = |b: Option<bool>| match b {
         None => 0,
@@ -312,12 +319,14 @@ fn flag(word: u32, shift: u32) -> Option<bool> {
 }
 
 /// Metadata too large to pack: over 4 GiB of strings.
+#[cfg(feature = "compact")]
 #[derive(Debug, thiserror::Error)]
 #[error("the object's metadata holds more than 4 GiB of strings")]
 pub(crate) struct TooLarge;
 
 impl PackedMeta {
     /// Packs `meta` (its `annotations`, `managedFields` and `selfLink` are left out).
+    #[cfg(feature = "compact")]
     pub(crate) fn new(meta: &ObjectMeta) -> Result<Self, TooLarge> {
         let texts: [&Option<String>; TEXTS] = [
             &meta.name,

@@ -9,7 +9,7 @@
 //! - [`key`]: how objects are named in the cache, and tombstones.
 //! - [`store`]: [`Indexer`], the thread-safe cache with named secondary indexes.
 //! - [`compact`]: [`Compact`], objects kept compressed with their metadata at hand, for
-//!   informers over many objects.
+//!   informers over many objects (the `compact` feature, on by default).
 //! - [`meta_ref`](mod@meta_ref): [`MetaRef`], an object's metadata as the cache reads it, without
 //!   building an `ObjectMeta` for a compact object.
 //! - [`delta_fifo`]: [`DeltaFifo`], the queue of changes between a reflector and an
@@ -27,7 +27,9 @@
 //! - [`shared_informer`]: [`SharedIndexInformer`] and its handler registrations.
 //! - [`wait_for_cache_sync`]: waits for several informers at once.
 
+#[cfg(feature = "compact")]
 mod codec;
+#[cfg(feature = "compact")]
 pub mod compact;
 pub mod controller;
 pub mod delta_fifo;
@@ -38,6 +40,7 @@ pub mod meta_ref;
 pub mod metrics;
 mod object;
 pub mod pager;
+mod per_type;
 pub mod reflector;
 pub mod shard;
 pub mod shared_informer;
@@ -45,6 +48,7 @@ pub mod store;
 #[cfg(test)]
 pub(crate) mod test_support;
 
+#[cfg(feature = "compact")]
 pub use compact::{Compact, Encoding};
 pub use controller::{Controller, ControllerConfig, ProcessError, ProcessFunc};
 pub use delta_fifo::{Closed, Delta, DeltaFifo, DeltaType, Deltas};

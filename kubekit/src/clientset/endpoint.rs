@@ -153,7 +153,8 @@ impl Endpoint {
     }
 
     /// `req` carrying `obj`: in protobuf when this endpoint asks for protobuf and `T` has
-    /// its message at hand (what client-go's typed clients send), in JSON otherwise.
+    /// its message at hand (what client-go's typed clients send; with the `protobuf-writes`
+    /// feature, on by default), in JSON otherwise.
     fn with_body<T: Serialize + Any>(&self, req: Request, obj: &T) -> Request {
         let protobuf = (self.accept == Accept::PROTOBUF)
             .then(|| protobuf_codec::<T>()?.encode(obj))

@@ -13,6 +13,7 @@
 //! | [`port_forward_stream`](ResourceClient::port_forward_stream) | one stream of a port-forward dialer | one connection to a Pod port, in process |
 //!
 //! ```no_run
+//! # #[cfg(feature = "ws")]
 //! # async fn demo(clientset: kubekit::clientset::Clientset) -> kubekit::rest::Result<()> {
 //! use kubekit::pods::{ExecOptions, LogOptions};
 //!
@@ -39,14 +40,19 @@
 //! carry their channels themselves (reading the server apart from writing to it);
 //! port-forward uses kube's port-forwarder. They wait for the client-side rate limiter
 //! like every request; a refusal (no such Pod, a forbidden verb) is an [`Error::Api`] with
-//! the server's `Status`.
+//! the server's `Status`. They are kubekit's `ws` feature, on by default; without it,
+//! neither they nor kube's websocket support are compiled, and logs remain.
 
+#[cfg(feature = "ws")]
 mod exec;
 mod logs;
+#[cfg(feature = "ws")]
 mod portforward;
 
+#[cfg(feature = "ws")]
 pub use exec::{ExecOptions, ExitStatus, Process, TerminalSize, TerminalSizeSender};
 pub use logs::LogOptions;
+#[cfg(feature = "ws")]
 pub use portforward::{ForwardedPort, PortForward, PortMapping, PortStream};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -71,6 +77,7 @@ impl ResourceClient<Pod> {
     }
 
     /// The path of subresource `sub` of Pod `name`, for errors.
+    #[cfg(feature = "ws")]
     fn pod_path(&self, name: &str, sub: &str) -> String {
         format!(
             "/api/v1/namespaces/{}/pods/{name}/{sub}",
@@ -79,6 +86,7 @@ impl ResourceClient<Pod> {
     }
 }
 
+#[cfg(feature = "ws")]
 /// An error from kube's websocket layer as a kubekit error: the server's refusal as
 /// [`Error::Api`], anything else as [`Error::Transport`] on `url`.
 fn from_kube(err: kube::Error, url: &str) -> Error {
@@ -96,6 +104,7 @@ fn from_kube(err: kube::Error, url: &str) -> Error {
     }
 }
 
+#[cfg(feature = "ws")]
 /// kube's `Status` as k8s-openapi's, the type kubekit's errors carry. Both are the same
 /// JSON object.
 fn kube_status(

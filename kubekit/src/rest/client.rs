@@ -215,6 +215,7 @@ impl RestClient {
 
     /// The HTTP client underneath, for the streaming protocols built on kube's websocket
     /// support (exec, attach, port-forward).
+    #[cfg(feature = "ws")]
     pub(crate) fn http(&self) -> &kube::Client {
         &self.inner.http
     }
@@ -1187,8 +1188,16 @@ pub(crate) fn protobuf_error(
 
 /// The protobuf codec of `K`: of a built-in type, or of a [`Compact`](crate::cache::Compact)
 /// one.
+#[cfg(feature = "compact")]
 pub(crate) fn protobuf_codec<K: 'static>() -> Option<&'static kubekit_protobuf::Codec> {
     kubekit_protobuf::codec::<K>().or_else(crate::cache::compact::protobuf_codec::<K>)
+}
+
+/// The protobuf codec of `K`, a built-in type (there are no compact types without the
+/// `compact` feature).
+#[cfg(not(feature = "compact"))]
+pub(crate) fn protobuf_codec<K: 'static>() -> Option<&'static kubekit_protobuf::Codec> {
+    kubekit_protobuf::codec::<K>()
 }
 
 /// The protobuf codec of `K`, or the error of a protobuf body for a type that has none.
