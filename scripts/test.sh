@@ -38,8 +38,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 # kubekit's optional JSON decoder (off by default): its lints, and its unit tests below.
 cargo clippy -p kubekit --lib --tests --locked --features simd-json -- -D warnings
-# kubekit without its default `protobuf-writes` and `ws` (the library alone: its tests'
-# dev-dependencies would turn them back on), and kubekit-protobuf without `encode`.
+# kubekit without its default `compact`, `protobuf-writes` and `ws` (the library alone: its
+# tests' dev-dependencies would turn them back on), and kubekit-protobuf without `encode`.
 K8S_OPENAPI_ENABLED_VERSION=1.37 cargo clippy -p kubekit --lib --locked \
   --no-default-features --features prebuilt-core -- -D warnings
 cargo clippy -p kubekit-protobuf --lib --tests --locked -- -D warnings

@@ -86,9 +86,9 @@ impl ResourceClient<Pod> {
     }
 }
 
-#[cfg(feature = "ws")]
 /// An error from kube's websocket layer as a kubekit error: the server's refusal as
 /// [`Error::Api`], anything else as [`Error::Transport`] on `url`.
+#[cfg(feature = "ws")]
 fn from_kube(err: kube::Error, url: &str) -> Error {
     match err {
         kube::Error::Api(status) => Error::Api {
@@ -104,9 +104,9 @@ fn from_kube(err: kube::Error, url: &str) -> Error {
     }
 }
 
-#[cfg(feature = "ws")]
 /// kube's `Status` as k8s-openapi's, the type kubekit's errors carry. Both are the same
 /// JSON object.
+#[cfg(feature = "ws")]
 fn kube_status(
     status: &kube::core::Status,
 ) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Status {
