@@ -41,7 +41,7 @@ cargo clippy -p kubekit --lib --tests --locked --features simd-json -- -D warnin
 # kubekit without its default `compact`, `protobuf-writes` and `ws` (the library alone: its
 # tests' dev-dependencies would turn them back on), and kubekit-protobuf without `encode`.
 K8S_OPENAPI_ENABLED_VERSION=1.37 cargo clippy -p kubekit --lib --locked \
-  --no-default-features --features prebuilt-core -- -D warnings
+  --no-default-features --features prebuilt-common -- -D warnings
 cargo clippy -p kubekit-protobuf --lib --tests --locked -- -D warnings
 
 step "tests"

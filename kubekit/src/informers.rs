@@ -42,9 +42,11 @@
 //! `prebuilt-<group>` Cargo features (one per API group: `prebuilt-core`, `prebuilt-apps`,
 //! `prebuilt-batch`, …, and `prebuilt-all`); the API is the same either way:
 //!
-//! - **With the group's feature** (`prebuilt-core` is on by default) the accessors of the
-//!   group's types are compiled once, in kubekit, for every type of the group: the
-//!   program's first build pays for all of them, and its rebuilds for none.
+//! - **With the group's feature** the accessors of the group's types are compiled once, in
+//!   kubekit, for every type of the group: the program's first build pays for all of them,
+//!   and its rebuilds for none. `prebuilt-common`, on by default, does so for the core
+//!   kinds most controllers read: Pods, Services, ConfigMaps, Secrets, ServiceAccounts,
+//!   Namespaces and Nodes (`prebuilt-core` for every core kind).
 //! - **Without it** they are `#[inline]`: compiled in the program that calls them, for the
 //!   types it uses, on its first build and again each time the calling crate is rebuilt.
 //!
@@ -546,10 +548,16 @@ macro_rules! informer_groups {
         $(if $gate:ident)?
         {
             namespaced {
-                $($ns_fn:ident: $NsKind:ident $([client $ns_only:ident])? $(if $ns_gate:ident)?,)*
+                $(
+                    $ns_fn:ident: $NsKind:ident $([client $ns_only:ident])?
+                    $([prebuilt $ns_also:literal])? $(if $ns_gate:ident)?,
+                )*
             }
             cluster {
-                $($cl_fn:ident: $ClKind:ident $([client $cl_only:ident])? $(if $cl_gate:ident)?,)*
+                $(
+                    $cl_fn:ident: $ClKind:ident $([client $cl_only:ident])?
+                    $([prebuilt $cl_also:literal])? $(if $cl_gate:ident)?,
+                )*
             }
         }
     )*) => {
@@ -574,7 +582,10 @@ macro_rules! informer_groups {
                                     "The shared informer of `", $api_version, "` `",
                                     stringify!($NsKind), "`."
                                 )]
-                                #[cfg_attr(not(feature = $prebuilt), inline)]
+                                #[cfg_attr(
+                                    not(any(feature = $prebuilt $(, feature = $ns_also)?)),
+                                    inline
+                                )]
                                 pub fn $ns_fn(&self) -> InformerFor<$accessor::$NsKind> {
                                     self.factory.for_type()
                                 }
@@ -588,7 +599,10 @@ macro_rules! informer_groups {
                                     "The shared informer of `", $api_version, "` `",
                                     stringify!($ClKind), "`."
                                 )]
-                                #[cfg_attr(not(feature = $prebuilt), inline)]
+                                #[cfg_attr(
+                                    not(any(feature = $prebuilt $(, feature = $cl_also)?)),
+                                    inline
+                                )]
                                 pub fn $cl_fn(&self) -> InformerFor<$accessor::$ClKind> {
                                     self.factory.for_type()
                                 }

@@ -61,12 +61,14 @@
 //! pick it, or two libraries picking different ones would not build together. The
 //! repository's README has the whole `[dependencies]` block.
 //!
-//! Cargo features, all but `simd-json` on by default: `compact` (`cache::Compact` and
-//! zstd), `ws` (exec, attach and port-forward in [`pods`]), `protobuf-writes` (creates
-//! and updates of built-in types in protobuf; JSON without it), `prebuilt-<group>` (where a
-//! group's typed informer accessors are compiled; only `prebuilt-core` by default) and
-//! `simd-json` (JSON decoded by simd-json first). A program that needs none of the first
-//! three compiles less without them: see the README's "Build time".
+//! Cargo features on by default: `compact` (`cache::Compact` and zstd), `ws` (exec, attach
+//! and port-forward in [`pods`]), `protobuf-writes` (creates and updates of built-in types
+//! in protobuf; JSON without it) and `prebuilt-common` (the typed informer accessors of the
+//! core kinds most controllers read, compiled in kubekit). Off by default:
+//! `prebuilt-<group>` (a whole group's accessors compiled in kubekit: `prebuilt-core`,
+//! `prebuilt-apps`, …, `prebuilt-all`) and `simd-json` (JSON decoded by simd-json first).
+//! A program that needs none of the first three compiles less without them: see the
+//! README's "Build time".
 //!
 //! # Layers
 //!

@@ -69,10 +69,19 @@ pub struct BuiltInResource {
     /// into kubekit, e.g. `prebuilt-networking` (see the [informer
     /// factory](crate::informers#build-time)).
     pub prebuilt: &'static str,
+    /// One more feature that compiles that accessor into kubekit: `prebuilt-common`, on by
+    /// default, for the core kinds most controllers read (Pods, Services, ConfigMaps,
+    /// Secrets, ServiceAccounts, Namespaces, Nodes).
+    pub also_prebuilt: Option<&'static str>,
 }
 
 impl BuiltInResource {
-    fn of<K>(accessor: &'static str, informer: bool, prebuilt: &'static str) -> Self
+    fn of<K>(
+        accessor: &'static str,
+        informer: bool,
+        prebuilt: &'static str,
+        also_prebuilt: Option<&'static str>,
+    ) -> Self
     where
         K: k8s_openapi::Resource,
         K::Scope: KnownScope,
@@ -86,6 +95,7 @@ impl BuiltInResource {
             informer,
             accessor,
             prebuilt,
+            also_prebuilt,
         }
     }
 
@@ -120,6 +130,7 @@ impl fmt::Debug for BuiltInResource {
             .field("informer", &self.informer)
             .field("accessor", &self.accessor)
             .field("prebuilt", &self.prebuilt)
+            .field("also_prebuilt", &self.also_prebuilt)
             .finish_non_exhaustive()
     }
 }
@@ -158,6 +169,16 @@ macro_rules! has_informer {
     };
 }
 
+/// The table's `[prebuilt "feature"]` of a resource, as an `Option`.
+macro_rules! also_prebuilt {
+    ($feature:literal) => {
+        Some($feature)
+    };
+    () => {
+        None
+    };
+}
+
 /// The accessor of a resource as the table names it: `networking_v1().ingresses(ns)`.
 macro_rules! accessor_path {
     ($group:ident, $resource:ident, $args:literal) => {
@@ -176,10 +197,16 @@ macro_rules! api_groups {
         $(if $gate:ident)?
         {
             namespaced {
-                $($ns_fn:ident: $NsKind:ident $([client $ns_only:ident])? $(if $ns_gate:ident)?,)*
+                $(
+                    $ns_fn:ident: $NsKind:ident $([client $ns_only:ident])?
+                    $([prebuilt $ns_also:literal])? $(if $ns_gate:ident)?,
+                )*
             }
             cluster {
-                $($cl_fn:ident: $ClKind:ident $([client $cl_only:ident])? $(if $cl_gate:ident)?,)*
+                $(
+                    $cl_fn:ident: $ClKind:ident $([client $cl_only:ident])?
+                    $([prebuilt $cl_also:literal])? $(if $cl_gate:ident)?,
+                )*
             }
         }
     )*) => {
@@ -291,6 +318,7 @@ macro_rules! api_groups {
                                     accessor_path!($accessor, $ns_fn, "(ns)"),
                                     has_informer!($($ns_only)?),
                                     $prebuilt,
+                                    also_prebuilt!($($ns_also)?),
                                 ));
                             }
                         )*
@@ -300,6 +328,7 @@ macro_rules! api_groups {
                                     accessor_path!($accessor, $cl_fn, "()"),
                                     has_informer!($($cl_only)?),
                                     $prebuilt,
+                                    also_prebuilt!($($cl_also)?),
                                 ));
                             }
                         )*
@@ -474,6 +503,32 @@ mod tests {
         let default = &features[features.find("\ndefault = [").expect("default")..];
         let default = &default[..default.find(']').expect("default's end")];
         assert_eq!(default.matches("\"prebuilt-").count(), 1, "{default}");
-        assert!(default.contains("\"prebuilt-core\""), "{default}");
+        assert!(default.contains("\"prebuilt-common\""), "{default}");
+    }
+
+    #[test]
+    fn prebuilt_common_names_seven_core_kinds_that_have_informers() {
+        let common: Vec<_> = built_in_resources()
+            .iter()
+            .filter(|r| r.also_prebuilt.is_some())
+            .collect();
+        for r in &common {
+            assert_eq!(r.also_prebuilt, Some("prebuilt-common"), "{r:?}");
+            assert_eq!((r.group, r.prebuilt), ("", "prebuilt-core"), "{r:?}");
+            assert!(r.informer, "{r:?} has no informer to prebuild");
+        }
+        let kinds: Vec<_> = common.iter().map(|r| r.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "ConfigMap",
+                "Pod",
+                "Secret",
+                "Service",
+                "ServiceAccount",
+                "Namespace",
+                "Node"
+            ]
+        );
     }
 }

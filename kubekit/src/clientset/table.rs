@@ -19,6 +19,9 @@
 //! - The third item after a group version's accessor names the Cargo feature that compiles
 //!   its informer accessors into kubekit (`prebuilt-apps`); without it they are `#[inline]`
 //!   and compiled in the program that calls them (see the informer factory's docs).
+//! - `[prebuilt "feature"]` after a resource names one more feature that compiles its
+//!   informer accessor into kubekit: `prebuilt-common` (on by default) for the core kinds
+//!   most controllers read.
 
 /// Hands the table to the generator macro `$generate`, which must accept its syntax:
 ///
@@ -26,8 +29,8 @@
 /// /// docs of the group client
 /// accessor => ClientType, InformersType ("group/version", path::to::module, "prebuilt-group")
 ///     [if gate] {
-///     namespaced { fn_name: Type [[client only]] [if gate], … }
-///     cluster { fn_name: Type [[client only]] [if gate], … }
+///     namespaced { fn_name: Type [[client only]] [[prebuilt "feature"]] [if gate], … }
+///     cluster { fn_name: Type [[client only]] [[prebuilt "feature"]] [if gate], … }
 /// }
 /// ```
 macro_rules! built_in_groups {
@@ -37,23 +40,23 @@ macro_rules! built_in_groups {
             core_v1 => CoreV1Client, CoreV1Informers ("v1", k8s_openapi::api::core::v1, "prebuilt-core") {
                 namespaced {
                     bindings: Binding [client only],
-                    config_maps: ConfigMap,
+                    config_maps: ConfigMap [prebuilt "prebuilt-common"],
                     endpoints: Endpoints,
                     events: Event,
                     limit_ranges: LimitRange,
                     persistent_volume_claims: PersistentVolumeClaim,
-                    pods: Pod,
+                    pods: Pod [prebuilt "prebuilt-common"],
                     pod_templates: PodTemplate,
                     replication_controllers: ReplicationController,
                     resource_quotas: ResourceQuota,
-                    secrets: Secret,
-                    services: Service,
-                    service_accounts: ServiceAccount,
+                    secrets: Secret [prebuilt "prebuilt-common"],
+                    services: Service [prebuilt "prebuilt-common"],
+                    service_accounts: ServiceAccount [prebuilt "prebuilt-common"],
                 }
                 cluster {
                     component_statuses: ComponentStatus [client only],
-                    namespaces: Namespace,
-                    nodes: Node,
+                    namespaces: Namespace [prebuilt "prebuilt-common"],
+                    nodes: Node [prebuilt "prebuilt-common"],
                     persistent_volumes: PersistentVolume,
                 }
             }
