@@ -70,8 +70,8 @@ pub struct BuiltInResource {
     /// factory](crate::informers#build-time)).
     pub prebuilt: &'static str,
     /// One more feature that compiles that accessor into kubekit: `prebuilt-common`, on by
-    /// default, for the core kinds most controllers read (Pods, Services, ConfigMaps,
-    /// Secrets, ServiceAccounts, Namespaces, Nodes).
+    /// default, for the core kinds most controllers read (see the [informer
+    /// factory](crate::informers#build-time)).
     pub also_prebuilt: Option<&'static str>,
 }
 
