@@ -37,7 +37,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 # kubekit's optional JSON decoder (off by default): its lints, and its unit tests below.
-cargo clippy -p kubekit --lib --tests --locked --features simd-json -- -D warnings
+cargo clippy -p kubekit-client --lib --tests --locked --features simd-json -- -D warnings
 # kubekit without its default `compact`, `protobuf-writes` and `ws` (the library alone: its
 # tests' dev-dependencies would turn them back on), and kubekit-protobuf without `encode`.
 K8S_OPENAPI_ENABLED_VERSION=1.37 cargo clippy -p kubekit --lib --locked \
@@ -54,6 +54,6 @@ if ((started == 0)); then
   exit 1
 fi
 echo "control-plane tests ran against $started local control plane(s)"
-cargo test -p kubekit --lib --locked --features simd-json -- rest::json
+cargo test -p kubekit-client --lib --locked --features simd-json -- rest::json
 # The registry's codecs without kubekit-protobuf's `encode` (the workspace turns it on).
 cargo test -p kubekit-protobuf --lib --locked -- registry

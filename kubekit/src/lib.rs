@@ -106,32 +106,14 @@
 pub use k8s_openapi;
 pub use kube;
 
-pub mod cache;
-pub mod clientset;
-pub mod conditions;
-pub mod controller;
-pub mod discovery;
-pub mod dynamic;
-pub mod finalizer;
-pub mod flowcontrol;
-#[cfg(test)]
-mod fuzz;
-pub mod informers;
-pub mod labels;
-pub mod leaderelection;
-pub mod listers;
-pub mod manager;
-pub mod meta;
-pub mod metadata;
-mod panic;
-pub mod pods;
 pub mod prelude;
-pub mod record;
-pub mod rest;
-pub mod retry;
-pub mod scale;
-mod spawn;
-pub mod validation;
-pub mod watch;
-pub mod webhook;
-pub mod workqueue;
+
+pub use kubekit_client::{
+    clientset, conditions, discovery, dynamic, flowcontrol, labels, meta, metadata, pods, rest,
+    retry, scale, validation,
+};
+pub use kubekit_manager as manager;
+pub use kubekit_runtime::{
+    cache, controller, finalizer, informers, leaderelection, listers, record, watch, workqueue,
+};
+pub use kubekit_webhook as webhook;

@@ -1,0 +1,731 @@
+//! The manager layer (controller-runtime's `manager` and `builder`): what a controller
+//! process runs around its controllers.
+//!
+//! - [`Manager`]: one clientset (its informers list and watch through a client of their
+//!   own, with its own rate limit), one shared informer factory, the event broadcaster, one
+//!   metrics registry, the metrics and health endpoints and optional leader election,
+//!   for any number of controllers.
+//! - [`ControllerBuilder`]: a controller from a plain `async fn`, its primary type, owned
+//!   and watched types, [`Predicate`]s, error policy and resync period.
+//! - [`Sharding`]: replicas splitting the objects between them by their namespace or uid,
+//!   coordinated by one Lease each.
+//! - [`Endpoints`]: the metrics (`/metrics`) and health (`/healthz`, `/readyz`) endpoints.
+//!
+//! # Contract of [`Manager::start`]
+//!
+//! - The endpoints are served first (a port in use is an error at once). `/readyz` has an
+//!   `informers` check that passes once every informer's cache has synced; a replica
+//!   waiting for leadership is ready. `/healthz` has one check per controller, failing
+//!   once one of its worker tasks has died.
+//! - Informers start at once, leader or not, so a new leader's caches are warm; the
+//!   controllers run while this replica leads (always, without leader election), each
+//!   waiting for the caches to sync before its workers start.
+//! - The **webhook server** ([`ManagerBuilder::webhook_server`]), when configured, is
+//!   served after the endpoints and before the informers start, on every replica (leader
+//!   or not), until `cancel`, even with no controller; `/readyz` has a `webhook` check
+//!   that passes while it serves (after its manifests are installed and its `caBundle`
+//!   written, when so configured). Webhooks registered ([`Manager::webhook`]) without a
+//!   server are an error at start.
+//! - On `cancel`: the controllers drain (reconciles in flight and queued keys finish),
+//!   then the lease is released (if so configured), then the informers, the event
+//!   broadcaster and the endpoints stop, and `start` returns `Ok`.
+//! - On **lost leadership** (also while draining after `cancel`), the controllers stop at
+//!   once (queued keys are left, the reconciles in flight dropped), everything stops as
+//!   above, and `start` returns
+//!   [`ManagerError::LeadershipLost`]: exit non-zero, as client-go controllers do, and let
+//!   the process be restarted as a fresh candidate.
+//! - With leader election, the manager's [`clientset`](Manager::clientset) (which its
+//!   controllers and informers use) is guarded by the elector's
+//!   [`fence`](LeaderElector::fence): a write is sent only while this replica leads by
+//!   its own clock, so a leader paused past its renew deadline and resumed cannot write
+//!   again before it notices it has lost the lease ([`Error::Fenced`](kubekit_client::rest::Error::Fenced)).
+//!   The event recorder writes through an unfenced client: an Event records what happened,
+//!   also in a reconcile the fence stopped.
+//! - With [`sharding`](ManagerBuilder::sharding) instead, the controllers run from the
+//!   start, but reconcile only the objects whose shard hash is in the ranges this replica
+//!   works on (see [`sharding`]); on `cancel` no reconcile starts any more (queued keys
+//!   are dropped: whoever takes the ranges sweeps their objects), the reconciles in flight
+//!   finish, then the replica's Lease is released. A replica that cannot renew stops its
+//!   reconciles and writes on its own clock and carries on as a member; `start` does not
+//!   return an error for it.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kubekit::controller::{ReconcileAction, shutdown_signal};
+//! use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
+//! use kubekit::manager::Manager;
+//!
+//! async fn reconcile(cm: Arc<ConfigMap>, _ctx: Arc<()>) -> Result<ReconcileAction, kubekit::rest::Error> {
+//!     println!("{:?}", cm.metadata.name);
+//!     Ok(ReconcileAction::Done)
+//! }
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = kubekit::rest::RestConfig::infer().await?;
+//! let mut mgr = Manager::builder(config)
+//!     .namespace("demo")
+//!     .metrics_bind_address("127.0.0.1:8080".parse()?)
+//!     .health_probe_bind_address("0.0.0.0:8081".parse()?)
+//!     .leader_election(|clientset| {
+//!         LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, "demo", "my-controller"))
+//!             .release_on_cancel(true)
+//!     })
+//!     .build()?;
+//! mgr.controller::<ConfigMap>("configmaps").build(reconcile, Arc::new(()))?;
+//! mgr.start(shutdown_signal()).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod builder;
+pub mod endpoints;
+pub mod predicate;
+pub mod sharding;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures_util::future::{BoxFuture, join_all};
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+pub use builder::{ControllerBuilder, Object, ObjectKey, PERMANENT_ERROR_REASON};
+pub use endpoints::{Check, Endpoints};
+pub use kubekit_client::serve::Served;
+pub use predicate::{Change, Predicate};
+pub use sharding::{HELD_ANNOTATION, RING_LABEL, Sharding, ShardingError};
+
+use kubekit_client::clientset::Clientset;
+use kubekit_client::rest::{RestClient, RestClientMetrics, RestConfig};
+use kubekit_runtime::cache::ReflectorMetrics;
+use kubekit_runtime::controller::{ControllerMetrics, RunError, RunStats};
+use kubekit_runtime::informers::SharedInformerFactory;
+use kubekit_runtime::leaderelection::{
+    ConfigError, LeaderCallbacks, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector,
+    LeaseLock, RunOutcome,
+};
+use kubekit_runtime::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource};
+use kubekit_runtime::workqueue::WorkqueueMetrics;
+use kubekit_webhook::{
+    Certificates, WebhookBuilder, WebhookEndpoint, WebhookMetrics, WebhookServer, Webhooks,
+};
+use sharding::{LeaseStore, ShardGate};
+
+/// Why a manager could not be built or stopped running.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManagerError {
+    /// The client could not be made from the configuration.
+    #[error("building the client: {0}")]
+    Client(#[from] kubekit_client::rest::Error),
+    /// The leader election configuration was refused.
+    #[error(transparent)]
+    LeaderElection(#[from] ConfigError),
+    /// An index could not be added to a shared informer's cache (another one has its
+    /// name).
+    #[error("adding an index to a shared informer: {0}")]
+    Index(#[from] kubekit_runtime::cache::Error),
+    /// Two controllers were given the same name.
+    #[error("a controller named {0:?} is already registered")]
+    DuplicateController(String),
+    /// An endpoint address could not be bound.
+    #[error("serving the metrics and health endpoints on {address}: {source}")]
+    Serve {
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Webhooks were registered but no [`webhook_server`](ManagerBuilder::webhook_server)
+    /// configured to serve them.
+    #[error("webhooks are registered at {0:?} but the manager has no webhook server")]
+    NoWebhookServer(Vec<String>),
+    /// The webhook server could not start (its address, its certificate, its manifests).
+    #[error(transparent)]
+    Webhook(#[from] kubekit_webhook::Error),
+    /// The sharding configuration was refused.
+    #[error(transparent)]
+    Sharding(#[from] ShardingError),
+    /// This replica lost its leadership; its controllers were stopped.
+    #[error("leader election lost")]
+    LeadershipLost,
+}
+
+/// Every metric family the manager registers.
+#[derive(Debug, Clone, Default)]
+struct Metrics {
+    workqueue: WorkqueueMetrics,
+    controller: ControllerMetrics,
+    reflector: ReflectorMetrics,
+    rest: RestClientMetrics,
+    leader: LeaderElectionMetrics,
+    webhook: WebhookMetrics,
+    sharding: sharding::ShardingMetrics,
+}
+
+type RunFn = Box<
+    dyn FnOnce(
+            Arc<SharedInformerFactory>,
+            CancellationToken,
+            CancellationToken,
+        ) -> BoxFuture<'static, Result<(), RunError>>
+        + Send,
+>;
+
+/// A controller built into the manager: its run (factory, cancel, abort) and its counters.
+struct RegisteredController {
+    name: String,
+    stats: Arc<RunStats>,
+    run: RunFn,
+}
+
+type LeaderElectionFn = Box<dyn FnOnce(&Clientset) -> LeaderElectionConfig<LeaseLock>>;
+
+/// Builds a [`Manager`]; made by [`Manager::builder`].
+#[must_use = "a manager builder does nothing until `build` is called"]
+pub struct ManagerBuilder {
+    config: RestConfig,
+    namespace: String,
+    metrics_address: Option<SocketAddr>,
+    health_address: Option<SocketAddr>,
+    leader_election: Option<LeaderElectionFn>,
+    sharding: Option<Sharding>,
+    resync_period: Duration,
+    webhook: WebhookSettings,
+}
+
+/// How the manager serves its webhooks.
+#[derive(Debug, Default)]
+struct WebhookSettings {
+    server: Option<(SocketAddr, Certificates)>,
+    install: Option<(String, WebhookEndpoint)>,
+    timeout: Option<Duration>,
+}
+
+impl fmt::Debug for ManagerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManagerBuilder")
+            .field("namespace", &self.namespace)
+            .field("metrics_address", &self.metrics_address)
+            .field("health_address", &self.health_address)
+            .field("leader_election", &self.leader_election.is_some())
+            .field("sharding", &self.sharding)
+            .field("resync_period", &self.resync_period)
+            .field("webhook", &self.webhook)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ManagerBuilder {
+    /// Serves the webhooks registered with [`Manager::webhook`] on `address` (HTTPS, with
+    /// `certificates`), on every replica, leader or not (controller-runtime's webhook
+    /// server). `/readyz` gets a `webhook` check, passing while it serves; its metrics are
+    /// in the manager's registry; generated certificates write their `caBundle` with a
+    /// client that leader election does not fence.
+    pub fn webhook_server(mut self, address: SocketAddr, certificates: Certificates) -> Self {
+        self.webhook.server = Some((address, certificates));
+        self
+    }
+
+    /// Installs the manifests generated from the registered webhooks, named `name` and
+    /// calling the server at `endpoint` (a URL's port 0 is the port it listens on), when
+    /// the webhook server starts: see [`WebhookServer::install_manifests`]. Default: not
+    /// installed (ship [`Manager::webhook_manifests`] instead).
+    pub fn install_webhook_manifests(mut self, name: &str, endpoint: WebhookEndpoint) -> Self {
+        self.webhook.install = Some((name.to_string(), endpoint));
+        self
+    }
+
+    /// How long the webhook server lets a request and its handler take (see
+    /// [`WebhookServer::timeout`]; 9 s unless set).
+    pub fn webhook_timeout(mut self, timeout: Duration) -> Self {
+        self.webhook.timeout = Some(timeout);
+        self
+    }
+
+    /// Watches only `namespace` (`""`, the default: all namespaces).
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = namespace.to_string();
+        self
+    }
+
+    /// Serves the endpoints on `address` (default: not served). The endpoints are one
+    /// server: `/healthz` and `/readyz` answer here too.
+    pub fn metrics_bind_address(mut self, address: SocketAddr) -> Self {
+        self.metrics_address = Some(address);
+        self
+    }
+
+    /// Serves the endpoints on `address` as well, for the kubelet's probes (default: not
+    /// served). `/metrics` answers here too.
+    pub fn health_probe_bind_address(mut self, address: SocketAddr) -> Self {
+        self.health_address = Some(address);
+        self
+    }
+
+    /// Every `period`, each controller enqueues every cached object of its primary type
+    /// again, changed or not (controller-runtime's `SyncPeriod`, client-go's informer
+    /// resync), unless the controller sets its own
+    /// [`resync_period`](ControllerBuilder::resync_period). Default: zero, no resync
+    /// (controller-runtime's default is 10 hours).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
+    /// Runs the controllers only while leading, with the configuration `config` makes from
+    /// the manager's clientset (its metrics are set by the manager).
+    pub fn leader_election(
+        mut self,
+        config: impl FnOnce(&Clientset) -> LeaderElectionConfig<LeaseLock> + 'static,
+    ) -> Self {
+        self.leader_election = Some(Box::new(config));
+        self
+    }
+
+    /// Makes this replica a member of a sharded ring: its controllers reconcile only the
+    /// objects whose shard hash is in the ranges it holds, handed over between members
+    /// without overlap (see [`sharding`]). Exclusive with
+    /// [`leader_election`](Self::leader_election). The manager's clientset then writes only
+    /// while this member's Lease is renewed by its own clock.
+    pub fn sharding(mut self, sharding: Sharding) -> Self {
+        self.sharding = Some(sharding);
+        self
+    }
+
+    /// The manager: its clientset, factory and event broadcaster, with every metric
+    /// family registered.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (the event broadcaster starts its tasks).
+    pub fn build(self) -> Result<Manager, ManagerError> {
+        let metrics = Metrics::default();
+        let mut registry = Registry::default();
+        metrics.workqueue.register(&mut registry);
+        metrics.controller.register(&mut registry);
+        metrics.reflector.register(&mut registry);
+        metrics.rest.register(&mut registry);
+        metrics.leader.register(&mut registry);
+        metrics.webhook.register(&mut registry);
+        metrics.sharding.register(&mut registry);
+        if let Some(sharding) = &self.sharding {
+            sharding.validate()?;
+            if self.leader_election.is_some() {
+                return Err(ShardingError::WithLeaderElection.into());
+            }
+        }
+        let config = self.config.with_metrics(&metrics.rest);
+        let clientset = Clientset::new(&config)?;
+        let webhook_client = clientset.rest_client().clone();
+        // Events record what happened, also in a reconcile the fence stopped and after the
+        // last reconcile of a replica that released its lease: written unfenced.
+        let event_sink = ClientsetSink::new(clientset.clone());
+        let elector = match self.leader_election {
+            Some(config) => Some(LeaderElector::new(
+                config(&clientset).metrics(&metrics.leader),
+            )?),
+            None => None,
+        };
+        let member = match self.sharding {
+            None => None,
+            Some(sharding) => {
+                // A client of its own: its rate limiter never makes a renewal wait behind
+                // the controllers' writes (a renewal waiting past the renew deadline would
+                // stop all work).
+                let own = Clientset::new(&config)?;
+                Some(shard_member(&own, sharding, &metrics))
+            }
+        };
+        // Everything but the elector's (or the member's) own lock writes only while this
+        // replica leads (or its membership holds).
+        let fence = match (&elector, &member) {
+            (Some(elector), _) => Some(elector.fence()),
+            (None, Some(member)) => Some(member.gate().fence()),
+            (None, None) => None,
+        };
+        let clientset = match fence {
+            Some(fence) => {
+                Clientset::from_rest_client(clientset.rest_client().with_write_guard(fence))
+            }
+            None => clientset,
+        };
+        // The informers list and watch through a client of their own, as
+        // kube-controller-manager's shared informers do: a relist (a sharded replica's
+        // after it takes a range) never waits behind the controllers' writes for the
+        // client-side rate limit. They only read: the fence does not concern them.
+        let informer_client = Clientset::new(&config)?;
+        let factory = SharedInformerFactory::builder(informer_client)
+            .namespace(&self.namespace)
+            .metrics(&metrics.reflector)
+            .build();
+        let broadcaster = EventBroadcaster::new();
+        broadcaster.start_structured_logging();
+        broadcaster.start_recording_to_sink(event_sink);
+        Ok(Manager {
+            clientset,
+            factory: Arc::new(factory),
+            broadcaster,
+            registry,
+            metrics,
+            elector,
+            member,
+            metrics_address: self.metrics_address,
+            health_address: self.health_address,
+            resync_period: self.resync_period,
+            controllers: Vec::new(),
+            webhooks: Webhooks::default(),
+            webhook: self.webhook,
+            webhook_client,
+        })
+    }
+}
+
+/// Runs controllers with what they share; see the [module docs](self).
+pub struct Manager {
+    clientset: Clientset,
+    factory: Arc<SharedInformerFactory>,
+    broadcaster: EventBroadcaster,
+    registry: Registry,
+    metrics: Metrics,
+    elector: Option<LeaderElector>,
+    member: Option<sharding::Member<LeaseStore>>,
+    metrics_address: Option<SocketAddr>,
+    health_address: Option<SocketAddr>,
+    resync_period: Duration,
+    controllers: Vec<RegisteredController>,
+    webhooks: Webhooks,
+    webhook: WebhookSettings,
+    /// The client of the webhook server, unfenced by leader election.
+    webhook_client: RestClient,
+}
+
+impl fmt::Debug for Manager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.controllers.iter().map(|c| c.name.as_str()).collect();
+        f.debug_struct("Manager")
+            .field("factory", &self.factory)
+            .field("elector", &self.elector)
+            .field("member", &self.member)
+            .field("metrics_address", &self.metrics_address)
+            .field("health_address", &self.health_address)
+            .field("resync_period", &self.resync_period)
+            .field("controllers", &names)
+            .field("webhooks", &self.webhooks)
+            .field("webhook", &self.webhook)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// A builder of a manager whose client is made from `config`.
+    pub fn builder(config: RestConfig) -> ManagerBuilder {
+        ManagerBuilder {
+            config,
+            namespace: String::new(),
+            metrics_address: None,
+            health_address: None,
+            leader_election: None,
+            sharding: None,
+            resync_period: Duration::ZERO,
+            webhook: WebhookSettings::default(),
+        }
+    }
+
+    /// The clientset every controller shares (its requests are counted in
+    /// `rest_client_*`; with leader election, it writes only while this replica leads).
+    pub fn clientset(&self) -> &Clientset {
+        &self.clientset
+    }
+
+    /// The shared informer factory: take listers from it for a reconciler's context.
+    pub fn factory(&self) -> &SharedInformerFactory {
+        &self.factory
+    }
+
+    /// An event recorder reporting as `component`, through the manager's broadcaster
+    /// (to the API and the log).
+    pub fn event_recorder(&self, component: &str) -> EventRecorder {
+        self.broadcaster.new_recorder(EventSource {
+            component: component.to_string(),
+            host: None,
+        })
+    }
+
+    /// The registry `/metrics` serves, to register a program's own metrics in.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// The leader elector, when leader election is on.
+    pub fn elector(&self) -> Option<&LeaderElector> {
+        self.elector.as_ref()
+    }
+
+    /// A builder of a controller of `K` named `name` (its queue, metrics and logs say so).
+    pub fn controller<K: Object>(&mut self, name: &str) -> ControllerBuilder<'_, K> {
+        ControllerBuilder::new(self, name)
+    }
+
+    /// A builder registering the admission webhooks of `K` (a [`Validator`], a
+    /// [`Defaulter`]) or its CRD's converter (with `K` the hub), served by the
+    /// [webhook server](ManagerBuilder::webhook_server):
+    /// `mgr.webhook::<App>().validator(AppValidator).defaulter(AppDefaulter)`.
+    ///
+    /// [`Validator`]: kubekit_webhook::Validator
+    /// [`Defaulter`]: kubekit_webhook::Defaulter
+    pub fn webhook<K: kube::Resource<DynamicType = ()>>(&mut self) -> WebhookBuilder<'_, K> {
+        self.webhooks.add::<K>()
+    }
+
+    /// The registered webhooks, for code that registers into any [`Webhooks`].
+    pub fn webhooks_mut(&mut self) -> &mut Webhooks {
+        &mut self.webhooks
+    }
+
+    /// The manifests of the registered webhooks (see [`Webhooks::manifests`]).
+    pub fn webhook_manifests(
+        &self,
+        name: &str,
+        endpoint: &WebhookEndpoint,
+    ) -> kubekit_webhook::WebhookManifests {
+        self.webhooks.manifests(name, endpoint)
+    }
+
+    /// Runs everything until `cancel` fires or leadership is lost; see the
+    /// [module docs](self).
+    pub async fn start(self, cancel: CancellationToken) -> Result<(), ManagerError> {
+        let Manager {
+            factory,
+            broadcaster,
+            registry,
+            elector,
+            member,
+            metrics_address,
+            health_address,
+            controllers,
+            webhooks,
+            webhook,
+            webhook_client,
+            metrics,
+            ..
+        } = self;
+        let webhook_server = match webhook.server {
+            None if webhooks.is_empty() => None,
+            None => {
+                factory.shutdown().await;
+                broadcaster.shutdown().await;
+                return Err(ManagerError::NoWebhookServer(webhooks.paths()));
+            }
+            Some((address, certificates)) => {
+                let mut server = WebhookServer::new(certificates)
+                    .webhooks(webhooks)
+                    .metrics(&metrics.webhook)
+                    .client(webhook_client);
+                if let Some((name, endpoint)) = webhook.install {
+                    server = server.install_manifests(&name, endpoint);
+                }
+                if let Some(timeout) = webhook.timeout {
+                    server = server.timeout(timeout);
+                }
+                Some((address, server))
+            }
+        };
+        let synced = Arc::new(AtomicBool::new(false));
+        let mut endpoints = Endpoints::new(registry).readyz("informers", {
+            let synced = synced.clone();
+            move || match synced.load(Ordering::Acquire) {
+                true => Ok(()),
+                false => Err("caches not synced".into()),
+            }
+        });
+        if let Some((_, server)) = &webhook_server {
+            let readiness = server.readiness();
+            endpoints = endpoints.readyz("webhook", move || readiness.check());
+        }
+        for c in &controllers {
+            let stats = c.stats.clone();
+            endpoints = endpoints.healthz(format!("controller-{}", c.name), move || {
+                match stats.workers_died() {
+                    0 => Ok(()),
+                    died => Err(format!("{died} worker task(s) died")),
+                }
+            });
+        }
+        let stop_endpoints = CancellationToken::new();
+        let mut served = Vec::new();
+        let mut result = Ok(());
+        for address in [metrics_address, health_address].into_iter().flatten() {
+            match endpoints
+                .clone()
+                .serve(address, stop_endpoints.clone())
+                .await
+            {
+                Ok(s) => {
+                    tracing::info!(address = %s.address(), "serving /metrics, /healthz and /readyz");
+                    served.push(s);
+                }
+                Err(source) => {
+                    result = Err(ManagerError::Serve { address, source });
+                    break;
+                }
+            }
+        }
+        let serving_webhooks = webhook_server.is_some();
+        if let (Ok(()), Some((address, server))) = (&result, webhook_server) {
+            match server.serve(address, stop_endpoints.clone()).await {
+                Ok(s) => {
+                    tracing::info!(address = %s.address(), "serving the webhooks");
+                    served.push(s);
+                }
+                Err(e) => result = Err(e.into()),
+            }
+        }
+        if result.is_ok() {
+            let mut member = member;
+            if let Some(member) = &mut member {
+                // Before the informers start: they list only what the member holds.
+                member.narrow_informers();
+            }
+            factory.start();
+            let running = cancel.child_token();
+            let sync = async {
+                let caches = factory.wait_for_cache_sync(&running).await;
+                if caches.values().all(|ok| *ok) {
+                    tracing::info!("informer caches synced");
+                    synced.store(true, Ordering::Release);
+                }
+            };
+            let run = async {
+                let result = match (elector, member) {
+                    (Some(elector), _) => lead(elector, controllers, &factory, &cancel).await,
+                    (None, Some(member)) => {
+                        shard(member, controllers, &factory, &cancel).await;
+                        Ok(())
+                    }
+                    (None, None) => {
+                        let never = CancellationToken::new();
+                        run_controllers(controllers, &factory, cancel.clone(), never).await;
+                        Ok(())
+                    }
+                };
+                // The webhooks are served until `cancel`, whether controllers run or not.
+                if serving_webhooks && result.is_ok() {
+                    cancel.cancelled().await;
+                }
+                running.cancel();
+                result
+            };
+            result = tokio::join!(sync, run).1;
+        }
+        factory.shutdown().await;
+        broadcaster.shutdown().await;
+        stop_endpoints.cancel();
+        for s in served {
+            s.stopped().await;
+        }
+        tracing::info!("manager stopped");
+        result
+    }
+}
+
+/// Runs the controllers while `elector` leads; see the [module docs](self).
+async fn lead(
+    elector: LeaderElector,
+    controllers: Vec<RegisteredController>,
+    factory: &Arc<SharedInformerFactory>,
+    cancel: &CancellationToken,
+) -> Result<(), ManagerError> {
+    let identity = elector.identity().to_string();
+    tracing::info!(%identity, "waiting for leadership");
+    // Fired when this replica stops leading: at once when the lease is lost (even while
+    // draining after `cancel`), only after the work returned otherwise.
+    let stopped = CancellationToken::new();
+    let on_stopped = stopped.clone();
+    let callbacks = LeaderCallbacks::new(|leading: CancellationToken| async move {
+        tracing::info!(%identity, "started leading: starting controllers");
+        let abort = CancellationToken::new();
+        let run = run_controllers(controllers, factory, leading, abort.clone());
+        run_to_end(run, &stopped, || abort.cancel()).await;
+        tracing::info!(%identity, "stopped leading: controllers stopped");
+    })
+    .on_stopped_leading(move || on_stopped.cancel());
+    match elector.run(cancel.clone(), callbacks).await {
+        RunOutcome::LeadershipLost => Err(ManagerError::LeadershipLost),
+        RunOutcome::Cancelled | RunOutcome::WorkFinished => Ok(()),
+    }
+}
+
+/// The membership of a sharded manager, renewing its Lease through `clientset`.
+fn shard_member(
+    clientset: &Clientset,
+    sharding: Sharding,
+    metrics: &Metrics,
+) -> sharding::Member<LeaseStore> {
+    let gate = Arc::new(ShardGate::new(sharding.key()));
+    let leases = clientset
+        .coordination_v1()
+        .leases(sharding.namespace_name());
+    let store = LeaseStore::new(leases, sharding.ring(), sharding.lease_name());
+    let metrics = Some(metrics.sharding.clone());
+    sharding::Member::new(store, gate, &sharding, metrics)
+}
+
+/// Runs the controllers while `member` takes part in its ring: on `cancel`, the gate
+/// closes (no reconcile starts any more: queued keys are dropped, as the next owners of
+/// these ranges sweep their objects), the reconciles in flight finish, then the member
+/// releases its Lease.
+async fn shard(
+    member: sharding::Member<LeaseStore>,
+    controllers: Vec<RegisteredController>,
+    factory: &Arc<SharedInformerFactory>,
+    cancel: &CancellationToken,
+) {
+    let release = CancellationToken::new();
+    let gate = Arc::clone(member.gate());
+    let work = async {
+        let never = CancellationToken::new();
+        let run = run_controllers(controllers, factory, cancel.clone(), never);
+        run_to_end(run, cancel, || gate.close()).await;
+        release.cancel();
+    };
+    tokio::join!(member.run(release.clone()), work);
+}
+
+/// Runs `work` to its end; if `token` fires first, calls `then` and still waits for it.
+async fn run_to_end(
+    work: impl Future<Output = ()>,
+    token: &CancellationToken,
+    then: impl FnOnce(),
+) {
+    tokio::pin!(work);
+    tokio::select! {
+        () = &mut work => {}
+        () = token.cancelled() => {
+            then();
+            work.await;
+        }
+    }
+}
+
+/// Runs every controller until `cancel` (drain) or `abort` fires.
+async fn run_controllers(
+    controllers: Vec<RegisteredController>,
+    factory: &Arc<SharedInformerFactory>,
+    cancel: CancellationToken,
+    abort: CancellationToken,
+) {
+    let runs = controllers.into_iter().map(|c| {
+        let run = (c.run)(factory.clone(), cancel.clone(), abort.clone());
+        async move {
+            if let Err(e) = run.await {
+                tracing::error!(controller = %c.name, "{e}");
+            }
+        }
+    });
+    join_all(runs).await;
+}

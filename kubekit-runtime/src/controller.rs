@@ -1,0 +1,1436 @@
+//! The control loop of a controller: workers that take keys from a rate-limited work queue
+//! and reconcile them (the `Run` / `runWorker` / `processNextWorkItem` pattern every
+//! client-go controller repeats).
+//!
+//! # Contract
+//!
+//! - [`Runner::run`] first waits for the caches the controller reads (any future that
+//!   resolves to `true` once they have synced, typically
+//!   [`SharedInformerFactory::wait_for_cache_sync`](crate::informers::SharedInformerFactory::wait_for_cache_sync)
+//!   folded to a `bool`); if they never sync before cancellation, it returns
+//!   [`RunError::CachesNotSynced`] and starts no worker.
+//! - Then `workers` tasks each loop: get a key, reconcile it, and
+//!   - on success **forget** the key (its backoff starts over) and, for
+//!     [`ReconcileAction::RequeueAfter`], add it again after that delay;
+//!   - on error do what the error's [`ErrorPolicy`] says:
+//!     - [`Retry`](ErrorPolicy::Retry) (what `?` on any error gives): re-add it
+//!       **rate-limited** while it has been retried fewer than [`Runner::max_retries`]
+//!       times, then drop it with an error log;
+//!     - [`RequeueAfter`](ErrorPolicy::RequeueAfter): add it again after that delay; its
+//!       failure history in the rate limiter is left as it is (neither raised nor
+//!       cleared), and `max_retries` does not apply;
+//!     - [`Permanent`](ErrorPolicy::Permanent): log it as an error, count it
+//!       ([`RunStats::permanent`], `controller_runtime_terminal_reconcile_errors_total`),
+//!       forget the key and cancel any retry of it still waiting in the queue. The key is
+//!       reconciled again only when something adds it to the queue again: for a
+//!       controller, a new event about its object (a change, or a resync). A key added
+//!       while its reconcile ran is reconciled again, as always;
+//!   - on a **panic** inside the reconcile (or while the reconciler makes its future),
+//!     report it (log and
+//!     [`RunStats::panics`]) and re-add it rate-limited like an error; the worker goes on;
+//!   - a reconcile that outlasts [`Runner::reconcile_timeout`] is dropped and counts as an
+//!     error (retried);
+//!   - and always mark it **done**, exactly once.
+//! - Each reconcile runs in an INFO-level `reconcile` [span](tracing::Span) with the fields
+//!   `controller`, `key` (`namespace/name`), `attempt` (the key's retries through the rate
+//!   limiter so far, client-go's `NumRequeues`: 0 on a first try) and `reconcile_id` (32 hex
+//!   digits, random, different for every reconcile, as controller-runtime's `reconcileID`):
+//!   whatever the reconciler logs carries them. kubekit installs no subscriber. The span's
+//!   target is `kubekit::controller`: a filter that turns kubekit's INFO off (say
+//!   `RUST_LOG=info,kubekit=warn`) drops the span and its fields with it; keep
+//!   `kubekit::controller=info` on to have them.
+//! - When the cancellation token fires, the queue is shut down: workers finish the keys
+//!   in flight *and those still queued*, then `run` returns once every worker has ended.
+//!   [`Runner::run_or_abort`] also takes an `abort` token: when it fires, workers take no
+//!   further key and the reconciles in flight are dropped at their next `.await` (what a
+//!   controller that lost its leadership must do).
+//! - A worker task that ends before shutdown (a panic outside the reconcile) is counted in
+//!   [`RunStats::workers_died`], which a liveness check reads.
+//! - [`shutdown_signal`] gives a token cancelled by the first SIGINT or SIGTERM; a second
+//!   signal exits the process at once, as a Go controller's `SetupSignalHandler` does.
+//!
+//! A reconciler is either a [`Reconciler`] (returns a boxed future; usable as a trait
+//! object) or, more simply, an [`AsyncReconciler`] (an `async fn`):
+//!
+//! ```no_run
+//! # async fn demo(queue: kubekit::workqueue::RateLimitingQueue<String>) {
+//! use std::time::Duration;
+//! use kubekit::controller::{ReconcileAction, AsyncReconciler, ReconcileError, ReconcileResultExt, Runner, shutdown_signal};
+//!
+//! struct Printer;
+//! impl AsyncReconciler for Printer {
+//!     async fn reconcile(&self, key: &str) -> Result<ReconcileAction, ReconcileError> {
+//!         tracing::info!("reconciling"); // logged with controller, key, attempt, reconcile_id
+//!         let Some((_namespace, name)) = key.split_once('/') else {
+//!             // Retrying cannot help: wait until the object changes.
+//!             return Err(ReconcileError::new(format!("{key} is not namespaced")).permanent());
+//!         };
+//!         let config = std::fs::read_to_string(format!("/etc/printer/{name}"))
+//!             .requeue_after(Duration::from_secs(30))?; // not there yet: look again in 30 s
+//!         let width: usize = config.trim().parse()?; // any other error: retried with backoff
+//!         println!("{name:>width$}");
+//!         Ok(ReconcileAction::Done)
+//!     }
+//! }
+//!
+//! let runner = Runner::new("printer", queue).max_retries(10);
+//! let cancel = shutdown_signal();
+//! runner.run(std::sync::Arc::new(Printer), 2, async { true }, cancel).await.unwrap();
+//! # }
+//! ```
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::ops::Deref;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use kube::Resource;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::cache::{
+    MaybeTombstone, ResourceEventHandlerFuncs, deletion_handling_meta_namespace_key,
+    meta_namespace_key,
+};
+use crate::finalizer::FinalizerError;
+use crate::workqueue::RateLimitingQueue;
+
+/// What becomes of a key whose reconcile failed (kube-rs's `error_policy` answer,
+/// controller-runtime's `TerminalError` and `Result.RequeueAfter` for errors). See the
+/// [module docs](self) for each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorPolicy {
+    /// Retry through the queue's rate limiter (per-key exponential backoff), up to
+    /// [`Runner::max_retries`] times.
+    #[default]
+    Retry,
+    /// Reconcile the key again after this delay, instead of the rate limiter's.
+    RequeueAfter(Duration),
+    /// Retrying cannot help (an invalid spec, a refused permission): do not retry; the
+    /// key is reconciled again when its object changes. Logged, counted, and (in a
+    /// manager's controller) recorded as a Warning Event on the object.
+    Permanent,
+}
+
+/// The error a reconcile returns: any error, and the [`ErrorPolicy`] it asks for.
+///
+/// `?` on any [`std::error::Error`] (and `.into()` of a `&str`, a `String` or a
+/// `Box<dyn Error + Send + Sync>`) makes one that is retried; [`permanent`](Self::permanent)
+/// and [`requeue_after`](Self::requeue_after) change that, and
+/// [`ReconcileResultExt`] does the same on a `Result`. It dereferences to the error it
+/// holds (`err.to_string()`, `err.downcast_ref::<kubekit::rest::Error>()`,
+/// `err.source()`), which [`into_inner`](Self::into_inner) gives back.
+///
+/// It used to be an alias of `Box<dyn Error + Send + Sync>`: every signature that named it
+/// is unchanged, and code that made one with `.into()` or `?` compiles as it did; code that
+/// made one with `Box::new(e)` now writes `e.into()` or `ReconcileError::new(e)`. It is not
+/// itself a `std::error::Error` (as `anyhow::Error` is not), which is what lets it be made
+/// from any error with `?`.
+///
+/// ```
+/// use std::time::Duration;
+/// use kubekit::controller::{ErrorPolicy, ReconcileError};
+///
+/// let err: ReconcileError = "the API server is down".into();
+/// assert_eq!(err.policy(), ErrorPolicy::Retry);
+/// let err = ReconcileError::new("spec.replicas is negative").permanent();
+/// assert_eq!(err.policy(), ErrorPolicy::Permanent);
+/// let err = ReconcileError::new("waiting for the volume").requeue_after(Duration::from_secs(10));
+/// assert_eq!(err.policy(), ErrorPolicy::RequeueAfter(Duration::from_secs(10)));
+/// assert_eq!(err.to_string(), "waiting for the volume");
+/// ```
+pub struct ReconcileError {
+    error: Box<dyn StdError + Send + Sync>,
+    policy: ErrorPolicy,
+}
+
+impl ReconcileError {
+    /// `error`, to be retried ([`ErrorPolicy::Retry`]) — unless `error`, or one of its
+    /// [sources](StdError::source), is a [`FinalizerError`] around a `ReconcileError`:
+    /// then that one's policy, so `.permanent()` or `.requeue_after(d)` inside a
+    /// finalizer's `Apply` or `Cleanup` survives `?` on the finalizer's result.
+    ///
+    /// ```
+    /// use kubekit::controller::{ErrorPolicy, ReconcileError};
+    /// use kubekit::finalizer::FinalizerError;
+    ///
+    /// let inner = ReconcileError::new("spec.port is out of range").permanent();
+    /// let err = ReconcileError::new(FinalizerError::ApplyFailed(inner));
+    /// assert_eq!(err.policy(), ErrorPolicy::Permanent);
+    /// assert_eq!(err.to_string(), "apply failed: spec.port is out of range");
+    /// ```
+    pub fn new(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        let error = error.into();
+        let policy = carried_policy(&*error).unwrap_or_default();
+        Self { error, policy }
+    }
+
+    /// The same error, not to be retried until its object changes
+    /// ([`ErrorPolicy::Permanent`]).
+    #[must_use]
+    pub fn permanent(self) -> Self {
+        self.with_policy(ErrorPolicy::Permanent)
+    }
+
+    /// The same error, to be reconciled again after `delay`
+    /// ([`ErrorPolicy::RequeueAfter`]).
+    #[must_use]
+    pub fn requeue_after(self, delay: Duration) -> Self {
+        self.with_policy(ErrorPolicy::RequeueAfter(delay))
+    }
+
+    /// The same error, with `policy`.
+    #[must_use]
+    pub fn with_policy(mut self, policy: ErrorPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// What the error asks for.
+    pub fn policy(&self) -> ErrorPolicy {
+        self.policy
+    }
+
+    /// The error itself.
+    pub fn into_inner(self) -> Box<dyn StdError + Send + Sync> {
+        self.error
+    }
+}
+
+/// The policy of the first [`FinalizerError`] around a [`ReconcileError`] in `error`'s
+/// chain (itself, then its sources) that has one.
+fn carried_policy(error: &(dyn StdError + 'static)) -> Option<ErrorPolicy> {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(policy) = error
+            .downcast_ref::<FinalizerError<ReconcileError>>()
+            .and_then(FinalizerError::policy)
+        {
+            return Some(policy);
+        }
+        next = error.source();
+    }
+    None
+}
+
+impl<E: Into<Box<dyn StdError + Send + Sync>>> From<E> for ReconcileError {
+    fn from(error: E) -> Self {
+        Self::new(error)
+    }
+}
+
+impl Deref for ReconcileError {
+    type Target = dyn StdError + Send + Sync;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.error
+    }
+}
+
+impl fmt::Display for ReconcileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl fmt::Debug for ReconcileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReconcileError")
+            .field("error", &self.error)
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+/// Sets the [`ErrorPolicy`] of a `Result`'s error:
+/// `client.get(name).await.permanent()?`.
+pub trait ReconcileResultExt<T> {
+    /// The error, if any, as a permanent [`ReconcileError`].
+    fn permanent(self) -> Result<T, ReconcileError>;
+    /// The error, if any, as a [`ReconcileError`] to reconcile again after `delay`.
+    fn requeue_after(self, delay: Duration) -> Result<T, ReconcileError>;
+}
+
+impl<T, E: Into<ReconcileError>> ReconcileResultExt<T> for Result<T, E> {
+    fn permanent(self) -> Result<T, ReconcileError> {
+        self.map_err(|e| e.into().permanent())
+    }
+
+    fn requeue_after(self, delay: Duration) -> Result<T, ReconcileError> {
+        self.map_err(|e| e.into().requeue_after(delay))
+    }
+}
+
+/// What to do with a key after a successful reconcile (controller-runtime's `Result`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReconcileAction {
+    /// Nothing more until the next change of a watched object.
+    #[default]
+    Done,
+    /// Reconcile the key again after this delay (its error backoff starts over).
+    RequeueAfter(Duration),
+}
+
+/// The former name of [`ReconcileAction`], renamed because it clashed with kube-runtime's
+/// `controller::Action`.
+///
+/// ```
+/// # #![allow(deprecated)]
+/// use kubekit::controller::{Action, ReconcileAction};
+///
+/// let action: ReconcileAction = Action::Done;
+/// assert_eq!(action, Action::default());
+/// ```
+#[deprecated(
+    note = "renamed `ReconcileAction` (the old name clashed with `kube::runtime::controller::Action`)"
+)]
+pub type Action = ReconcileAction;
+
+/// The business logic of a controller: bring the object named by `key` to its desired
+/// state. Implement [`AsyncReconciler`] instead to write it as an `async fn`.
+pub trait Reconciler: Send + Sync + 'static {
+    /// Reconciles one key; an error is handled as its [`ErrorPolicy`] says.
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>>;
+}
+
+/// A [`Reconciler`] written as an `async fn` (`async fn reconcile(&self, key: &str) ->
+/// Result<ReconcileAction, ReconcileError>`); every `AsyncReconciler` is a `Reconciler`. Its future
+/// must be `Send` (workers are tokio tasks). Unlike `Reconciler`, it cannot be used as a
+/// trait object.
+pub trait AsyncReconciler: Send + Sync + 'static {
+    /// Reconciles one key; an error is handled as its [`ErrorPolicy`] says.
+    fn reconcile(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<ReconcileAction, ReconcileError>> + Send;
+}
+
+impl<R: AsyncReconciler> Reconciler for R {
+    fn reconcile<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
+        Box::pin(AsyncReconciler::reconcile(self, key))
+    }
+}
+
+/// The error counted when a reconcile outlasts [`Runner::reconcile_timeout`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("reconcile timed out after {0:?}")]
+pub struct ReconcileTimeout(pub Duration);
+
+/// Why [`Runner::run`] did not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The caches did not sync before cancellation.
+    #[error("controller {0}: failed to wait for caches to sync")]
+    CachesNotSynced(String),
+}
+
+/// Counters of a runner, for logs and tests.
+#[derive(Debug, Default)]
+pub struct RunStats {
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+    dropped: AtomicU64,
+    permanent: AtomicU64,
+    panics: AtomicU64,
+    workers_died: AtomicU64,
+}
+
+impl RunStats {
+    /// Reconciles that succeeded.
+    pub fn succeeded(&self) -> u64 {
+        self.succeeded.load(Ordering::Relaxed)
+    }
+    /// Reconciles that returned an error (each retry counts), permanent ones included.
+    pub fn failed(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
+    }
+    /// Keys dropped after exhausting their retries.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+    /// Reconciles that returned a [permanent](ErrorPolicy::Permanent) error (their key
+    /// was not retried).
+    pub fn permanent(&self) -> u64 {
+        self.permanent.load(Ordering::Relaxed)
+    }
+    /// Reconciles that panicked.
+    pub fn panics(&self) -> u64 {
+        self.panics.load(Ordering::Relaxed)
+    }
+    /// Worker tasks that ended before shutdown; more than zero means the controller runs
+    /// with fewer workers than asked (a liveness check should fail).
+    pub fn workers_died(&self) -> u64 {
+        self.workers_died.load(Ordering::Relaxed)
+    }
+}
+
+/// controller-runtime's reconcile metrics, by controller name:
+/// `controller_runtime_reconcile_total{controller,result}` (`success`, `requeue_after` or
+/// `error`; a panic, a timeout and a permanent error are errors),
+/// `controller_runtime_reconcile_errors_total{controller}`,
+/// `controller_runtime_terminal_reconcile_errors_total{controller}` (the errors that are
+/// [permanent](ErrorPolicy::Permanent): their key is not retried) and
+/// `controller_runtime_reconcile_time_seconds{controller}`; and, as kubekit's own,
+/// `controller_runtime_reconcile_retries_total{controller}`: the errors whose key was
+/// queued again, rate-limited or after a delay (so `errors = retries + terminal + keys
+/// dropped after max_retries`). Give it to a runner with [`Runner::metrics`]; cheap to
+/// clone (clones share the families).
+#[derive(Clone)]
+pub struct ControllerMetrics {
+    total: Family<ResultLabels, Counter>,
+    errors: Family<ControllerLabel, Counter>,
+    terminal: Family<ControllerLabel, Counter>,
+    retries: Family<ControllerLabel, Counter>,
+    time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
+}
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    controller: String,
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerLabel {
+    controller: String,
+}
+
+/// controller-runtime's reconcile time buckets, in seconds.
+const RECONCILE_BUCKETS: [f64; 21] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 60.0,
+];
+
+fn reconcile_histogram() -> Histogram {
+    Histogram::new(RECONCILE_BUCKETS)
+}
+
+impl Default for ControllerMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ControllerMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControllerMetrics").finish_non_exhaustive()
+    }
+}
+
+impl ControllerMetrics {
+    /// The families, empty and not yet registered anywhere.
+    pub fn new() -> Self {
+        Self {
+            total: Family::default(),
+            errors: Family::default(),
+            terminal: Family::default(),
+            retries: Family::default(),
+            time: Family::new_with_constructor(reconcile_histogram),
+        }
+    }
+
+    /// Registers the families into `registry` under controller-runtime's names. Register
+    /// one `ControllerMetrics` into a registry once.
+    pub fn register(&self, registry: &mut Registry) {
+        // The encoder appends `_total` to counters.
+        registry.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            self.total.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            self.errors.clone(),
+        );
+        registry.register(
+            "controller_runtime_terminal_reconcile_errors",
+            "Total number of terminal reconciliation errors per controller",
+            self.terminal.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_retries",
+            "Total number of reconciliation errors whose key was queued again per controller",
+            self.retries.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            self.time.clone(),
+        );
+    }
+
+    fn observe(&self, controller: &str, result: &'static str, took: Duration) {
+        self.total
+            .get_or_create(&ResultLabels {
+                controller: controller.to_string(),
+                result,
+            })
+            .inc();
+        let label = ControllerLabel {
+            controller: controller.to_string(),
+        };
+        if result == "error" {
+            self.errors.get_or_create(&label).inc();
+        }
+        self.time.get_or_create(&label).observe(took.as_secs_f64());
+    }
+
+    /// Counts an error of `controller` after which `what` was done with its key.
+    fn settled(&self, controller: &str, what: Settled) {
+        let family = match what {
+            Settled::Retried => &self.retries,
+            Settled::Permanent => &self.terminal,
+            Settled::Dropped => return,
+        };
+        family
+            .get_or_create(&ControllerLabel {
+                controller: controller.to_string(),
+            })
+            .inc();
+    }
+}
+
+/// What became of a key after an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// Queued again, rate-limited or after a delay.
+    Retried,
+    /// Not retried: the error was permanent.
+    Permanent,
+    /// Not retried: it had been retried `max_retries` times.
+    Dropped,
+}
+
+/// What one reconcile gave.
+enum Outcome {
+    Succeeded(ReconcileAction),
+    Failed(ReconcileError),
+    Panicked(String),
+}
+
+/// Identifies one reconcile in logs: 128 random bits, shown as 32 hex digits.
+struct ReconcileId(u128);
+
+impl ReconcileId {
+    fn new() -> Self {
+        Self(fastrand::u128(..))
+    }
+}
+
+impl fmt::Display for ReconcileId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// Runs workers over a queue; see the [module docs](self).
+#[derive(Debug)]
+pub struct Runner {
+    name: String,
+    queue: RateLimitingQueue<String>,
+    max_retries: usize,
+    reconcile_timeout: Option<Duration>,
+    stats: Arc<RunStats>,
+    metrics: Option<ControllerMetrics>,
+}
+
+impl Runner {
+    /// A runner named `name` (for logs) over `queue`, retrying a key at most 5 times.
+    pub fn new(name: &str, queue: RateLimitingQueue<String>) -> Self {
+        Self {
+            name: name.to_string(),
+            queue,
+            max_retries: 5,
+            reconcile_timeout: None,
+            stats: Arc::new(RunStats::default()),
+            metrics: None,
+        }
+    }
+
+    /// Drops a reconcile that has not finished after `timeout` and counts it as an error
+    /// (retried through the rate limiter). Default: no timeout.
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.reconcile_timeout = Some(timeout);
+        self
+    }
+
+    /// Counts and times every reconcile in `metrics`, under the runner's name.
+    pub fn metrics(mut self, metrics: &ControllerMetrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self
+    }
+
+    /// How many times a failing key is retried through the rate limiter
+    /// ([`ErrorPolicy::Retry`]) before it is dropped.
+    pub fn max_retries(mut self, retries: usize) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// The runner's counters.
+    pub fn stats(&self) -> &Arc<RunStats> {
+        &self.stats
+    }
+
+    /// Waits for `caches_synced`, runs `workers` workers until `cancel` fires, then drains
+    /// the queue and waits for the workers.
+    pub async fn run<R: Reconciler>(
+        &self,
+        reconciler: Arc<R>,
+        workers: usize,
+        caches_synced: impl Future<Output = bool>,
+        cancel: CancellationToken,
+    ) -> Result<(), RunError> {
+        let abort = CancellationToken::new();
+        self.run_or_abort(reconciler, workers, caches_synced, cancel, abort)
+            .await
+    }
+
+    /// [`run`](Self::run), except that when `abort` fires the workers stop at once: no
+    /// further key is taken, queued keys are left, and the reconciles in flight are
+    /// dropped. `run_or_abort` returns once every worker has ended.
+    pub async fn run_or_abort<R: Reconciler>(
+        &self,
+        reconciler: Arc<R>,
+        workers: usize,
+        caches_synced: impl Future<Output = bool>,
+        cancel: CancellationToken,
+        abort: CancellationToken,
+    ) -> Result<(), RunError> {
+        tracing::info!(controller = %self.name, "waiting for informer caches to sync");
+        let synced = tokio::select! {
+            biased;
+            synced = caches_synced => synced,
+            _ = cancel.cancelled() => false,
+            _ = abort.cancelled() => false,
+        };
+        if !synced {
+            self.queue.shut_down();
+            return Err(RunError::CachesNotSynced(self.name.clone()));
+        }
+        tracing::info!(controller = %self.name, workers, "starting workers");
+        let tasks: Vec<_> = (0..workers.max(1))
+            .map(|_| {
+                let worker = Worker {
+                    name: self.name.clone(),
+                    queue: self.queue.clone(),
+                    max_retries: self.max_retries,
+                    reconcile_timeout: self.reconcile_timeout,
+                    stats: self.stats.clone(),
+                    metrics: self.metrics.clone(),
+                    reconciler: reconciler.clone(),
+                };
+                let abort = abort.clone();
+                tokio::spawn(async move { worker.run(abort).await })
+            })
+            .collect();
+        tokio::select! {
+            _ = cancel.cancelled() => {
+                tracing::info!(controller = %self.name, "shutting down: finishing queued work");
+                tokio::select! {
+                    () = self.queue.shut_down_with_drain() => {}
+                    _ = abort.cancelled() => self.queue.shut_down(),
+                }
+            }
+            _ = abort.cancelled() => self.queue.shut_down(),
+        }
+        if abort.is_cancelled() {
+            tracing::warn!(controller = %self.name, "aborted: queued work left undone");
+        }
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!(controller = %self.name, "worker task failed: {e}");
+            }
+        }
+        tracing::info!(controller = %self.name, "workers stopped");
+        Ok(())
+    }
+}
+
+struct Worker<R> {
+    name: String,
+    queue: RateLimitingQueue<String>,
+    max_retries: usize,
+    reconcile_timeout: Option<Duration>,
+    stats: Arc<RunStats>,
+    metrics: Option<ControllerMetrics>,
+    reconciler: Arc<R>,
+}
+
+/// Counts its worker in [`RunStats::workers_died`] when dropped before the queue shut down
+/// (the worker's task unwound from a panic).
+struct AliveGuard<'a> {
+    stats: &'a RunStats,
+    queue: &'a RateLimitingQueue<String>,
+    finished: bool,
+}
+
+impl Drop for AliveGuard<'_> {
+    fn drop(&mut self) {
+        if !self.finished && !self.queue.shutting_down() {
+            self.stats.workers_died.fetch_add(1, Ordering::Relaxed);
+            tracing::error!("a worker task ended before shutdown");
+        }
+    }
+}
+
+impl<R: Reconciler> Worker<R> {
+    async fn run(&self, abort: CancellationToken) {
+        let mut guard = AliveGuard {
+            stats: &self.stats,
+            queue: &self.queue,
+            finished: false,
+        };
+        loop {
+            let key = tokio::select! {
+                biased;
+                _ = abort.cancelled() => break,
+                key = self.queue.get() => key,
+            };
+            let Some(key) = key else { break };
+            tokio::select! {
+                biased;
+                _ = abort.cancelled() => {
+                    self.queue.done(&key);
+                    break;
+                }
+                () = self.process(&key) => self.queue.done(&key),
+            }
+        }
+        guard.finished = true;
+    }
+
+    /// The reconcile of `key`, bounded by the timeout, with panics caught.
+    async fn outcome(&self, key: &str) -> Outcome {
+        // A reconciler may panic while making its future as well as while running it.
+        let made = std::panic::catch_unwind(AssertUnwindSafe(|| self.reconciler.reconcile(key)));
+        let reconcile = match made {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind(),
+            Err(panic) => {
+                return Outcome::Panicked(kubekit_client::panic::message(panic.as_ref()).into());
+            }
+        };
+        let caught = match self.reconcile_timeout {
+            None => reconcile.await,
+            Some(limit) => match tokio::time::timeout(limit, reconcile).await {
+                Ok(caught) => caught,
+                Err(_) => Ok(Err(ReconcileTimeout(limit).into())),
+            },
+        };
+        match caught {
+            Ok(Ok(action)) => Outcome::Succeeded(action),
+            Ok(Err(e)) => Outcome::Failed(e),
+            Err(panic) => Outcome::Panicked(kubekit_client::panic::message(panic.as_ref()).into()),
+        }
+    }
+
+    /// Reconciles `key` in its `reconcile` span and settles what comes of it.
+    async fn process(&self, key: &str) {
+        let key = key.to_string();
+        let attempt = self.queue.num_requeues(&key);
+        let span = tracing::info_span!(
+            "reconcile",
+            controller = %self.name,
+            key = %key,
+            attempt,
+            reconcile_id = %ReconcileId::new(),
+        );
+        self.reconcile_and_settle(key, attempt)
+            .instrument(span)
+            .await;
+    }
+
+    async fn reconcile_and_settle(&self, key: String, attempt: usize) {
+        let started = Instant::now();
+        let outcome = self.outcome(&key).await;
+        if let Some(metrics) = &self.metrics {
+            let result = match outcome {
+                Outcome::Succeeded(ReconcileAction::Done) => "success",
+                Outcome::Succeeded(ReconcileAction::RequeueAfter(_)) => "requeue_after",
+                Outcome::Failed(_) | Outcome::Panicked(_) => "error",
+            };
+            metrics.observe(&self.name, result, started.elapsed());
+        }
+        let (policy, error) = match outcome {
+            Outcome::Succeeded(action) => {
+                self.stats.succeeded.fetch_add(1, Ordering::Relaxed);
+                self.queue.forget(&key);
+                if let ReconcileAction::RequeueAfter(delay) = action {
+                    self.queue.add_after(key, delay);
+                }
+                return;
+            }
+            Outcome::Failed(e) => {
+                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                (e.policy(), e.to_string())
+            }
+            Outcome::Panicked(panic) => {
+                self.stats.panics.fetch_add(1, Ordering::Relaxed);
+                (ErrorPolicy::Retry, format!("reconcile panicked: {panic}"))
+            }
+        };
+        let settled = match policy {
+            ErrorPolicy::Retry if attempt < self.max_retries => {
+                tracing::warn!("error syncing: {error}; retrying");
+                self.queue.add_rate_limited(key);
+                Settled::Retried
+            }
+            ErrorPolicy::Retry => {
+                self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("dropping key out of the queue after {attempt} retries: {error}");
+                self.queue.forget(&key);
+                Settled::Dropped
+            }
+            ErrorPolicy::RequeueAfter(delay) => {
+                tracing::warn!("error syncing: {error}; requeued after {delay:?}");
+                self.queue.add_after(key, delay);
+                Settled::Retried
+            }
+            ErrorPolicy::Permanent => {
+                self.stats.permanent.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("permanent error, not retried until the object changes: {error}");
+                self.queue.forget(&key);
+                self.queue.cancel_waiting(&key);
+                Settled::Permanent
+            }
+        };
+        if let Some(metrics) = &self.metrics {
+            metrics.settled(&self.name, settled);
+        }
+    }
+}
+
+/// Puts the key (`namespace/name`) of `obj` on `queue`; an object without a name is
+/// logged and skipped.
+pub fn enqueue<K: Resource + 'static>(queue: &RateLimitingQueue<String>, obj: &K) {
+    match meta_namespace_key(obj) {
+        Ok(key) => queue.add(key),
+        Err(e) => tracing::error!("cannot enqueue an object: {e}"),
+    }
+}
+
+/// The event handler of a client-go style controller: the key of every added, updated or
+/// deleted object goes on `queue` (for a deletion learned from a relist, the tombstone's
+/// key). It never blocks, so the informer calls it on its own task
+/// ([`ResourceEventHandler::may_block`](crate::cache::ResourceEventHandler::may_block)).
+pub fn enqueue_handler<K: Resource + Send + Sync + 'static>(
+    queue: &RateLimitingQueue<String>,
+) -> ResourceEventHandlerFuncs<K> {
+    let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
+    ResourceEventHandlerFuncs::new()
+        .on_add(move |obj: &Arc<K>, _| enqueue(&on_add, obj.as_ref()))
+        .on_update(move |_: &Arc<K>, new: &Arc<K>| enqueue(&on_update, new.as_ref()))
+        .on_delete(
+            move |obj: &MaybeTombstone<K>| match deletion_handling_meta_namespace_key(obj) {
+                Ok(key) => on_delete.add(key),
+                Err(e) => tracing::error!("cannot enqueue a deleted object: {e}"),
+            },
+        )
+        .non_blocking()
+}
+
+/// A token cancelled by the first SIGINT or SIGTERM; a second one exits the process with
+/// status 1. Must be called within a tokio runtime.
+pub fn shutdown_signal() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let token = cancel.clone();
+    tokio::spawn(async move {
+        let mut signals = 0;
+        loop {
+            if wait_for_signal().await.is_err() {
+                tracing::error!("cannot listen for signals; shut down by other means");
+                return;
+            }
+            signals += 1;
+            if signals == 1 {
+                tracing::info!("signal received: shutting down (again to exit at once)");
+                token.cancel();
+            } else {
+                tracing::warn!("second signal: exiting now");
+                std::process::exit(1);
+            }
+        }
+    });
+    cancel
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() -> std::io::Result<()> {
+    tokio::signal::ctrl_c().await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use parking_lot::Mutex;
+
+    use super::*;
+    use crate::cache::test_support::assert_metric_lines;
+    use crate::workqueue::ItemExponentialFailureRateLimiter;
+
+    /// Fails `key-fail` always, panics on `key-panic` the first time, succeeds otherwise;
+    /// counts the calls per key.
+    #[derive(Default)]
+    struct Script {
+        calls: Mutex<HashMap<String, usize>>,
+    }
+
+    impl Reconciler for Script {
+        fn reconcile<'a>(
+            &'a self,
+            key: &'a str,
+        ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
+            if key == "key-panic-early" && !self.calls.lock().contains_key(key) {
+                self.calls.lock().insert(key.to_string(), 1);
+                panic!("bug before the future");
+            }
+            Box::pin(async move {
+                let n = {
+                    let mut calls = self.calls.lock();
+                    let n = calls.entry(key.to_string()).or_default();
+                    *n += 1;
+                    *n
+                };
+                match key {
+                    "key-fail" => Err("always fails".into()),
+                    "key-panic" if n == 1 => panic!("bug in reconcile"),
+                    "key-slow" => std::future::pending().await,
+                    "key-again" if n < 3 => {
+                        Ok(ReconcileAction::RequeueAfter(Duration::from_secs(1)))
+                    }
+                    _ => Ok(ReconcileAction::Done),
+                }
+            })
+        }
+    }
+
+    fn queue() -> RateLimitingQueue<String> {
+        RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
+            Duration::from_millis(1),
+            Duration::from_millis(10),
+        ))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn errors_retry_up_to_the_limit_panics_retry_and_success_forgets() {
+        let q = queue();
+        for k in ["key-ok", "key-fail", "key-panic", "key-panic-early"] {
+            q.add(k.to_string());
+        }
+        let metrics = ControllerMetrics::new();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let runner = Runner::new("test", q.clone())
+            .max_retries(3)
+            .metrics(&metrics);
+        let script = Arc::new(Script::default());
+        run_for(&runner, script.clone(), 2, Duration::from_secs(5)).await;
+        let calls = script.calls.lock().clone();
+        assert_eq!(calls["key-ok"], 1);
+        assert_eq!(calls["key-fail"], 4, "first try + 3 retries");
+        assert_eq!(calls["key-panic"], 2, "a panic is retried like an error");
+        assert_eq!(
+            calls["key-panic-early"], 2,
+            "so is one while making the future"
+        );
+        let stats = runner.stats();
+        assert_eq!(
+            (
+                stats.succeeded(),
+                stats.failed(),
+                stats.dropped(),
+                stats.panics()
+            ),
+            (3, 4, 1, 2)
+        );
+        assert_eq!(stats.workers_died(), 0);
+        assert_eq!(
+            q.num_requeues(&"key-fail".to_string()),
+            0,
+            "dropped keys are forgotten"
+        );
+        assert_metric_lines(
+            &registry,
+            &[
+                r#"controller_runtime_reconcile_total{controller="test",result="success"} 3"#,
+                r#"controller_runtime_reconcile_total{controller="test",result="error"} 6"#,
+                r#"controller_runtime_reconcile_errors_total{controller="test"} 6"#,
+                r#"controller_runtime_reconcile_time_seconds_count{controller="test"} 9"#,
+            ],
+        );
+    }
+
+    /// Runs `runner` with `workers` workers for `time`, then cancels it and waits for it.
+    async fn run_for<R: Reconciler>(runner: &Runner, r: Arc<R>, workers: usize, time: Duration) {
+        let cancel = CancellationToken::new();
+        let run = runner.run(r, workers, async { true }, cancel.clone());
+        let stop = async {
+            tokio::time::sleep(time).await;
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+    }
+
+    /// Fails until `until` (virtual time since the test began), then succeeds.
+    struct FailsUntil {
+        began: tokio::time::Instant,
+        until: Duration,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Reconciler for FailsUntil {
+        fn reconcile<'a>(
+            &'a self,
+            _key: &'a str,
+        ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
+            Box::pin(async move {
+                self.calls.fetch_add(1, Ordering::Relaxed);
+                if self.began.elapsed() < self.until {
+                    return Err("the API server is down".into());
+                }
+                Ok(ReconcileAction::Done)
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_failing_for_ten_minutes_is_retried_until_it_succeeds_with_no_limit() {
+        let q = RateLimitingQueue::new(crate::workqueue::default_controller_rate_limiter());
+        q.add("key".to_string());
+        let runner = Runner::new("test", q.clone()).max_retries(usize::MAX);
+        let script = Arc::new(FailsUntil {
+            began: tokio::time::Instant::now(),
+            until: Duration::from_secs(600),
+            calls: Default::default(),
+        });
+        run_for(&runner, script.clone(), 1, Duration::from_secs(3600)).await;
+        let stats = runner.stats();
+        assert_eq!((stats.succeeded(), stats.dropped()), (1, 0));
+        // Waits of 5 ms doubling: after 17 failures they add up to 655 s, past ten minutes,
+        // and the 18th reconcile succeeds.
+        assert_eq!(script.calls.load(Ordering::Relaxed), 18);
+        assert_eq!(q.num_requeues(&"key".to_string()), 0, "success forgets");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requeue_after_reconciles_again_and_a_timed_out_reconcile_is_retried_as_an_error() {
+        let q = queue();
+        q.add("key-again".to_string());
+        q.add("key-slow".to_string());
+        let metrics = ControllerMetrics::new();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let runner = Runner::new("test", q.clone())
+            .max_retries(2)
+            .reconcile_timeout(Duration::from_secs(1))
+            .metrics(&metrics);
+        let script = Arc::new(Script::default());
+        run_for(&runner, script.clone(), 2, Duration::from_secs(30)).await;
+        let calls = script.calls.lock().clone();
+        assert_eq!(calls["key-again"], 3, "requeued twice, then done");
+        assert_eq!(
+            calls["key-slow"], 3,
+            "first try + 2 retries, each timed out"
+        );
+        assert_eq!(runner.stats().dropped(), 1);
+        assert_metric_lines(
+            &registry,
+            &[
+                r#"controller_runtime_reconcile_total{controller="test",result="requeue_after"} 2"#,
+                r#"controller_runtime_reconcile_total{controller="test",result="success"} 1"#,
+                r#"controller_runtime_reconcile_errors_total{controller="test"} 3"#,
+            ],
+        );
+    }
+
+    /// Reconciles `key` as `script` says for its call (1st, 2nd, …); past its end,
+    /// succeeds. Records the (virtual) time of every call; `during` runs inside each call.
+    struct Scripted {
+        script: Vec<Result<ReconcileAction, fn() -> ReconcileError>>,
+        calls: Mutex<Vec<tokio::time::Instant>>,
+        during: Box<dyn Fn() + Send + Sync>,
+    }
+
+    impl Scripted {
+        fn new(script: Vec<Result<ReconcileAction, fn() -> ReconcileError>>) -> Self {
+            Self {
+                script,
+                calls: Mutex::default(),
+                during: Box::new(|| {}),
+            }
+        }
+
+        fn calls(&self) -> Vec<tokio::time::Instant> {
+            self.calls.lock().clone()
+        }
+    }
+
+    impl AsyncReconciler for Scripted {
+        async fn reconcile(&self, _key: &str) -> Result<ReconcileAction, ReconcileError> {
+            tracing::info!("inside the reconcile");
+            (self.during)();
+            let n = {
+                let mut calls = self.calls.lock();
+                calls.push(tokio::time::Instant::now());
+                calls.len()
+            };
+            match self.script.get(n - 1) {
+                None => Ok(ReconcileAction::Done),
+                Some(Ok(action)) => Ok(*action),
+                Some(Err(error)) => Err(error()),
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_permanent_error_cancels_the_waiting_retry_and_the_key_waits_for_its_next_add() {
+        let q = RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
+            Duration::from_secs(1),
+            Duration::from_secs(10),
+        ));
+        q.add("ns/a".to_string());
+        let mut script = Scripted::new(vec![
+            Err(|| "the API server is down".into()),
+            Err(|| ReconcileError::new("spec.replicas is negative").permanent()),
+        ]);
+        // An event while the first reconcile runs: the key is reconciled again at once,
+        // while its retry (in 1 s) waits.
+        let first = std::sync::Once::new();
+        let events = q.clone();
+        script.during = Box::new(move || first.call_once(|| events.add("ns/a".to_string())));
+        let script = Arc::new(script);
+        let runner = Runner::new("test", q.clone());
+        let cancel = CancellationToken::new();
+        let run = runner.run(script.clone(), 1, async { true }, cancel.clone());
+        let test = async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            assert_eq!(script.calls().len(), 2, "the waiting retry was cancelled");
+            assert_eq!(runner.stats().permanent(), 1);
+            assert_eq!(q.num_requeues(&"ns/a".to_string()), 0, "forgotten");
+            // The object changed: its key is added again, and reconciled at once.
+            let changed = tokio::time::Instant::now();
+            q.add("ns/a".to_string());
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            assert_eq!(script.calls()[2], changed);
+            assert_eq!(script.calls().len(), 3, "then succeeded");
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(run, test);
+        result.unwrap();
+        let stats = runner.stats();
+        assert_eq!(
+            (stats.succeeded(), stats.failed(), stats.dropped()),
+            (1, 2, 0)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_to_requeue_after_a_delay_is_reconciled_again_exactly_that_delay_later() {
+        let q = queue();
+        q.add("ns/a".to_string());
+        let later =
+            || ReconcileError::new("waiting for the volume").requeue_after(Duration::from_secs(7));
+        let script = Arc::new(Scripted::new(vec![Err(later), Err(later), Err(later)]));
+        let runner = Runner::new("test", q.clone()).max_retries(0);
+        run_for(&runner, script.clone(), 1, Duration::from_secs(60)).await;
+        let calls = script.calls();
+        assert_eq!(calls.len(), 4, "three errors, then success");
+        for pair in calls.windows(2) {
+            assert_eq!(pair[1] - pair[0], Duration::from_secs(7));
+        }
+        let stats = runner.stats();
+        assert_eq!(
+            (stats.failed(), stats.dropped(), stats.succeeded()),
+            (3, 0, 1),
+            "max_retries does not apply to a requeue after a delay"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn metrics_count_retries_and_permanent_failures_per_controller() {
+        let q = queue();
+        for key in ["ns/retried", "ns/later", "ns/permanent"] {
+            q.add(key.to_string());
+        }
+        struct ByKey;
+        impl AsyncReconciler for ByKey {
+            async fn reconcile(&self, key: &str) -> Result<ReconcileAction, ReconcileError> {
+                static RETRIED: AtomicU64 = AtomicU64::new(0);
+                static LATER: AtomicU64 = AtomicU64::new(0);
+                match key {
+                    "ns/retried" if RETRIED.fetch_add(1, Ordering::Relaxed) < 2 => {
+                        Err("conflict".into())
+                    }
+                    "ns/later" if LATER.fetch_add(1, Ordering::Relaxed) < 1 => {
+                        Err(ReconcileError::new("not yet").requeue_after(Duration::from_secs(1)))
+                    }
+                    "ns/permanent" => Err(ReconcileError::new("invalid").permanent()),
+                    _ => Ok(ReconcileAction::Done),
+                }
+            }
+        }
+        let metrics = ControllerMetrics::new();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let runner = Runner::new("test", q.clone()).metrics(&metrics);
+        run_for(&runner, Arc::new(ByKey), 1, Duration::from_secs(60)).await;
+        assert_metric_lines(
+            &registry,
+            &[
+                r#"controller_runtime_reconcile_total{controller="test",result="error"} 4"#,
+                r#"controller_runtime_reconcile_total{controller="test",result="success"} 2"#,
+                r#"controller_runtime_reconcile_errors_total{controller="test"} 4"#,
+                r#"controller_runtime_reconcile_retries_total{controller="test"} 3"#,
+                r#"controller_runtime_terminal_reconcile_errors_total{controller="test"} 1"#,
+            ],
+        );
+    }
+
+    /// What a `fmt` subscriber writes, kept for the test to read.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_a_reconcile_logs_carries_the_controller_the_key_the_attempt_and_a_reconcile_id() {
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_ansi(false)
+            .finish();
+        // The test's runtime runs every task on this thread.
+        let _default = tracing::subscriber::set_default(subscriber);
+        // While one dispatcher is registered, tracing-core asks only the registering
+        // thread's about a callsite first met on another thread: a test there, without a
+        // subscriber, meeting the reconcile span first would disable it for this one. A
+        // second live dispatcher makes it ask every one.
+        let _second = tracing::Dispatch::new(tracing_subscriber::registry());
+        let q = queue();
+        q.add("ns/a".to_string());
+        let script = Arc::new(Scripted::new(vec![Err(|| "conflict".into())]));
+        run_for(&Runner::new("test", q), script, 1, Duration::from_secs(1)).await;
+        let text = String::from_utf8(captured.0.lock().clone()).unwrap();
+        let inside: Vec<&str> = text
+            .lines()
+            .filter(|l| l.ends_with("inside the reconcile"))
+            .collect();
+        assert_eq!(inside.len(), 2, "{text}");
+        let mut ids = Vec::new();
+        for (attempt, line) in inside.iter().enumerate() {
+            let prefix =
+                format!("reconcile{{controller=test key=ns/a attempt={attempt} reconcile_id=");
+            let (_, rest) = line
+                .split_once(&prefix)
+                .unwrap_or_else(|| panic!("{prefix} not in {line}"));
+            let id = &rest[..rest.find('}').unwrap()];
+            assert!(
+                id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{id}"
+            );
+            ids.push(id.to_string());
+        }
+        assert_ne!(ids[0], ids[1], "each reconcile has its own id");
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&format!("reconcile_id={}}}", ids[0]))
+                    && l.contains("error syncing: conflict; retrying")),
+            "the runner's own log of the error is in the span too:\n{text}"
+        );
+    }
+
+    #[test]
+    fn question_mark_on_any_error_retries_and_the_result_extension_sets_the_policy() {
+        fn parse(s: &str) -> Result<u32, ReconcileError> {
+            Ok(s.parse::<u32>()?)
+        }
+        let err = parse("x").unwrap_err();
+        assert_eq!(err.policy(), ErrorPolicy::Retry);
+        assert!(
+            err.is::<std::num::ParseIntError>(),
+            "dereferences to the error"
+        );
+        let err = "x".parse::<u32>().permanent().unwrap_err();
+        assert_eq!(err.policy(), ErrorPolicy::Permanent);
+        let err = "x"
+            .parse::<u32>()
+            .requeue_after(Duration::from_secs(3))
+            .unwrap_err();
+        assert_eq!(
+            err.policy(),
+            ErrorPolicy::RequeueAfter(Duration::from_secs(3))
+        );
+        let boxed: Box<dyn std::error::Error + Send + Sync> = "boxed".into();
+        let err = ReconcileError::from(boxed).with_policy(ErrorPolicy::Permanent);
+        assert_eq!(err.to_string(), "boxed");
+        assert_eq!(err.into_inner().to_string(), "boxed");
+        let from_string: ReconcileError = format!("{} failed", "sync").into();
+        assert_eq!(format!("{from_string}"), "sync failed");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn abort_drops_the_reconcile_in_flight_and_leaves_queued_keys() {
+        let q = queue();
+        q.add("key-slow".to_string());
+        for i in 0..10 {
+            q.add(format!("key-{i}"));
+        }
+        let runner = Runner::new("test", q.clone());
+        let script = Arc::new(Script::default());
+        let (cancel, abort) = (CancellationToken::new(), CancellationToken::new());
+        let run = runner.run_or_abort(
+            script.clone(),
+            1,
+            async { true },
+            cancel.clone(),
+            abort.clone(),
+        );
+        let stop = async {
+            // The one worker is stuck in key-slow.
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            cancel.cancel();
+            abort.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+        let calls = script.calls.lock().clone();
+        assert_eq!(calls.len(), 1, "only key-slow was started: {calls:?}");
+        assert_eq!(q.len(), 10, "queued keys are left undone");
+        assert_eq!(runner.stats().workers_died(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_ends_before_shutdown_is_counted_dead() {
+        let (stats, q) = (RunStats::default(), queue());
+        let finished = AliveGuard {
+            stats: &stats,
+            queue: &q,
+            finished: true,
+        };
+        drop(finished);
+        assert_eq!(stats.workers_died(), 0);
+        let unwound = AliveGuard {
+            stats: &stats,
+            queue: &q,
+            finished: false,
+        };
+        drop(unwound);
+        assert_eq!(stats.workers_died(), 1);
+        q.shut_down();
+        let at_shutdown = AliveGuard {
+            stats: &stats,
+            queue: &q,
+            finished: false,
+        };
+        drop(at_shutdown);
+        assert_eq!(stats.workers_died(), 1, "ending at shutdown is not dying");
+    }
+
+    #[tokio::test]
+    async fn the_enqueue_handler_queues_the_key_of_adds_updates_deletes_and_tombstones() {
+        use crate::cache::{DeletedFinalStateUnknown, ResourceEventHandler};
+        use k8s_openapi::api::core::v1::Pod;
+
+        let pod = |name: &str| {
+            let mut p = Pod::default();
+            p.metadata.namespace = Some("ns".into());
+            p.metadata.name = Some(name.into());
+            Arc::new(p)
+        };
+        let q = queue();
+        let handler = enqueue_handler::<Pod>(&q);
+        let h: &dyn ResourceEventHandler<Pod> = &handler;
+        assert!(!h.may_block(), "queueing a key never blocks: called inline");
+        h.on_add(&pod("a"), true);
+        h.on_update(&pod("b"), &pod("b"));
+        h.on_delete(&MaybeTombstone::Object(pod("c")));
+        h.on_delete(&MaybeTombstone::Tombstone(DeletedFinalStateUnknown {
+            key: "ns/d".into(),
+            obj: pod("d"),
+        }));
+        h.on_add(&Arc::new(Pod::default()), false);
+        assert_eq!(q.len(), 4, "the nameless pod is skipped");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_finishes_queued_keys_before_returning() {
+        let q = queue();
+        for i in 0..50 {
+            q.add(format!("key-{i}"));
+        }
+        let runner = Runner::new("test", q.clone());
+        let script = Arc::new(Script::default());
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        // Cancelled before start: the caches never "sync", nothing runs.
+        let err = runner
+            .run(script.clone(), 1, std::future::pending(), cancel)
+            .await
+            .unwrap_err();
+        assert_eq!(err, RunError::CachesNotSynced("test".into()));
+        assert!(script.calls.lock().is_empty());
+
+        let q = queue();
+        for i in 0..50 {
+            q.add(format!("key-{i}"));
+        }
+        let runner = Runner::new("test", q.clone());
+        let cancel = CancellationToken::new();
+        let run = runner.run(script.clone(), 3, async { true }, cancel.clone());
+        cancel.cancel();
+        run.await.unwrap();
+        assert_eq!(
+            script.calls.lock().len(),
+            50,
+            "every queued key was processed"
+        );
+        assert!(q.shutting_down());
+    }
+}
