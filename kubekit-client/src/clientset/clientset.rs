@@ -36,8 +36,7 @@ use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::Resource;
 
 use super::resource_client::ResourceClient;
-use super::{GetOptions, ListOptions, PatchBody, PatchOptions};
-use crate::meta::GroupVersionResource;
+use super::{GetOptions, PatchBody, PatchOptions};
 use crate::rest::{Error, RestClient, RestConfig, Result};
 
 /// How long [`Clientset::install_crd`] waits for the API server to serve a
@@ -154,13 +153,18 @@ impl Clientset {
             tokio::time::sleep(CRD_POLL_INTERVAL).await;
             current = crds.get(&name, &GetOptions::default()).await?;
         }
-        let metadata = crate::metadata::MetadataClient::from_rest_client(self.rest.clone());
         let spec = &current.spec;
         for version in spec.versions.iter().filter(|v| v.served) {
-            let gvr = GroupVersionResource::new(&spec.group, &version.name, &spec.names.plural);
-            let resource = metadata.resource(&gvr);
+            // A list of at most one object (not decoded): whether the version is served yet.
+            let list = || {
+                self.rest
+                    .get()
+                    .group_version(&spec.group, &version.name)
+                    .resource(&spec.names.plural)
+                    .param("limit", "1")
+            };
             loop {
-                match resource.list(&ListOptions::default().limit(1)).await {
+                match list().send().await {
                     Err(e) if e.is_not_found() => {}
                     _ => break,
                 }

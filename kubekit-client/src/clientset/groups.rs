@@ -476,37 +476,6 @@ mod tests {
     }
 
     #[test]
-    fn every_group_names_a_prebuilt_feature_of_its_api_group_that_prebuilt_all_turns_on() {
-        let manifest = include_str!("../../Cargo.toml");
-        let features = &manifest[manifest.find("\n[features]").expect("[features]")..];
-        let features = &features[..features[1..].find("\n[").map_or(features.len(), |i| i + 1)];
-        let declared = |name: &str| features.contains(&format!("\n{name} = "));
-        let all = &features[features.find("prebuilt-all = [").expect("prebuilt-all")..];
-        let all = &all[..all.find(']').expect("prebuilt-all's end")];
-        for r in built_in_resources() {
-            let group = r.group.split('.').next().filter(|g| !g.is_empty());
-            assert_eq!(
-                r.prebuilt,
-                format!("prebuilt-{}", group.unwrap_or("core")),
-                "{r:?}"
-            );
-            assert!(declared(r.prebuilt), "{} is not a feature", r.prebuilt);
-            assert!(
-                all.contains(&format!("\"{}\"", r.prebuilt)),
-                "prebuilt-all leaves out {}",
-                r.prebuilt
-            );
-        }
-        let groups: std::collections::HashSet<_> =
-            built_in_resources().iter().map(|r| r.prebuilt).collect();
-        assert_eq!(all.matches("\"prebuilt-").count(), groups.len(), "{all}");
-        let default = &features[features.find("\ndefault = [").expect("default")..];
-        let default = &default[..default.find(']').expect("default's end")];
-        assert_eq!(default.matches("\"prebuilt-").count(), 1, "{default}");
-        assert!(default.contains("\"prebuilt-common\""), "{default}");
-    }
-
-    #[test]
     fn prebuilt_common_names_seven_core_kinds_that_have_informers() {
         let common: Vec<_> = built_in_resources()
             .iter()

@@ -3,8 +3,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use k8s_openapi::api::core::v1::Event;
 use parking_lot::Mutex;
@@ -12,71 +11,9 @@ use tokio::sync::mpsc::{self, error::TrySendError};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::correlator::CorrelatorOptions;
-use super::recorder::{EventRecorder, EventSource, ObjectRef, text};
+use super::recorder::{EventRecorder, EventSource};
+use super::shared::{BroadcasterOptions, Counters, ObjectRef, text};
 use super::sink::{EventSink, SinkWriter};
-
-/// How an [`EventBroadcaster`] queues, correlates and writes events. The defaults are
-/// client-go's.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BroadcasterOptions {
-    /// Capacity of the broadcaster's queue, and of each watcher's buffer (default 1000;
-    /// 0 counts as 1).
-    pub queue_capacity: usize,
-    /// The correlator each sink writer runs events through.
-    pub correlator: CorrelatorOptions,
-    /// Most attempts a sink writer makes to write one event (default 12; 0 counts as 1).
-    pub max_tries_per_event: u32,
-    /// The wait between two attempts (default 10 s). The first wait is a random fraction of
-    /// it, so that clients do not retry in step after an API server outage.
-    pub retry_interval: Duration,
-    /// How long [`EventBroadcaster::shutdown`] waits for queued events to be delivered
-    /// (default 5 s).
-    pub shutdown_timeout: Duration,
-}
-
-impl Default for BroadcasterOptions {
-    fn default() -> Self {
-        Self {
-            queue_capacity: 1000,
-            correlator: CorrelatorOptions::default(),
-            max_tries_per_event: 12,
-            retry_interval: Duration::from_secs(10),
-            shutdown_timeout: Duration::from_secs(5),
-        }
-    }
-}
-
-/// Events lost on the way, shared by the broadcaster, its recorders and its watchers.
-#[derive(Debug, Default)]
-pub(super) struct Counters {
-    dropped: AtomicU64,
-    spam_filtered: AtomicU64,
-}
-
-impl Counters {
-    /// Counts and reports `event`, lost because `queue` was full.
-    pub(super) fn drop_event(&self, event: &Event, queue: &str) {
-        let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::warn!(
-            object = %ObjectRef(&event.involved_object),
-            reason = text(&event.reason),
-            dropped,
-            "{queue} full; event dropped"
-        );
-    }
-
-    /// Counts and reports `event`, refused by the spam filter.
-    pub(super) fn filter_event(&self, event: &Event) {
-        let filtered = self.spam_filtered.fetch_add(1, Ordering::Relaxed) + 1;
-        tracing::debug!(
-            object = %ObjectRef(&event.involved_object),
-            reason = text(&event.reason),
-            filtered,
-            "too many events about the object; event dropped"
-        );
-    }
-}
 
 /// Receives the events of its recorders and hands each to every started watcher; see the
 /// [module docs](super).

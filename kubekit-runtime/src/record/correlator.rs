@@ -6,50 +6,16 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::Hash;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::time::Instant;
 
-use super::recorder::{event_name, text};
+use super::shared::{CorrelatorOptions, event_name, text};
 use kubekit_client::flowcontrol::TokenBucket;
 
 /// The prefix of an aggregate event's message.
 const COMBINED_PREFIX: &str = "(combined from similar events): ";
-
-/// Settings of the correlator; the defaults are client-go's.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CorrelatorOptions {
-    /// Entries in each of the correlator's caches (spam buckets, groups of similar events,
-    /// recorded events); the least recently used entry is forgotten first (default 4096;
-    /// 0 counts as 1).
-    pub cache_size: usize,
-    /// Events one source may report about one object in a burst (default 25).
-    pub spam_burst: u32,
-    /// Tokens per second the spam bucket of a source and object refills (default 1/300:
-    /// one event every 5 minutes once the burst is spent). `f64::INFINITY` turns the filter
-    /// off; a value that is not positive, or NaN, refuses every event.
-    pub spam_qps: f64,
-    /// Distinct messages with the same source, object, type and reason that are written as
-    /// they are: from the `max_events`-th distinct message on, events are combined into one
-    /// aggregate event (default 10).
-    pub max_events: usize,
-    /// A group of similar events starts over after this long without one (default 10 min).
-    pub max_interval: Duration,
-}
-
-impl Default for CorrelatorOptions {
-    fn default() -> Self {
-        Self {
-            cache_size: 4096,
-            spam_burst: 25,
-            spam_qps: 1.0 / 300.0,
-            max_events: 10,
-            max_interval: Duration::from_secs(600),
-        }
-    }
-}
 
 /// What the sink writer must write for one event.
 #[derive(Debug)]

@@ -97,11 +97,12 @@
 mod broadcaster;
 mod correlator;
 mod recorder;
+mod shared;
 mod sink;
 #[cfg(test)]
 mod tests;
 
-pub use broadcaster::{BroadcasterOptions, EventBroadcaster};
-pub use correlator::CorrelatorOptions;
+pub use broadcaster::EventBroadcaster;
 pub use recorder::{EventRecorder, EventSource, EventType};
+pub use shared::{BroadcasterOptions, CorrelatorOptions};
 pub use sink::{ClientsetSink, EventSink};

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::{Event, EventSource as ApiEventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -12,7 +11,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use tokio::sync::mpsc::{self, error::TrySendError};
 
-use super::broadcaster::Counters;
+use super::shared::{Counters, ObjectRef, event_name, text};
 
 /// Where events about cluster-scoped objects are written.
 pub(super) const DEFAULT_NAMESPACE: &str = "default";
@@ -184,35 +183,5 @@ fn make_event<K: Resource<DynamicType = ()>>(
         reporting_component: Some(source.component.clone()),
         reporting_instance: source.host.clone(),
         ..Event::default()
-    }
-}
-
-/// A fresh Event name for an object: `<object name>.<hex>`, where the hex is the Unix time
-/// in nanoseconds, as in client-go, bumped when needed so that no two names this process
-/// makes are equal.
-pub(super) fn event_name(object_name: &str) -> String {
-    static LAST: AtomicU64 = AtomicU64::new(0);
-    let now = u64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(0);
-    let next = |last: u64| now.max(last.saturating_add(1));
-    let (Ok(last) | Err(last)) = LAST.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
-        Some(next(last))
-    });
-    format!("{object_name}.{:x}", next(last))
-}
-
-/// An optional string field of an API object, `""` when unset.
-pub(super) fn text(field: &Option<String>) -> &str {
-    field.as_deref().unwrap_or_default()
-}
-
-/// Displays an object reference as `namespace/name`, or `name` without a namespace.
-pub(super) struct ObjectRef<'a>(pub(super) &'a ObjectReference);
-
-impl fmt::Display for ObjectRef<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match text(&self.0.namespace) {
-            "" => f.write_str(text(&self.0.name)),
-            ns => write!(f, "{ns}/{}", text(&self.0.name)),
-        }
     }
 }

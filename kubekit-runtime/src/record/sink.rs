@@ -10,9 +10,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::broadcaster::{BroadcasterOptions, Counters};
 use super::correlator::{Correlated, Correlator};
-use super::recorder::{DEFAULT_NAMESPACE, ObjectRef, text};
+use super::recorder::DEFAULT_NAMESPACE;
+use super::shared::{BroadcasterOptions, Counters, ObjectRef, text};
 use kubekit_client::clientset::{
     Clientset, CreateOptions, PatchBody, PatchOptions, ResourceClient,
 };
