@@ -47,7 +47,8 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use kubekit_client::serve::{Served, next_connection, serve_connection};
+pub use kubekit_client::serve::Served;
+use kubekit_client::serve::{next_connection, serve_connection};
 
 /// A health or readiness check: `Err(reason)` when failing.
 pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;

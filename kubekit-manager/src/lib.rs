@@ -94,8 +94,7 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 pub use builder::{ControllerBuilder, Object, ObjectKey, PERMANENT_ERROR_REASON};
-pub use endpoints::{Check, Endpoints};
-pub use kubekit_client::serve::Served;
+pub use endpoints::{Check, Endpoints, Served};
 pub use predicate::{Change, Predicate};
 pub use sharding::{HELD_ANNOTATION, RING_LABEL, Sharding, ShardingError};
 

@@ -72,31 +72,40 @@
 //!
 //! # Layers
 //!
-//! The library is layered the way client-go is; data and imports flow one way, from the
-//! top of this list to the bottom:
+//! The library is layered the way client-go is, one crate per layer; data and imports flow
+//! one way, from the top of this list to the bottom, and Cargo keeps them so. kubekit
+//! re-exports each layer's modules under the paths below, so a program depends on
+//! `kubekit` alone; an edit of an upper layer rebuilds only the crates above it.
 //!
-//! | module | client-go package | what it holds |
+//! | crate | modules | client-go / controller-runtime |
 //! |---|---|---|
-//! | [`rest`] | `rest`, `util/flowcontrol` | configuration, the request builder, rate limiting, retries, API errors |
-//! | [`discovery`] | `discovery`, `restmapper` | server version, groups and resources, cached discovery, GVK ↔ GVR |
-//! | [`clientset`] | `kubernetes` | typed clients for built-in and custom resources |
-//! | [`retry`] | `util/retry`, `wait.Backoff` | read-modify-writes retried on conflict, with backoff |
-//! | [`dynamic`] | `dynamic` | unstructured objects by group/version/resource |
-//! | [`metadata`] | `metadata`, `metadatainformer`, `metadatalister` | the metadata of objects of any resource, negotiated as `PartialObjectMetadata` |
-//! | [`scale`] | `scale` | the `scale` subresource of any scalable resource |
-//! | [`pods`] | `Pods(ns).GetLogs`, `tools/remotecommand`, `tools/portforward` | a Pod's logs, exec, attach and port-forward |
-//! | [`cache`] | `tools/cache` | Reflector, DeltaFifo, Indexer, SharedIndexInformer |
-//! | [`watch`] | `tools/watch` | a watch restarted from its last resourceVersion; waiting for conditions |
-//! | [`informers`], [`listers`] | `informers`, `listers` | the shared informer factory (typed, dynamic and metadata informers) and listers |
-//! | [`labels`] | `apimachinery/pkg/labels` | label selectors |
-//! | [`validation`] | `apimachinery/pkg/util/validation` | object names as the server checks them |
-//! | [`workqueue`] | `util/workqueue` | work queues with per-item backoff and metrics |
-//! | [`controller`] | sample-controller's `Run`/`runWorker` pattern | workers over a work queue: retries, panics caught, graceful shutdown |
-//! | [`record`] | `tools/record` | event broadcaster, recorder and correlator |
-//! | [`leaderelection`] | `tools/leaderelection` | Lease-based leader election |
-//! | [`webhook`] | controller-runtime `pkg/webhook` | admission (validating, defaulting) and conversion webhooks over HTTPS, with reloaded or generated certificates |
-//! | [`manager`] | controller-runtime `manager`, `builder` | the manager (shared clientset, informers, events, metrics, health, leader election) and the controller builder |
-//! | [`finalizer`] | controller-runtime `controllerutil` finalizers | clean-up before an object is deleted, guarded patches of the finalizer list |
+//! | `kubekit-client` | [`rest`], [`discovery`], [`clientset`], [`retry`], [`dynamic`], [`metadata`], [`scale`], [`pods`]; the base: [`meta`], [`labels`], [`validation`], [`conditions`], [`flowcontrol`], `cache::meta_ref` and `cache::Compact` | `rest`, `discovery`, `kubernetes`, `util/retry`, `dynamic`, `metadata`, `scale`, `tools/remotecommand`; apimachinery's `labels`, `util/validation`, `api/meta` |
+//! | `kubekit-runtime` | [`cache`], [`watch`], [`informers`], [`listers`], [`workqueue`], [`controller`], [`finalizer`], [`record`], [`leaderelection`] | `tools/cache`, `tools/watch`, `informers`, `listers`, `util/workqueue`, `tools/record`, `tools/leaderelection`; controller-runtime's finalizer helpers |
+//! | `kubekit-webhook` | [`webhook`] | controller-runtime `pkg/webhook` |
+//! | `kubekit-manager` | [`manager`] | controller-runtime `manager`, `builder` |
+//!
+//! What each module holds:
+//!
+//! | module | what it holds |
+//! |---|---|
+//! | [`rest`] | configuration, the request builder, rate limiting, retries, API errors |
+//! | [`discovery`] | server version, groups and resources, cached discovery, GVK ↔ GVR |
+//! | [`clientset`] | typed clients for built-in and custom resources |
+//! | [`retry`] | read-modify-writes retried on conflict, with backoff |
+//! | [`dynamic`] | unstructured objects by group/version/resource |
+//! | [`metadata`] | the metadata of objects of any resource, negotiated as `PartialObjectMetadata` |
+//! | [`scale`] | the `scale` subresource of any scalable resource |
+//! | [`pods`] | a Pod's logs, exec, attach and port-forward |
+//! | [`cache`] | Reflector, DeltaFifo, Indexer, SharedIndexInformer, compact objects |
+//! | [`watch`] | a watch restarted from its last resourceVersion; waiting for conditions |
+//! | [`informers`], [`listers`] | the shared informer factory (typed, dynamic and metadata informers) and listers |
+//! | [`workqueue`] | work queues with per-item backoff and metrics |
+//! | [`controller`] | workers over a work queue: retries, panics caught, graceful shutdown |
+//! | [`finalizer`] | clean-up before an object is deleted, guarded patches of the finalizer list |
+//! | [`record`] | event broadcaster, recorder and correlator |
+//! | [`leaderelection`] | Lease-based leader election |
+//! | [`webhook`] | admission (validating, defaulting) and conversion webhooks over HTTPS, with reloaded or generated certificates |
+//! | [`manager`] | the manager (shared clientset, informers, events, metrics, health, leader election, sharding) and the controller builder |
 //!
 //! Beside the layers: [`meta`] (group/version/kind and resource names, owner references,
 //! [`meta::Object`] and [`meta::ObjectKey`]), [`conditions`] (apimachinery's
@@ -108,12 +117,16 @@ pub use kube;
 
 pub mod prelude;
 
+#[doc(inline)]
 pub use kubekit_client::{
     clientset, conditions, discovery, dynamic, flowcontrol, labels, meta, metadata, pods, rest,
     retry, scale, validation,
 };
+#[doc(inline)]
 pub use kubekit_manager as manager;
+#[doc(inline)]
 pub use kubekit_runtime::{
     cache, controller, finalizer, informers, leaderelection, listers, record, watch, workqueue,
 };
+#[doc(inline)]
 pub use kubekit_webhook as webhook;

@@ -222,12 +222,15 @@ async fn kubectl_apply_of_an_invalid_app_is_denied_with_the_validators_message_a
         dry_run: true,
         ..Default::default()
     };
-    eventually(
+    eventually_ok(
         30,
         "kube-apiserver to call the validating webhook",
         || async {
-            let e = apps.create(&app("probe", -1), &dry_run).await.err()?;
-            e.to_string().contains("must not be negative").then_some(())
+            match apps.create(&app("probe", -1), &dry_run).await {
+                Ok(_) => Err("the dry-run create of an invalid App was admitted".to_string()),
+                Err(e) if e.to_string().contains("must not be negative") => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
         },
     )
     .await;
