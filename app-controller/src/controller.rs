@@ -18,10 +18,13 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::core::NamespaceResourceScope;
+use kubekit::applyconfigurations::ApplyConfiguration;
+use kubekit::applyconfigurations::api::{apps::v1 as apps, core::v1 as core};
+use kubekit::applyconfigurations::apimachinery::pkg::apis::meta::v1 as meta;
 use kubekit::clientset::PropagationPolicy;
 use kubekit::meta::Object;
 use kubekit::prelude::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::{App, AppStatus};
 
@@ -42,42 +45,60 @@ struct Ctx {
     recorder: EventRecorder,
 }
 
-/// The fields of a child of `app` with `spec`: the selector label and the spec.
-fn child(app: &App, spec: Value) -> Value {
-    json!({ "metadata": { "labels": { APP_LABEL: app.metadata.name } }, "spec": spec })
+/// The label that selects `app`'s pods.
+fn selector(app: &App) -> [(&'static str, String); 1] {
+    [(APP_LABEL, app.name_any())]
 }
 
-/// The Deployment `app` asks for: its name and fields.
-fn deployment(app: &App) -> (&str, Value) {
-    let (t, labels) = (
-        &app.spec.deployment_template,
-        json!({ APP_LABEL: app.metadata.name }),
-    );
-    let pod = json!({ "containers": [{ "name": "app-deploy-container", "image": t.image }] });
-    let spec = json!({ "replicas": t.replicas, "selector": { "matchLabels": labels },
-        "template": { "metadata": { "labels": labels }, "spec": pod } });
-    (&t.name, child(app, spec))
+/// The Deployment `app` asks for.
+fn deployment(app: &App) -> apps::Deployment {
+    let t = &app.spec.deployment_template;
+    let container = core::Container::default()
+        .name("app-deploy-container")
+        .image(&t.image);
+    let pod = core::PodTemplateSpec::default()
+        .metadata(meta::ObjectMeta::default().labels(selector(app)))
+        .spec(core::PodSpec::default().containers([container]));
+    let spec = apps::DeploymentSpec::default()
+        .replicas(t.replicas)
+        .selector(meta::LabelSelector::default().match_labels(selector(app)))
+        .template(pod);
+    apps::Deployment::new(&t.name, app.namespace().unwrap_or_default())
+        .labels(selector(app))
+        .spec(spec)
 }
 
-/// The Service `app` asks for, port 8080 to its pods: its name and fields.
-fn service(app: &App) -> (&str, Value) {
-    let selector = json!({ APP_LABEL: app.metadata.name });
-    let spec = json!({ "selector": selector, "ports": [{ "name": "app-service", "port": 8080 }] });
-    let name = &app.spec.service_template.name;
-    (name, child(app, spec))
+/// The Service `app` asks for, port 8080 to its pods.
+fn service(app: &App) -> core::Service {
+    let port = core::ServicePort::default().name("app-service").port(8080);
+    let spec = core::ServiceSpec::default()
+        .selector(selector(app))
+        .ports([port]);
+    core::Service::new(
+        &app.spec.service_template.name,
+        app.namespace().unwrap_or_default(),
+    )
+    .labels(selector(app))
+    .spec(spec)
 }
 
-/// Applies `app`'s child `name` (refused when the cache shows one the App does not
+/// Applies `desired`, a child of `app` (refused when the cache shows one the App does not
 /// control), then deletes the other children of its kind that `app` controls (the spec
 /// renamed the child). `None` when the spec names no child (nothing is touched).
-async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
+async fn sync_child<K, A>(
     ctx: &Ctx,
     app: &App,
     lister: &Lister<K>,
-    (name, desired): (&str, Value),
-) -> Result<Option<K>, ReconcileError> {
+    desired: A,
+) -> Result<Option<K>, ReconcileError>
+where
+    K: Object + Resource<Scope = NamespaceResourceScope>,
+    A: ApplyConfiguration,
+{
     let ns = app.metadata.namespace.as_deref().unwrap_or_default();
     let kind = K::kind(&());
+    let name = desired.name().unwrap_or_default().to_string();
+    let name = name.as_str();
     if name.is_empty() {
         tracing::warn!(app = ?app.metadata.name, "{} name must be specified", kind.to_lowercase());
         return Ok(None);
@@ -92,9 +113,7 @@ async fn sync_child<K: Object + Resource<Scope = NamespaceResourceScope>>(
     }
     let client = ctx.clientset.resource::<K>(ns);
     tracing::info!(app = ?app.metadata.name, child = %name, "applying {kind}");
-    let child = client
-        .apply_child(app, name, desired, CONTROLLER_NAME)
-        .await?;
+    let child = client.apply_owned(app, desired, CONTROLLER_NAME).await?;
     // The children it controls under another name (the spec renamed them).
     let controlled = lister.controlled_by(&app.metadata);
     let renamed = controlled.iter().map(|c| c.meta());

@@ -6,17 +6,18 @@
 //! A controller is an `async fn` that brings one object's world in line with it, run by a
 //! [`Manager`](manager::Manager) that watches the objects and their children, queues the
 //! changes and retries failures. This one gives every Deployment a ConfigMap of settings,
-//! owned by the Deployment (so it goes away with it), written with server-side apply (so
-//! fields set by others are left alone: [`apply_child`](clientset::ResourceClient::apply_child));
+//! owned by the Deployment (so it goes away with it), written with typed server-side apply
+//! (so it owns exactly the fields it sets, and fields set by others are left alone:
+//! [`apply_owned`](clientset::ResourceClient::apply_owned) and [`applyconfigurations`]);
 //! a change to either enqueues the Deployment:
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //!
+//! use kubekit::applyconfigurations::api::core::v1 as core;
 //! use kubekit::k8s_openapi::api::apps::v1::Deployment;
 //! use kubekit::k8s_openapi::api::core::v1::ConfigMap;
 //! use kubekit::prelude::*;
-//! use serde_json::json;
 //!
 //! const MANAGER: &str = "settings-controller";
 //!
@@ -25,12 +26,13 @@
 //! }
 //!
 //! async fn reconcile(deploy: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<ReconcileAction, ReconcileError> {
-//!     let name = format!("{}-settings", deploy.name_any());
+//!     let ns = deploy.namespace().unwrap_or_default();
 //!     let replicas = deploy.spec.replicas.unwrap_or(1);
-//!     let settings = json!({ "data": { "replicas": replicas.to_string() } });
-//!     let config_maps = ctx.clientset.core_v1().config_maps(&deploy.namespace().unwrap_or_default());
+//!     let settings = core::ConfigMap::new(format!("{}-settings", deploy.name_any()), &ns)
+//!         .data([("replicas", replicas.to_string())]);
 //!     // Applied with a controller reference to the Deployment, by MANAGER, forcing its fields.
-//!     config_maps.apply_child(&*deploy, &name, settings, MANAGER).await?;
+//!     let config_maps = ctx.clientset.core_v1().config_maps(&ns);
+//!     config_maps.apply_owned(&*deploy, settings, MANAGER).await?;
 //!     Ok(ReconcileAction::Done)
 //! }
 //!
@@ -63,8 +65,10 @@
 //!
 //! Cargo features on by default: `compact` (`cache::Compact` and zstd), `ws` (exec, attach
 //! and port-forward in [`pods`]), `protobuf-writes` (creates and updates of built-in types
-//! in protobuf; JSON without it) and `prebuilt-common` (the typed informer accessors of the
-//! core kinds most controllers read, compiled in kubekit). Off by default:
+//! in protobuf; JSON without it), `prebuilt-common` (the typed informer accessors of the
+//! core kinds most controllers read, compiled in kubekit) and `apply-apps` (the apply
+//! configurations of the `apps` and core groups; `apply-<group>` adds another group's,
+//! `apply-all` every group's). Off by default:
 //! `prebuilt-<group>` (a whole group's accessors compiled in kubekit: `prebuilt-core`,
 //! `prebuilt-apps`, …, `prebuilt-all`) and `simd-json` (JSON decoded by simd-json first).
 //! A program that needs none of the first three compiles less without them: see the
@@ -117,6 +121,8 @@ pub use kube;
 
 pub mod prelude;
 
+#[doc(inline)]
+pub use kubekit_applyconfigurations as applyconfigurations;
 #[doc(inline)]
 pub use kubekit_client::{
     clientset, conditions, discovery, dynamic, flowcontrol, labels, meta, metadata, pods, rest,

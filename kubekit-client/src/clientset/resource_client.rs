@@ -42,6 +42,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::Resource;
 use serde::Serialize;
@@ -55,6 +56,8 @@ use super::options::{
 use super::patch::PatchBody;
 use crate::meta::{GroupVersionResource, controller_ref};
 use crate::rest::{Error, ListPage, ObjectList, RestClient, Result};
+use kubekit_applyconfigurations::ApplyConfiguration;
+use kubekit_applyconfigurations::apimachinery::pkg::apis::meta::v1 as ac;
 use kubekit_protobuf::DecodeOptions;
 
 pub use crate::meta::KnownScope;
@@ -278,6 +281,82 @@ where
         let config = child_config::<K, O>(owner, self.namespace(), name, fields)?;
         let opts = PatchOptions::apply(manager).force();
         self.patch(name, &PatchBody::Apply(config), &opts).await
+    }
+
+    /// Server-side applies `config`, a typed apply configuration of `K` (client-go's
+    /// `Apply`, controller-runtime's `client.Apply`), and returns the object as stored: the
+    /// fields `config` sets become `opts`' field manager's, the others are left to whoever
+    /// set them. `opts` is [`PatchOptions::apply`]'s, with [`force`](PatchOptions::force) to
+    /// take over fields another manager set, as a controller does for what it owns.
+    ///
+    /// Refused unsent ([`Error::Request`]) when `config` configures another kind than `K`,
+    /// has no `metadata.name`, or names another namespace than this client's.
+    ///
+    /// ```no_run
+    /// # async fn demo(clientset: kubekit::clientset::Clientset) -> kubekit::rest::Result<()> {
+    /// use kubekit::applyconfigurations::api::core::v1::ConfigMap;
+    /// use kubekit::clientset::PatchOptions;
+    ///
+    /// let settings = ConfigMap::new("web-settings", "demo").data([("mode", "fast".to_string())]);
+    /// let opts = PatchOptions::apply("web-controller").force();
+    /// let stored = clientset.core_v1().config_maps("demo").apply(&settings, &opts).await?;
+    /// # let _ = stored;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn apply<A: ApplyConfiguration>(&self, config: &A, opts: &PatchOptions) -> Result<K> {
+        let name = applied_name::<K, A>(config, self.namespace())?;
+        self.patch(name, &PatchBody::Apply(config), opts).await
+    }
+
+    /// Server-side applies `config`, a typed apply configuration of `K`, as a child of
+    /// `owner`: [`apply_child`](Self::apply_child) with typed fields. Its ownerReferences are
+    /// set to one controller reference to `owner` (blocking the owner's deletion), and it
+    /// is applied by the field manager `manager` with `force`.
+    ///
+    /// Refused unsent ([`Error::Request`]) as [`apply`](Self::apply) refuses, and when
+    /// `owner` has no uid or is namespaced in another namespace than this client.
+    ///
+    /// ```no_run
+    /// # async fn demo(clientset: kubekit::clientset::Clientset, owner: k8s_openapi::api::apps::v1::Deployment) -> kubekit::rest::Result<()> {
+    /// use kubekit::applyconfigurations::api::core::v1::ConfigMap;
+    ///
+    /// let settings = ConfigMap::new("web-settings", "demo").data([("mode", "fast".to_string())]);
+    /// let config_maps = clientset.core_v1().config_maps("demo");
+    /// let stored = config_maps.apply_owned(&owner, settings, "web-controller").await?;
+    /// # let _ = stored;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn apply_owned<A, O>(&self, owner: &O, mut config: A, manager: &str) -> Result<K>
+    where
+        A: ApplyConfiguration,
+        O: Resource<DynamicType = ()>,
+    {
+        let name = applied_name::<K, A>(&config, self.namespace())?.to_string();
+        let reference = owner_reference(owner, self.namespace(), &name)?;
+        let mut typed = ac::OwnerReference::default()
+            .api_version(reference.api_version)
+            .kind(reference.kind)
+            .name(reference.name)
+            .uid(reference.uid);
+        typed.controller = reference.controller;
+        typed.block_owner_deletion = reference.block_owner_deletion;
+        config.metadata_mut().owner_references = Some(vec![typed]);
+        self.apply(&config, &PatchOptions::apply(manager).force())
+            .await
+    }
+
+    /// Server-side applies `config` to the `status` subresource (what a controller reports
+    /// of its object), as [`apply`](Self::apply) does to the object.
+    pub async fn apply_status<A: ApplyConfiguration>(
+        &self,
+        config: &A,
+        opts: &PatchOptions,
+    ) -> Result<K> {
+        let name = applied_name::<K, A>(config, self.namespace())?;
+        self.patch_status(name, &PatchBody::Apply(config), opts)
+            .await
     }
 
     /// Patches the status of the object named `name` (the `status` subresource).
@@ -659,18 +738,14 @@ mod tests {
     }
 }
 
-/// The apply configuration of [`ResourceClient::apply_child`]: `fields` with the child's
-/// type, name, namespace and controller reference to `owner`.
-fn child_config<K, O>(
+/// The controller reference to `owner` of its child `name` in `namespace`, or why `owner`
+/// cannot own it: it has no uid (it was not read from the server), or it is namespaced in
+/// another namespace.
+fn owner_reference<O: Resource<DynamicType = ()>>(
     owner: &O,
     namespace: Option<&str>,
     name: &str,
-    fields: serde_json::Value,
-) -> Result<serde_json::Value>
-where
-    K: Resource<DynamicType = ()>,
-    O: Resource<DynamicType = ()>,
-{
+) -> Result<OwnerReference> {
     let refuse = |why: String| Err(Error::Request(format!("applying child {name:?}: {why}")));
     let owner_meta = owner.meta();
     let owner_name = owner_meta.name.as_deref().unwrap_or_default();
@@ -689,6 +764,23 @@ where
             O::kind(&())
         ));
     }
+    Ok(controller_ref(owner))
+}
+
+/// The apply configuration of [`ResourceClient::apply_child`]: `fields` with the child's
+/// type, name, namespace and controller reference to `owner`.
+fn child_config<K, O>(
+    owner: &O,
+    namespace: Option<&str>,
+    name: &str,
+    fields: serde_json::Value,
+) -> Result<serde_json::Value>
+where
+    K: Resource<DynamicType = ()>,
+    O: Resource<DynamicType = ()>,
+{
+    let refuse = |why: String| Err(Error::Request(format!("applying child {name:?}: {why}")));
+    let reference = owner_reference(owner, namespace, name)?;
     let serde_json::Value::Object(mut config) = fields else {
         return refuse(format!("its fields must be a JSON object, got {fields}"));
     };
@@ -704,12 +796,92 @@ where
     if let Some(namespace) = namespace {
         metadata.insert("namespace".into(), namespace.into());
     }
-    let reference = serde_json::to_value(controller_ref(owner))
+    let reference = serde_json::to_value(reference)
         .map_err(|e| Error::Request(format!("applying child {name:?}: {e}")))?;
     metadata.insert("ownerReferences".into(), vec![reference].into());
     config.insert("apiVersion".into(), K::api_version(&()).into());
     config.insert("kind".into(), K::kind(&()).into());
     Ok(config.into())
+}
+
+/// The name of the object `config` configures, or why a client of `K` in `namespace` must
+/// not send it.
+fn applied_name<'a, K, A>(config: &'a A, namespace: Option<&str>) -> Result<&'a str>
+where
+    K: Resource<DynamicType = ()>,
+    A: ApplyConfiguration,
+{
+    let (kind, api_version) = (K::kind(&()), K::api_version(&()));
+    if A::KIND != kind || A::API_VERSION != api_version {
+        return Err(Error::Request(format!(
+            "an apply configuration of {} {} sent to the client of {api_version} {kind}",
+            A::API_VERSION,
+            A::KIND
+        )));
+    }
+    let name = config.name().filter(|n| !n.is_empty()).ok_or_else(|| {
+        Error::Request(format!(
+            "an apply configuration of {kind} without metadata.name"
+        ))
+    })?;
+    if let (Some(theirs), Some(ours)) = (config.namespace(), namespace)
+        && theirs != ours
+    {
+        return Err(Error::Request(format!(
+            "the apply configuration of {kind} {name:?} in namespace {theirs:?} sent to a client of namespace {ours:?}"
+        )));
+    }
+    Ok(name)
+}
+
+#[cfg(test)]
+mod apply_tests {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kubekit_applyconfigurations::api::core::v1 as ac;
+
+    use super::applied_name;
+    use crate::rest::Error;
+
+    fn refusal(result: crate::rest::Result<&str>) -> String {
+        match result {
+            Err(Error::Request(why)) => why,
+            other => panic!("not refused unsent: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_typed_apply_names_the_object_its_configuration_names() {
+        let config = ac::ConfigMap::new("settings", "demo");
+        assert_eq!(
+            applied_name::<ConfigMap, _>(&config, Some("demo")).unwrap(),
+            "settings"
+        );
+        assert_eq!(
+            applied_name::<ConfigMap, _>(&config, None).unwrap(),
+            "settings"
+        );
+    }
+
+    #[test]
+    fn a_typed_apply_of_another_kind_without_a_name_or_in_another_namespace_is_refused_unsent() {
+        let config = ac::ConfigMap::new("settings", "demo");
+        assert_eq!(
+            refusal(applied_name::<Deployment, _>(&config, Some("demo"))),
+            "an apply configuration of v1 ConfigMap sent to the client of apps/v1 Deployment"
+        );
+        assert_eq!(
+            refusal(applied_name::<ConfigMap, _>(
+                &ac::ConfigMap::default(),
+                Some("demo")
+            )),
+            "an apply configuration of ConfigMap without metadata.name"
+        );
+        assert_eq!(
+            refusal(applied_name::<ConfigMap, _>(&config, Some("other"))),
+            "the apply configuration of ConfigMap \"settings\" in namespace \"demo\" sent to a client of namespace \"other\""
+        );
+    }
 }
 
 #[cfg(test)]

@@ -82,7 +82,8 @@ pub fn render(src: &Sources) -> Result<(String, Report), String> {
     Ok((rustfmt(&code)?, report))
 }
 
-fn rustfmt(code: &str) -> Result<String, String> {
+/// `code` formatted by rustfmt (edition 2024), or why rustfmt could not format it.
+pub fn rustfmt(code: &str) -> Result<String, String> {
     use std::io::Write as _;
     use std::process::{Command, Stdio};
     let mut child = Command::new("rustfmt")

@@ -1145,3 +1145,84 @@ async fn apply_child_owns_the_child_keeps_others_fields_and_is_refused_another_c
         .expect_err("two controllers");
     assert!(err.is_invalid(), "{err}");
 }
+
+#[tokio::test]
+async fn a_typed_apply_sends_only_what_it_sets_so_a_scaler_owns_replicas_alone() {
+    use kubekit::applyconfigurations::api::apps::v1 as apps;
+    use kubekit::applyconfigurations::api::core::v1 as core;
+    use kubekit::applyconfigurations::apimachinery::pkg::apis::meta::v1 as meta;
+
+    let (cs, ns) = setup("cs-typed-apply").await;
+    let deployments = cs.apps_v1().deployments(&ns);
+    let labels = [("app", "web".to_string())];
+    let pod = core::PodTemplateSpec::default()
+        .metadata(meta::ObjectMeta::default().labels(labels.clone()))
+        .spec(
+            core::PodSpec::default()
+                .containers([core::Container::default().name("web").image("nginx:1.29")]),
+        );
+    let full = apps::Deployment::new("web", &ns).spec(
+        apps::DeploymentSpec::default()
+            .replicas(1)
+            .selector(meta::LabelSelector::default().match_labels(labels))
+            .template(pod),
+    );
+    let created = deployments
+        .apply(&full, &PatchOptions::apply("creator"))
+        .await
+        .expect("the creator's typed apply");
+    assert_eq!(created.spec.replicas, Some(1));
+
+    // The scaler's configuration sets replicas only: none of the spec's required fields
+    // (selector, template) goes with it, so it takes none of them over.
+    let scale = apps::Deployment::new("web", &ns).spec(apps::DeploymentSpec::default().replicas(3));
+    let scaled = deployments
+        .apply(&scale, &PatchOptions::apply("scaler").force())
+        .await
+        .expect("the scaler's typed apply");
+    assert_eq!(scaled.spec.replicas, Some(3));
+    let owned = |manager: &str| {
+        let entry = scaled
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .find(|m| m.manager.as_deref() == Some(manager))
+            .unwrap_or_else(|| panic!("no managedFields entry of {manager}"));
+        serde_json::to_value(&entry.fields_v1).unwrap()
+    };
+    assert_eq!(owned("scaler"), json!({ "f:spec": { "f:replicas": {} } }));
+    let creator = owned("creator");
+    assert!(
+        creator["f:spec"].get("f:template").is_some()
+            && creator["f:spec"].get("f:replicas").is_none(),
+        "the creator keeps the template and lost replicas: {creator}"
+    );
+
+    // Refused unsent: a configuration of another kind.
+    let err = deployments
+        .apply(
+            &core::ConfigMap::new("web", &ns),
+            &PatchOptions::apply("creator"),
+        )
+        .await
+        .expect_err("a ConfigMap to the Deployments' client");
+    assert!(
+        err.to_string()
+            .contains("sent to the client of apps/v1 Deployment"),
+        "{err}"
+    );
+
+    // A typed child: the controller reference is set, the data applied.
+    let cms = cs.core_v1().config_maps(&ns);
+    let settings = core::ConfigMap::new("web-settings", &ns).data([("mode", "fast".to_string())]);
+    let child = cms
+        .apply_owned(&scaled, settings, "web-controller")
+        .await
+        .expect("the typed child");
+    assert!(kubekit::meta::is_controlled_by(
+        &child.metadata,
+        &scaled.metadata
+    ));
+    assert_eq!(child.data.unwrap()["mode"], "fast");
+}
