@@ -1,11 +1,11 @@
 //! [`MetaRef`]: an object's metadata as the cache reads it, borrowed either from the
-//! object's `ObjectMeta` or from the packed form a [`Compact`](crate::compact::Compact) object keeps
-//! instead of one.
+//! object's `ObjectMeta` or from the packed form a [`Compact`](crate::compact::Compact)
+//! object keeps instead of one.
 //!
-//! A typed object's `ObjectMeta` costs about a kilobyte of heap for a Pod with a few
-//! labels (a `BTreeMap` node of eleven slots, one allocation per string). A
-//! [`Compact`](crate::compact::Compact) object keeps its metadata as one string of all its strings
-//! back to back, and builds an `ObjectMeta` only when someone asks for one
+//! A typed object's `ObjectMeta` costs about a kilobyte of heap for a Pod with a few labels
+//! (a `BTreeMap` node of eleven slots, one allocation per string). A
+//! [`Compact`](crate::compact::Compact) object keeps its metadata as one string of all its
+//! strings back to back, and builds an `ObjectMeta` only when someone asks for one
 //! ([`kube::Resource::meta`]). The informer machinery — keys, the namespace and controller
 //! indexes, label selectors, resourceVersions — reads metadata through [`meta_ref`], so it
 //! never builds one.
@@ -31,8 +31,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use kube::Resource;
 
 /// An object's metadata as the cache reads it: every field of `ObjectMeta` but
-/// `annotations` and `managedFields` (which a [`Compact`](crate::compact::Compact) object does not
-/// keep at hand), borrowed. [`meta_ref`] gives it for any object.
+/// `annotations` and `managedFields` (which a [`Compact`](crate::compact::Compact) object
+/// does not keep at hand), borrowed. [`meta_ref`] gives it for any object.
 #[derive(Debug, Clone, Copy)]
 pub struct MetaRef<'a>(Source<'a>);
 
@@ -169,8 +169,9 @@ impl<'a> MetaRef<'a> {
         }
     }
 
-    /// Whether `metadata.managedFields` are present (never for a [`Compact`](crate::compact::Compact)
-    /// object's packed metadata, which leaves them out).
+    /// Whether `metadata.managedFields` are present (never for a
+    /// [`Compact`](crate::compact::Compact) object's packed metadata, which leaves them
+    /// out).
     pub fn has_managed_fields(&self) -> bool {
         matches!(self.0, Source::Full(m) if m.managed_fields.is_some())
     }
@@ -236,12 +237,13 @@ impl Labels for MetaRef<'_> {
     }
 }
 
-/// Reads the metadata of an object of type `K` that is a [`Compact`](crate::compact::Compact) one.
+/// Reads the metadata of an object of type `K` that is a
+/// [`Compact`](crate::compact::Compact) one.
 pub(crate) type Reader = for<'a> fn(&'a dyn Any) -> Option<MetaRef<'a>>;
 
 /// How objects of one type are read: set by [`register`] for each
-/// [`Compact`](crate::compact::Compact) type before its first object exists, empty for the others
-/// (kept per type by [`per_type`]).
+/// [`Compact`](crate::compact::Compact) type before its first object exists, empty for the
+/// others (kept per type by [`per_type`]).
 #[derive(Default)]
 pub(crate) struct ReaderSlot(OnceLock<Reader>);
 
@@ -277,8 +279,8 @@ const LABELS: u8 = 1 << TEXTS;
 const FINALIZERS: u8 = 1 << (TEXTS + 1);
 const OWNERS: u8 = 1 << (TEXTS + 2);
 
-/// What a [`Compact`](crate::compact::Compact) object keeps of its metadata: `ObjectMeta` without
-/// `annotations`, `managedFields` and `selfLink`, its strings in one allocation.
+/// What a [`Compact`](crate::compact::Compact) object keeps of its metadata: `ObjectMeta`
+/// without `annotations`, `managedFields` and `selfLink`, its strings in one allocation.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct PackedMeta {
     /// The strings, back to back: those of [`Text`] that are present, then each label's key

@@ -12,9 +12,9 @@
 //! - [`PartialObjectMetadata`]: what they return: `apiVersion`, `kind` and the typed
 //!   `ObjectMeta`.
 //! - Informers and listers over metadata (client-go's `metadatainformer` and
-//!   `metadatalister`): `kubekit::informers::SharedInformerFactory::for_metadata` gives the shared informer
-//!   of a resource's metadata, with the factory's namespace, tweak, resync and list
-//!   settings, and its `kubekit::listers::Lister` (namespaced get and list by
+//!   `metadatalister`): `kubekit::informers::SharedInformerFactory::for_metadata` gives the
+//!   shared informer of a resource's metadata, with the factory's namespace, tweak, resync
+//!   and list settings, and its `kubekit::listers::Lister` (namespaced get and list by
 //!   label selector, from the cache).
 //!
 //! # Contract

@@ -1,7 +1,7 @@
 //! What the broadcaster, its recorders, correlators and sink writers share: the
-//! broadcaster's and the correlator's options, the counters of events lost on the way, and the helpers that
-//! print an event's object in their log lines and name new events. A leaf: it imports no other part of
-//! `record`.
+//! broadcaster's and the correlator's options, the counters of events lost on the way, and
+//! the helpers that print an event's object in their log lines and name new events. A
+//! leaf: it imports no other part of `record`.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,8 +10,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Event, ObjectReference};
 use k8s_openapi::jiff::Timestamp;
 
-/// How an [`EventBroadcaster`](super::EventBroadcaster) queues, correlates and writes events. The defaults are
-/// client-go's.
+/// How an [`EventBroadcaster`](super::EventBroadcaster) queues, correlates and writes
+/// events. The defaults are client-go's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BroadcasterOptions {
     /// Capacity of the broadcaster's queue, and of each watcher's buffer (default 1000;
@@ -77,7 +77,9 @@ impl Default for CorrelatorOptions {
 /// Events lost on the way, shared by the broadcaster, its recorders and its watchers.
 #[derive(Debug, Default)]
 pub(super) struct Counters {
+    /// Events lost because a queue was full.
     pub(super) dropped: AtomicU64,
+    /// Events a spam filter refused.
     pub(super) spam_filtered: AtomicU64,
 }
 
