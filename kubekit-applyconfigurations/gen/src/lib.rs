@@ -70,6 +70,17 @@ pub struct Root {
     pub namespaced: bool,
 }
 
+impl Root {
+    /// Its `apiVersion`: `version` for the core group, `group/version` for the others.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
 /// Everything the generator reads.
 pub struct Sources {
     /// `k8s.io/kubernetes v1.37.2`.
@@ -241,17 +252,8 @@ fn place(openapi_name: &str) -> Result<Place, String> {
     let name = parts
         .pop()
         .ok_or_else(|| format!("{openapi_name}: no type name"))?;
-    let feature = match parts.first().map(String::as_str) {
-        Some("api") => parts.get(1).cloned(),
-        Some("apiextensions_apiserver") => Some("apiextensions".into()),
-        Some("kube_aggregator") => Some("apiregistration".into()),
-        Some("apimachinery") => None,
-        _ => {
-            return Err(format!(
-                "{openapi_name}: an API this generator does not know"
-            ));
-        }
-    };
+    let feature = feature_of(&parts)
+        .ok_or_else(|| format!("{openapi_name}: an API this generator does not know"))?;
     Ok(Place {
         module: parts,
         name,
@@ -414,8 +416,7 @@ fn render_tree(
     for child in children {
         let mut path = prefix.to_vec();
         path.push(child.clone());
-        let feature = feature_of_module(&path);
-        if let Some(f) = &feature
+        if let Some(f) = feature_of(&path).flatten()
             && path.len() == 2
         {
             writeln!(code, "#[cfg(feature = {f:?})]").unwrap();
@@ -428,12 +429,15 @@ fn render_tree(
     Ok(())
 }
 
-/// The feature of the second-level module `path` (`api::apps`), if it has one.
-fn feature_of_module(path: &[String]) -> Option<String> {
-    match (path.first()?.as_str(), path.get(1)?.as_str()) {
-        ("api", group) => Some(group.to_string()),
-        ("apiextensions_apiserver", _) => Some("apiextensions".into()),
-        ("kube_aggregator", _) => Some("apiregistration".into()),
+/// The feature that compiles the module `path` (`api::apps::v1` → `apps`): `Some(None)`
+/// for apimachinery's, which is always compiled, `None` for an API this generator does not
+/// know.
+fn feature_of(path: &[String]) -> Option<Option<String>> {
+    match path.first()?.as_str() {
+        "api" => Some(path.get(1).cloned()),
+        "apiextensions_apiserver" => Some(Some("apiextensions".into())),
+        "kube_aggregator" => Some(Some("apiregistration".into())),
+        "apimachinery" => Some(None),
         _ => None,
     }
 }
@@ -512,13 +516,48 @@ const KEYWORDS: &[&str] = &[
     "unsized", "use", "virtual", "where", "while", "yield", "abstract", "become",
 ];
 
-/// The Rust type of a property (without the `Option`), and whether its builder takes an
-/// iterator of items (a list) or of entries (a map).
-fn rust_type(
-    property: &Value,
-    places: &BTreeMap<&str, Place>,
-    boxed: bool,
-) -> Result<String, String> {
+/// What a field holds, as its builder method takes it.
+enum Shape {
+    /// One value of this type.
+    One(String),
+    /// One value of this type, boxed in the field (a type that contains itself).
+    Boxed(String),
+    /// A list of items of this type: the builder appends.
+    List(String),
+    /// A map from strings to values of this type: the builder adds entries.
+    Map(String),
+}
+
+impl Shape {
+    /// The field's Rust type (without the `Option`).
+    fn rust(&self) -> String {
+        match self {
+            Shape::One(t) => t.clone(),
+            Shape::Boxed(t) => format!("Box<{t}>"),
+            Shape::List(t) => format!("Vec<{t}>"),
+            Shape::Map(t) => format!("std::collections::BTreeMap<String, {t}>"),
+        }
+    }
+}
+
+/// The shape of a property's field; `boxed` when its type contains the field's own type.
+fn shape(property: &Value, places: &BTreeMap<&str, Place>, boxed: bool) -> Result<Shape, String> {
+    let ty = property.get("type").and_then(Value::as_str);
+    Ok(match (reference(property), ty) {
+        (Some(_), _) if boxed => Shape::Boxed(rust_type(property, places)?),
+        (None, Some("array")) => {
+            let items = property.get("items").ok_or("an array without items")?;
+            Shape::List(rust_type(items, places)?)
+        }
+        (None, Some("object")) if property.get("additionalProperties").is_some() => {
+            Shape::Map(rust_type(&property["additionalProperties"], places)?)
+        }
+        _ => Shape::One(rust_type(property, places)?),
+    })
+}
+
+/// The Rust type of a property (without the `Option`).
+fn rust_type(property: &Value, places: &BTreeMap<&str, Place>) -> Result<String, String> {
     if let Some(r) = reference(property) {
         let p = places.get(r).ok_or_else(|| format!("{r}: no place"))?;
         let root = if LEAVES.contains(&r) {
@@ -526,8 +565,7 @@ fn rust_type(
         } else {
             "crate"
         };
-        let path = format!("{root}::{}::{}", p.module.join("::"), p.name);
-        return Ok(if boxed { format!("Box<{path}>") } else { path });
+        return Ok(format!("{root}::{}::{}", p.module.join("::"), p.name));
     }
     let ty = property.get("type").and_then(Value::as_str);
     let format = property.get("format").and_then(Value::as_str);
@@ -540,12 +578,12 @@ fn rust_type(
         (Some("number"), _) => "f64".into(),
         (Some("array"), _) => {
             let items = property.get("items").ok_or("an array without items")?;
-            format!("Vec<{}>", rust_type(items, places, false)?)
+            format!("Vec<{}>", rust_type(items, places)?)
         }
         (Some("object"), _) => match property.get("additionalProperties") {
             Some(values) => format!(
                 "std::collections::BTreeMap<String, {}>",
-                rust_type(values, places, false)?
+                rust_type(values, places)?
             ),
             None => "serde_json::Value".into(),
         },
@@ -639,7 +677,7 @@ fn render_type(
             return Err(format!("{name}: two fields are `{ident}`"));
         }
         let is_boxed = reference(p).is_some_and(|r| boxed.contains(&(name, r)));
-        let rust = rust_type(p, places, is_boxed)?;
+        let field = shape(p, places, is_boxed)?;
         let text = p.get("description").and_then(Value::as_str).unwrap_or("");
         if text.is_empty() {
             writeln!(code, "    /// `{json}`.").unwrap();
@@ -654,46 +692,39 @@ fn render_type(
             "    #[serde(rename = {json:?}, skip_serializing_if = \"Option::is_none\")]"
         )
         .unwrap();
-        writeln!(code, "    pub {ident}: Option<{rust}>,").unwrap();
-        fields.push((json, ident, rust, is_boxed));
+        writeln!(code, "    pub {ident}: Option<{}>,", field.rust()).unwrap();
+        fields.push((json, ident, field));
     }
     writeln!(code, "}}\n").unwrap();
 
     writeln!(code, "impl {ty} {{").unwrap();
     if let Some(root) = root {
-        let api_version = if root.group.is_empty() {
-            root.version.clone()
-        } else {
-            format!("{}/{}", root.group, root.version)
-        };
+        let api_version = root.api_version();
         let meta = "crate::apimachinery::pkg::apis::meta::v1::ObjectMeta";
-        if root.namespaced {
-            writeln!(
-                code,
-                "    /// The apply configuration of the {kind} `name` in `namespace`: its\n    \
-                 /// `apiVersion`, `kind`, name and namespace set, nothing else.\n    \
-                 pub fn new(name: impl Into<String>, namespace: impl Into<String>) -> Self {{\n        \
-                 Self {{\n            api_version: Some({api_version:?}.into()),\n            \
-                 kind: Some({kind:?}.into()),\n            \
-                 metadata: Some({meta}::default().name(name).namespace(namespace)),\n            \
-                 ..Self::default()\n        }}\n    }}\n",
-                kind = root.kind
+        let (what, params, set) = if root.namespaced {
+            (
+                "`name` in `namespace`: its\n    /// `apiVersion`, `kind`, name and namespace set, nothing else.",
+                "name: impl Into<String>, namespace: impl Into<String>",
+                ".name(name).namespace(namespace)",
             )
-            .unwrap();
         } else {
-            writeln!(
-                code,
-                "    /// The apply configuration of the {kind} `name`: its `apiVersion`, `kind`\n    \
-                 /// and name set, nothing else.\n    \
-                 pub fn new(name: impl Into<String>) -> Self {{\n        \
-                 Self {{\n            api_version: Some({api_version:?}.into()),\n            \
-                 kind: Some({kind:?}.into()),\n            \
-                 metadata: Some({meta}::default().name(name)),\n            \
-                 ..Self::default()\n        }}\n    }}\n",
-                kind = root.kind
+            (
+                "`name`: its `apiVersion`, `kind`\n    /// and name set, nothing else.",
+                "name: impl Into<String>",
+                ".name(name)",
             )
-            .unwrap();
-        }
+        };
+        writeln!(
+            code,
+            "    /// The apply configuration of the {kind} {what}\n    \
+             pub fn new({params}) -> Self {{\n        \
+             Self {{\n            api_version: Some({api_version:?}.into()),\n            \
+             kind: Some({kind:?}.into()),\n            \
+             metadata: Some({meta}::default(){set}),\n            \
+             ..Self::default()\n        }}\n    }}\n",
+            kind = root.kind
+        )
+        .unwrap();
     }
     if root.is_some() {
         for map in ["labels", "annotations"] {
@@ -708,59 +739,38 @@ fn render_type(
             .unwrap();
         }
     }
-    for (json, ident, rust, is_boxed) in &fields {
+    for (json, ident, field) in &fields {
         writeln!(code, "    /// Sets `{json}`.").unwrap();
         writeln!(code, "    #[must_use]").unwrap();
-        if let Some(item) = rust.strip_prefix("Vec<").and_then(|r| r.strip_suffix('>')) {
-            writeln!(
-                code,
+        let method = match field {
+            Shape::List(item) => format!(
                 "    pub fn {ident}(mut self, items: impl IntoIterator<Item = {item}>) -> Self {{\n        \
                  self.{ident}.get_or_insert_with(Vec::new).extend(items);\n        self\n    }}"
-            )
-            .unwrap();
-        } else if let Some(value) = rust
-            .strip_prefix("std::collections::BTreeMap<String, ")
-            .and_then(|r| r.strip_suffix('>'))
-        {
-            writeln!(
-                code,
+            ),
+            Shape::Map(value) => format!(
                 "    pub fn {ident}<K: Into<String>>(mut self, entries: impl IntoIterator<Item = (K, {value})>) -> Self {{\n        \
                  self.{ident}\n            .get_or_insert_with(Default::default)\n            \
                  .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));\n        self\n    }}"
-            )
-            .unwrap();
-        } else if rust == "String" {
-            writeln!(
-                code,
+            ),
+            Shape::One(t) if t == "String" => format!(
                 "    pub fn {ident}(mut self, value: impl Into<String>) -> Self {{\n        \
                  self.{ident} = Some(value.into());\n        self\n    }}"
-            )
-            .unwrap();
-        } else if *is_boxed {
-            let inner = &rust["Box<".len()..rust.len() - 1];
-            writeln!(
-                code,
+            ),
+            Shape::Boxed(inner) => format!(
                 "    pub fn {ident}(mut self, value: {inner}) -> Self {{\n        \
                  self.{ident} = Some(Box::new(value));\n        self\n    }}"
-            )
-            .unwrap();
-        } else {
-            writeln!(
-                code,
-                "    pub fn {ident}(mut self, value: {rust}) -> Self {{\n        \
+            ),
+            Shape::One(t) => format!(
+                "    pub fn {ident}(mut self, value: {t}) -> Self {{\n        \
                  self.{ident} = Some(value);\n        self\n    }}"
-            )
-            .unwrap();
-        }
+            ),
+        };
+        writeln!(code, "{method}").unwrap();
     }
     writeln!(code, "}}\n").unwrap();
 
     if let Some(root) = root {
-        let api_version = if root.group.is_empty() {
-            root.version.clone()
-        } else {
-            format!("{}/{}", root.group, root.version)
-        };
+        let api_version = root.api_version();
         writeln!(
             code,
             "impl crate::ApplyConfiguration for {ty} {{\n    \
