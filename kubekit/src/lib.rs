@@ -63,16 +63,15 @@
 //! pick it, or two libraries picking different ones would not build together. The
 //! repository's README has the whole `[dependencies]` block.
 //!
-//! Cargo features on by default: `compact` (`cache::Compact` and zstd), `ws` (exec, attach
-//! and port-forward in [`pods`]), `protobuf-writes` (creates and updates of built-in types
+//! Cargo features on by default: `protobuf-writes` (creates and updates of built-in types
 //! in protobuf; JSON without it), `prebuilt-common` (the typed informer accessors of the
 //! core kinds most controllers read, compiled in kubekit) and `apply-apps` (the apply
 //! configurations of the `apps` and core groups; `apply-<group>` adds another group's,
-//! `apply-all` every group's). Off by default:
-//! `prebuilt-<group>` (a whole group's accessors compiled in kubekit: `prebuilt-core`,
-//! `prebuilt-apps`, …, `prebuilt-all`) and `simd-json` (JSON decoded by simd-json first).
-//! A program that needs none of the first three compiles less without them: see the
-//! README's "Build time".
+//! `apply-all` every group's). Off by default: `compact` (`cache::Compact` and zstd's C
+//! library), `ws` (exec, attach and port-forward in [`pods`]), `prebuilt-<group>` (a whole
+//! group's accessors compiled in kubekit: `prebuilt-core`, `prebuilt-apps`, …,
+//! `prebuilt-all`) and `simd-json` (JSON decoded by simd-json first). A program that needs
+//! none of the defaults compiles less without them: see the README's "Build time".
 //!
 //! # Layers
 //!

@@ -40,7 +40,7 @@
 //! carry their channels themselves (reading the server apart from writing to it);
 //! port-forward uses kube's port-forwarder. They wait for the client-side rate limiter
 //! like every request; a refusal (no such Pod, a forbidden verb) is an [`Error::Api`] with
-//! the server's `Status`. They are kubekit's `ws` feature, on by default; without it,
+//! the server's `Status`. They are kubekit's `ws` feature, off by default; without it,
 //! neither they nor kube's websocket support are compiled, and logs remain.
 
 #[cfg(feature = "ws")]

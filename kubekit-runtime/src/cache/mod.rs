@@ -9,7 +9,7 @@
 //! - [`key`]: how objects are named in the cache, and tombstones.
 //! - [`store`]: [`Indexer`], the thread-safe cache with named secondary indexes.
 //! - [`compact`]: [`Compact`], objects kept compressed with their metadata at hand, for
-//!   informers over many objects (the `compact` feature, on by default).
+//!   informers over many objects (the `compact` feature, off by default).
 //! - [`meta_ref`](mod@meta_ref): [`MetaRef`], an object's metadata as the cache reads it, without
 //!   building an `ObjectMeta` for a compact object.
 //! - [`delta_fifo`]: [`DeltaFifo`], the queue of changes between a reflector and an

@@ -7,9 +7,10 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use futures_util::{StreamExt, stream};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+#[cfg(feature = "compact")]
+use kubekit::cache::{Compact, Encoding};
 use kubekit::cache::{
-    Compact, Encoding, IndexFunc, ListWatch, ListerWatcher, ResourceEventHandlerFuncs,
-    SharedIndexInformer,
+    IndexFunc, ListWatch, ListerWatcher, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kubekit::clientset::{Clientset, CreateOptions, ListOptions, ResourceClient, WatchStream};
 use kubekit::dynamic::{DynamicClient, Unstructured};
@@ -109,6 +110,7 @@ async fn informer_cache_equals_the_server_after_2000_pods_are_listed_and_churned
     task.await.unwrap();
 }
 
+#[cfg(feature = "compact")]
 #[tokio::test]
 async fn compact_pod_informer_keeps_an_exact_cache_with_listers_indexes_and_late_handlers() {
     let (cs, ns) = setup("inf-compact").await;
