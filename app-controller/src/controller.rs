@@ -18,15 +18,14 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::core::NamespaceResourceScope;
-use kubekit::applyconfigurations::ApplyConfiguration;
 use kubekit::applyconfigurations::api::{apps::v1 as apps, core::v1 as core};
 use kubekit::applyconfigurations::apimachinery::pkg::apis::meta::v1 as meta;
+use kubekit::applyconfigurations::{ApplyConfiguration, configuration_of};
 use kubekit::clientset::PropagationPolicy;
 use kubekit::meta::Object;
 use kubekit::prelude::*;
-use serde_json::json;
 
-use crate::{App, AppStatus};
+use crate::{App, AppApply, AppStatus};
 
 /// The controller's name: its event source, field manager and metrics label.
 pub const CONTROLLER_NAME: &str = "app-controller";
@@ -159,17 +158,14 @@ async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<ReconcileAction, Reco
         service_status: service.and_then(|s| s.status),
     };
     if app.status.as_ref() != Some(&status) {
-        let (meta, kind) = (&app.metadata, App::kind(&()));
-        let config = json!({ "apiVersion": App::api_version(&()), "kind": kind,
-            "metadata": { "name": meta.name, "namespace": meta.namespace }, "status": status });
-        let apps = ctx
-            .clientset
-            .resource::<App>(meta.namespace.as_deref().unwrap_or_default());
+        let meta = &app.metadata;
+        let ns = meta.namespace.as_deref().unwrap_or_default();
         let name = meta.name.as_deref().unwrap_or_default();
+        let config = AppApply::new(name, ns).status(configuration_of(&status)?);
         // The manager the children are applied by too, taking over the App's status.
         let options = PatchOptions::apply(CONTROLLER_NAME).force();
-        apps.patch_status(name, &PatchBody::Apply(config), &options)
-            .await?;
+        let apps = ctx.clientset.resource::<App>(ns);
+        apps.apply_status(&config, &options).await?;
     }
     let message = "App synced successfully";
     ctx.recorder

@@ -13,6 +13,7 @@ use k8s_openapi::api::apps::v1::DeploymentStatus;
 use k8s_openapi::api::core::v1::ServiceStatus;
 use kube::CustomResource;
 use kube::core::CustomResourceExt;
+use kubekit::applyconfigurations::ApplyConfiguration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -39,7 +40,17 @@ pub async fn run_program(
 }
 
 /// The desired state of an App: the Deployment and the Service it consists of.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(
+    CustomResource,
+    ApplyConfiguration,
+    Serialize,
+    Deserialize,
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    JsonSchema,
+)]
 #[kube(
     group = "appcontroller.k8s.io",
     version = "v1",
@@ -71,7 +82,9 @@ pub struct AppSpec {
 }
 
 /// What the App's Deployment looks like.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(
+    ApplyConfiguration, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentTemplate {
     /// Name of the Deployment, in the App's namespace.
@@ -86,7 +99,9 @@ pub struct DeploymentTemplate {
 }
 
 /// What the App's Service looks like.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(
+    ApplyConfiguration, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceTemplate {
     /// Name of the Service, in the App's namespace.
@@ -96,7 +111,9 @@ pub struct ServiceTemplate {
 
 /// The observed state of an App: the status of its Deployment and Service, copied by
 /// the controller through the status subresource.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(
+    ApplyConfiguration, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct AppStatus {
     /// Status of the App's Deployment, once it exists.

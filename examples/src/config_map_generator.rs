@@ -35,12 +35,13 @@ use std::sync::Arc;
 
 use kube::CustomResource;
 use kube::core::CustomResourceExt;
+use kubekit::applyconfigurations::api::core::v1::ConfigMap as ConfigMapApply;
+use kubekit::applyconfigurations::{ApplyConfiguration, configuration_of};
 use kubekit::k8s_openapi::api::core::v1::ConfigMap;
 use kubekit::prelude::*;
 use kubekit::rest::Error;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// The field manager of every apply and the controller's name.
 const CONTROLLER: &str = "config-map-generator";
@@ -50,7 +51,17 @@ const FINALIZER: &str = "examples.kubekit.dev/config-map";
 const READY: &str = "Ready";
 
 /// The ConfigMap a generator asks for.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(
+    CustomResource,
+    ApplyConfiguration,
+    Serialize,
+    Deserialize,
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    JsonSchema,
+)]
 #[kube(
     group = "examples.kubekit.dev",
     version = "v1",
@@ -70,7 +81,9 @@ pub struct ConfigMapGeneratorSpec {
 }
 
 /// What the controller observed.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(
+    ApplyConfiguration, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema,
+)]
 pub struct ConfigMapGeneratorStatus {
     /// `Ready`: whether the ConfigMap holds the generator's data.
     #[serde(default)]
@@ -93,10 +106,10 @@ async fn apply(
 ) -> Result<ReconcileAction, Error> {
     let namespace = generator.namespace().unwrap_or_default();
     let name = config_map_name(generator);
-    let desired = json!({ "data": generator.spec.data });
+    let desired = ConfigMapApply::new(&name, &namespace).data(generator.spec.data.clone());
     let config_maps = clientset.core_v1().config_maps(&namespace);
     let applied = config_maps
-        .apply_child(generator, &name, desired, CONTROLLER)
+        .apply_owned(generator, desired, CONTROLLER)
         .await;
     let (status, reason, message) = match &applied {
         Ok(_) => (
@@ -115,11 +128,22 @@ async fn apply(
         generator.metadata.generation,
     );
     if set_status_condition(&mut conditions, ready) {
+        // Only the condition this controller sets: `conditions` is a map by `type`, the
+        // others stay their managers'.
+        let ours = conditions.iter().filter(|c| c.type_ == READY);
+        let ours: Vec<_> = ours
+            .map(configuration_of)
+            .collect::<Result<_, _>>()
+            .map_err(|e| {
+                Error::Request(format!(
+                    "the Ready condition as an apply configuration: {e}"
+                ))
+            })?;
+        let status = ConfigMapGeneratorStatusApply::default().conditions(ours);
+        let config = ConfigMapGeneratorApply::new(generator.name_any(), &namespace).status(status);
         let generators = clientset.resource::<ConfigMapGenerator>(&namespace);
-        let patch = PatchBody::Merge(json!({ "status": { "conditions": conditions } }));
-        generators
-            .patch_status(&generator.name_any(), &patch, &PatchOptions::default())
-            .await?;
+        let options = PatchOptions::apply(CONTROLLER).force();
+        generators.apply_status(&config, &options).await?;
     }
     applied.map(|_| ReconcileAction::Done)
 }
@@ -180,6 +204,7 @@ async fn main() -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_config_map_is_named_by_the_spec_or_after_the_generator() {

@@ -26,11 +26,11 @@ use std::time::Duration;
 
 use kube::CustomResource;
 use kube::core::CustomResourceExt;
+use kubekit::applyconfigurations::api::core::v1::ConfigMap as ConfigMapApply;
 use kubekit::k8s_openapi::api::core::v1::ConfigMap;
 use kubekit::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 /// The field manager of every apply, and the controller's name.
 const MANAGER: &str = "greeting-controller";
@@ -53,13 +53,11 @@ async fn reconcile(
     hello: Arc<Greeting>,
     cs: Arc<Clientset>,
 ) -> Result<ReconcileAction, ReconcileError> {
-    let config_maps = cs
-        .core_v1()
-        .config_maps(&hello.namespace().unwrap_or_default());
-    let data = json!({ "data": { "message": hello.spec.message } });
-    config_maps
-        .apply_child(&*hello, &hello.name_any(), data, MANAGER)
-        .await?;
+    let ns = hello.namespace().unwrap_or_default();
+    let config =
+        ConfigMapApply::new(hello.name_any(), &ns).data([("message", hello.spec.message.clone())]);
+    let config_maps = cs.core_v1().config_maps(&ns);
+    config_maps.apply_owned(&*hello, config, MANAGER).await?;
     Ok(ReconcileAction::RequeueAfter(Duration::from_secs(300)))
 }
 

@@ -68,6 +68,12 @@
 //!   (`apps` turns on `core`). apimachinery's meta types are always there.
 //! - **Kinds newer than the program's k8s-openapi version** are here too: the server, not
 //!   k8s-openapi, decides what it serves.
+//! - **Read back.** A configuration deserializes from what it serializes (a field missing
+//!   or `null` is unset, unknown fields are ignored, a field that does not decode is an
+//!   error naming it), and [`configuration_of`] makes one from a k8s-openapi value.
+//! - **Custom resources** derive theirs: [`ApplyConfiguration`](derive@ApplyConfiguration)
+//!   beside kube's `CustomResource`; a field of a k8s-openapi type is configured by that
+//!   type's configuration here ([`Configurable`]).
 
 // The docs of the generated types are the API's own descriptions, as kube-apiserver
 // serves them: their Markdown is not rustdoc's. A field named as a trait method (`add`
@@ -112,4 +118,171 @@ pub trait ApplyConfiguration: serde::Serialize {
     fn namespace(&self) -> Option<&str> {
         self.metadata()?.namespace.as_deref()
     }
+}
+
+/// A type that has an apply configuration: what a field of this type becomes in the
+/// configuration of a struct that holds it (`#[derive(ApplyConfiguration)]`'s twins). A
+/// k8s-openapi struct's is its generated configuration (`api::apps::v1::DeploymentStatus`
+/// for `k8s_openapi::api::apps::v1::DeploymentStatus`, for the types every supported
+/// version has); a list's and a map's are lists and maps of their items'; a scalar, a
+/// string, a leaf (`Quantity`, `IntOrString`, `Time`, …), a JSON value or an enum that
+/// derives `ApplyConfiguration` is applied whole and is its own.
+pub trait Configurable {
+    /// The apply configuration.
+    type Configuration: Clone
+        + std::fmt::Debug
+        + PartialEq
+        + serde::Serialize
+        + serde::de::DeserializeOwned;
+}
+
+/// The configuration that sets every field `value` has: for a value a controller applies
+/// whole, such as an observed status it copies into its object's. Through `value`'s JSON,
+/// so what `value` serializes (k8s-openapi's required fields, even when empty) is set.
+///
+/// ```
+/// use k8s_openapi::api::apps::v1::DeploymentStatus;
+/// use kubekit_applyconfigurations::configuration_of;
+///
+/// let observed = DeploymentStatus { replicas: Some(3), ready_replicas: Some(2), ..Default::default() };
+/// let config = configuration_of(&observed).unwrap();
+/// assert_eq!(config.replicas, Some(3));
+/// assert_eq!(config.available_replicas, None);
+/// ```
+///
+/// An error only for a value whose JSON does not fit its configuration: one whose
+/// `Serialize` a program wrote to disagree with its schema.
+pub fn configuration_of<T: Configurable + serde::Serialize>(
+    value: &T,
+) -> Result<T::Configuration, serde_json::Error> {
+    serde_json::from_value(serde_json::to_value(value)?)
+}
+
+/// Derives the apply configuration of a custom resource and of the structs in it
+/// (kubekit-derive): see [its docs](derive@kubekit_derive::ApplyConfiguration).
+///
+/// ```
+/// use kubekit_applyconfigurations::{ApplyConfiguration, Configurable};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize, ApplyConfiguration)]
+/// #[apply(crate = "kubekit_applyconfigurations")]
+/// #[serde(rename_all = "camelCase")]
+/// struct Backup {
+///     schedule_cron: String,
+///     keep: u32,
+///     targets: Vec<Target>,
+/// }
+///
+/// #[derive(Serialize, Deserialize, ApplyConfiguration)]
+/// #[apply(crate = "kubekit_applyconfigurations")]
+/// struct Target {
+///     database: String,
+/// }
+///
+/// let config = BackupApply::default()
+///     .keep(7)
+///     .targets([TargetApply::default().database("orders")]);
+/// assert_eq!(
+///     serde_json::to_value(&config).unwrap(),
+///     serde_json::json!({ "keep": 7, "targets": [{ "database": "orders" }] })
+/// );
+/// ```
+pub use kubekit_derive::ApplyConfiguration;
+
+/// How the generated configurations deserialize: through a JSON object, each field taken
+/// out by its name.
+mod de {
+    use serde::de::{DeserializeOwned, Error};
+    use serde_json::{Map, Value};
+
+    /// An object's fields, not decoded yet.
+    pub(crate) struct Fields(Map<String, Value>);
+
+    impl<'de> serde::Deserialize<'de> for Fields {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            Map::deserialize(deserializer).map(Fields)
+        }
+    }
+
+    impl Fields {
+        /// The field `key` decoded, `None` when it is missing or null; an error naming it
+        /// when it does not decode.
+        pub(crate) fn take<T: DeserializeOwned, E: Error>(
+            &mut self,
+            key: &str,
+        ) -> Result<Option<T>, E> {
+            match self.0.remove(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(value) => serde_json::from_value(value)
+                    .map(Some)
+                    .map_err(|e| E::custom(format_args!("{key}: {e}"))),
+            }
+        }
+    }
+}
+
+/// What the derive's expansion names; not an API.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde;
+}
+
+/// Types applied whole: their configuration is the value.
+macro_rules! whole {
+    ($($t:ty),* $(,)?) => {
+        $(impl Configurable for $t {
+            type Configuration = $t;
+        })*
+    };
+}
+
+whole!(
+    bool,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    f32,
+    f64,
+    String,
+    serde_json::Value,
+    k8s_openapi::ByteString,
+);
+
+impl<T: Configurable> Configurable for Option<T> {
+    type Configuration = T::Configuration;
+}
+
+impl<T: Configurable> Configurable for Box<T> {
+    type Configuration = Box<T::Configuration>;
+}
+
+impl<T: Configurable> Configurable for Vec<T> {
+    type Configuration = Vec<T::Configuration>;
+}
+
+impl<K, V> Configurable for std::collections::BTreeMap<K, V>
+where
+    K: Ord + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
+    V: Configurable,
+{
+    type Configuration = std::collections::BTreeMap<K, V::Configuration>;
+}
+
+impl<K, V> Configurable for std::collections::HashMap<K, V>
+where
+    K: Eq
+        + std::hash::Hash
+        + Clone
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned,
+    V: Configurable,
+{
+    type Configuration = std::collections::HashMap<K, V::Configuration>;
 }

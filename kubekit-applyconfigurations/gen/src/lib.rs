@@ -89,6 +89,10 @@ pub struct Sources {
     pub schemas: BTreeMap<String, Value>,
     /// The kinds the server can patch, by OpenAPI name of their schema.
     pub roots: BTreeMap<String, Root>,
+    /// The k8s-openapi path (`api::core::v1::Pod`) of each OpenAPI name that every
+    /// Kubernetes version of k8s-openapi has a type for, at that one path: those types'
+    /// `Configurable` is their configuration.
+    pub k8s_openapi: BTreeMap<String, String>,
 }
 
 impl Sources {
@@ -111,7 +115,10 @@ impl Sources {
                 .map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
             documents.push(doc);
         }
-        Self::from_documents(format!("{KUBERNETES} {version}"), &documents)
+        let mut sources = Self::from_documents(format!("{KUBERNETES} {version}"), &documents)?;
+        let (_, versions) = kubekit_protobuf_gen::sources::k8s_openapi_types(repo)?;
+        sources.k8s_openapi = in_every_version(&versions);
+        Ok(sources)
     }
 
     /// The sources of already parsed OpenAPI v3 documents.
@@ -166,8 +173,33 @@ impl Sources {
             module,
             schemas,
             roots,
+            k8s_openapi: BTreeMap::new(),
         })
     }
+}
+
+/// The OpenAPI names (`io.k8s.api.core.v1.Pod`) of the types every version of k8s-openapi
+/// has, at the same path, with that path.
+fn in_every_version(
+    versions: &BTreeMap<String, kubekit_protobuf_gen::openapi::Types>,
+) -> BTreeMap<String, String> {
+    let mut each = versions.values();
+    let Some(first) = each.next() else {
+        return BTreeMap::new();
+    };
+    let rest: Vec<_> = each.collect();
+    first
+        .iter()
+        .filter(|(def, ty)| {
+            rest.iter()
+                .all(|v| v.get(*def).is_some_and(|t| t.path == ty.path))
+        })
+        .map(|(def, ty)| {
+            // k8s-openapi's definitions write the `-` of apiextensions-apiserver as `_`.
+            let name = def.replace("apiextensions_apiserver", "apiextensions-apiserver");
+            (name, ty.path.clone())
+        })
+        .collect()
 }
 
 /// Whether `schema` is of `root`'s group, version and kind.
@@ -352,6 +384,17 @@ pub fn render(sources: &Sources) -> Result<Output, String> {
         sources.module
     )
     .unwrap();
+    for leaf in LEAVES {
+        let p = &places[leaf];
+        writeln!(
+            code,
+            "impl crate::Configurable for k8s_openapi::{}::{} {{\n    \
+             type Configuration = Self;\n}}\n",
+            p.module.join("::"),
+            p.name
+        )
+        .unwrap();
+    }
     let mut count = Output::default();
     render_tree(&mut code, &modules, &[], &mut |code, module, names| {
         for name in names {
@@ -365,6 +408,15 @@ pub fn render(sources: &Sources) -> Result<Output, String> {
                 &boxed,
                 module,
             )?;
+            if let Some(path) = sources.k8s_openapi.get(*name) {
+                writeln!(
+                    code,
+                    "impl crate::Configurable for k8s_openapi::{path} {{\n    \
+                     type Configuration = {};\n}}\n",
+                    places[name].name
+                )
+                .unwrap();
+            }
             count.types += 1;
             count.roots += usize::from(root.is_some());
         }
@@ -696,6 +748,22 @@ fn render_type(
         fields.push((json, ident, field));
     }
     writeln!(code, "}}\n").unwrap();
+
+    // Deserialized through a JSON object, field by field: a fraction of the code serde's
+    // derive writes for each type, for what is no hot path (reading a configuration back).
+    let takes: String = fields
+        .iter()
+        .map(|(json, ident, _)| format!("            {ident}: fields.take({json:?})?,\n"))
+        .collect();
+    let fields_binding = if fields.is_empty() { "_" } else { "mut fields" };
+    writeln!(
+        code,
+        "impl<'de> serde::Deserialize<'de> for {ty} {{\n    \
+         fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {{\n        \
+         let {fields_binding} = crate::de::Fields::deserialize(deserializer)?;\n        \
+         Ok(Self {{\n{takes}        }})\n    }}\n}}\n"
+    )
+    .unwrap();
 
     writeln!(code, "impl {ty} {{").unwrap();
     if let Some(root) = root {

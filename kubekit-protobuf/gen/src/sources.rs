@@ -65,24 +65,7 @@ impl Sources {
                 protos.push(file);
             }
         }
-        let (openapi_version, src) = k8s_openapi_src(repo)?;
-        let mut openapi = BTreeMap::new();
-        for entry in std::fs::read_dir(&src).map_err(|e| format!("{}: {e}", src.display()))? {
-            let p = entry.map_err(|e| e.to_string())?.path();
-            let name = p
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            if let Some(minor) = name.strip_prefix("v1_")
-                && p.is_dir()
-            {
-                openapi.insert(format!("1.{minor}"), openapi::read_version(&p)?);
-            }
-        }
-        if openapi.is_empty() {
-            return Err(format!("no v1_* version directories in {}", src.display()));
-        }
+        let (openapi_version, openapi) = k8s_openapi_types(repo)?;
         protos.sort_by(|a, b| a.package.cmp(&b.package));
         Ok(Sources {
             modules,
@@ -174,6 +157,32 @@ pub fn json_output(command: &mut Command, what: &str) -> Result<serde_json::Valu
         ));
     }
     serde_json::from_slice(&out.stdout).map_err(|e| format!("{what}: {e}"))
+}
+
+/// k8s-openapi's version, as the workspace's lock file resolves it, and its types by
+/// Kubernetes version (`1.37`), read from its sources.
+pub fn k8s_openapi_types(
+    repo: &Path,
+) -> Result<(String, BTreeMap<String, openapi::Types>), String> {
+    let (openapi_version, src) = k8s_openapi_src(repo)?;
+    let mut openapi = BTreeMap::new();
+    for entry in std::fs::read_dir(&src).map_err(|e| format!("{}: {e}", src.display()))? {
+        let p = entry.map_err(|e| e.to_string())?.path();
+        let name = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if let Some(minor) = name.strip_prefix("v1_")
+            && p.is_dir()
+        {
+            openapi.insert(format!("1.{minor}"), openapi::read_version(&p)?);
+        }
+    }
+    if openapi.is_empty() {
+        return Err(format!("no v1_* version directories in {}", src.display()));
+    }
+    Ok((openapi_version, openapi))
 }
 
 /// k8s-openapi's version and `src` directory, as the workspace's lock file resolves it.

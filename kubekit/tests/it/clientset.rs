@@ -1146,6 +1146,18 @@ async fn apply_child_owns_the_child_keeps_others_fields_and_is_refused_another_c
     assert!(err.is_invalid(), "{err}");
 }
 
+/// The managedFields entry of `manager`.
+fn managed_by<'a>(
+    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    manager: &str,
+) -> &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .find(|m| m.manager.as_deref() == Some(manager))
+        .unwrap_or_else(|| panic!("no managedFields entry of {manager}"))
+}
+
 #[tokio::test]
 async fn a_typed_apply_sends_only_what_it_sets_so_a_scaler_owns_replicas_alone() {
     use kubekit::applyconfigurations::api::apps::v1 as apps;
@@ -1182,14 +1194,7 @@ async fn a_typed_apply_sends_only_what_it_sets_so_a_scaler_owns_replicas_alone()
         .expect("the scaler's typed apply");
     assert_eq!(scaled.spec.replicas, Some(3));
     let owned = |manager: &str| {
-        let entry = scaled
-            .metadata
-            .managed_fields
-            .iter()
-            .flatten()
-            .find(|m| m.manager.as_deref() == Some(manager))
-            .unwrap_or_else(|| panic!("no managedFields entry of {manager}"));
-        serde_json::to_value(&entry.fields_v1).unwrap()
+        serde_json::to_value(&managed_by(&scaled.metadata, manager).fields_v1).unwrap()
     };
     assert_eq!(owned("scaler"), json!({ "f:spec": { "f:replicas": {} } }));
     let creator = owned("creator");
@@ -1225,4 +1230,68 @@ async fn a_typed_apply_sends_only_what_it_sets_so_a_scaler_owns_replicas_alone()
         &scaled.metadata
     ));
     assert_eq!(child.data.unwrap()["mode"], "fast");
+}
+
+#[tokio::test]
+async fn a_derived_custom_resource_configuration_applies_spec_and_status_each_to_its_own_manager() {
+    use app_controller::{AppApply, AppSpecApply, AppStatusApply, DeploymentTemplateApply};
+    use kubekit::applyconfigurations::configuration_of;
+
+    let (cs, ns) = setup("cs-typed-cr").await;
+    ensure_app_crd(&cs).await;
+    let apps = cs.resource::<App>(&ns);
+    let spec = AppSpecApply::default()
+        .deployment_template(DeploymentTemplateApply::default().name("web").replicas(2));
+    let created = apps
+        .apply(
+            &AppApply::new("shop", &ns).spec(spec),
+            &PatchOptions::apply("author"),
+        )
+        .await
+        .expect("the author's typed apply of the spec");
+    assert_eq!(created.spec.deployment_template.name, "web");
+    assert_eq!(created.spec.deployment_template.replicas, 2);
+    assert!(created.status.is_none());
+
+    // The status subresource, from a status as a controller observes it.
+    let observed = k8s_openapi::api::apps::v1::DeploymentStatus {
+        replicas: Some(2),
+        available_replicas: Some(1),
+        ..Default::default()
+    };
+    let status = AppStatusApply::default()
+        .deployment_status(configuration_of(&observed).expect("a status's configuration"));
+    let reported = apps
+        .apply_status(
+            &AppApply::new("shop", &ns).status(status),
+            &PatchOptions::apply("reporter").force(),
+        )
+        .await
+        .expect("the reporter's typed apply of the status");
+    let deployment_status = reported.status.and_then(|s| s.deployment_status);
+    assert_eq!(deployment_status, Some(observed));
+    // Applied to the subresource, the status is the reporter's and the spec stays the
+    // author's, each in an Apply entry of its own subresource.
+    let entry = |manager: &str| {
+        let entry = managed_by(&reported.metadata, manager).clone();
+        assert_eq!(entry.operation.as_deref(), Some("Apply"), "{manager}");
+        (
+            entry.subresource,
+            serde_json::to_value(&entry.fields_v1).unwrap(),
+        )
+    };
+    let (subresource, fields) = entry("reporter");
+    assert_eq!(subresource.as_deref(), Some("status"));
+    assert_eq!(
+        fields,
+        json!({ "f:status": { "f:deploymentStatus": {
+            "f:availableReplicas": {}, "f:replicas": {}
+        } } })
+    );
+    let (subresource, fields) = entry("author");
+    assert_eq!(subresource, None);
+    assert!(
+        fields.get("f:spec").is_some() && fields.get("f:status").is_none(),
+        "{fields}"
+    );
 }
