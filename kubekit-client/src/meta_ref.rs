@@ -473,6 +473,7 @@ impl PackedMeta {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(feature = "compact")]
     use crate::labels::Selector;
 
     fn owner(name: &str, controller: Option<bool>, block: Option<bool>) -> OwnerReference {
@@ -512,6 +513,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "compact")]
     #[test]
     fn packed_metadata_reads_and_rebuilds_every_field_it_keeps() {
         let meta = ObjectMeta {
@@ -549,6 +551,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "compact")]
     #[test]
     fn absent_and_empty_fields_stay_apart() {
         let meta = ObjectMeta {
@@ -570,6 +573,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "compact")]
     #[test]
     fn selectors_match_packed_labels_as_they_match_the_map() {
         let meta = full();

@@ -648,6 +648,7 @@ mod tests {
             assert_eq!(events.len(), 3);
         }
 
+        #[cfg(feature = "compact")]
         #[tokio::test]
         async fn compact_clients_of_built_in_types_read_protobuf_and_keep_the_messages() {
             use crate::compact::{Compact, Encoding};
