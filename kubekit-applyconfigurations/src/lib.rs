@@ -71,6 +71,9 @@
 //! - **Read back.** A configuration deserializes from what it serializes (a field missing
 //!   or `null` is unset, unknown fields are ignored, a field that does not decode is an
 //!   error naming it), and [`configuration_of`] makes one from a k8s-openapi value.
+//! - **Extract** ([`extract`], [`extract_status`], [`extract_from`]): the configuration a
+//!   field manager owns in an object, rebuilt from its `managedFields`, to change and apply
+//!   again (client-go's `Extract<Kind>`).
 //! - **Custom resources** derive theirs: [`ApplyConfiguration`](derive@ApplyConfiguration)
 //!   beside kube's `CustomResource`; a field of a k8s-openapi type is configured by that
 //!   type's configuration here ([`Configurable`]).
@@ -78,6 +81,7 @@
 // The docs of the generated types are the API's own descriptions, as kube-apiserver
 // serves them: their Markdown is not rustdoc's. A field named as a trait method (`add`
 // and `drop` of a container's capabilities) keeps its name.
+mod extract;
 #[allow(
     clippy::doc_lazy_continuation,
     clippy::doc_overindented_list_items,
@@ -89,6 +93,7 @@
 )]
 mod generated;
 
+pub use extract::{ExtractError, extract, extract_from, extract_status};
 pub use generated::*;
 
 use apimachinery::pkg::apis::meta::v1::ObjectMeta;

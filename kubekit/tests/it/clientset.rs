@@ -1235,7 +1235,7 @@ async fn a_typed_apply_sends_only_what_it_sets_so_a_scaler_owns_replicas_alone()
 #[tokio::test]
 async fn a_derived_custom_resource_configuration_applies_spec_and_status_each_to_its_own_manager() {
     use app_controller::{AppApply, AppSpecApply, AppStatusApply, DeploymentTemplateApply};
-    use kubekit::applyconfigurations::configuration_of;
+    use kubekit::applyconfigurations::{configuration_of, extract, extract_status};
 
     let (cs, ns) = setup("cs-typed-cr").await;
     ensure_app_crd(&cs).await;
@@ -1268,8 +1268,11 @@ async fn a_derived_custom_resource_configuration_applies_spec_and_status_each_to
         )
         .await
         .expect("the reporter's typed apply of the status");
-    let deployment_status = reported.status.and_then(|s| s.deployment_status);
-    assert_eq!(deployment_status, Some(observed));
+    let deployment_status = reported
+        .status
+        .as_ref()
+        .and_then(|s| s.deployment_status.as_ref());
+    assert_eq!(deployment_status, Some(&observed));
     // Applied to the subresource, the status is the reporter's and the spec stays the
     // author's, each in an Apply entry of its own subresource.
     let entry = |manager: &str| {
@@ -1294,4 +1297,102 @@ async fn a_derived_custom_resource_configuration_applies_spec_and_status_each_to
         fields.get("f:spec").is_some() && fields.get("f:status").is_none(),
         "{fields}"
     );
+
+    // What each applied, read back from the stored object.
+    let spec = AppSpecApply::default()
+        .deployment_template(DeploymentTemplateApply::default().name("web").replicas(2));
+    let authored = extract(&reported, "author").expect("the author's configuration");
+    assert_eq!(authored, AppApply::new("shop", &ns).spec(spec));
+    let status = AppStatusApply::default()
+        .deployment_status(configuration_of(&observed).expect("a status's configuration"));
+    let reported_config = extract_status(&reported, "reporter").expect("the reporter's status");
+    assert_eq!(reported_config, AppApply::new("shop", &ns).status(status));
+}
+
+#[tokio::test]
+async fn extract_gives_back_what_a_manager_applied_less_what_another_took_over() {
+    use kubekit::applyconfigurations::api::apps::v1 as apps;
+    use kubekit::applyconfigurations::api::core::v1 as core;
+    use kubekit::applyconfigurations::apimachinery::pkg::apis::meta::v1 as meta;
+    use kubekit::applyconfigurations::extract;
+    use kubekit::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    let (cs, ns) = setup("cs-extract").await;
+    let deployments = cs.apps_v1().deployments(&ns);
+    let labels = [("app", "web".to_string())];
+    let port = |number: i32, protocol: &str, name: &str| {
+        core::ContainerPort::default()
+            .container_port(number)
+            .protocol(protocol)
+            .name(name)
+    };
+    let container = core::Container::default()
+        .name("web")
+        .image("nginx:1.29")
+        .args(["-g".to_string(), "daemon off;".to_string()])
+        .ports([port(80, "TCP", "http"), port(80, "UDP", "quic")])
+        .env([core::EnvVar::default().name("MODE").value("fast")])
+        .resources(
+            core::ResourceRequirements::default().limits([("cpu", Quantity("500m".into()))]),
+        );
+    let spec = |replicas: Option<i32>| {
+        let mut spec = apps::DeploymentSpec::default()
+            .selector(meta::LabelSelector::default().match_labels(labels.clone()))
+            .template(
+                core::PodTemplateSpec::default()
+                    .metadata(meta::ObjectMeta::default().labels(labels.clone()))
+                    .spec(core::PodSpec::default().containers([container.clone()])),
+            );
+        spec.replicas = replicas;
+        spec
+    };
+    let creator = apps::Deployment::new("web", &ns)
+        .labels(labels.clone())
+        .spec(spec(Some(1)));
+    deployments
+        .apply(&creator, &PatchOptions::apply("creator"))
+        .await
+        .expect("the creator's apply");
+    let scale = apps::Deployment::new("web", &ns).spec(apps::DeploymentSpec::default().replicas(3));
+    let stored = deployments
+        .apply(&scale, &PatchOptions::apply("scaler").force())
+        .await
+        .expect("the scaler's apply");
+
+    // The creator's fields, less replicas, which the scaler took; the server's defaults
+    // (imagePullPolicy, strategy, …) are no one's configuration.
+    let extracted = extract(&stored, "creator").expect("the creator's configuration");
+    let expected = apps::Deployment::new("web", &ns)
+        .labels(labels.clone())
+        .spec(spec(None));
+    assert_eq!(
+        serde_json::to_value(&extracted).unwrap(),
+        serde_json::to_value(&expected).unwrap()
+    );
+    assert_eq!(
+        extract(&stored, "scaler").expect("the scaler's configuration"),
+        scale
+    );
+    assert_eq!(
+        extract(&stored, "nobody").expect("no one's configuration"),
+        apps::Deployment::new("web", &ns)
+    );
+
+    // Changed and applied again, it moves only what the creator owns.
+    let mut again = extracted;
+    let template = again.spec.as_mut().and_then(|s| s.template.as_mut());
+    let containers = template
+        .and_then(|t| t.spec.as_mut())
+        .and_then(|s| s.containers.as_mut());
+    containers.expect("the extracted containers")[0].image = Some("nginx:1.30".into());
+    let updated = deployments
+        .apply(&again, &PatchOptions::apply("creator"))
+        .await
+        .expect("the creator's second apply");
+    assert_eq!(updated.spec.replicas, Some(3));
+    let containers = updated.spec.template.spec.map(|s| s.containers);
+    let image = containers
+        .and_then(|c| c.into_iter().next())
+        .and_then(|c| c.image);
+    assert_eq!(image.as_deref(), Some("nginx:1.30"));
 }
