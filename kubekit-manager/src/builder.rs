@@ -440,6 +440,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         }
         let mut runner = Runner::new(&name, queue)
             .max_retries(max_retries)
+            .graceful_shutdown(manager.graceful_shutdown_timeout)
             .metrics(&manager.metrics.controller);
         if let Some(timeout) = reconcile_timeout {
             runner = runner.reconcile_timeout(timeout);

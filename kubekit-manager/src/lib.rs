@@ -26,9 +26,12 @@
 //!   that passes while it serves (after its manifests are installed and its `caBundle`
 //!   written, when so configured). Webhooks registered ([`Manager::webhook`]) without a
 //!   server are an error at start.
-//! - On `cancel`: the controllers drain (reconciles in flight and queued keys finish),
-//!   then the lease is released (if so configured), then the informers, the event
-//!   broadcaster and the endpoints stop, and `start` returns `Ok`.
+//! - On `cancel`: no reconcile starts any more and the queued keys are dropped (the next
+//!   leader lists them again); the reconciles in flight get the
+//!   [graceful shutdown timeout](ManagerBuilder::graceful_shutdown_timeout) (30 s by
+//!   default) and are dropped after it; then the lease is released (if so configured),
+//!   the informers, the event broadcaster and the endpoints stop, and `start` returns
+//!   `Ok`.
 //! - On **lost leadership** (also while draining after `cancel`), the controllers stop at
 //!   once (queued keys are left, the reconciles in flight dropped), everything stops as
 //!   above, and `start` returns
@@ -45,7 +48,7 @@
 //!   start, but reconcile only the objects whose shard hash is in the ranges this replica
 //!   works on (see [`sharding`]); on `cancel` no reconcile starts any more (queued keys
 //!   are dropped: whoever takes the ranges sweeps their objects), the reconciles in flight
-//!   finish, then the replica's Lease is released. A replica that cannot renew stops its
+//!   get the graceful shutdown timeout, then the replica's Lease is released. A replica that cannot renew stops its
 //!   reconciles and writes on its own clock and carries on as a member; `start` does not
 //!   return an error for it.
 //!
@@ -194,8 +197,12 @@ pub struct ManagerBuilder {
     leader_election: Option<LeaderElectionFn>,
     sharding: Option<Sharding>,
     resync_period: Duration,
+    graceful_shutdown_timeout: Duration,
     webhook: WebhookSettings,
 }
+
+/// How long the reconciles in flight get on `cancel`: controller-runtime's default.
+pub const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How the manager serves its webhooks.
 #[derive(Debug, Default)]
@@ -214,6 +221,7 @@ impl fmt::Debug for ManagerBuilder {
             .field("leader_election", &self.leader_election.is_some())
             .field("sharding", &self.sharding)
             .field("resync_period", &self.resync_period)
+            .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
             .field("webhook", &self.webhook)
             .finish_non_exhaustive()
     }
@@ -273,6 +281,16 @@ impl ManagerBuilder {
     /// (controller-runtime's default is 10 hours).
     pub fn resync_period(mut self, period: Duration) -> Self {
         self.resync_period = period;
+        self
+    }
+
+    /// How long the reconciles in flight get to finish on `cancel` (controller-runtime's
+    /// `GracefulShutdownTimeout`), after which they are dropped and the lease released.
+    /// Queued keys are dropped at once: the next leader lists them again. Default:
+    /// [`DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT`], 30 s, the kubelet's default grace period, so
+    /// keep it below a Pod's `terminationGracePeriodSeconds` less the time to release.
+    pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.graceful_shutdown_timeout = timeout;
         self
     }
 
@@ -376,6 +394,7 @@ impl ManagerBuilder {
             metrics_address: self.metrics_address,
             health_address: self.health_address,
             resync_period: self.resync_period,
+            graceful_shutdown_timeout: self.graceful_shutdown_timeout,
             controllers: Vec::new(),
             webhooks: Webhooks::default(),
             webhook: self.webhook,
@@ -396,6 +415,7 @@ pub struct Manager {
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
     resync_period: Duration,
+    graceful_shutdown_timeout: Duration,
     controllers: Vec<RegisteredController>,
     webhooks: Webhooks,
     webhook: WebhookSettings,
@@ -413,6 +433,7 @@ impl fmt::Debug for Manager {
             .field("metrics_address", &self.metrics_address)
             .field("health_address", &self.health_address)
             .field("resync_period", &self.resync_period)
+            .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
             .field("controllers", &names)
             .field("webhooks", &self.webhooks)
             .field("webhook", &self.webhook)
@@ -431,6 +452,7 @@ impl Manager {
             leader_election: None,
             sharding: None,
             resync_period: Duration::ZERO,
+            graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             webhook: WebhookSettings::default(),
         }
     }
@@ -711,7 +733,7 @@ async fn run_to_end(
     }
 }
 
-/// Runs every controller until `cancel` (drain) or `abort` fires.
+/// Runs every controller until `cancel` (a bounded shutdown) or `abort` fires.
 async fn run_controllers(
     controllers: Vec<RegisteredController>,
     factory: &Arc<SharedInformerFactory>,

@@ -41,6 +41,8 @@
 //!   `kubekit::controller=info` on to have them.
 //! - When the cancellation token fires, the queue is shut down: workers finish the keys
 //!   in flight *and those still queued*, then `run` returns once every worker has ended.
+//!   With [`Runner::graceful_shutdown`] instead, the queued keys are dropped and the
+//!   reconciles in flight get a grace period, after which they are dropped too.
 //!   [`Runner::run_or_abort`] also takes an `abort` token: when it fires, workers take no
 //!   further key and the reconciles in flight are dropped at their next `.await` (what a
 //!   controller that lost its leadership must do).
@@ -547,6 +549,7 @@ pub struct Runner {
     queue: RateLimitingQueue<String>,
     max_retries: usize,
     reconcile_timeout: Option<Duration>,
+    shutdown_grace: Option<Duration>,
     stats: Arc<RunStats>,
     metrics: Option<ControllerMetrics>,
 }
@@ -559,6 +562,7 @@ impl Runner {
             queue,
             max_retries: 5,
             reconcile_timeout: None,
+            shutdown_grace: None,
             stats: Arc::new(RunStats::default()),
             metrics: None,
         }
@@ -568,6 +572,16 @@ impl Runner {
     /// (retried through the rate limiter). Default: no timeout.
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
         self.reconcile_timeout = Some(timeout);
+        self
+    }
+
+    /// Bounds the shutdown (controller-runtime's `GracefulShutdownTimeout`): when the
+    /// cancellation token fires, no reconcile starts any more and the keys still queued
+    /// are dropped; the reconciles in flight get `grace` to finish, and are dropped at
+    /// their next `.await` after it. Default: none, the queue drains (client-go's
+    /// `ShutDownWithDrain`: queued keys are reconciled too).
+    pub fn graceful_shutdown(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = Some(grace);
         self
     }
 
@@ -626,6 +640,10 @@ impl Runner {
             return Err(RunError::CachesNotSynced(self.name.clone()));
         }
         tracing::info!(controller = %self.name, workers, "starting workers");
+        // Fired to stop the workers: by `abort`, or when a bounded shutdown's grace ends.
+        let stop = abort.child_token();
+        // Fired when no key may be taken any more (a bounded shutdown), or by `stop`.
+        let stop_taking = stop.child_token();
         let tasks: Vec<_> = (0..workers.max(1))
             .map(|_| {
                 let worker = Worker {
@@ -637,18 +655,36 @@ impl Runner {
                     metrics: self.metrics.clone(),
                     reconciler: reconciler.clone(),
                 };
-                let abort = abort.clone();
-                tokio::spawn(async move { worker.run(abort).await })
+                let (stop, stop_taking) = (stop.clone(), stop_taking.clone());
+                tokio::spawn(async move { worker.run(stop, stop_taking).await })
             })
             .collect();
         tokio::select! {
-            _ = cancel.cancelled() => {
-                tracing::info!(controller = %self.name, "shutting down: finishing queued work");
-                tokio::select! {
-                    () = self.queue.shut_down_with_drain() => {}
-                    _ = abort.cancelled() => self.queue.shut_down(),
+            _ = cancel.cancelled() => match self.shutdown_grace {
+                Some(grace) => {
+                    let queued = self.queue.len();
+                    tracing::info!(controller = %self.name, queued, ?grace,
+                        "shutting down: dropping the queued keys, waiting for the reconciles in flight");
+                    stop_taking.cancel();
+                    self.queue.shut_down();
+                    tokio::select! {
+                        () = self.queue.shut_down_with_drain() => {}
+                        () = tokio::time::sleep(grace) => {
+                            tracing::warn!(controller = %self.name, ?grace,
+                                "shutting down: reconciles still in flight after the grace period are dropped");
+                            stop.cancel();
+                        }
+                        _ = abort.cancelled() => {}
+                    }
                 }
-            }
+                None => {
+                    tracing::info!(controller = %self.name, "shutting down: finishing queued work");
+                    tokio::select! {
+                        () = self.queue.shut_down_with_drain() => {}
+                        _ = abort.cancelled() => self.queue.shut_down(),
+                    }
+                }
+            },
             _ = abort.cancelled() => self.queue.shut_down(),
         }
         if abort.is_cancelled() {
@@ -692,7 +728,9 @@ impl Drop for AliveGuard<'_> {
 }
 
 impl<R: Reconciler> Worker<R> {
-    async fn run(&self, abort: CancellationToken) {
+    /// Takes keys until the queue is shut down and empty or `stop_taking` fires; drops the
+    /// reconcile in flight when `stop` fires.
+    async fn run(&self, stop: CancellationToken, stop_taking: CancellationToken) {
         let mut guard = AliveGuard {
             stats: &self.stats,
             queue: &self.queue,
@@ -701,13 +739,18 @@ impl<R: Reconciler> Worker<R> {
         loop {
             let key = tokio::select! {
                 biased;
-                _ = abort.cancelled() => break,
+                _ = stop_taking.cancelled() => break,
                 key = self.queue.get() => key,
             };
             let Some(key) = key else { break };
+            if stop_taking.is_cancelled() {
+                // Handed out as the shutdown began: dropped with the other queued keys.
+                self.queue.done(&key);
+                break;
+            }
             tokio::select! {
                 biased;
-                _ = abort.cancelled() => {
+                _ = stop.cancelled() => {
                     self.queue.done(&key);
                     break;
                 }
@@ -926,6 +969,10 @@ mod tests {
                     "key-fail" => Err("always fails".into()),
                     "key-panic" if n == 1 => panic!("bug in reconcile"),
                     "key-slow" => std::future::pending().await,
+                    "key-10s" => {
+                        tokio::time::sleep(Duration::from_secs(10)).await;
+                        Ok(ReconcileAction::Done)
+                    }
                     "key-again" if n < 3 => {
                         Ok(ReconcileAction::RequeueAfter(Duration::from_secs(1)))
                     }
@@ -1344,6 +1391,60 @@ mod tests {
         assert_eq!(calls.len(), 1, "only key-slow was started: {calls:?}");
         assert_eq!(q.len(), 10, "queued keys are left undone");
         assert_eq!(runner.stats().workers_died(), 0);
+    }
+
+    /// Runs `runner` with one worker over `key` then ten more, cancels it after 5 s, and
+    /// says how long after the start it returned.
+    async fn cancelled_after_5s(runner: &Runner, script: Arc<Script>, key: &str) -> Duration {
+        runner.queue.add(key.to_string());
+        for i in 0..10 {
+            runner.queue.add(format!("key-{i}"));
+        }
+        let start = tokio::time::Instant::now();
+        let cancel = CancellationToken::new();
+        let run = runner.run(script, 1, async { true }, cancel.clone());
+        let stop = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            cancel.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+        start.elapsed()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bounded_shutdown_drops_queued_keys_and_lets_the_reconcile_in_flight_finish() {
+        let runner = Runner::new("test", queue()).graceful_shutdown(Duration::from_secs(30));
+        let script = Arc::new(Script::default());
+        let took = cancelled_after_5s(&runner, script.clone(), "key-10s").await;
+        let calls = script.calls.lock().clone();
+        assert_eq!(calls.len(), 1, "no queued key was started: {calls:?}");
+        assert!(
+            took >= Duration::from_secs(10) && took < Duration::from_secs(30),
+            "{took:?}"
+        );
+        assert_eq!(runner.stats().workers_died(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bounded_shutdown_drops_the_reconcile_still_in_flight_when_its_grace_ends() {
+        let runner = Runner::new("test", queue()).graceful_shutdown(Duration::from_secs(30));
+        let script = Arc::new(Script::default());
+        let took = cancelled_after_5s(&runner, script.clone(), "key-slow").await;
+        assert_eq!(script.calls.lock().len(), 1);
+        assert!(
+            took >= Duration::from_secs(35),
+            "returned before the grace ended: {took:?}"
+        );
+        assert_eq!(runner.stats().workers_died(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_bound_the_shutdown_reconciles_every_queued_key() {
+        let runner = Runner::new("test", queue());
+        let script = Arc::new(Script::default());
+        cancelled_after_5s(&runner, script.clone(), "key-10s").await;
+        assert_eq!(script.calls.lock().len(), 11);
     }
 
     #[tokio::test]

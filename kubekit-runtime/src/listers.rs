@@ -310,6 +310,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "compact")]
     #[test]
     fn the_cache_reads_compact_metadata_without_building_an_object_meta() {
         use crate::cache::{

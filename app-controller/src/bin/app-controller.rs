@@ -69,6 +69,11 @@ struct Flags {
     #[arg(long, env = "APP_CONTROLLER_LEADER_ELECT_RETRY_PERIOD", default_value = "2s",
           value_parser = duration)]
     leader_elect_retry_period: Duration,
+    /// On SIGTERM, how long the reconciles in flight get before they are dropped and the
+    /// lease released (queued Apps are left to the next leader).
+    #[arg(long, env = "APP_CONTROLLER_GRACEFUL_SHUTDOWN_TIMEOUT", default_value = "30s",
+          value_parser = duration)]
+    graceful_shutdown_timeout: Duration,
     /// Run as a member of this sharded ring instead: every replica reconciles the Apps
     /// whose shard key hashes into its ranges (kubekit's sharded manager; the Lease timing
     /// is the --leader-elect-* flags', its namespace --leader-elect-namespace's).
@@ -152,7 +157,9 @@ fn duration(value: &str) -> Result<Duration, String> {
 async fn run(flags: Flags) -> anyhow::Result<()> {
     let config =
         RestConfig::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref()).await?;
-    let mut builder = Manager::builder(config).namespace(&flags.namespace);
+    let mut builder = Manager::builder(config)
+        .namespace(&flags.namespace)
+        .graceful_shutdown_timeout(flags.graceful_shutdown_timeout);
     if let BindAddress(Some(address)) = flags.metrics_bind_address {
         builder = builder.metrics_bind_address(address);
     }
@@ -238,6 +245,7 @@ mod tests {
             Some("0.0.0.0:8081".parse().unwrap())
         );
         assert_eq!(flags.leader_elect_lease_duration, Duration::from_secs(15));
+        assert_eq!(flags.graceful_shutdown_timeout, Duration::from_secs(30));
         assert_eq!(
             flags.webhook_bind_address.0, None,
             "webhooks off by default"

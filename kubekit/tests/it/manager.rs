@@ -573,3 +573,77 @@ async fn a_permanent_error_is_a_warning_event_and_waits_for_a_change_while_a_res
     cancel.cancel();
     manager.await.unwrap().unwrap();
 }
+
+/// Takes 2 s per ConfigMap.
+async fn reconcile_slowly(
+    cm: Arc<ConfigMap>,
+    seen: Arc<Seen>,
+) -> Result<ReconcileAction, AlwaysFails> {
+    seen.record("slow", cm.metadata.name.as_deref().unwrap_or_default());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok(ReconcileAction::Done)
+}
+
+#[tokio::test]
+async fn on_cancel_queued_keys_are_dropped_the_reconcile_in_flight_finishes_and_the_lease_is_released()
+ {
+    let ns = namespace("manager-shutdown").await;
+    let config = admin_config().await;
+    let admin = Clientset::new(&config).unwrap();
+    let cms = admin.core_v1().config_maps(&ns);
+    for i in 0..200 {
+        let cm = config_map(&format!("cm-{i}"), &[]);
+        cms.create(&cm, &CreateOptions::default()).await.unwrap();
+    }
+    let lease_ns = ns.clone();
+    let mut mgr = Manager::builder(config)
+        .namespace(&ns)
+        .graceful_shutdown_timeout(Duration::from_secs(10))
+        .leader_election(move |clientset| {
+            LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, &lease_ns, "shutdown"))
+                .lease_duration(Duration::from_secs(3))
+                .renew_deadline(Duration::from_secs(2))
+                .retry_period(Duration::from_millis(500))
+                .release_on_cancel(true)
+        })
+        .build()
+        .unwrap();
+    let seen = Arc::new(Seen::default());
+    mgr.controller::<ConfigMap>("slow")
+        .build(reconcile_slowly, seen.clone())
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let manager = tokio::spawn(mgr.start(cancel.clone()));
+    let started = || {
+        (0..200)
+            .map(|i| seen.count("slow", &format!("cm-{i}")))
+            .sum::<usize>()
+    };
+    // One worker, in the first of some 200 queued reconciles of 2 s each.
+    eventually(30, "a reconcile in flight", || async {
+        (started() >= 1).then_some(())
+    })
+    .await;
+    cancel.cancel();
+    let at_cancel = started();
+    let stopping = std::time::Instant::now();
+    let result = tokio::time::timeout(Duration::from_secs(30), manager)
+        .await
+        .expect("the manager stops within its grace period, not after its queue")
+        .unwrap();
+    let took = stopping.elapsed();
+    result.unwrap();
+    assert_eq!(started(), at_cancel, "no reconcile started after cancel");
+    let lease = admin
+        .coordination_v1()
+        .leases(&ns)
+        .get("shutdown", &GetOptions::default())
+        .await
+        .unwrap();
+    let holder = lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    assert_eq!(holder, "", "the lease is released when the manager returns");
+    eprintln!("stopped {took:?} after cancel, {at_cancel} reconcile(s) started, 200 queued");
+}
