@@ -3,7 +3,8 @@
 //! the real control plane, driven with kubectl like a user would; three replicas of it
 //! electing a leader; three sharded replicas splitting the Apps; and with its admission
 //! webhooks on (`--webhook-bind-address`), served on its manager's webhook server with a
-//! generated authority, which kube-apiserver calls.
+//! generated authority, which kube-apiserver calls, as an identity bound to
+//! `artifacts/rbac-webhooks.yaml` besides.
 
 mod common;
 
@@ -599,15 +600,23 @@ async fn with_webhooks_on_an_invalid_app_is_denied_by_kubectl_and_the_seed_apps_
     )
     .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-webhook").await;
-    install(cp, &ns, "app-webhook-e2e");
+    let user = "app-webhook-e2e";
+    let kubeconfig = install(cp, &ns, user);
+    // What webhook mode needs beyond rbac.yaml, bound to the test identity as the file
+    // binds it to the controller's.
+    kubectl_apply(
+        cp,
+        &artifact("rbac-webhooks.yaml")
+            .replace("name: app-controller\n", &format!("name: {user}\n")),
+    );
     let health = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .to_string();
-    // As admin: installing webhook configurations is beyond the controller's ClusterRole.
+    // As the controller's identity, with rbac.yaml and rbac-webhooks.yaml only.
     let mut controller = Controller::start_with(
-        cp.kubeconfig_path(),
+        &kubeconfig,
         &ns,
         &[
             "--health-probe-bind-address",
