@@ -42,8 +42,9 @@
 //!   [`fence`](LeaderElector::fence): a write is sent only while this replica leads by
 //!   its own clock, so a leader paused past its renew deadline and resumed cannot write
 //!   again before it notices it has lost the lease ([`Error::Fenced`](kubekit_client::rest::Error::Fenced)).
-//!   The event recorder writes through an unfenced client: an Event records what happened,
-//!   also in a reconcile the fence stopped.
+//!   The event recorder writes through an unfenced client of its own (its own client-side
+//!   rate limit, so Events never delay a reconcile's writes): an Event records what
+//!   happened, also in a reconcile the fence stopped.
 //! - With [`sharding`](ManagerBuilder::sharding) instead, the controllers run from the
 //!   start, but reconcile only the objects whose shard hash is in the ranges this replica
 //!   works on (see [`sharding`]); on `cancel` no reconcile starts any more (queued keys
@@ -340,8 +341,10 @@ impl ManagerBuilder {
         let clientset = Clientset::new(&config)?;
         let webhook_client = clientset.rest_client().clone();
         // Events record what happened, also in a reconcile the fence stopped and after the
-        // last reconcile of a replica that released its lease: written unfenced.
-        let event_sink = ClientsetSink::new(clientset.clone());
+        // last reconcile of a replica that released its lease: written unfenced, through a
+        // client of their own, so that their rate limit (after the broadcaster's spam
+        // filter and aggregation) never makes a reconcile's writes wait.
+        let event_sink = ClientsetSink::new(Clientset::new(&config)?);
         let elector = match self.leader_election {
             Some(config) => Some(LeaderElector::new(
                 config(&clientset).metrics(&metrics.leader),

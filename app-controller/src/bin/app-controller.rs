@@ -44,6 +44,14 @@ struct Flags {
     /// The namespace to watch (default: all).
     #[arg(short, long, env = "APP_CONTROLLER_NAMESPACE", default_value = "")]
     namespace: String,
+    /// Requests per second to kube-apiserver, the client-side limit of the controller's
+    /// writes (its informers and Events have budgets of their own); controller-runtime's
+    /// default.
+    #[arg(long, env = "APP_CONTROLLER_KUBE_API_QPS", default_value_t = 20.0)]
+    kube_api_qps: f32,
+    /// The burst above --kube-api-qps.
+    #[arg(long, env = "APP_CONTROLLER_KUBE_API_BURST", default_value_t = 30)]
+    kube_api_burst: u32,
     /// Worker tasks reconciling Apps.
     #[arg(long, env = "APP_CONTROLLER_WORKERS", default_value_t = 5,
           value_parser = clap::value_parser!(u16).range(1..))]
@@ -155,8 +163,9 @@ fn duration(value: &str) -> Result<Duration, String> {
 }
 
 async fn run(flags: Flags) -> anyhow::Result<()> {
-    let config =
-        RestConfig::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref()).await?;
+    let config = RestConfig::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref())
+        .await?
+        .with_rate_limit(flags.kube_api_qps, flags.kube_api_burst);
     let mut builder = Manager::builder(config)
         .namespace(&flags.namespace)
         .graceful_shutdown_timeout(flags.graceful_shutdown_timeout);
@@ -246,6 +255,7 @@ mod tests {
         );
         assert_eq!(flags.leader_elect_lease_duration, Duration::from_secs(15));
         assert_eq!(flags.graceful_shutdown_timeout, Duration::from_secs(30));
+        assert_eq!((flags.kube_api_qps, flags.kube_api_burst), (20.0, 30));
         assert_eq!(
             flags.webhook_bind_address.0, None,
             "webhooks off by default"
