@@ -812,14 +812,30 @@ where
     K: Resource<DynamicType = ()>,
     A: ApplyConfiguration,
 {
-    let (kind, api_version) = (K::kind(&()), K::api_version(&()));
-    if A::KIND != kind || A::API_VERSION != api_version {
+    checked_name(config, &K::api_version(&()), Some(&K::kind(&())), namespace)
+}
+
+/// The name `config` applies, refused unsent when `config` is of another `apiVersion` (or,
+/// when given, another `kind`) than the client's, has no `metadata.name`, or names another
+/// namespace than the client's `namespace`.
+pub(crate) fn checked_name<'a, A: ApplyConfiguration>(
+    config: &'a A,
+    api_version: &str,
+    kind: Option<&str>,
+    namespace: Option<&str>,
+) -> Result<&'a str> {
+    if A::API_VERSION != api_version || kind.is_some_and(|k| k != A::KIND) {
+        let target = match kind {
+            Some(kind) => format!("{api_version} {kind}"),
+            None => api_version.to_string(),
+        };
         return Err(Error::Request(format!(
-            "an apply configuration of {} {} sent to the client of {api_version} {kind}",
+            "an apply configuration of {} {} sent to the client of {target}",
             A::API_VERSION,
             A::KIND
         )));
     }
+    let kind = A::KIND;
     let name = config.name().filter(|n| !n.is_empty()).ok_or_else(|| {
         Error::Request(format!(
             "an apply configuration of {kind} without metadata.name"

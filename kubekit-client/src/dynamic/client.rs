@@ -30,9 +30,11 @@
 //! # }
 //! ```
 
+use kubekit_applyconfigurations::ApplyConfiguration;
 use serde::Serialize;
 
 use super::unstructured::Unstructured;
+use crate::clientset::resource_client::checked_name;
 use crate::clientset::{
     CreateOptions, DeleteOptions, DeleteResponse, GetOptions, ListOptions, PatchBody, PatchOptions,
     TypeHead, UpdateOptions, WatchStream, decode_delete,
@@ -194,6 +196,40 @@ impl DynamicResourceClient {
         opts: &PatchOptions,
     ) -> Result<Unstructured> {
         self.endpoint.patch(name, None, patch, opts).await?.decode()
+    }
+
+    /// Server-side applies `config`, a typed apply configuration of this resource's
+    /// kind (a generated one, or a custom resource's derived one), as
+    /// [`ResourceClient::apply`](crate::clientset::ResourceClient::apply) does. Refused
+    /// unsent ([`Error::Request`](crate::rest::Error::Request)) when `config` is of
+    /// another group version than the resource, has no `metadata.name`, or names another
+    /// namespace than this client's.
+    pub async fn apply<A: ApplyConfiguration>(
+        &self,
+        config: &A,
+        opts: &PatchOptions,
+    ) -> Result<Unstructured> {
+        let name = self.applied_name(config)?;
+        self.patch(name, &PatchBody::Apply(config), opts).await
+    }
+
+    /// Server-side applies `config` to the `status` subresource, as
+    /// [`apply`](Self::apply) does to the object.
+    pub async fn apply_status<A: ApplyConfiguration>(
+        &self,
+        config: &A,
+        opts: &PatchOptions,
+    ) -> Result<Unstructured> {
+        let name = self.applied_name(config)?;
+        self.patch_status(name, &PatchBody::Apply(config), opts)
+            .await
+    }
+
+    /// The name `config` applies, checked against this client's group version and
+    /// namespace.
+    fn applied_name<'a, A: ApplyConfiguration>(&self, config: &'a A) -> Result<&'a str> {
+        let api_version = self.endpoint.gvr().api_version();
+        checked_name(config, &api_version, None, self.namespace_name())
     }
 
     /// Patches the status of the object named `name`.

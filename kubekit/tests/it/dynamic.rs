@@ -519,3 +519,64 @@ async fn dynamic_cluster_wide_resource_lists_cluster_scoped_objects_and_all_name
     let labels: &BTreeMap<String, String> = everywhere.items[0].labels();
     assert_eq!(labels.get("kubekit-dyn"), Some(&ns));
 }
+
+#[tokio::test]
+async fn a_dynamic_client_applies_typed_configurations_of_its_group_version_only() {
+    use app_controller::{AppApply, AppSpecApply, AppStatusApply, DeploymentTemplateApply};
+    use kubekit::applyconfigurations::api::core::v1::ConfigMap as ConfigMapApply;
+
+    let (cs, ns) = setup("dyn-apply").await;
+    ensure_app_crd(&cs).await;
+    let dynamic = DynamicClient::from_rest_client(cs.rest_client().clone());
+    let apps = dynamic.resource(&apps()).namespace(&ns);
+    let spec = AppSpecApply::default()
+        .deployment_template(DeploymentTemplateApply::default().name("web").replicas(4));
+    let applied = apps
+        .apply(
+            &AppApply::new("shop", &ns).spec(spec),
+            &PatchOptions::apply("dyn"),
+        )
+        .await
+        .expect("the typed apply through the dynamic client");
+    assert_eq!(
+        applied.nested(&["spec", "deploymentTemplate", "replicas"]),
+        Some(&json!(4))
+    );
+    let status = AppStatusApply::default().deployment_status(Default::default());
+    let reported = apps
+        .apply_status(
+            &AppApply::new("shop", &ns).status(status),
+            &PatchOptions::apply("dyn"),
+        )
+        .await
+        .expect("the typed status apply through the dynamic client");
+    assert_eq!(
+        reported.nested(&["status", "deploymentStatus"]),
+        Some(&json!({}))
+    );
+
+    // Refused unsent: another group version, another namespace.
+    let err = apps
+        .apply(
+            &ConfigMapApply::new("shop", &ns),
+            &PatchOptions::apply("dyn"),
+        )
+        .await
+        .expect_err("a ConfigMap to the Apps' resource");
+    assert!(
+        err.to_string()
+            .contains("sent to the client of appcontroller.k8s.io/v1"),
+        "{err}"
+    );
+    let err = apps
+        .apply(
+            &AppApply::new("shop", "elsewhere"),
+            &PatchOptions::apply("dyn"),
+        )
+        .await
+        .expect_err("an App of another namespace");
+    assert!(
+        err.to_string().contains("sent to a client of namespace"),
+        "{err}"
+    );
+}
