@@ -96,7 +96,7 @@ use super::key::{KeyError, key_of};
 use super::listwatch::ListerWatcher;
 use super::metrics::{BoundMetrics, ReflectorMetrics};
 use super::object::{AnyObject, Object};
-use super::shard::{ShardControl, ShardFilter, ShardSelector, ShardTarget};
+use super::shard::{ShardControl, ShardFilter, ShardSelector, ShardTarget, ShardWarnings};
 use erased::{ErasedListerWatcher, ErasedStore, erase_options};
 use kubekit_client::clientset::{ListOptions, ResourceVersionMatch, WatchStream};
 use kubekit_client::rest::{Error, WatchEvent};
@@ -465,6 +465,8 @@ struct Core {
     metrics: Option<BoundMetrics>,
     /// The shard, and what the server does with its selector (replaced on a reshard).
     shard: Mutex<Option<Arc<ShardFilter>>>,
+    /// The warnings its shard filters gave, each given once for the reflector's life.
+    shard_warnings: Arc<ShardWarnings>,
     /// Whether a list completed once (the next ones are relists).
     listed: std::sync::atomic::AtomicBool,
 }
@@ -495,7 +497,12 @@ impl Core {
             .unwrap_or_else(|| default_watch_error_handler(&opts.name));
         let streaming = std::sync::atomic::AtomicBool::new(opts.use_streaming_list);
         let metrics = opts.metrics.as_ref().map(|m| m.bind(&opts.name));
-        let shard = Mutex::new(opts.shard.clone().map(|s| shard_filter(&opts, s)));
+        let shard_warnings = Arc::new(ShardWarnings::default());
+        let shard = opts
+            .shard
+            .clone()
+            .map(|s| shard_filter(&opts, s, &shard_warnings));
+        let shard = Mutex::new(shard);
         Self {
             lw,
             store,
@@ -505,6 +512,7 @@ impl Core {
             streaming,
             metrics,
             shard,
+            shard_warnings,
             listed: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -880,7 +888,11 @@ impl Core {
             ShardTarget::Everything | ShardTarget::Nothing => None,
             ShardTarget::Shard(selector) => match current {
                 Some(f) if f.selector() == selector => Some(f),
-                _ => Some(shard_filter(&self.opts, selector.clone())),
+                _ => Some(shard_filter(
+                    &self.opts,
+                    selector.clone(),
+                    &self.shard_warnings,
+                )),
             },
         };
         *self.shard.lock() = filter;
@@ -1192,10 +1204,15 @@ impl Core {
     }
 }
 
-/// A filter of `selector` for the reflector of `opts`, bound to its shard metrics.
-fn shard_filter<K>(opts: &ReflectorOptions<K>, selector: ShardSelector) -> Arc<ShardFilter> {
+/// A filter of `selector` for the reflector of `opts`, bound to its shard metrics and
+/// giving each warning once with its other filters (`warnings`).
+fn shard_filter<K>(
+    opts: &ReflectorOptions<K>,
+    selector: ShardSelector,
+    warnings: &Arc<ShardWarnings>,
+) -> Arc<ShardFilter> {
     let metrics = opts.metrics.as_ref().map(|m| m.bind_shard(&opts.name));
-    Arc::new(ShardFilter::new(selector, metrics))
+    Arc::new(ShardFilter::new(selector, metrics).warning_once_with(warnings))
 }
 
 mod erased;

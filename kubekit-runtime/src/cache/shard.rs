@@ -56,6 +56,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::metrics::ShardMetrics;
@@ -493,6 +494,24 @@ pub(crate) struct ShardFilter {
     /// 0: not known yet; 1: the server filters; 2: it does not.
     mode: AtomicU8,
     metrics: Option<ShardMetrics>,
+    warnings: Arc<ShardWarnings>,
+}
+
+/// The warnings a reflector's shard filters have given: one reflector has a filter per
+/// shard it was given, and warns of each reason once, not on every reshard.
+#[derive(Debug, Default)]
+pub(crate) struct ShardWarnings(AtomicU8);
+
+/// The server sent no `shardInfo`.
+const NOT_ECHOED: u8 = 1;
+/// The server echoed another selector.
+const OTHER_ECHOED: u8 = 2;
+
+impl ShardWarnings {
+    /// Whether the warning `reason` is given for the first time (it is marked given).
+    fn first(&self, reason: u8) -> bool {
+        self.0.fetch_or(reason, Ordering::Relaxed) & reason == 0
+    }
 }
 
 const SERVER_FILTERS: u8 = 1;
@@ -505,7 +524,14 @@ impl ShardFilter {
             selector,
             mode: AtomicU8::new(0),
             metrics,
+            warnings: Arc::default(),
         }
+    }
+
+    /// Gives each warning only if no filter sharing `warnings` gave it before.
+    pub(crate) fn warning_once_with(mut self, warnings: &Arc<ShardWarnings>) -> Self {
+        self.warnings = Arc::clone(warnings);
+        self
     }
 
     /// The selector.
@@ -557,16 +583,20 @@ impl ShardFilter {
                 reflector, selector = %self.text,
                 "the API server applies the shard selector (it echoed it in the list)"
             ),
-            None => tracing::warn!(
+            None if self.warnings.first(NOT_ECHOED) => tracing::warn!(
                 reflector, selector = %self.text,
                 "the API server did not echo the shard selector (no shardInfo in its list: its \
                  ShardedListAndWatch feature gate is off, or the list is metadata-only or of a \
                  custom resource, which never carry it); the reflector filters objects itself"
             ),
-            Some(other) => tracing::warn!(
+            Some(other) if self.warnings.first(OTHER_ECHOED) => tracing::warn!(
                 reflector, selector = %self.text, echoed = other,
                 "the API server applied another shard selector than the one asked for; \
                  the reflector filters objects itself"
+            ),
+            echoed => tracing::debug!(
+                reflector, selector = %self.text, echoed,
+                "the API server did not apply the shard selector; the reflector filters objects itself"
             ),
         }
     }

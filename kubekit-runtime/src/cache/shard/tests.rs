@@ -281,3 +281,23 @@ fn the_filter_says_the_server_filters_only_when_it_echoed_the_same_selector() {
         assert_eq!(gauge(&registry), Some(want), "{echo:?}");
     }
 }
+
+#[test]
+fn a_reflector_warns_of_each_unfiltered_list_reason_once_across_its_reshards() {
+    use super::{NOT_ECHOED, OTHER_ECHOED, ShardWarnings};
+    let warnings = std::sync::Arc::new(ShardWarnings::default());
+    let [lower, upper] = <[ShardRange; 2]>::try_from(ShardRange::even_parts(2)).unwrap();
+    let first = ShardFilter::new(ShardSelector::uid(lower), None).warning_once_with(&warnings);
+    first.listed("cms", None);
+    // The next shard's filter shares the warnings: the reason was given already.
+    assert!(!warnings.first(NOT_ECHOED));
+    assert!(
+        warnings.first(OTHER_ECHOED),
+        "another reason is still to be given"
+    );
+    let second = ShardFilter::new(ShardSelector::uid(upper), None).warning_once_with(&warnings);
+    second.listed("cms", None);
+    // A filter of its own warns afresh.
+    let alone = ShardFilter::new(ShardSelector::uid(upper), None);
+    assert!(alone.warnings.first(NOT_ECHOED));
+}
