@@ -2,6 +2,7 @@
 # Runs one of kubekit's benchmarks, building what it needs first.
 #
 #   bench/run.sh workqueue [options]   kubekit's work queue vs client-go's (see bench/README.md)
+#   bench/run.sh apply [options]       a typed apply configuration built and serialized, vs client-go's
 #   bench/run.sh relist [options]      informer memory at steady state and during a relist
 #   bench/run.sh informer [options]    informer sync and watch updates, kubekit vs kube-rs
 #                                      vs client-go on the same bytes
@@ -31,6 +32,9 @@ benchmarks:
   workqueue   add/get/done throughput of the work queue, kubekit vs client-go
               options: --runs N (default 5), --scale F (default 1.0), --keys arc|string,
                        --only VARIANT,..., --verbose
+  apply       a typed apply configuration built and serialized (the same Deployment),
+              kubekit vs client-go's applyconfigurations
+              options: --runs N (default 5), --scale F (default 1.0)
   relist      informer memory at steady state and at the peak of a relist from the API
               server; starts the local control plane unless --kubeconfig is given
               options: --kubeconfig PATH, --objects N (default 10000), --compact
@@ -102,6 +106,13 @@ run_workqueue() {
     rust_bin="$(build_rust)"
     go_bin="$(build_go workqueue)"
     "$rust_bin" workqueue --go-bin "$go_bin" "$@"
+}
+
+run_apply() {
+    local rust_bin go_bin
+    rust_bin="$(build_rust)"
+    go_bin="$(build_go apply)"
+    "$rust_bin" apply --go-bin "$go_bin" "$@"
 }
 
 run_relist() {
@@ -284,6 +295,10 @@ case "${1:-}" in
     relist)
         shift
         run_relist "$@"
+        ;;
+    apply)
+        shift
+        run_apply "$@"
         ;;
     informer)
         shift

@@ -2,6 +2,8 @@
 //!
 //! Usage: `kubekit-bench <benchmark> [options]`, one subcommand per benchmark:
 //!
+//! - `apply`: building and serializing a typed apply configuration, against client-go's
+//!   `applyconfigurations` when `--go-bin` names the Go program built from `bench/go`.
 //! - `workqueue`: add/get/done throughput of [`kubekit::workqueue::Queue`], compared with
 //!   client-go's workqueue when `--go-bin` names the Go program built from `bench/go`.
 //! - `relist`: memory of an informer at steady state and at the peak of a relist, against
@@ -20,6 +22,7 @@
 //! kubekit's peers of `informer` are a program of their own, `kubekit-informer`
 //! (`bench/kubekit-informer`), as client-go's and kube-rs's are.
 
+mod apply;
 mod compact;
 mod fake;
 mod informer;
@@ -53,6 +56,11 @@ const USAGE: &str = "\
 usage: kubekit-bench <benchmark> [options]
 
 benchmarks:
+  apply       building and serializing a typed apply configuration (kubekit vs
+              client-go's applyconfigurations), the same Deployment
+              options: --go-bin PATH   the Go program to compare with (bench/go/apply)
+                       --runs N        runs; the best of each counts (default 5)
+                       --scale X       configurations per run x 200,000 (default 1)
   workqueue   add/get/done throughput of the work queue (kubekit vs client-go)
               options: --go-bin PATH   the Go program to compare with (bench/go/workqueue)
                        --runs N        runs per variant and client; the best counts (default 5)
@@ -116,6 +124,7 @@ fn main() -> ExitCode {
     informer_protocol::main_with_subcommands(USAGE, |name, args| {
         Some(match name {
             "workqueue" => workqueue::Options::parse(args).and_then(workqueue::run),
+            "apply" => apply::Options::parse(args).and_then(apply::run),
             "relist" => relist::Options::parse(args).and_then(relist::run),
             "informer" => informer::Options::parse(args).and_then(informer::run),
             "compact" => compact::Options::parse(args).and_then(compact::run),
