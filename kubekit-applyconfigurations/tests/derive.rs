@@ -49,6 +49,18 @@ pub struct DatabaseSpec {
     /// Never sent.
     #[serde(skip)]
     pub cache: Option<String>,
+    /// Its fields are the spec's own.
+    #[serde(flatten)]
+    pub placement: Placement,
+}
+
+/// Where the database runs: flattened into the spec.
+#[derive(ApplyConfiguration, Serialize, Deserialize, Clone, Debug, Default, JsonSchema)]
+#[apply(crate = "kubekit_applyconfigurations")]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// The zone.
+    pub zone_name: Option<String>,
 }
 
 /// A user of the database.
@@ -116,7 +128,8 @@ fn a_custom_resource_configuration_sends_only_the_fields_it_sets_under_their_jso
                 ),
             )
             .tier(Tier::Premium)
-            .backup_url("s3://backups"),
+            .backup_url("s3://backups")
+            .placement(PlacementApply::default().zone_name("eu-1")),
     );
     assert_eq!(
         serde_json::to_value(&config).unwrap(),
@@ -131,7 +144,8 @@ fn a_custom_resource_configuration_sends_only_the_fields_it_sets_under_their_jso
                 "parameters": { "max_connections": "200" },
                 "template": { "spec": { "containers": [{ "name": "db", "image": "postgres:16" }] } },
                 "tier": "Premium",
-                "backupURL": "s3://backups"
+                "backupURL": "s3://backups",
+                "zoneName": "eu-1"
             }
         })
     );

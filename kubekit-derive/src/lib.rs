@@ -16,7 +16,8 @@ use syn::{
 /// Derives the apply configuration of a struct: a twin named `<Struct>Apply` with every
 /// field an `Option`, serialized only when set, under the JSON name serde gives the field
 /// (`#[serde(rename_all)]`, `#[serde(rename)]`; `#[serde(skip)]`ped fields are left
-/// out), and a builder method per field: a list's appends, a map's adds, any other sets.
+/// out, a `#[serde(flatten)]`ed one's configuration is flattened too), and a builder
+/// method per field: a list's appends, a map's adds, any other sets.
 /// A field's configuration is its type's (`Configurable`): the twin of a struct that
 /// derives this too, the generated configuration of a k8s-openapi type, the value itself
 /// for a scalar, a string, a `Quantity` or an enum that derives this.
@@ -79,16 +80,11 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 }
             });
         }
-        Data::Struct(s) => match &s.fields {
-            Fields::Named(named) => &named.named,
-            _ => {
-                return Err(syn::Error::new(
-                    input.span(),
-                    "ApplyConfiguration derives for structs with named fields and enums",
-                ));
-            }
-        },
-        Data::Union(_) => {
+        Data::Struct(syn::DataStruct {
+            fields: Fields::Named(named),
+            ..
+        }) => &named.named,
+        _ => {
             return Err(syn::Error::new(
                 input.span(),
                 "ApplyConfiguration derives for structs with named fields and enums",
@@ -113,11 +109,28 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         };
         let ty = &field.ty;
         let docs = field.attrs.iter().filter(|a| a.path().is_ident("doc"));
-        let flatten = options.flatten.then(|| quote!(#[serde(flatten)]));
+        if options.flatten {
+            // Its fields are the object's own: not an `Option` (an unset one sends nothing
+            // and reads back unset), set whole.
+            twin_fields.push(quote! {
+                #(#docs)*
+                #[serde(flatten)]
+                pub #name: <#ty as #krate::Configurable>::Configuration,
+            });
+            let doc = format!(" Sets the fields of `{name}`, flattened into this object.");
+            methods.push(quote! {
+                #[doc = #doc]
+                #[must_use]
+                pub fn #name(mut self, value: <#ty as #krate::Configurable>::Configuration) -> Self {
+                    self.#name = value;
+                    self
+                }
+            });
+            continue;
+        }
         twin_fields.push(quote! {
             #(#docs)*
             #[serde(rename = #json, skip_serializing_if = "Option::is_none")]
-            #flatten
             pub #name: Option<<#ty as #krate::Configurable>::Configuration>,
         });
         methods.push(setter(krate, name, &json, ty));
