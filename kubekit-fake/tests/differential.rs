@@ -3533,3 +3533,77 @@ async fn the_oldest_of_many_update_managers_become_ancient_changes_alike() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn typed_apply_configurations_own_and_extract_alike() {
+    use kubekit::applyconfigurations::api::apps::v1 as apps;
+    use kubekit::applyconfigurations::api::core::v1 as core;
+    use kubekit::applyconfigurations::apimachinery::pkg::apis::meta::v1 as meta;
+    use kubekit::applyconfigurations::extract;
+    use kubekit::k8s_openapi::api::apps::v1::Deployment;
+    use kubekit::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    differential("typed-apply", async |t: &Target, r: &mut Record| {
+        let deployments = t.on("deployments");
+        let labels = [("app", "typed".to_string())];
+        let port = |n: i32, protocol: &str| {
+            core::ContainerPort::default()
+                .container_port(n)
+                .protocol(protocol)
+                .name(format!("{}-{n}", protocol.to_lowercase()))
+        };
+        let container = core::Container::default()
+            .name("web")
+            .image("kubekit.invalid/web")
+            .args(["-v".to_string(), "2".to_string()])
+            .ports([port(80, "TCP"), port(80, "UDP")])
+            .env([core::EnvVar::default().name("MODE").value("fast")])
+            .resources(
+                core::ResourceRequirements::default().limits([("cpu", Quantity("500m".into()))]),
+            );
+        let creator = apps::Deployment::new("typed", &t.ns)
+            .labels(labels.clone())
+            .spec(
+                apps::DeploymentSpec::default()
+                    .replicas(1)
+                    .selector(meta::LabelSelector::default().match_labels(labels.clone()))
+                    .template(
+                        core::PodTemplateSpec::default()
+                            .metadata(meta::ObjectMeta::default().labels(labels.clone()))
+                            .spec(core::PodSpec::default().containers([container])),
+                    ),
+            );
+        let scale =
+            apps::Deployment::new("typed", &t.ns).spec(apps::DeploymentSpec::default().replicas(3));
+        let as_json = |config: &apps::Deployment| serde_json::to_value(config).unwrap();
+        let created = deployments.apply("typed", ("creator", false, None), as_json(&creator));
+        let created = created.await.expect("the creator's typed apply");
+        let scaled = deployments.apply("typed", ("scaler", true, None), as_json(&scale));
+        let scaled = scaled.await.expect("the scaler's typed apply");
+        // What each manager owns, and the configuration extract rebuilds from it; the
+        // controller-manager's own entries (status, revision) are left out.
+        for (label, stored) in [("created", &created), ("scaled", &scaled)] {
+            let entries: Vec<Value> = stored["metadata"]["managedFields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| ["creator", "scaler"].contains(&e["manager"].as_str().unwrap_or("")))
+                .map(|e| json!([e["manager"], e["operation"], e["fieldsV1"]]))
+                .collect();
+            r.push(
+                &format!("{label}: the appliers' managedFields"),
+                json!(entries),
+            );
+            let typed: Deployment = serde_json::from_value(stored.clone()).expect("a Deployment");
+            for manager in ["creator", "scaler"] {
+                let extracted = extract(&typed, manager).expect("extract");
+                let extracted = serde_json::to_value(&extracted).unwrap();
+                r.push(
+                    &format!("{label}: what {manager} applied, extracted"),
+                    extracted,
+                );
+            }
+        }
+    })
+    .await;
+}
