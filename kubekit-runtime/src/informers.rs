@@ -18,7 +18,8 @@
 //!   [`wait_for_cache_sync`](SharedInformerFactory::wait_for_cache_sync) waits for the
 //!   started ones and reports each by resource; [`shutdown`](SharedInformerFactory::shutdown)
 //!   stops them and returns once every task the factory started has ended. After shutdown,
-//!   `start` starts nothing.
+//!   `start` starts nothing. [`remove`](SharedInformerFactory::remove) stops one informer
+//!   (a custom resource's whose CRD is gone, say); asking for it again makes a new one.
 //! - Informers asked for are configured (handlers, indexers, transform) before `start`;
 //!   handlers can also be added later (they are replayed the cache).
 //! - A factory built with a [`shard`](SharedInformerFactoryBuilder::shard) gives every
@@ -166,6 +167,8 @@ impl<K: Resource + Clone + Send + Sync + 'static> InformerFor<K> {
 struct Entry {
     informer: Arc<dyn AnyInformer>,
     started: bool,
+    /// Stops this informer alone ([`SharedInformerFactory::remove`]).
+    stop: CancellationToken,
 }
 
 /// What an informer of the factory caches of its resource.
@@ -188,7 +191,8 @@ fn informer_name((gvr, view): &(GroupVersionResource, View)) -> String {
 #[derive(Default)]
 struct State {
     informers: BTreeMap<(GroupVersionResource, View), Entry>,
-    tasks: Vec<JoinHandle<()>>,
+    /// The task of each started informer.
+    tasks: Vec<((GroupVersionResource, View), JoinHandle<()>)>,
     shut_down: bool,
 }
 
@@ -415,6 +419,7 @@ impl SharedInformerFactory {
         let entry = state.informers.entry(key).or_insert_with(|| Entry {
             informer: Arc::new(make()),
             started: false,
+            stop: self.cancel.child_token(),
         });
         let informer = entry
             .informer
@@ -488,14 +493,52 @@ impl SharedInformerFactory {
             return;
         }
         let mut started = Vec::new();
-        for entry in state.informers.values_mut().filter(|e| !e.started) {
+        for (key, entry) in state.informers.iter_mut().filter(|(_, e)| !e.started) {
             entry.started = true;
-            started.push(entry.informer.clone());
+            started.push((key.clone(), entry.informer.clone(), entry.stop.clone()));
         }
-        for informer in started {
-            let task = tokio::spawn(informer.run(self.cancel.child_token()));
-            state.tasks.push(task);
+        for (key, informer, stop) in started {
+            let task = tokio::spawn(informer.run(stop));
+            state.tasks.push((key, task));
         }
+    }
+
+    /// Stops the informer of `gvr`'s whole objects (typed or dynamic) and forgets it,
+    /// returning once its task has ended; `false` if the factory had none. The next
+    /// [`for_type`](Self::for_type) or [`for_resource`](Self::for_resource) makes a new
+    /// one, which [`start`](Self::start) starts. Whoever still holds the old informer or a
+    /// lister of it keeps its last cache, no longer updated. (client-go's factory cannot
+    /// remove an informer; its informers stop only with the whole factory.)
+    pub async fn remove(&self, gvr: &GroupVersionResource) -> bool {
+        self.remove_informer((gvr.clone(), View::Objects)).await
+    }
+
+    /// [`remove`](Self::remove) for the metadata informer of `gvr`
+    /// ([`for_metadata`](Self::for_metadata)).
+    pub async fn remove_metadata(&self, gvr: &GroupVersionResource) -> bool {
+        self.remove_informer((gvr.clone(), View::Metadata)).await
+    }
+
+    async fn remove_informer(&self, key: (GroupVersionResource, View)) -> bool {
+        let (entry, task) = {
+            let mut state = self.state.lock();
+            let task = state
+                .tasks
+                .iter()
+                .position(|(k, _)| *k == key)
+                .map(|i| state.tasks.swap_remove(i).1);
+            (state.informers.remove(&key), task)
+        };
+        let Some(entry) = entry else {
+            return false;
+        };
+        entry.stop.cancel();
+        if let Some(task) = task
+            && let Err(e) = task.await
+        {
+            tracing::error!(informer = %informer_name(&key), "informer task failed: {e}");
+        }
+        true
     }
 
     /// Waits for every started informer to sync, or for `cancel`; the result names each
@@ -526,7 +569,7 @@ impl SharedInformerFactory {
             std::mem::take(&mut state.tasks)
         };
         self.cancel.cancel();
-        for task in tasks {
+        for (_, task) in tasks {
             if let Err(e) = task.await {
                 tracing::error!("informer task failed: {e}");
             }

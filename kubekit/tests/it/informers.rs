@@ -537,3 +537,58 @@ async fn factory_caches_drop_managed_fields_unless_told_to_keep_them() {
         json_factory.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn a_removed_informer_stops_and_the_next_one_asked_for_is_new() {
+    let (cs, ns) = setup("inf-remove").await;
+    let cms = cs.core_v1().config_maps(&ns);
+    let create = |name: &'static str| {
+        let cms = cms.clone();
+        async move {
+            cms.create(&config_map(name, &[], &[]), &CreateOptions::default())
+                .await
+                .unwrap();
+        }
+    };
+    create("before").await;
+    let factory = SharedInformerFactory::builder(cs.clone())
+        .namespace(&ns)
+        .build();
+    let gvr = GroupVersionResource::of::<ConfigMap>();
+    let old = factory.for_type::<ConfigMap>();
+    let _pods = factory.core_v1().pods();
+    factory.start();
+    let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    assert!(synced.values().all(|ok| *ok), "{synced:?}");
+    let names = |informer: &Arc<SharedIndexInformer<ConfigMap>>| {
+        let mut names: Vec<String> = informer
+            .indexer()
+            .list()
+            .iter()
+            .filter_map(|c| c.metadata.name.clone())
+            .filter(|n| n != "kube-root-ca.crt")
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(old.informer()), ["before"]);
+
+    // Removed: its task has ended when `remove` returns, the other informer runs on.
+    assert!(factory.remove(&gvr).await);
+    assert!(!factory.remove(&gvr).await, "nothing left to remove");
+    assert!(
+        !factory.remove_metadata(&gvr).await,
+        "no metadata informer was made"
+    );
+    create("after").await;
+    let new = factory.for_type::<ConfigMap>();
+    assert!(!Arc::ptr_eq(old.informer(), new.informer()));
+    factory.start();
+    let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    assert_eq!(synced.len(), 2, "{synced:?}");
+    assert!(synced.values().all(|ok| *ok), "{synced:?}");
+    assert_eq!(names(new.informer()), ["after", "before"]);
+    // The old one keeps its last cache, no longer updated.
+    assert_eq!(names(old.informer()), ["before"]);
+    factory.shutdown().await;
+}
