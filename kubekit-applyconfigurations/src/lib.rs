@@ -129,7 +129,8 @@ pub trait ApplyConfiguration: serde::Serialize {
 /// configuration of a struct that holds it (`#[derive(ApplyConfiguration)]`'s twins). A
 /// k8s-openapi struct's is its generated configuration (`api::apps::v1::DeploymentStatus`
 /// for `k8s_openapi::api::apps::v1::DeploymentStatus`, for the types every supported
-/// version has); a list's and a map's are lists and maps of their items'; a scalar, a
+/// version has, compiled with its group's feature: a custom resource that embeds a
+/// `batch` type needs `apply-batch`); a list's and a map's are lists and maps of their items'; a scalar, a
 /// string, a leaf (`Quantity`, `IntOrString`, `Time`, …), a JSON value or an enum that
 /// derives `ApplyConfiguration` is applied whole and is its own.
 pub trait Configurable {
