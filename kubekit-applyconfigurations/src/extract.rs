@@ -193,12 +193,17 @@ fn filter(value: &Value, set: &Map<String, Value>) -> Result<Value, String> {
     }
 }
 
+/// The set that follows the path element `key`.
+fn set_after<'a>(key: &str, children: &'a Value) -> Result<&'a Map<String, Value>, String> {
+    children
+        .as_object()
+        .ok_or_else(|| format!("{key:?} is not followed by a set"))
+}
+
 /// What of `value` the set node `children` (at `key`) names: all of it for a node without
 /// children.
 fn pick(value: &Value, children: &Value, key: &str) -> Result<Value, String> {
-    let children = children
-        .as_object()
-        .ok_or_else(|| format!("{key:?} is not followed by a set"))?;
+    let children = set_after(key, children)?;
     if has_children(children) {
         filter(value, children).map_err(|e| format!("{key}: {e}"))
     } else {
@@ -223,9 +228,7 @@ fn pick_item(
         if !keys.iter().all(|(k, v)| fields.get(k) == Some(v)) {
             return Ok(None);
         }
-        let children = children
-            .as_object()
-            .ok_or_else(|| format!("{key:?} is not followed by a set"))?;
+        let children = set_after(key, children)?;
         let mut picked = match filter(item, children).map_err(|e| format!("{key}: {e}"))? {
             Value::Object(picked) => picked,
             _ => Map::new(),

@@ -20,6 +20,8 @@ use kubekit::applyconfigurations::api::core::v1::{
 use kubekit::applyconfigurations::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kubekit::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use crate::{option_count, option_value};
+
 /// Configurations per run, at scale 1.
 const OPS: u64 = 200_000;
 
@@ -39,18 +41,14 @@ impl Options {
             scale: 1.0,
         };
         while let Some(arg) = args.next() {
-            let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
             match arg.as_str() {
-                "--go-bin" => options.go_bin = Some(PathBuf::from(value("--go-bin")?)),
-                "--runs" => {
-                    options.runs = value("--runs")?
-                        .parse()
-                        .map_err(|err| format!("--runs: {err}"))?;
-                }
+                "--go-bin" => options.go_bin = Some(option_value(&mut args, &arg)?.into()),
+                "--runs" => options.runs = option_count(&mut args, &arg)?,
                 "--scale" => {
-                    options.scale = value("--scale")?
+                    let value = option_value(&mut args, &arg)?;
+                    options.scale = value
                         .parse()
-                        .map_err(|err| format!("--scale: {err}"))?;
+                        .map_err(|err| format!("--scale {value:?}: {err}"))?;
                 }
                 other => return Err(format!("unknown option {other:?}")),
             }

@@ -146,15 +146,7 @@ async fn built_controllers_reconcile_share_informers_and_are_observable() {
         .namespace(&ns)
         .metrics_bind_address(address)
         .leader_election(move |clientset| {
-            LeaderElectionConfig::new(LeaseLock::from_clientset(
-                clientset,
-                &lease_ns,
-                "manager-it",
-            ))
-            .lease_duration(Duration::from_secs(3))
-            .renew_deadline(Duration::from_secs(2))
-            .retry_period(Duration::from_millis(500))
-            .release_on_cancel(true)
+            short_lease(clientset, &lease_ns, "manager-it").release_on_cancel(true)
         })
         .build()
         .unwrap();
@@ -411,15 +403,18 @@ async fn leader_elected_manager(prefix: &str, lease: &'static str) -> (Clientset
     let lease_ns = ns.clone();
     let mgr = Manager::builder(config)
         .namespace(&ns)
-        .leader_election(move |clientset| {
-            LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, &lease_ns, lease))
-                .lease_duration(Duration::from_secs(3))
-                .renew_deadline(Duration::from_secs(2))
-                .retry_period(Duration::from_millis(500))
-        })
+        .leader_election(move |clientset| short_lease(clientset, &lease_ns, lease))
         .build()
         .unwrap();
     (admin, ns, mgr)
+}
+
+/// Leader election on Lease `lease` in `ns`, with the short timings of these tests.
+fn short_lease(clientset: &Clientset, ns: &str, lease: &str) -> LeaderElectionConfig<LeaseLock> {
+    LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, ns, lease))
+        .lease_duration(Duration::from_secs(3))
+        .renew_deadline(Duration::from_secs(2))
+        .retry_period(Duration::from_millis(500))
 }
 
 /// Waits (at most 20 s) for `manager` to return, and checks it returned `LeadershipLost`.
@@ -600,11 +595,7 @@ async fn on_cancel_queued_keys_are_dropped_the_reconcile_in_flight_finishes_and_
         .namespace(&ns)
         .graceful_shutdown_timeout(Duration::from_secs(10))
         .leader_election(move |clientset| {
-            LeaderElectionConfig::new(LeaseLock::from_clientset(clientset, &lease_ns, "shutdown"))
-                .lease_duration(Duration::from_secs(3))
-                .renew_deadline(Duration::from_secs(2))
-                .retry_period(Duration::from_millis(500))
-                .release_on_cancel(true)
+            short_lease(clientset, &lease_ns, "shutdown").release_on_cancel(true)
         })
         .build()
         .unwrap();
