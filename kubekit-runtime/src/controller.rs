@@ -666,7 +666,6 @@ impl Runner {
                     tracing::info!(controller = %self.name, queued, ?grace,
                         "shutting down: dropping the queued keys, waiting for the reconciles in flight");
                     stop_taking.cancel();
-                    self.queue.shut_down();
                     tokio::select! {
                         () = self.queue.shut_down_with_drain() => {}
                         () = tokio::time::sleep(grace) => {

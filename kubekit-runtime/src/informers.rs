@@ -169,6 +169,8 @@ struct Entry {
     started: bool,
     /// Stops this informer alone ([`SharedInformerFactory::remove`]).
     stop: CancellationToken,
+    /// Its task, from `start` until `shutdown` or `remove` waits for it.
+    task: Option<JoinHandle<()>>,
 }
 
 /// What an informer of the factory caches of its resource.
@@ -191,8 +193,6 @@ fn informer_name((gvr, view): &(GroupVersionResource, View)) -> String {
 #[derive(Default)]
 struct State {
     informers: BTreeMap<(GroupVersionResource, View), Entry>,
-    /// The task of each started informer.
-    tasks: Vec<((GroupVersionResource, View), JoinHandle<()>)>,
     shut_down: bool,
 }
 
@@ -420,6 +420,7 @@ impl SharedInformerFactory {
             informer: Arc::new(make()),
             started: false,
             stop: self.cancel.child_token(),
+            task: None,
         });
         let informer = entry
             .informer
@@ -492,14 +493,10 @@ impl SharedInformerFactory {
             tracing::warn!("SharedInformerFactory::start after shutdown: nothing started");
             return;
         }
-        let mut started = Vec::new();
-        for (key, entry) in state.informers.iter_mut().filter(|(_, e)| !e.started) {
+        for entry in state.informers.values_mut().filter(|e| !e.started) {
             entry.started = true;
-            started.push((key.clone(), entry.informer.clone(), entry.stop.clone()));
-        }
-        for (key, informer, stop) in started {
-            let task = tokio::spawn(informer.run(stop));
-            state.tasks.push((key, task));
+            let informer = entry.informer.clone();
+            entry.task = Some(tokio::spawn(informer.run(entry.stop.clone())));
         }
     }
 
@@ -520,20 +517,12 @@ impl SharedInformerFactory {
     }
 
     async fn remove_informer(&self, key: (GroupVersionResource, View)) -> bool {
-        let (entry, task) = {
-            let mut state = self.state.lock();
-            let task = state
-                .tasks
-                .iter()
-                .position(|(k, _)| *k == key)
-                .map(|i| state.tasks.swap_remove(i).1);
-            (state.informers.remove(&key), task)
-        };
+        let entry = self.state.lock().informers.remove(&key);
         let Some(entry) = entry else {
             return false;
         };
         entry.stop.cancel();
-        if let Some(task) = task
+        if let Some(task) = entry.task
             && let Err(e) = task.await
         {
             tracing::error!(informer = %informer_name(&key), "informer task failed: {e}");
@@ -563,13 +552,17 @@ impl SharedInformerFactory {
 
     /// Stops every informer and waits for all the tasks the factory started.
     pub async fn shutdown(&self) {
-        let tasks = {
+        let tasks: Vec<JoinHandle<()>> = {
             let mut state = self.state.lock();
             state.shut_down = true;
-            std::mem::take(&mut state.tasks)
+            state
+                .informers
+                .values_mut()
+                .filter_map(|e| e.task.take())
+                .collect()
         };
         self.cancel.cancel();
-        for (_, task) in tasks {
+        for task in tasks {
             if let Err(e) = task.await {
                 tracing::error!("informer task failed: {e}");
             }
