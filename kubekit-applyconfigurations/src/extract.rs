@@ -7,8 +7,11 @@
 //! a tree of path elements (structured-merge-diff's): `f:<name>` a field, `k:{…}` the item
 //! of an associative list with those keys, `v:<json>` the item of a set, `i:<n>` the item
 //! at an index, `.` the node itself. The object is cut down to that tree: a field whose
-//! element has no children is taken whole (a scalar, an atomic list or map), an
-//! associative list's items keep their keys, the items stay in the object's order. The
+//! element has no children is taken whole (a scalar, an atomic list or map), and so is an
+//! item whose element has none (the item of a list of atomic objects, as an owner
+//! reference); of other items only the owned fields are kept, their keys too when owned
+//! (a key the server defaulted, as a Service port's `protocol`, is not), as client-go's
+//! extract does; the items stay in the object's order. The
 //! configuration also gets the object's `apiVersion`, `kind`, name and namespace, as
 //! client-go's does; a manager that owns nothing gets only those.
 
@@ -228,13 +231,7 @@ fn pick_item(
         if !keys.iter().all(|(k, v)| fields.get(k) == Some(v)) {
             return Ok(None);
         }
-        let children = set_after(key, children)?;
-        let mut picked = match filter(item, children).map_err(|e| format!("{key}: {e}"))? {
-            Value::Object(picked) => picked,
-            _ => Map::new(),
-        };
-        picked.extend(keys);
-        return Ok(Some(Value::Object(picked)));
+        return pick(item, children, key).map(Some);
     }
     if let Some(v) = key.strip_prefix("v:") {
         let v: Value = serde_json::from_str(v).map_err(|e| format!("{key:?}: {e}"))?;
@@ -257,21 +254,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn associative_list_items_keep_their_keys_and_only_the_owned_fields() {
+    fn associative_list_items_keep_only_the_owned_fields_and_atomic_items_whole() {
         let object = json!({ "containers": [
             { "name": "a", "image": "x", "args": ["1", "2"] },
             { "name": "b", "image": "y" },
             { "name": "c", "image": "z" },
+            { "name": "d", "image": "w" },
         ]});
         let set = json!({ "f:containers": {
             "k:{\"name\":\"c\"}": { ".": {}, "f:image": {} },
             "k:{\"name\":\"a\"}": { ".": {}, "f:name": {}, "f:args": {} },
+            "k:{\"name\":\"d\"}": {},
         }});
         assert_eq!(
             filter(&object, set.as_object().unwrap()).unwrap(),
             json!({ "containers": [
                 { "name": "a", "args": ["1", "2"] },
-                { "name": "c", "image": "z" },
+                { "image": "z" },
+                { "name": "d", "image": "w" },
             ]})
         );
     }
@@ -287,7 +287,7 @@ mod tests {
         }});
         assert_eq!(
             filter(&object, set.as_object().unwrap()).unwrap(),
-            json!({ "ports": [{ "containerPort": 80, "protocol": "UDP", "name": "quic" }] })
+            json!({ "ports": [{ "name": "quic" }] })
         );
     }
 

@@ -19426,7 +19426,7 @@ pub mod api {
             pub struct LimitRangeItem {
                 /// Default resource requirement limit value by resource name if resource limit is omitted.
                 #[serde(rename = "default", skip_serializing_if = "Option::is_none")]
-                pub default: Option<
+                pub default_: Option<
                     std::collections::BTreeMap<
                         String,
                         k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -19478,7 +19478,7 @@ pub mod api {
                 ) -> Result<Self, D::Error> {
                     let mut fields = crate::de::Fields::deserialize(deserializer)?;
                     Ok(Self {
-                        default: fields.take("default")?,
+                        default_: fields.take("default")?,
                         default_request: fields.take("defaultRequest")?,
                         max: fields.take("max")?,
                         max_limit_request_ratio: fields.take("maxLimitRequestRatio")?,
@@ -19491,13 +19491,13 @@ pub mod api {
             impl LimitRangeItem {
                 /// Sets `default`.
                 #[must_use]
-                pub fn default<K: Into<String>>(
+                pub fn default_<K: Into<String>>(
                     mut self,
                     entries: impl IntoIterator<
                         Item = (K, k8s_openapi::apimachinery::pkg::api::resource::Quantity),
                     >,
                 ) -> Self {
-                    self.default
+                    self.default_
                         .get_or_insert_with(Default::default)
                         .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
                     self
@@ -37753,7 +37753,7 @@ pub mod api {
             pub struct CapacityRequestPolicy {
                 /// Default specifies how much of this capacity is consumed by a request that does not contain an entry for it in DeviceRequest's Capacity.
                 #[serde(rename = "default", skip_serializing_if = "Option::is_none")]
-                pub default: Option<k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+                pub default_: Option<k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
                 /// ValidRange defines an acceptable quantity value range in consuming requests.
                 ///
                 /// If this field is set, Default must be defined and it must fall within the defined ValidRange.
@@ -37785,7 +37785,7 @@ pub mod api {
                 ) -> Result<Self, D::Error> {
                     let mut fields = crate::de::Fields::deserialize(deserializer)?;
                     Ok(Self {
-                        default: fields.take("default")?,
+                        default_: fields.take("default")?,
                         valid_range: fields.take("validRange")?,
                         valid_values: fields.take("validValues")?,
                     })
@@ -37795,11 +37795,11 @@ pub mod api {
             impl CapacityRequestPolicy {
                 /// Sets `default`.
                 #[must_use]
-                pub fn default(
+                pub fn default_(
                     mut self,
                     value: k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                 ) -> Self {
-                    self.default = Some(value);
+                    self.default_ = Some(value);
                     self
                 }
                 /// Sets `validRange`.
@@ -42667,7 +42667,7 @@ pub mod api {
             pub struct CapacityRequestPolicy {
                 /// Default specifies how much of this capacity is consumed by a request that does not contain an entry for it in DeviceRequest's Capacity.
                 #[serde(rename = "default", skip_serializing_if = "Option::is_none")]
-                pub default: Option<k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+                pub default_: Option<k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
                 /// ValidRange defines an acceptable quantity value range in consuming requests.
                 ///
                 /// If this field is set, Default must be defined and it must fall within the defined ValidRange.
@@ -42699,7 +42699,7 @@ pub mod api {
                 ) -> Result<Self, D::Error> {
                     let mut fields = crate::de::Fields::deserialize(deserializer)?;
                     Ok(Self {
-                        default: fields.take("default")?,
+                        default_: fields.take("default")?,
                         valid_range: fields.take("validRange")?,
                         valid_values: fields.take("validValues")?,
                     })
@@ -42709,11 +42709,11 @@ pub mod api {
             impl CapacityRequestPolicy {
                 /// Sets `default`.
                 #[must_use]
-                pub fn default(
+                pub fn default_(
                     mut self,
                     value: k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                 ) -> Self {
-                    self.default = Some(value);
+                    self.default_ = Some(value);
                     self
                 }
                 /// Sets `validRange`.
@@ -46017,7 +46017,7 @@ pub mod api {
             pub struct CapacityRequestPolicy {
                 /// Default specifies how much of this capacity is consumed by a request that does not contain an entry for it in DeviceRequest's Capacity.
                 #[serde(rename = "default", skip_serializing_if = "Option::is_none")]
-                pub default: Option<k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+                pub default_: Option<k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
                 /// ValidRange defines an acceptable quantity value range in consuming requests.
                 ///
                 /// If this field is set, Default must be defined and it must fall within the defined ValidRange.
@@ -46049,7 +46049,7 @@ pub mod api {
                 ) -> Result<Self, D::Error> {
                     let mut fields = crate::de::Fields::deserialize(deserializer)?;
                     Ok(Self {
-                        default: fields.take("default")?,
+                        default_: fields.take("default")?,
                         valid_range: fields.take("validRange")?,
                         valid_values: fields.take("validValues")?,
                     })
@@ -46059,11 +46059,11 @@ pub mod api {
             impl CapacityRequestPolicy {
                 /// Sets `default`.
                 #[must_use]
-                pub fn default(
+                pub fn default_(
                     mut self,
                     value: k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                 ) -> Self {
-                    self.default = Some(value);
+                    self.default_ = Some(value);
                     self
                 }
                 /// Sets `validRange`.
@@ -56439,7 +56439,7 @@ pub mod apiextensions_apiserver {
     pub any_of: Option<Vec<crate::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps>>,
     /// default is a default value for undefined object fields. Defaulting is a beta feature under the CustomResourceDefaulting feature gate. Defaulting requires spec.preserveUnknownFields to be false.
     #[serde(rename = "default", skip_serializing_if = "Option::is_none")]
-    pub default: Option<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSON>,
+    pub default_: Option<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSON>,
     /// `definitions`.
     #[serde(rename = "definitions", skip_serializing_if = "Option::is_none")]
     pub definitions: Option<std::collections::BTreeMap<String, crate::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps>>,
@@ -56610,7 +56610,7 @@ pub mod apiextensions_apiserver {
                                 additional_properties: fields.take("additionalProperties")?,
                                 all_of: fields.take("allOf")?,
                                 any_of: fields.take("anyOf")?,
-                                default: fields.take("default")?,
+                                default_: fields.take("default")?,
                                 definitions: fields.take("definitions")?,
                                 dependencies: fields.take("dependencies")?,
                                 description: fields.take("description")?,
@@ -56708,11 +56708,11 @@ pub mod apiextensions_apiserver {
                         }
                         /// Sets `default`.
                         #[must_use]
-                        pub fn default(
+                        pub fn default_(
                             mut self,
                             value: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSON,
                         ) -> Self {
-                            self.default = Some(value);
+                            self.default_ = Some(value);
                             self
                         }
                         /// Sets `definitions`.

@@ -80,7 +80,8 @@
 
 // The docs of the generated types are the API's own descriptions, as kube-apiserver
 // serves them: their Markdown is not rustdoc's. A field named as a trait method (`add`
-// and `drop` of a container's capabilities) keeps its name.
+// and `drop` of a container's capabilities) keeps its name; one named `default` is
+// `default_`, so that `Type::default()` stays `Default::default`.
 mod extract;
 #[allow(
     clippy::doc_lazy_continuation,

@@ -528,7 +528,8 @@ fn direct_cycles<'a>(
     boxed
 }
 
-/// A Rust identifier for the JSON field `json` (`podIPs` → `pod_ips`, `type` → `type_`).
+/// A Rust identifier for the JSON field `json` (`podIPs` → `pod_ips`, `type` → `type_`,
+/// `default` → `default_`).
 pub fn field_ident(json: &str) -> String {
     let chars: Vec<char> = json.chars().filter(|c| *c != '$').collect();
     let mut out = String::new();
@@ -566,6 +567,10 @@ const KEYWORDS: &[&str] = &[
     "macro", "match", "mod", "move", "mut", "new", "override", "priv", "pub", "ref", "return",
     "self", "static", "struct", "super", "trait", "true", "try", "type", "typeof", "unsafe",
     "unsized", "use", "virtual", "where", "while", "yield", "abstract", "become",
+    // Not a keyword, but a builder method of that name would hide `Default::default`,
+    // what every configuration starts from (`LimitRangeItem::default()` would name the
+    // builder of its `default` field).
+    "default",
 ];
 
 /// What a field holds, as its builder method takes it.
@@ -869,6 +874,7 @@ mod tests {
             ("hostIPC", "host_ipc"),
             ("podIP", "pod_ip"),
             ("type", "type_"),
+            ("default", "default_"),
             ("$ref", "ref_"),
             ("x-kubernetes-list-type", "x_kubernetes_list_type"),
             (

@@ -2,6 +2,7 @@
 //! `testenv` (one per run of this binary; each test in its own namespace).
 
 mod api_groups;
+mod apply_client_go;
 mod clientset;
 mod common;
 mod configmaps;
