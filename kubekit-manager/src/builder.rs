@@ -59,6 +59,7 @@ use futures_util::future::BoxFuture;
 use kube::Resource;
 
 use super::predicate::{Change, Predicate};
+use super::read_your_writes::Gate;
 use super::sharding::{ShardGate, ShardWaitFn, SweepFn};
 use super::{Manager, ManagerError, RegisteredController};
 use kubekit_client::clientset::KnownScope;
@@ -300,6 +301,9 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
         let map: MapFn<W> = Arc::new(map);
+        if let Some(tracker) = &self.manager.read_your_writes {
+            tracker.follow(self.manager.factory().for_type::<W>().informer());
+        }
         self.watches.push(Box::new(move |factory, enqueue, gate| {
             let informer = factory.for_type::<W>();
             if let Some(gate) = gate {
@@ -429,6 +433,9 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             priority: priority_queue,
         };
         let primary = manager.factory.for_type::<K>();
+        if let Some(tracker) = &manager.read_your_writes {
+            tracker.follow(primary.informer());
+        }
         let resync = resync_period.unwrap_or(manager.resync_period);
         watch_primary(primary.informer(), &enqueue, resync);
         let shard = manager.member.as_ref().map(|m| Arc::clone(m.gate()));
@@ -458,6 +465,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             error_policy,
             recorder: manager.event_recorder(&name),
             shard,
+            read_your_writes: manager.read_your_writes.as_ref().map(|t| t.gate(&name)),
         });
         let stats = runner.stats().clone();
         manager.controllers.push(RegisteredController {
@@ -547,6 +555,7 @@ struct FnReconciler<K, F, C> {
     error_policy: Option<ErrorPolicyFn<K>>,
     recorder: EventRecorder,
     shard: Option<Arc<ShardGate>>,
+    read_your_writes: Option<Gate>,
 }
 
 impl<K: Resource<DynamicType = ()>, F, C> FnReconciler<K, F, C> {
@@ -603,6 +612,12 @@ where
             },
         };
         let reconcile = (self.reconcile)(obj.clone(), self.ctx.clone());
+        let reconcile = async move {
+            match &self.read_your_writes {
+                Some(gate) => gate.track(key, reconcile).await,
+                None => reconcile.await,
+            }
+        };
         Box::pin(async move {
             let result = match &admitted {
                 None => reconcile.await,
@@ -616,6 +631,10 @@ where
             drop(admitted);
             result.map_err(|e| self.settle_policy(&obj, e.into()))
         })
+    }
+
+    fn defer(&self, key: &str) -> Option<Duration> {
+        self.read_your_writes.as_ref()?.defer(key)
     }
 }
 
@@ -847,6 +866,7 @@ mod tests {
             error_policy,
             recorder: broadcaster.new_recorder(kubekit_runtime::record::EventSource::new("test")),
             shard: None,
+            read_your_writes: None,
         });
         let runner = Runner::new("test", queue).max_retries(5);
         let stats = runner.stats().clone();

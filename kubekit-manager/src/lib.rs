@@ -26,6 +26,12 @@
 //!   that passes while it serves (after its manifests are installed and its `caBundle`
 //!   written, when so configured). Webhooks registered ([`Manager::webhook`]) without a
 //!   server are an error at start.
+//! - **Read-your-own-writes** (on by default, [`ManagerBuilder::read_your_writes`]): a
+//!   key's reconcile starts only once the informers have delivered what its last
+//!   reconcile wrote through the manager's clientset, to its object or to any kind a
+//!   controller of the manager reads; a key waiting is put back on the queue without
+//!   holding a worker, for at most [`ManagerBuilder::read_your_writes_timeout`] (see
+//!   [`read_your_writes`]).
 //! - On `cancel`: no reconcile starts any more and the queued keys are dropped (the next
 //!   leader lists them again); the reconciles in flight get the
 //!   [graceful shutdown timeout](ManagerBuilder::graceful_shutdown_timeout) (30 s by
@@ -85,6 +91,7 @@
 pub mod builder;
 pub mod endpoints;
 pub mod predicate;
+pub mod read_your_writes;
 pub mod sharding;
 
 use std::fmt;
@@ -116,6 +123,7 @@ use kubekit_runtime::workqueue::WorkqueueMetrics;
 use kubekit_webhook::{
     Certificates, WebhookBuilder, WebhookEndpoint, WebhookMetrics, WebhookServer, Webhooks,
 };
+use read_your_writes::Tracker;
 use sharding::{LeaseStore, ShardGate};
 
 /// Why a manager could not be built or stopped running.
@@ -168,6 +176,7 @@ struct Metrics {
     leader: LeaderElectionMetrics,
     webhook: WebhookMetrics,
     sharding: sharding::ShardingMetrics,
+    read_your_writes: read_your_writes::ReadYourWritesMetrics,
 }
 
 type RunFn = Box<
@@ -199,6 +208,8 @@ pub struct ManagerBuilder {
     sharding: Option<Sharding>,
     resync_period: Duration,
     graceful_shutdown_timeout: Duration,
+    /// The wait limit of read-your-own-writes; `None`: off.
+    read_your_writes: Option<Duration>,
     webhook: WebhookSettings,
 }
 
@@ -223,6 +234,7 @@ impl fmt::Debug for ManagerBuilder {
             .field("sharding", &self.sharding)
             .field("resync_period", &self.resync_period)
             .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
+            .field("read_your_writes", &self.read_your_writes)
             .field("webhook", &self.webhook)
             .finish_non_exhaustive()
     }
@@ -295,6 +307,25 @@ impl ManagerBuilder {
         self
     }
 
+    /// Whether a key's reconcile waits until the informers have delivered what its last
+    /// reconcile wrote, to the primary object and to any other kind a controller of this
+    /// manager reads (see [`read_your_writes`]). Default: on.
+    pub fn read_your_writes(mut self, on: bool) -> Self {
+        self.read_your_writes = on.then(|| {
+            self.read_your_writes
+                .unwrap_or(read_your_writes::DEFAULT_TIMEOUT)
+        });
+        self
+    }
+
+    /// How long a key waits for its informers before it is reconciled anyway (with a
+    /// warning): [`read_your_writes::DEFAULT_TIMEOUT`], 5 s, by default. Turns
+    /// read-your-own-writes on.
+    pub fn read_your_writes_timeout(mut self, timeout: Duration) -> Self {
+        self.read_your_writes = Some(timeout);
+        self
+    }
+
     /// Runs the controllers only while leading, with the configuration `config` makes from
     /// the manager's clientset (its metrics are set by the manager).
     pub fn leader_election(
@@ -331,6 +362,7 @@ impl ManagerBuilder {
         metrics.leader.register(&mut registry);
         metrics.webhook.register(&mut registry);
         metrics.sharding.register(&mut registry);
+        metrics.read_your_writes.register(&mut registry);
         if let Some(sharding) = &self.sharding {
             sharding.validate()?;
             if self.leader_election.is_some() {
@@ -374,6 +406,17 @@ impl ManagerBuilder {
             }
             None => clientset,
         };
+        let read_your_writes = self
+            .read_your_writes
+            .map(|timeout| Tracker::new(metrics.read_your_writes.clone(), timeout));
+        let clientset = match &read_your_writes {
+            Some(tracker) => Clientset::from_rest_client(
+                clientset
+                    .rest_client()
+                    .with_write_observer(tracker.observer()),
+            ),
+            None => clientset,
+        };
         // The informers list and watch through a client of their own, as
         // kube-controller-manager's shared informers do: a relist (a sharded replica's
         // after it takes a range) never waits behind the controllers' writes for the
@@ -398,6 +441,7 @@ impl ManagerBuilder {
             health_address: self.health_address,
             resync_period: self.resync_period,
             graceful_shutdown_timeout: self.graceful_shutdown_timeout,
+            read_your_writes,
             controllers: Vec::new(),
             webhooks: Webhooks::default(),
             webhook: self.webhook,
@@ -419,6 +463,7 @@ pub struct Manager {
     health_address: Option<SocketAddr>,
     resync_period: Duration,
     graceful_shutdown_timeout: Duration,
+    read_your_writes: Option<Arc<Tracker>>,
     controllers: Vec<RegisteredController>,
     webhooks: Webhooks,
     webhook: WebhookSettings,
@@ -437,6 +482,7 @@ impl fmt::Debug for Manager {
             .field("health_address", &self.health_address)
             .field("resync_period", &self.resync_period)
             .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
+            .field("read_your_writes", &self.read_your_writes)
             .field("controllers", &names)
             .field("webhooks", &self.webhooks)
             .field("webhook", &self.webhook)
@@ -456,6 +502,7 @@ impl Manager {
             sharding: None,
             resync_period: Duration::ZERO,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+            read_your_writes: Some(read_your_writes::DEFAULT_TIMEOUT),
             webhook: WebhookSettings::default(),
         }
     }

@@ -307,6 +307,15 @@ pub trait Reconciler: Send + Sync + 'static {
         &'a self,
         key: &'a str,
     ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>>;
+
+    /// Asked before each reconcile of `key`: `None` (the default) reconciles it now;
+    /// `Some(delay)` puts it back on the queue for `delay`, which counts as neither a
+    /// reconcile nor a retry. The manager defers a key until its informers have delivered
+    /// what the key's last reconcile wrote (read-your-own-writes).
+    fn defer(&self, key: &str) -> Option<Duration> {
+        let _ = key;
+        None
+    }
 }
 
 /// A [`Reconciler`] written as an `async fn` (`async fn reconcile(&self, key: &str) ->
@@ -785,6 +794,10 @@ impl<R: Reconciler> Worker<R> {
 
     /// Reconciles `key` in its `reconcile` span and settles what comes of it.
     async fn process(&self, key: &str) {
+        if let Some(delay) = self.reconciler.defer(key) {
+            self.queue.add_after(key.to_string(), delay);
+            return;
+        }
         let key = key.to_string();
         let attempt = self.queue.num_requeues(&key);
         let span = tracing::info_span!(
@@ -1069,6 +1082,48 @@ mod tests {
                 Ok(ReconcileAction::Done)
             })
         }
+    }
+
+    /// Defers each key until `until` (virtual time since the test began), then succeeds.
+    struct DefersUntil {
+        began: tokio::time::Instant,
+        until: Duration,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Reconciler for DefersUntil {
+        fn reconcile<'a>(
+            &'a self,
+            _key: &'a str,
+        ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            Box::pin(std::future::ready(Ok(ReconcileAction::Done)))
+        }
+
+        fn defer(&self, _key: &str) -> Option<Duration> {
+            (self.began.elapsed() < self.until).then_some(Duration::from_millis(20))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deferred_key_is_put_back_and_reconciled_once_no_longer_deferred() {
+        let q = queue();
+        q.add("key".to_string());
+        let runner = Runner::new("test", q.clone());
+        let script = Arc::new(DefersUntil {
+            began: tokio::time::Instant::now(),
+            until: Duration::from_millis(100),
+            calls: Default::default(),
+        });
+        run_for(&runner, script.clone(), 1, Duration::from_secs(1)).await;
+        let stats = runner.stats();
+        assert_eq!((stats.succeeded(), stats.failed()), (1, 0));
+        assert_eq!(
+            script.calls.load(Ordering::Relaxed),
+            1,
+            "deferrals are not reconciles"
+        );
+        assert_eq!(q.num_requeues(&"key".to_string()), 0, "nor retries");
     }
 
     #[tokio::test(start_paused = true)]

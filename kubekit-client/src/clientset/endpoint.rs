@@ -113,6 +113,25 @@ impl Endpoint {
         self.namespace.as_deref()
     }
 
+    /// Tells the client's write observer that a write stored the object `name` (in
+    /// `namespace`) at `resource_version`; an answer without them is not told.
+    pub(crate) fn observe_write(
+        &self,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        resource_version: Option<&str>,
+    ) {
+        if let (Some(name), Some(resource_version)) = (name, resource_version) {
+            self.rest.observe_write(&crate::rest::Written {
+                group: &self.gvr.group,
+                resource: &self.gvr.resource,
+                namespace: namespace.unwrap_or_default(),
+                name,
+                resource_version,
+            });
+        }
+    }
+
     /// `Debug` of a client named `client` over this endpoint: its resource and namespace.
     pub(crate) fn debug(&self, client: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct(client)

@@ -171,7 +171,20 @@ where
     /// Creates `obj` (POST) and returns it as stored: name generated from `generateName`,
     /// uid, resourceVersion and defaults filled in. With `dry_run`, nothing is stored.
     pub async fn create(&self, obj: &K, opts: &CreateOptions) -> Result<K> {
-        self.endpoint.create(obj, opts).await?.decode()
+        self.written(self.endpoint.create(obj, opts).await?.decode())
+    }
+
+    /// `stored`, once the client's write observer is told of it.
+    fn written(&self, stored: Result<K>) -> Result<K> {
+        if let Ok(obj) = &stored {
+            let meta = obj.meta();
+            self.endpoint.observe_write(
+                meta.namespace.as_deref(),
+                meta.name.as_deref(),
+                meta.resource_version.as_deref(),
+            );
+        }
+        stored
     }
 
     /// The object named `name`.
@@ -220,19 +233,23 @@ where
     /// rejected with 409 Conflict (`is_conflict`) if `obj`'s resourceVersion is stale.
     /// Changes to the status are ignored for types with a status subresource.
     pub async fn update(&self, obj: &K, opts: &UpdateOptions) -> Result<K> {
-        self.endpoint
-            .update(obj.meta().name.as_deref(), None, obj, opts)
-            .await?
-            .decode()
+        self.written(
+            self.endpoint
+                .update(obj.meta().name.as_deref(), None, obj, opts)
+                .await?
+                .decode(),
+        )
     }
 
     /// Replaces the object's status (PUT to the `status` subresource); changes outside the
     /// status are ignored.
     pub async fn update_status(&self, obj: &K, opts: &UpdateOptions) -> Result<K> {
-        self.endpoint
-            .update(obj.meta().name.as_deref(), Some("status"), obj, opts)
-            .await?
-            .decode()
+        self.written(
+            self.endpoint
+                .update(obj.meta().name.as_deref(), Some("status"), obj, opts)
+                .await?
+                .decode(),
+        )
     }
 
     /// Patches the object named `name`; see [`PatchBody`] for the kinds of patch.
@@ -242,7 +259,7 @@ where
         patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<K> {
-        self.endpoint.patch(name, None, patch, opts).await?.decode()
+        self.written(self.endpoint.patch(name, None, patch, opts).await?.decode())
     }
 
     /// Server-side applies the child `name` of `owner` in this client's namespace, and
@@ -366,10 +383,12 @@ where
         patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<K> {
-        self.endpoint
-            .patch(name, Some("status"), patch, opts)
-            .await?
-            .decode()
+        self.written(
+            self.endpoint
+                .patch(name, Some("status"), patch, opts)
+                .await?
+                .decode(),
+        )
     }
 
     /// Deletes the object named `name`: the object (still being deleted, or as deleted) or
@@ -448,6 +467,44 @@ mod tests {
             .await
             .expect_err("force without apply");
         assert!(err.to_string().contains("force"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn writes_tell_the_write_observer_what_they_stored_and_reads_do_not() {
+        use crate::rest::test_server::{Reply, TestServer};
+        use crate::rest::{WriteObserver, Written};
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let stored = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"demo","resourceVersion":"42"}}"#;
+        let server = TestServer::start(move |_| Reply::json(200, stored)).await;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let observer: WriteObserver = {
+            let seen = std::sync::Arc::clone(&seen);
+            std::sync::Arc::new(move |w: &Written<'_>| {
+                let Written {
+                    group,
+                    resource,
+                    namespace,
+                    name,
+                    resource_version,
+                } = *w;
+                let line = format!("{group}/{resource} {namespace}/{name} {resource_version}");
+                seen.lock().unwrap().push(line);
+            })
+        };
+        let rest = server.client().with_write_observer(observer);
+        let config_maps = ResourceClient::<ConfigMap>::namespaced(rest, "demo");
+        config_maps.get("a", &GetOptions::default()).await.unwrap();
+        let obj: ConfigMap = serde_json::from_str(stored).unwrap();
+        config_maps
+            .create(&obj, &CreateOptions::default())
+            .await
+            .unwrap();
+        let merge = PatchBody::Merge(serde_json::json!({}));
+        config_maps
+            .patch_status("a", &merge, &PatchOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(*seen.lock().unwrap(), ["/configmaps demo/a 42"; 2]);
     }
 
     mod protobuf {

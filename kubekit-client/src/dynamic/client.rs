@@ -139,7 +139,16 @@ resource_clients! {
 impl DynamicResourceClient {
     /// Creates `obj` in this client's namespace and returns it as stored.
     pub async fn create(&self, obj: &Unstructured, opts: &CreateOptions) -> Result<Unstructured> {
-        self.endpoint.create(obj, opts).await?.decode()
+        self.written(self.endpoint.create(obj, opts).await?.decode())
+    }
+
+    /// `stored`, once the client's write observer is told of it.
+    fn written(&self, stored: Result<Unstructured>) -> Result<Unstructured> {
+        if let Ok(obj) = &stored {
+            self.endpoint
+                .observe_write(obj.namespace(), obj.name(), obj.resource_version());
+        }
+        stored
     }
 
     /// The object named `name`.
@@ -170,10 +179,12 @@ impl DynamicResourceClient {
     /// Replaces the object named by `obj.metadata.name` with `obj`; 409 Conflict if its
     /// resourceVersion is stale.
     pub async fn update(&self, obj: &Unstructured, opts: &UpdateOptions) -> Result<Unstructured> {
-        self.endpoint
-            .update(obj.name(), None, obj, opts)
-            .await?
-            .decode()
+        self.written(
+            self.endpoint
+                .update(obj.name(), None, obj, opts)
+                .await?
+                .decode(),
+        )
     }
 
     /// Replaces the object's status (the `status` subresource).
@@ -182,10 +193,12 @@ impl DynamicResourceClient {
         obj: &Unstructured,
         opts: &UpdateOptions,
     ) -> Result<Unstructured> {
-        self.endpoint
-            .update(obj.name(), Some("status"), obj, opts)
-            .await?
-            .decode()
+        self.written(
+            self.endpoint
+                .update(obj.name(), Some("status"), obj, opts)
+                .await?
+                .decode(),
+        )
     }
 
     /// Patches the object named `name`.
@@ -195,7 +208,7 @@ impl DynamicResourceClient {
         patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<Unstructured> {
-        self.endpoint.patch(name, None, patch, opts).await?.decode()
+        self.written(self.endpoint.patch(name, None, patch, opts).await?.decode())
     }
 
     /// Server-side applies `config`, a typed apply configuration of this resource's
@@ -239,10 +252,12 @@ impl DynamicResourceClient {
         patch: &PatchBody<P>,
         opts: &PatchOptions,
     ) -> Result<Unstructured> {
-        self.endpoint
-            .patch(name, Some("status"), patch, opts)
-            .await?
-            .decode()
+        self.written(
+            self.endpoint
+                .patch(name, Some("status"), patch, opts)
+                .await?
+                .decode(),
+        )
     }
 
     /// Deletes the object named `name`; see [`DeleteResponse`].

@@ -79,6 +79,26 @@ pub type WarningHandler = Arc<dyn Fn(&str) + Send + Sync>;
 /// [`RestClient::with_write_guard`].
 pub type WriteGuard = Arc<dyn Fn() -> std::result::Result<(), String> + Send + Sync>;
 
+/// Told of each object a write through the typed, generic or dynamic clients stored (the
+/// answer to a create, update or patch, of the object or a subresource), before the
+/// caller gets it. See [`RestClient::with_write_observer`].
+pub type WriteObserver = Arc<dyn Fn(&Written<'_>) + Send + Sync>;
+
+/// An object a write stored, as a [`WriteObserver`] is told of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written<'a> {
+    /// The resource's API group (`""`: the core group).
+    pub group: &'a str,
+    /// The resource (plural, `deployments`).
+    pub resource: &'a str,
+    /// The object's namespace (`""`: cluster-scoped).
+    pub namespace: &'a str,
+    /// The object's name.
+    pub name: &'a str,
+    /// The resourceVersion the server stored it at.
+    pub resource_version: &'a str,
+}
+
 /// Rate-limit waits longer than this are logged, as client-go does.
 const LONG_THROTTLE: Duration = Duration::from_secs(1);
 
@@ -103,6 +123,7 @@ struct Inner {
     user_agent: HeaderValue,
     warnings: WarningHandler,
     write_guard: Option<WriteGuard>,
+    write_observer: Option<WriteObserver>,
     /// Where exchanges are counted and timed, with the `host` label to give them.
     metrics: Option<(RestClientMetrics, String)>,
 }
@@ -173,6 +194,7 @@ impl RestClient {
                 user_agent,
                 warnings: Arc::new(|w| tracing::warn!(warning = w, "API server warning")),
                 write_guard: None,
+                write_observer: None,
                 metrics: config
                     .metrics
                     .clone()
@@ -204,6 +226,26 @@ impl RestClient {
         inner.write_guard = Some(guard);
         Self {
             inner: Arc::new(inner),
+        }
+    }
+
+    /// The same client (sharing its rate limiter and connections), telling `observer` of
+    /// every object a write through a typed, generic or dynamic client on it stored.
+    ///
+    /// The manager tells its read-your-own-writes tracker: a reconcile does not start
+    /// before the informers have seen what the key's last reconcile wrote.
+    pub fn with_write_observer(&self, observer: WriteObserver) -> Self {
+        let mut inner = (*self.inner).clone();
+        inner.write_observer = Some(observer);
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Tells the write observer, if any, of `written`.
+    pub(crate) fn observe_write(&self, written: &Written<'_>) {
+        if let Some(observer) = &self.inner.write_observer {
+            observer(written);
         }
     }
 

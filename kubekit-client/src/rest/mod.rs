@@ -28,7 +28,7 @@ mod watch_stream;
 pub(crate) use client::valid_segment;
 pub use client::{
     ListPage, MAX_ERROR_BODY_BYTES, MAX_RETRY_AFTER, ObjectList, PatchType, Request, Response,
-    RestClient, WarningHandler, WriteGuard, decode, decode_list,
+    RestClient, WarningHandler, WriteGuard, WriteObserver, Written, decode, decode_list,
 };
 pub use config::{
     DEFAULT_BURST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_QPS, DEFAULT_TIMEOUT,

@@ -638,3 +638,149 @@ async fn on_cancel_queued_keys_are_dropped_the_reconcile_in_flight_finishes_and_
     assert_eq!(holder, "", "the lease is released when the manager returns");
     eprintln!("stopped {took:?} after cancel, {at_cancel} reconcile(s) started, 200 queued");
 }
+
+/// How many times each object of the read-your-own-writes test is written.
+const ROUNDS: u64 = 12;
+
+/// The read-your-own-writes test's controller: writes its primary ConfigMap and an owned
+/// Secret every reconcile, and counts the reconciles that read either older than this
+/// process last wrote it.
+struct Churn {
+    clientset: Clientset,
+    secrets: Arc<kubekit::cache::Indexer<Secret>>,
+    /// The resourceVersion of each object's last write (`ConfigMap/<name>`, `Secret/<name>`).
+    written: Mutex<HashMap<String, u64>>,
+    stale: std::sync::atomic::AtomicUsize,
+}
+
+fn version(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> u64 {
+    let rv = meta.resource_version.as_deref().unwrap_or_default();
+    rv.parse().unwrap_or_default()
+}
+
+async fn reconcile_churn(
+    cm: Arc<ConfigMap>,
+    ctx: Arc<Churn>,
+) -> Result<ReconcileAction, kubekit::rest::Error> {
+    use kubekit::applyconfigurations::api::core::v1 as apply;
+    use kubekit::clientset::{PatchBody, PatchOptions};
+    let ns = cm.metadata.namespace.clone().unwrap_or_default();
+    let name = cm.metadata.name.clone().unwrap_or_default();
+    let child = ctx.secrets.get(&format!("{ns}/{name}"));
+    {
+        let written = ctx.written.lock();
+        let older = |what: &str, read: u64| written.get(what).is_some_and(|w| read < *w);
+        let child_version = child.as_ref().map_or(0, |s| version(&s.metadata));
+        if older(&format!("ConfigMap/{name}"), version(&cm.metadata))
+            || older(&format!("Secret/{name}"), child_version)
+        {
+            ctx.stale.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let data = cm.data.as_ref();
+    let round: u64 = data
+        .and_then(|d| d.get("round"))
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_default();
+    if round >= ROUNDS {
+        return Ok(ReconcileAction::Done);
+    }
+    let next = (round + 1).to_string();
+    let secret = apply::Secret::new(&name, &ns).string_data([("round", next.clone())]);
+    let secrets = ctx.clientset.core_v1().secrets(&ns);
+    let child = secrets.apply_owned(&*cm, secret, "churn").await?;
+    let patch = PatchBody::Merge(serde_json::json!({ "data": { "round": next } }));
+    let cms = ctx.clientset.core_v1().config_maps(&ns);
+    let cm = cms.patch(&name, &patch, &PatchOptions::default()).await?;
+    let mut written = ctx.written.lock();
+    written.insert(format!("Secret/{name}"), version(&child.metadata));
+    written.insert(format!("ConfigMap/{name}"), version(&cm.metadata));
+    // At once: the reconcile that reads the cache before the informer has seen the write.
+    Ok(ReconcileAction::RequeueAfter(Duration::ZERO))
+}
+
+/// Runs the churn controller over 10 ConfigMaps, `ROUNDS` writes each, with
+/// read-your-own-writes `on` or off: the stale reads counted, and the manager's metrics.
+async fn churn(on: bool) -> (usize, String) {
+    let ns = namespace("manager-own-writes").await;
+    let config = admin_config().await;
+    let admin = Clientset::new(&config).unwrap();
+    let cms = admin.core_v1().config_maps(&ns);
+    for i in 0..10 {
+        let cm = config_map(&format!("cm-{i}"), &[]);
+        cms.create(&cm, &CreateOptions::default()).await.unwrap();
+    }
+    let address = free_address();
+    let mut mgr = Manager::builder(config)
+        .namespace(&ns)
+        .metrics_bind_address(address)
+        .read_your_writes(on)
+        .build()
+        .unwrap();
+    let ctx = Arc::new(Churn {
+        clientset: mgr.clientset().clone(),
+        secrets: mgr
+            .factory()
+            .core_v1()
+            .secrets()
+            .informer()
+            .indexer()
+            .clone(),
+        written: Mutex::default(),
+        stale: Default::default(),
+    });
+    mgr.controller::<ConfigMap>("churn")
+        .owns::<Secret>()
+        .workers(4)
+        .build(reconcile_churn, ctx.clone())
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let manager = tokio::spawn(mgr.start(cancel.clone()));
+    eventually(60, "every ConfigMap written ROUNDS times", || async {
+        let list = cms.list(&ListOptions::default()).await.ok()?;
+        let done = list.items.iter().all(|cm| {
+            let round = cm.data.as_ref().and_then(|d| d.get("round"));
+            round.is_some_and(|r| *r == ROUNDS.to_string())
+        });
+        done.then_some(())
+    })
+    .await;
+    let (_, metrics) = curl(format!("http://{address}/metrics")).await;
+    cancel.cancel();
+    manager.await.unwrap().unwrap();
+    (
+        ctx.stale.load(std::sync::atomic::Ordering::Relaxed),
+        metrics,
+    )
+}
+
+#[tokio::test]
+async fn a_reconcile_never_reads_older_objects_than_its_own_last_writes_unless_turned_off() {
+    let (stale, metrics) = churn(true).await;
+    assert_eq!(
+        stale, 0,
+        "reconciles that read an object older than their own last write"
+    );
+    let deferred = value(
+        &metrics,
+        r#"kubekit_read_your_writes_deferrals_total{controller="churn"}"#,
+    );
+    assert!(
+        deferred.is_some_and(|d| d > 0.0),
+        "keys were held back:\n{metrics}"
+    );
+    for resource in ["v1/configmaps", "v1/secrets"] {
+        let series =
+            format!(r#"kubekit_informer_write_lag_seconds_count{{resource="{resource}"}}"#);
+        assert!(
+            value(&metrics, &series).is_some_and(|n| n > 0.0),
+            "{series}:\n{metrics}"
+        );
+    }
+    let (stale_off, _) = churn(false).await;
+    assert!(
+        stale_off > 0,
+        "without read-your-own-writes, some reconciles read stale objects"
+    );
+    eprintln!("stale reads: 0 with read-your-own-writes, {stale_off} without");
+}
