@@ -406,9 +406,9 @@ impl ManagerBuilder {
             }
             None => clientset,
         };
-        let read_your_writes = self
-            .read_your_writes
-            .map(|timeout| Tracker::new(metrics.read_your_writes.clone(), timeout));
+        let read_your_writes = self.read_your_writes.map(|timeout| {
+            Tracker::new(&self.namespace, metrics.read_your_writes.clone(), timeout)
+        });
         let clientset = match &read_your_writes {
             Some(tracker) => Clientset::from_rest_client(
                 clientset

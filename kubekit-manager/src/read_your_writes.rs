@@ -18,7 +18,7 @@
 //!   again; after the [wait limit](crate::ManagerBuilder::read_your_writes_timeout) (5 s
 //!   by default) it is reconciled anyway, with a warning naming the informer.
 //! - A resourceVersion that is not a decimal number (a server not backed by etcd) is not
-//!   waited for.
+//!   waited for, nor an object of another namespace than the manager's informers watch.
 //! - Metrics: `kubekit_read_your_writes_deferrals_total{controller}` (keys put back),
 //!   `kubekit_read_your_writes_wait_seconds{controller}` (from a key's first deferral to
 //!   its reconcile), `kubekit_informer_write_lag_seconds{resource}` (from a write's answer
@@ -94,6 +94,8 @@ struct Pending {
 /// keys waiting, its metrics. See the [module docs](self).
 pub(crate) struct Tracker {
     informers: Mutex<HashMap<(String, String), Arc<Observed>>>,
+    /// The namespace the manager's informers watch (`""`: all).
+    namespace: String,
     metrics: ReadYourWritesMetrics,
     timeout: Duration,
 }
@@ -108,9 +110,15 @@ impl fmt::Debug for Tracker {
 }
 
 impl Tracker {
-    pub(crate) fn new(metrics: ReadYourWritesMetrics, timeout: Duration) -> Arc<Self> {
+    /// A tracker of the informers of a manager watching `namespace` (`""`: all).
+    pub(crate) fn new(
+        namespace: &str,
+        metrics: ReadYourWritesMetrics,
+        timeout: Duration,
+    ) -> Arc<Self> {
         Arc::new(Self {
             informers: Mutex::default(),
+            namespace: namespace.to_string(),
             metrics,
             timeout,
         })
@@ -126,6 +134,12 @@ impl Tracker {
             let Ok(version) = written.resource_version.parse::<u64>() else {
                 return;
             };
+            // An object of another namespace than the informers watch never reaches them.
+            let namespaced = !written.namespace.is_empty();
+            if namespaced && !tracker.namespace.is_empty() && written.namespace != tracker.namespace
+            {
+                return;
+            }
             let key = (written.group.to_string(), written.resource.to_string());
             let Some(observed) = tracker.informers.lock().get(&key).cloned() else {
                 return;
@@ -344,7 +358,7 @@ mod tests {
 
     /// A tracker following one resource, `/configmaps`, without an informer.
     fn tracker(timeout: Duration) -> (Arc<Tracker>, Arc<Observed>) {
-        let tracker = Tracker::new(ReadYourWritesMetrics::default(), timeout);
+        let tracker = Tracker::new("demo", ReadYourWritesMetrics::default(), timeout);
         let observed = Arc::new(Observed {
             resource: "v1/configmaps".into(),
             version: AtomicU64::new(0),
@@ -392,12 +406,20 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn writes_outside_a_reconcile_and_versions_that_are_not_numbers_hold_nothing_back() {
+    async fn writes_outside_a_reconcile_or_the_watched_namespace_or_without_numeric_versions_wait_for_nothing()
+     {
         let (tracker, _) = tracker(DEFAULT_TIMEOUT);
         let (observer, gate) = (tracker.observer(), tracker.gate("test"));
         write(&observer, "configmaps", "7");
         gate.track("demo/a", async {
-            write(&observer, "configmaps", "not-etcd")
+            write(&observer, "configmaps", "not-etcd");
+            observer(&Written {
+                group: "",
+                resource: "configmaps",
+                namespace: "elsewhere",
+                name: "a",
+                resource_version: "8",
+            });
         })
         .await;
         assert_eq!(gate.defer("demo/a"), None);
