@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	appsv1 "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -85,16 +84,6 @@ func cases(cs *kubernetes.Clientset, ns string) []kase {
 			return run(core.ConfigMaps(ns), v1.ExtractConfigMapFrom,
 				spec("alice", v1.ConfigMap("finalized", ns).WithFinalizers("kubekit.dev/a", "kubekit.dev/b")),
 				spec("bob", v1.ConfigMap("finalized", ns).WithFinalizers("kubekit.dev/b", "kubekit.dev/c")))
-		}},
-		{"configmap-owner-references", func() (report, error) {
-			owner := func(name, uid string) *meta.OwnerReferenceApplyConfiguration {
-				return meta.OwnerReference().WithAPIVersion("v1").WithKind("ConfigMap").
-					WithName(name).WithUID(types.UID("00000000-0000-0000-0000-00000000000" + uid)).
-					WithBlockOwnerDeletion(false)
-			}
-			return run(core.ConfigMaps(ns), v1.ExtractConfigMapFrom,
-				spec("alice", v1.ConfigMap("owned", ns).WithOwnerReferences(owner("first", "1"), owner("second", "2").WithController(true))),
-				spec("bob", v1.ConfigMap("owned", ns).WithOwnerReferences(owner("third", "3"))))
 		}},
 		{"secret-data", func() (report, error) {
 			return run(core.Secrets(ns), v1.ExtractSecretFrom,
@@ -625,7 +614,11 @@ func cases(cs *kubernetes.Clientset, ns string) []kase {
 					WithVariables(ac.Variable().WithName("replicas").WithExpression("object.spec.replicas")).
 					WithValidations(ac.Validation().
 						WithExpression("variables.replicas <= 5").
-						WithMessage("at most 5 replicas")))))
+						WithMessage("at most 5 replicas")))),
+				// Variables are a list of atomic items keyed by name: each manager owns its
+				// items whole.
+				spec("bob", ac.ValidatingAdmissionPolicy(cluster("replicas")).WithSpec(ac.ValidatingAdmissionPolicySpec().
+					WithVariables(ac.Variable().WithName("limit").WithExpression("5")))))
 		}},
 		{"validatingwebhookconfiguration", func() (report, error) {
 			return run(cs.AdmissionregistrationV1().ValidatingWebhookConfigurations(), ac.ExtractValidatingWebhookConfigurationFrom,

@@ -10,8 +10,10 @@
 //! object and from its own, what client-go's `Extract<Kind>From` gives for each manager
 //! and subresource. The cases cover every field family: associative lists with one key
 //! and with several, sets, atomic lists, granular and atomic maps, `IntOrString`,
-//! `Quantity`, `RawExtension`, `Time` and `MicroTime`, embedded objects, two managers
-//! sharing a list, map or set, a reapply that drops fields, and status.
+//! `Quantity`, `RawExtension`, `Time` and `MicroTime`, embedded objects, atomic list items,
+//! two managers sharing a list, map or set, a reapply that drops fields, and status.
+//! Nothing in them is touched by kube-controller-manager between two steps (no owner
+//! references: the garbage collector removes those whose owner does not exist).
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -410,15 +412,6 @@ fn with_meta<C: ApplyConfiguration>(
     config
 }
 
-fn owner(name: &str, uid: &str) -> meta::OwnerReference {
-    meta::OwnerReference::default()
-        .api_version("v1")
-        .kind("ConfigMap")
-        .name(name)
-        .uid(format!("00000000-0000-0000-0000-00000000000{uid}"))
-        .block_owner_deletion(false)
-}
-
 fn cases() -> Vec<Case> {
     use k8s_openapi::api::admissionregistration::v1 as admissionregistration_v1;
     use k8s_openapi::api::apps::v1 as apps_v1;
@@ -482,23 +475,6 @@ fn cases() -> Vec<Case> {
             vec![
                 spec("alice", finalized(["kubekit.dev/a", "kubekit.dev/b"])),
                 spec("bob", finalized(["kubekit.dev/b", "kubekit.dev/c"])),
-            ]
-        }),
-        case::<core_v1::ConfigMap>("configmap-owner-references", |ns| {
-            let owned = |refs: Vec<meta::OwnerReference>| {
-                with_meta(core::ConfigMap::new("owned", ns), |m| {
-                    m.owner_references(refs)
-                })
-            };
-            vec![
-                spec(
-                    "alice",
-                    owned(vec![
-                        owner("first", "1"),
-                        owner("second", "2").controller(true),
-                    ]),
-                ),
-                spec("bob", owned(vec![owner("third", "3")])),
             ]
         }),
         case::<core_v1::Secret>("secret-data", |ns| {
@@ -1551,10 +1527,13 @@ fn cases() -> Vec<Case> {
         case::<admissionregistration_v1::ValidatingAdmissionPolicy>(
             "validatingadmissionpolicy",
             |ns| {
-                vec![spec(
-                    "alice",
+                let policy = || {
                     admissionregistration::ValidatingAdmissionPolicy::new(format!("{ns}-replicas"))
-                        .spec(
+                };
+                vec![
+                    spec(
+                        "alice",
+                        policy().spec(
                             admissionregistration::ValidatingAdmissionPolicySpec::default()
                                 .failure_policy("Fail")
                                 .match_constraints(
@@ -1574,7 +1553,19 @@ fn cases() -> Vec<Case> {
                                     .expression("variables.replicas <= 5")
                                     .message("at most 5 replicas")]),
                         ),
-                )]
+                    ),
+                    // Variables are a list of atomic items keyed by name: each manager owns its
+                    // items whole.
+                    spec(
+                        "bob",
+                        policy().spec(
+                            admissionregistration::ValidatingAdmissionPolicySpec::default()
+                                .variables([admissionregistration::Variable::default()
+                                    .name("limit")
+                                    .expression("5")]),
+                        ),
+                    ),
+                ]
             },
         ),
         case::<admissionregistration_v1::ValidatingWebhookConfiguration>(
