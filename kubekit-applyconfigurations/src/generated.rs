@@ -8204,6 +8204,214 @@ pub mod api {
             impl crate::Configurable for k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerStatus {
                 type Configuration = HorizontalPodAutoscalerStatus;
             }
+
+            /// The apply configuration of `api::autoscaling::v1::Scale`.
+            ///
+            /// Scale represents a scaling request for a resource.
+            #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+            pub struct Scale {
+                /// APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources
+                #[serde(rename = "apiVersion", skip_serializing_if = "Option::is_none")]
+                pub api_version: Option<String>,
+                /// Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds
+                #[serde(rename = "kind", skip_serializing_if = "Option::is_none")]
+                pub kind: Option<String>,
+                /// metadata is the standard object metadata; More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata.
+                #[serde(rename = "metadata", skip_serializing_if = "Option::is_none")]
+                pub metadata: Option<crate::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+                /// spec defines the behavior of the scale. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status.
+                #[serde(rename = "spec", skip_serializing_if = "Option::is_none")]
+                pub spec: Option<crate::api::autoscaling::v1::ScaleSpec>,
+                /// status is the current status of the scale. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status. Read-only.
+                #[serde(rename = "status", skip_serializing_if = "Option::is_none")]
+                pub status: Option<crate::api::autoscaling::v1::ScaleStatus>,
+            }
+
+            impl<'de> serde::Deserialize<'de> for Scale {
+                fn deserialize<D: serde::Deserializer<'de>>(
+                    deserializer: D,
+                ) -> Result<Self, D::Error> {
+                    let mut fields = crate::de::Fields::deserialize(deserializer)?;
+                    Ok(Self {
+                        api_version: fields.take("apiVersion")?,
+                        kind: fields.take("kind")?,
+                        metadata: fields.take("metadata")?,
+                        spec: fields.take("spec")?,
+                        status: fields.take("status")?,
+                    })
+                }
+            }
+
+            impl Scale {
+                /// The apply configuration of the Scale `name` in `namespace`: its
+                /// `apiVersion`, `kind`, name and namespace set, nothing else.
+                pub fn new(name: impl Into<String>, namespace: impl Into<String>) -> Self {
+                    Self {
+                        api_version: Some("autoscaling/v1".into()),
+                        kind: Some("Scale".into()),
+                        metadata: Some(
+                            crate::apimachinery::pkg::apis::meta::v1::ObjectMeta::default()
+                                .name(name)
+                                .namespace(namespace),
+                        ),
+                        ..Self::default()
+                    }
+                }
+
+                /// Adds `entries` to `metadata.labels`.
+                #[must_use]
+                pub fn labels<K: Into<String>>(
+                    mut self,
+                    entries: impl IntoIterator<Item = (K, String)>,
+                ) -> Self {
+                    let meta = self.metadata.take().unwrap_or_default();
+                    self.metadata = Some(meta.labels(entries));
+                    self
+                }
+                /// Adds `entries` to `metadata.annotations`.
+                #[must_use]
+                pub fn annotations<K: Into<String>>(
+                    mut self,
+                    entries: impl IntoIterator<Item = (K, String)>,
+                ) -> Self {
+                    let meta = self.metadata.take().unwrap_or_default();
+                    self.metadata = Some(meta.annotations(entries));
+                    self
+                }
+                /// Sets `apiVersion`.
+                #[must_use]
+                pub fn api_version(mut self, value: impl Into<String>) -> Self {
+                    self.api_version = Some(value.into());
+                    self
+                }
+                /// Sets `kind`.
+                #[must_use]
+                pub fn kind(mut self, value: impl Into<String>) -> Self {
+                    self.kind = Some(value.into());
+                    self
+                }
+                /// Sets `metadata`.
+                #[must_use]
+                pub fn metadata(
+                    mut self,
+                    value: crate::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+                ) -> Self {
+                    self.metadata = Some(value);
+                    self
+                }
+                /// Sets `spec`.
+                #[must_use]
+                pub fn spec(mut self, value: crate::api::autoscaling::v1::ScaleSpec) -> Self {
+                    self.spec = Some(value);
+                    self
+                }
+                /// Sets `status`.
+                #[must_use]
+                pub fn status(mut self, value: crate::api::autoscaling::v1::ScaleStatus) -> Self {
+                    self.status = Some(value);
+                    self
+                }
+            }
+
+            impl crate::ApplyConfiguration for Scale {
+                const API_VERSION: &'static str = "autoscaling/v1";
+                const KIND: &'static str = "Scale";
+                const NAMESPACED: bool = true;
+
+                fn metadata(
+                    &self,
+                ) -> Option<&crate::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+                    self.metadata.as_ref()
+                }
+
+                fn metadata_mut(
+                    &mut self,
+                ) -> &mut crate::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                    self.metadata.get_or_insert_with(Default::default)
+                }
+            }
+
+            impl crate::Configurable for k8s_openapi::api::autoscaling::v1::Scale {
+                type Configuration = Scale;
+            }
+
+            /// The apply configuration of `api::autoscaling::v1::ScaleSpec`.
+            ///
+            /// ScaleSpec describes the attributes of a scale subresource.
+            #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+            pub struct ScaleSpec {
+                /// replicas is the desired number of instances for the scaled object.
+                #[serde(rename = "replicas", skip_serializing_if = "Option::is_none")]
+                pub replicas: Option<i32>,
+            }
+
+            impl<'de> serde::Deserialize<'de> for ScaleSpec {
+                fn deserialize<D: serde::Deserializer<'de>>(
+                    deserializer: D,
+                ) -> Result<Self, D::Error> {
+                    let mut fields = crate::de::Fields::deserialize(deserializer)?;
+                    Ok(Self {
+                        replicas: fields.take("replicas")?,
+                    })
+                }
+            }
+
+            impl ScaleSpec {
+                /// Sets `replicas`.
+                #[must_use]
+                pub fn replicas(mut self, value: i32) -> Self {
+                    self.replicas = Some(value);
+                    self
+                }
+            }
+
+            impl crate::Configurable for k8s_openapi::api::autoscaling::v1::ScaleSpec {
+                type Configuration = ScaleSpec;
+            }
+
+            /// The apply configuration of `api::autoscaling::v1::ScaleStatus`.
+            ///
+            /// ScaleStatus represents the current status of a scale subresource.
+            #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+            pub struct ScaleStatus {
+                /// replicas is the actual number of observed instances of the scaled object.
+                #[serde(rename = "replicas", skip_serializing_if = "Option::is_none")]
+                pub replicas: Option<i32>,
+                /// selector is the label query over pods that should match the replicas count. This is same as the label selector but in the string format to avoid introspection by clients. The string will be in the same format as the query-param syntax. More info about label selectors: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/
+                #[serde(rename = "selector", skip_serializing_if = "Option::is_none")]
+                pub selector: Option<String>,
+            }
+
+            impl<'de> serde::Deserialize<'de> for ScaleStatus {
+                fn deserialize<D: serde::Deserializer<'de>>(
+                    deserializer: D,
+                ) -> Result<Self, D::Error> {
+                    let mut fields = crate::de::Fields::deserialize(deserializer)?;
+                    Ok(Self {
+                        replicas: fields.take("replicas")?,
+                        selector: fields.take("selector")?,
+                    })
+                }
+            }
+
+            impl ScaleStatus {
+                /// Sets `replicas`.
+                #[must_use]
+                pub fn replicas(mut self, value: i32) -> Self {
+                    self.replicas = Some(value);
+                    self
+                }
+                /// Sets `selector`.
+                #[must_use]
+                pub fn selector(mut self, value: impl Into<String>) -> Self {
+                    self.selector = Some(value.into());
+                    self
+                }
+            }
+
+            impl crate::Configurable for k8s_openapi::api::autoscaling::v1::ScaleStatus {
+                type Configuration = ScaleStatus;
+            }
         }
         /// `api::autoscaling::v2`.
         pub mod v2 {

@@ -6,7 +6,8 @@
 //! # What is generated
 //!
 //! - **Roots**: every kind the server can patch (an OpenAPI `patch` operation on a path
-//!   ending in `{name}`), with a constructor that sets its `apiVersion`, `kind` and
+//!   ending in `{name}`, or on a subresource of one: autoscaling/v1 `Scale` is the kind
+//!   of `scale`), with a constructor that sets its `apiVersion`, `kind` and
 //!   `metadata.name` (and `metadata.namespace` when its path has `{namespace}`).
 //! - **Nested types**: every object type reachable from a root through its properties,
 //!   except `ObjectMeta`'s `managedFields` and `selfLink` (written by the server, as
@@ -145,8 +146,16 @@ impl Sources {
                 let Some(gvk) = item.pointer("/patch/x-kubernetes-group-version-kind") else {
                     continue;
                 };
-                if !path.ends_with("/{name}") {
-                    continue; // a subresource
+                // A subresource's kind is its object's (`status`, `resize`) or its own
+                // (`scale`: autoscaling/v1 `Scale`), a root either way.
+                let action = item.pointer("/patch/x-kubernetes-action");
+                let subresource = path
+                    .rsplit_once("/{name}/")
+                    .is_some_and(|(_, sub)| !sub.contains('/') && !sub.contains('{'));
+                if action != Some(&Value::from("patch"))
+                    || !(path.ends_with("/{name}") || subresource)
+                {
+                    continue; // a proxy (`connect`), or a path below a subresource
                 }
                 let field = |f: &str| gvk.get(f).and_then(Value::as_str).unwrap_or("").to_string();
                 patchable.push(Root {

@@ -42,7 +42,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::Resource;
 use serde::Serialize;
@@ -177,14 +177,18 @@ where
     /// `stored`, once the client's write observer is told of it.
     fn written(&self, stored: Result<K>) -> Result<K> {
         if let Ok(obj) = &stored {
-            let meta = obj.meta();
-            self.endpoint.observe_write(
-                meta.namespace.as_deref(),
-                meta.name.as_deref(),
-                meta.resource_version.as_deref(),
-            );
+            self.observe(obj.meta());
         }
         stored
+    }
+
+    /// Tells the client's write observer of the object whose metadata is `meta`.
+    fn observe(&self, meta: &ObjectMeta) {
+        self.endpoint.observe_write(
+            meta.namespace.as_deref(),
+            meta.name.as_deref(),
+            meta.resource_version.as_deref(),
+        );
     }
 
     /// The object named `name`.
@@ -374,6 +378,52 @@ where
         let name = applied_name::<K, A>(config, self.namespace())?;
         self.patch_status(name, &PatchBody::Apply(config), opts)
             .await
+    }
+
+    /// Server-side applies `config` to the subresource `subresource` of the object it names
+    /// and returns the subresource's answer: `scale` with an autoscaling/v1 `Scale`
+    /// configuration (answered with a `Scale`), a Pod's `resize` or `ephemeralcontainers`
+    /// with a Pod's (answered with the Pod), as client-go's `ApplyScale` and the like.
+    /// What is applied is recorded in the object's `managedFields` under that subresource
+    /// ([`extract_from`](crate::applyconfigurations::extract_from) reads it back).
+    ///
+    /// Refused unsent ([`Error::Request`]) when `config` has no `metadata.name` or names
+    /// another namespace than this client's.
+    ///
+    /// ```no_run
+    /// # async fn demo(clientset: kubekit::clientset::Clientset) -> kubekit::rest::Result<()> {
+    /// use k8s_openapi::api::autoscaling::v1::Scale;
+    /// use kubekit::applyconfigurations::api::autoscaling::v1 as autoscaling;
+    /// use kubekit::clientset::PatchOptions;
+    ///
+    /// let scale = autoscaling::Scale::new("web", "demo")
+    ///     .spec(autoscaling::ScaleSpec::default().replicas(3));
+    /// let opts = PatchOptions::apply("autoscaler").force();
+    /// let deployments = clientset.apps_v1().deployments("demo");
+    /// let scaled: Scale = deployments.apply_subresource("scale", &scale, &opts).await?;
+    /// # let _ = scaled;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn apply_subresource<A, R>(
+        &self,
+        subresource: &str,
+        config: &A,
+        opts: &PatchOptions,
+    ) -> Result<R>
+    where
+        A: ApplyConfiguration,
+        R: DeserializeOwned + k8s_openapi::Metadata<Ty = ObjectMeta> + 'static,
+    {
+        let name = checked_name(config, A::API_VERSION, None, self.namespace())?;
+        let answer: R = self
+            .endpoint
+            .patch(name, Some(subresource), &PatchBody::Apply(config), opts)
+            .await?
+            .decode()?;
+        // A subresource's answer carries its object's name and resourceVersion.
+        self.observe(answer.metadata());
+        Ok(answer)
     }
 
     /// Patches the status of the object named `name` (the `status` subresource).

@@ -238,6 +238,25 @@ impl DynamicResourceClient {
             .await
     }
 
+    /// Server-side applies `config` to the subresource `subresource` of the object it names
+    /// (`scale` with an autoscaling/v1 `Scale` configuration), as
+    /// [`ResourceClient::apply_subresource`](crate::clientset::ResourceClient::apply_subresource)
+    /// does, and returns the answer as it comes.
+    pub async fn apply_subresource<A: ApplyConfiguration>(
+        &self,
+        subresource: &str,
+        config: &A,
+        opts: &PatchOptions,
+    ) -> Result<Unstructured> {
+        let name = checked_name(config, A::API_VERSION, None, self.namespace_name())?;
+        self.written(
+            self.endpoint
+                .patch(name, Some(subresource), &PatchBody::Apply(config), opts)
+                .await?
+                .decode(),
+        )
+    }
+
     /// The name `config` applies, checked against this client's group version and
     /// namespace.
     fn applied_name<'a, A: ApplyConfiguration>(&self, config: &'a A) -> Result<&'a str> {

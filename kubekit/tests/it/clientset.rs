@@ -1396,3 +1396,73 @@ async fn extract_gives_back_what_a_manager_applied_less_what_another_took_over()
         .and_then(|c| c.image);
     assert_eq!(image.as_deref(), Some("nginx:1.30"));
 }
+
+#[tokio::test]
+async fn apply_to_the_scale_subresource_owns_the_replicas_under_scale_in_typed_and_dynamic_clients()
+{
+    use k8s_openapi::api::autoscaling::v1::Scale;
+    use kubekit::applyconfigurations::api::autoscaling::v1 as autoscaling;
+    use kubekit::applyconfigurations::extract_from;
+    use kubekit::dynamic::DynamicClient;
+    use kubekit::meta::GroupVersionResource;
+
+    let (cs, ns) = setup("cs-apply-scale").await;
+    let deployments = cs.apps_v1().deployments(&ns);
+    deployments
+        .create(&testenv::deployment("web", 1), &CreateOptions::default())
+        .await
+        .expect("create the deployment");
+    let scale = |replicas| {
+        autoscaling::Scale::new("web", &ns)
+            .spec(autoscaling::ScaleSpec::default().replicas(replicas))
+    };
+    let opts = PatchOptions::apply("autoscaler").force();
+    let scaled: Scale = deployments
+        .apply_subresource("scale", &scale(3), &opts)
+        .await
+        .expect("apply to scale");
+    assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(3));
+    let stored = deployments
+        .get("web", &GetOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(stored.spec.replicas, Some(3));
+    let entry = stored
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|e| e.manager.as_deref() == Some("autoscaler"))
+        .expect("the autoscaler's managedFields entry");
+    assert_eq!(
+        (entry.operation.as_deref(), entry.subresource.as_deref()),
+        (Some("Apply"), Some("scale"))
+    );
+    // What it owns, read back as the Deployment's fields.
+    let owned = extract_from(&stored, "autoscaler", "scale").expect("extract");
+    assert_eq!(
+        serde_json::to_value(&owned).unwrap()["spec"],
+        json!({ "replicas": 3 })
+    );
+
+    let dynamic = DynamicClient::from_rest_client(cs.rest_client().clone());
+    let resource = GroupVersionResource::new("apps", "v1", "deployments");
+    let answer = dynamic
+        .resource(&resource)
+        .namespace(&ns)
+        .apply_subresource("scale", &scale(4), &opts)
+        .await
+        .expect("dynamic apply to scale");
+    assert_eq!(answer.gvk().kind, "Scale");
+    assert_eq!(answer.nested(&["spec", "replicas"]), Some(&json!(4)));
+
+    let unnamed = autoscaling::Scale::default();
+    let err = deployments
+        .apply_subresource::<_, Scale>("scale", &unnamed, &opts)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, kubekit::rest::Error::Request(_)),
+        "refused unsent: {err}"
+    );
+}
