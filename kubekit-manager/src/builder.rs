@@ -468,10 +468,12 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             read_your_writes: manager.read_your_writes.as_ref().map(|t| t.gate(&name)),
         });
         let stats = runner.stats().clone();
+        let runner = Arc::new(runner);
         manager.controllers.push(RegisteredController {
             name,
             stats,
             run: Box::new(move |factory, cancel, abort| {
+                let (runner, reconciler) = (Arc::clone(&runner), Arc::clone(&reconciler));
                 Box::pin(async move {
                     let synced = async {
                         let synced = factory.wait_for_cache_sync(&cancel).await;

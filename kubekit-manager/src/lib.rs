@@ -38,9 +38,12 @@
 //!   default) and are dropped after it; then the lease is released (if so configured),
 //!   the informers, the event broadcaster and the endpoints stop, and `start` returns
 //!   `Ok`.
-//! - On **lost leadership** (also while draining after `cancel`), the controllers stop at
-//!   once (queued keys are left, the reconciles in flight dropped), everything stops as
-//!   above, and `start` returns
+//! - On **lost leadership**, the controllers stop at once (queued keys are left, the
+//!   reconciles in flight dropped and their keys queued again) and the replica is a
+//!   candidate again, its informers running: once it leads again its controllers start
+//!   with what is queued. With
+//!   [`exit_on_lost_leadership`](ManagerBuilder::exit_on_lost_leadership), and always
+//!   while draining after `cancel`, everything stops as above instead and `start` returns
 //!   [`ManagerError::LeadershipLost`]: exit non-zero, as client-go controllers do, and let
 //!   the process be restarted as a fresh candidate.
 //! - With leader election, the manager's [`clientset`](Manager::clientset) (which its
@@ -180,12 +183,13 @@ struct Metrics {
 }
 
 type RunFn = Box<
-    dyn FnOnce(
+    dyn Fn(
             Arc<SharedInformerFactory>,
             CancellationToken,
             CancellationToken,
         ) -> BoxFuture<'static, Result<(), RunError>>
-        + Send,
+        + Send
+        + Sync,
 >;
 
 /// A controller built into the manager: its run (factory, cancel, abort) and its counters.
@@ -210,6 +214,7 @@ pub struct ManagerBuilder {
     graceful_shutdown_timeout: Duration,
     /// The wait limit of read-your-own-writes; `None`: off.
     read_your_writes: Option<Duration>,
+    exit_on_lost_leadership: bool,
     webhook: WebhookSettings,
 }
 
@@ -235,6 +240,7 @@ impl fmt::Debug for ManagerBuilder {
             .field("resync_period", &self.resync_period)
             .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
             .field("read_your_writes", &self.read_your_writes)
+            .field("exit_on_lost_leadership", &self.exit_on_lost_leadership)
             .field("webhook", &self.webhook)
             .finish_non_exhaustive()
     }
@@ -323,6 +329,16 @@ impl ManagerBuilder {
     /// read-your-own-writes on.
     pub fn read_your_writes_timeout(mut self, timeout: Duration) -> Self {
         self.read_your_writes = Some(timeout);
+        self
+    }
+
+    /// Whether `start` returns [`ManagerError::LeadershipLost`] when the lease is lost, as
+    /// client-go controllers exit (`true`), or the replica stops its controllers and is a
+    /// candidate again (`false`, the default, as kube-controller-manager's KEP-5366): its
+    /// informers keep running, the keys left queued and those of the reconciles dropped
+    /// wait in their queues, and the controllers start again once it leads.
+    pub fn exit_on_lost_leadership(mut self, exit: bool) -> Self {
+        self.exit_on_lost_leadership = exit;
         self
     }
 
@@ -442,6 +458,7 @@ impl ManagerBuilder {
             resync_period: self.resync_period,
             graceful_shutdown_timeout: self.graceful_shutdown_timeout,
             read_your_writes,
+            exit_on_lost_leadership: self.exit_on_lost_leadership,
             controllers: Vec::new(),
             webhooks: Webhooks::default(),
             webhook: self.webhook,
@@ -464,6 +481,7 @@ pub struct Manager {
     resync_period: Duration,
     graceful_shutdown_timeout: Duration,
     read_your_writes: Option<Arc<Tracker>>,
+    exit_on_lost_leadership: bool,
     controllers: Vec<RegisteredController>,
     webhooks: Webhooks,
     webhook: WebhookSettings,
@@ -483,6 +501,7 @@ impl fmt::Debug for Manager {
             .field("resync_period", &self.resync_period)
             .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
             .field("read_your_writes", &self.read_your_writes)
+            .field("exit_on_lost_leadership", &self.exit_on_lost_leadership)
             .field("controllers", &names)
             .field("webhooks", &self.webhooks)
             .field("webhook", &self.webhook)
@@ -503,6 +522,7 @@ impl Manager {
             resync_period: Duration::ZERO,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             read_your_writes: Some(read_your_writes::DEFAULT_TIMEOUT),
+            exit_on_lost_leadership: false,
             webhook: WebhookSettings::default(),
         }
     }
@@ -583,6 +603,7 @@ impl Manager {
             webhook,
             webhook_client,
             metrics,
+            exit_on_lost_leadership,
             ..
         } = self;
         let webhook_server = match webhook.server {
@@ -673,14 +694,17 @@ impl Manager {
             };
             let run = async {
                 let result = match (elector, member) {
-                    (Some(elector), _) => lead(elector, controllers, &factory, &cancel).await,
+                    (Some(elector), _) => {
+                        let exit = exit_on_lost_leadership;
+                        lead(elector, controllers, &factory, &cancel, exit).await
+                    }
                     (None, Some(member)) => {
                         shard(member, controllers, &factory, &cancel).await;
                         Ok(())
                     }
                     (None, None) => {
                         let never = CancellationToken::new();
-                        run_controllers(controllers, &factory, cancel.clone(), never).await;
+                        run_controllers(&controllers, &factory, cancel.clone(), never).await;
                         Ok(())
                     }
                 };
@@ -704,30 +728,41 @@ impl Manager {
     }
 }
 
-/// Runs the controllers while `elector` leads; see the [module docs](self).
+/// Runs the controllers while `elector` leads, and after a lost lease (unless
+/// `exit_on_lost_leadership`, or after `cancel`) waits to lead again; see the
+/// [module docs](self).
 async fn lead(
     elector: LeaderElector,
     controllers: Vec<RegisteredController>,
     factory: &Arc<SharedInformerFactory>,
     cancel: &CancellationToken,
+    exit_on_lost_leadership: bool,
 ) -> Result<(), ManagerError> {
     let identity = elector.identity().to_string();
-    tracing::info!(%identity, "waiting for leadership");
-    // Fired when this replica stops leading: at once when the lease is lost (even while
-    // draining after `cancel`), only after the work returned otherwise.
-    let stopped = CancellationToken::new();
-    let on_stopped = stopped.clone();
-    let callbacks = LeaderCallbacks::new(|leading: CancellationToken| async move {
-        tracing::info!(%identity, "started leading: starting controllers");
-        let abort = CancellationToken::new();
-        let run = run_controllers(controllers, factory, leading, abort.clone());
-        run_to_end(run, &stopped, || abort.cancel()).await;
-        tracing::info!(%identity, "stopped leading: controllers stopped");
-    })
-    .on_stopped_leading(move || on_stopped.cancel());
-    match elector.run(cancel.clone(), callbacks).await {
-        RunOutcome::LeadershipLost => Err(ManagerError::LeadershipLost),
-        RunOutcome::Cancelled | RunOutcome::WorkFinished => Ok(()),
+    loop {
+        tracing::info!(%identity, "waiting for leadership");
+        // Fired when this replica stops leading: at once when the lease is lost (even while
+        // draining after `cancel`), only after the work returned otherwise.
+        let stopped = CancellationToken::new();
+        let on_stopped = stopped.clone();
+        let (identity, controllers) = (&identity, &controllers);
+        let callbacks = LeaderCallbacks::new(|leading: CancellationToken| async move {
+            tracing::info!(%identity, "started leading: starting controllers");
+            let abort = CancellationToken::new();
+            let run = run_controllers(controllers, factory, leading, abort.clone());
+            run_to_end(run, &stopped, || abort.cancel()).await;
+            tracing::info!(%identity, "stopped leading: controllers stopped");
+        })
+        .on_stopped_leading(move || on_stopped.cancel());
+        match elector.run(cancel.clone(), callbacks).await {
+            RunOutcome::LeadershipLost if exit_on_lost_leadership || cancel.is_cancelled() => {
+                return Err(ManagerError::LeadershipLost);
+            }
+            RunOutcome::LeadershipLost => {
+                tracing::warn!(%identity, "lost the lease: a candidate again");
+            }
+            RunOutcome::Cancelled | RunOutcome::WorkFinished => return Ok(()),
+        }
     }
 }
 
@@ -760,7 +795,7 @@ async fn shard(
     let gate = Arc::clone(member.gate());
     let work = async {
         let never = CancellationToken::new();
-        let run = run_controllers(controllers, factory, cancel.clone(), never);
+        let run = run_controllers(&controllers, factory, cancel.clone(), never);
         run_to_end(run, cancel, || gate.close()).await;
         release.cancel();
     };
@@ -785,12 +820,12 @@ async fn run_to_end(
 
 /// Runs every controller until `cancel` (a bounded shutdown) or `abort` fires.
 async fn run_controllers(
-    controllers: Vec<RegisteredController>,
+    controllers: &[RegisteredController],
     factory: &Arc<SharedInformerFactory>,
     cancel: CancellationToken,
     abort: CancellationToken,
 ) {
-    let runs = controllers.into_iter().map(|c| {
+    let runs = controllers.iter().map(|c| {
         let run = (c.run)(factory.clone(), cancel.clone(), abort.clone());
         async move {
             if let Err(e) = run.await {

@@ -45,7 +45,8 @@
 //!   reconciles in flight get a grace period, after which they are dropped too.
 //!   [`Runner::run_or_abort`] also takes an `abort` token: when it fires, workers take no
 //!   further key and the reconciles in flight are dropped at their next `.await` (what a
-//!   controller that lost its leadership must do).
+//!   controller that lost its leadership must do), their keys put back on the queue; the
+//!   queue is left running, so that a later run (once leading again) takes its keys.
 //! - A worker task that ends before shutdown (a panic outside the reconcile) is counted in
 //!   [`RunStats::workers_died`], which a liveness check reads.
 //! - [`shutdown_signal`] gives a token cancelled by the first SIGINT or SIGTERM; a second
@@ -628,7 +629,9 @@ impl Runner {
 
     /// [`run`](Self::run), except that when `abort` fires the workers stop at once: no
     /// further key is taken, queued keys are left, and the reconciles in flight are
-    /// dropped. `run_or_abort` returns once every worker has ended.
+    /// dropped and their keys queued again. `run_or_abort` returns once every worker has
+    /// ended; unless `cancel` fired too, the queue is not shut down and the runner can run
+    /// again.
     pub async fn run_or_abort<R: Reconciler>(
         &self,
         reconciler: Arc<R>,
@@ -645,6 +648,9 @@ impl Runner {
             _ = abort.cancelled() => false,
         };
         if !synced {
+            if abort.is_cancelled() && !cancel.is_cancelled() {
+                return Ok(());
+            }
             self.queue.shut_down();
             return Err(RunError::CachesNotSynced(self.name.clone()));
         }
@@ -693,7 +699,7 @@ impl Runner {
                     }
                 }
             },
-            _ = abort.cancelled() => self.queue.shut_down(),
+            _ = abort.cancelled() => {}
         }
         if abort.is_cancelled() {
             tracing::warn!(controller = %self.name, "aborted: queued work left undone");
@@ -759,7 +765,10 @@ impl<R: Reconciler> Worker<R> {
             tokio::select! {
                 biased;
                 _ = stop.cancelled() => {
+                    // Dropped unfinished: whoever runs next reconciles it (a shut down
+                    // queue takes nothing more).
                     self.queue.done(&key);
+                    self.queue.add(key);
                     break;
                 }
                 () = self.process(&key) => self.queue.done(&key),
@@ -1443,8 +1452,56 @@ mod tests {
         result.unwrap();
         let calls = script.calls.lock().clone();
         assert_eq!(calls.len(), 1, "only key-slow was started: {calls:?}");
-        assert_eq!(q.len(), 10, "queued keys are left undone");
+        // key-slow is queued again too, unless the cancel shut the queue down first.
+        assert!(q.len() >= 10, "queued keys are left undone: {}", q.len());
         assert_eq!(runner.stats().workers_died(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_an_abort_alone_the_runner_runs_again_and_reconciles_what_was_left() {
+        let q = queue();
+        q.add("key-slow".to_string());
+        q.add("key-0".to_string());
+        let runner = Runner::new("test", q.clone());
+        let script = Arc::new(Script::default());
+        let (cancel, abort) = (CancellationToken::new(), CancellationToken::new());
+        let run = runner.run_or_abort(
+            script.clone(),
+            1,
+            async { true },
+            cancel.clone(),
+            abort.clone(),
+        );
+        let stop = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            abort.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+        assert!(
+            !q.shutting_down(),
+            "an abort alone leaves the queue running"
+        );
+        // Two workers: key-slow never ends, key-0 does.
+        let again = CancellationToken::new();
+        let run = runner.run_or_abort(script.clone(), 2, async { true }, cancel, again.clone());
+        let stop = async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            again.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+        let calls = script.calls.lock().clone();
+        assert_eq!(
+            calls.get("key-0"),
+            Some(&1),
+            "the key left is reconciled: {calls:?}"
+        );
+        assert_eq!(
+            calls.get("key-slow"),
+            Some(&2),
+            "and the one dropped again: {calls:?}"
+        );
     }
 
     /// Runs `runner` with one worker over `key` then ten more, cancels it after 5 s, and

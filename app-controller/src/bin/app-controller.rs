@@ -77,6 +77,10 @@ struct Flags {
     #[arg(long, env = "APP_CONTROLLER_LEADER_ELECT_RETRY_PERIOD", default_value = "2s",
           value_parser = duration)]
     leader_elect_retry_period: Duration,
+    /// Exit (status 1) when the leader Lease is lost, instead of stopping the controller
+    /// and standing as a candidate again.
+    #[arg(long, env = "APP_CONTROLLER_EXIT_ON_LOST_LEADERSHIP")]
+    exit_on_lost_leadership: bool,
     /// On SIGTERM, how long the reconciles in flight get before they are dropped and the
     /// lease released (queued Apps are left to the next leader).
     #[arg(long, env = "APP_CONTROLLER_GRACEFUL_SHUTDOWN_TIMEOUT", default_value = "30s",
@@ -216,6 +220,7 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
         builder = builder.sharding(sharding);
     }
     if flags.leader_elect {
+        builder = builder.exit_on_lost_leadership(flags.exit_on_lost_leadership);
         builder = builder.leader_election(move |clientset| {
             let lock = LeaseLock::from_clientset(clientset, &namespace, flags.leader_elect_id);
             LeaderElectionConfig::new(lock)
@@ -247,6 +252,10 @@ mod tests {
     fn flags_default_like_controller_runtime_and_parse_addresses_and_durations() {
         let flags = Flags::try_parse_from(["app-controller"]).unwrap();
         assert!(!flags.leader_elect);
+        assert!(
+            !flags.exit_on_lost_leadership,
+            "a candidate again by default"
+        );
         assert_eq!(flags.leader_elect_id, "app-controller");
         assert_eq!(flags.metrics_bind_address.0, None, "metrics off by default");
         assert_eq!(

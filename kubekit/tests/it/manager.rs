@@ -388,8 +388,69 @@ async fn a_manager_that_loses_its_lease_stops_its_controllers_and_returns_an_err
     assert!(!elector.is_leader());
 }
 
+#[tokio::test]
+async fn a_manager_that_loses_its_lease_is_a_candidate_again_and_reconciles_once_it_leads_again() {
+    let ns = namespace("manager-candidate").await;
+    let config = admin_config().await;
+    let admin = Clientset::new(&config).unwrap();
+    let cms = admin.core_v1().config_maps(&ns);
+    cms.create(&config_map("one", &[]), &CreateOptions::default())
+        .await
+        .unwrap();
+    let lease_ns = ns.clone();
+    let mut mgr = Manager::builder(config)
+        .namespace(&ns)
+        .leader_election(move |clientset| short_lease(clientset, &lease_ns, "candidate"))
+        .build()
+        .unwrap();
+    let elector = mgr.elector().unwrap().clone();
+    let seen = Arc::new(Seen::default());
+    mgr.controller::<ConfigMap>("second")
+        .build(reconcile_second, seen.clone())
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let manager = tokio::spawn(mgr.start(cancel.clone()));
+    eventually(30, "the manager leads and reconciles", || async {
+        (elector.is_leader() && seen.count("second", "one") == 1).then_some(())
+    })
+    .await;
+
+    usurp(&admin, &ns, "candidate").await;
+    eventually(10, "the lease lost", || async {
+        (!elector.is_leader()).then_some(())
+    })
+    .await;
+    // Changed while another holds the lease: left queued, not reconciled here.
+    cms.create(&config_map("two", &[]), &CreateOptions::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    if !elector.is_leader() {
+        assert_eq!(
+            seen.count("second", "two"),
+            0,
+            "no reconcile without the lease"
+        );
+    }
+    // The usurper never renews: once its lease expires this replica takes it back.
+    eventually(
+        30,
+        "leading again and reconciling what changed meanwhile",
+        || async { (elector.is_leader() && seen.count("second", "two") == 1).then_some(()) },
+    )
+    .await;
+    assert!(!manager.is_finished(), "the manager did not exit");
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(20), manager)
+        .await
+        .expect("stops on cancel")
+        .unwrap()
+        .unwrap();
+}
+
 /// An admin clientset, a fresh namespace (prefix `prefix`) holding ConfigMap `one`, and a
-/// manager watching it with leader election on Lease `lease` (3 s / 2 s / 500 ms).
+/// manager watching it with leader election on Lease `lease` (3 s / 2 s / 500 ms), exiting
+/// when it loses the lease.
 async fn leader_elected_manager(prefix: &str, lease: &'static str) -> (Clientset, String, Manager) {
     let ns = namespace(prefix).await;
     let config = admin_config().await;
@@ -404,6 +465,7 @@ async fn leader_elected_manager(prefix: &str, lease: &'static str) -> (Clientset
     let mgr = Manager::builder(config)
         .namespace(&ns)
         .leader_election(move |clientset| short_lease(clientset, &lease_ns, lease))
+        .exit_on_lost_leadership(true)
         .build()
         .unwrap();
     (admin, ns, mgr)
