@@ -364,6 +364,7 @@ async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() 
         took.unsigned_abs() <= bound,
         "takeover after SIGKILL took {took:?} > {bound:?}"
     );
+    first_reconcile_follows_acquisition(by_identity(&mut replicas, &second), "SIGKILL");
 
     // SIGTERM the new leader: it releases the Lease on its way out; the last replica takes
     // over at its next attempt, and reconciles.
@@ -388,6 +389,7 @@ async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() 
         took.unsigned_abs() <= bound,
         "takeover after SIGTERM took {took:?} > {bound:?}"
     );
+    first_reconcile_follows_acquisition(by_identity(&mut replicas, &third), "SIGTERM");
     let status = by_identity(&mut replicas, &third).process.terminate();
     assert!(status.success(), "the last leader exited with {status}");
 
@@ -401,6 +403,24 @@ async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() 
     for pair in periods.windows(2) {
         assert!(pair[0].1 <= pair[1].0, "overlapping leaders: {pair:?}");
     }
+}
+
+/// Checks that the first reconcile of `replica`, a new leader after a `signal` to the last
+/// one, followed its acquisition at once: its caches were synced while it waited, and the
+/// Apps of their initial list were queued already.
+fn first_reconcile_follows_acquisition(replica: &mut Replica, signal: &str) {
+    let leading = replica.times("started leading")[0];
+    let reconciled = replica
+        .times("applying Deployment")
+        .into_iter()
+        .find(|t| *t >= leading)
+        .expect("a reconcile after acquiring");
+    let took = reconciled.duration_since(leading);
+    eprintln!("first reconcile after acquiring ({signal}): {took:?}");
+    assert!(
+        took.unsigned_abs() <= Duration::from_secs(1),
+        "the first reconcile came {took:?} after acquiring"
+    );
 }
 
 /// Starts a replica with `--leader-elect` on the Lease in `lease_ns`, watching `ns`, its
