@@ -30,6 +30,14 @@
 //!   of 800 ms doubling to 30 s with up to 100 % jitter, reset after 2 minutes without
 //!   failure. Every return from list-and-watch also waits that backoff, as client-go does.
 //!   A wait of 5 s or more is logged when it begins.
+//! - **A resource the server does not serve** (a list or watch answered 404 Not Found:
+//!   the CRD of a custom resource was deleted, or is not installed yet): reported once, the
+//!   store emptied if it was listed (the server has no such objects; handlers see each
+//!   cached one deleted; a store never listed stays unsynced),
+//!   and then no more watching, backoff or error reports: a list is tried every
+//!   [`NOT_SERVED_PROBE`] (2 s) until one succeeds, which is logged, and list-and-watch
+//!   carries on from it (an informer whose CRD is installed later syncs within that
+//!   period). [`Reflector::is_served`] tells which state it is in.
 //! - **A silent watch** — nothing received for longer than the watch's own timeout plus
 //!   [`ReflectorOptions::silence_grace`] — is a dead connection: it is dropped and
 //!   re-established like a connection error.
@@ -420,6 +428,12 @@ where
         }
     }
 
+    /// Whether the server serves the resource: false from a list or watch answered 404 Not
+    /// Found (its CRD deleted, or not installed yet) to the next list that succeeds.
+    pub fn is_served(&self) -> bool {
+        self.core.served.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// The resourceVersion of the last list, event or bookmark applied to the store (empty
     /// before the first list).
     pub fn last_sync_resource_version(&self) -> String {
@@ -454,6 +468,9 @@ impl ReflectorRunner {
     }
 }
 
+/// How often a reflector whose resource the server does not serve tries to list it again.
+pub const NOT_SERVED_PROBE: Duration = Duration::from_secs(2);
+
 /// The reflector of every type.
 struct Core {
     lw: Arc<dyn ListerWatcher<Object>>,
@@ -469,6 +486,8 @@ struct Core {
     shard_warnings: Arc<ShardWarnings>,
     /// Whether a list completed once (the next ones are relists).
     listed: std::sync::atomic::AtomicBool,
+    /// False from a 404 Not Found of its resource to the next list that succeeds.
+    served: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Core {
@@ -514,6 +533,7 @@ impl Core {
             shard,
             shard_warnings,
             listed: std::sync::atomic::AtomicBool::new(false),
+            served: std::sync::atomic::AtomicBool::new(true),
         }
     }
 
@@ -585,13 +605,49 @@ impl Core {
         tracing::debug!(reflector = %self.opts.name, "starting on {}", self.lw.describe());
         let mut backoff = Backoff::new(self.opts.backoff);
         loop {
-            if let Err(e) = self.list_and_watch(&cancel, &mut backoff).await {
-                self.report(&e);
+            match self.list_and_watch(&cancel, &mut backoff).await {
+                Err(e) if e.is_not_found() => {
+                    self.not_served(&e);
+                    tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        () = tokio::time::sleep(NOT_SERVED_PROBE) => continue,
+                    }
+                }
+                Err(e) => self.report(&e),
+                Ok(()) => {}
             }
             if cancel.is_cancelled() || !backoff.wait(&cancel, &self.opts.name).await {
                 tracing::debug!(reflector = %self.opts.name, "stopped");
                 return;
             }
+        }
+    }
+
+    /// The server answered 404 Not Found for the resource: reported and the store emptied
+    /// the first time, quiet after that.
+    fn not_served(&self, e: &Error) {
+        use std::sync::atomic::Ordering;
+        if !self.served.swap(false, Ordering::AcqRel) {
+            tracing::debug!(reflector = %self.opts.name, "still not served: {e}");
+            return;
+        }
+        self.report(e);
+        tracing::warn!(
+            reflector = %self.opts.name,
+            "the server does not serve {} (its CRD deleted, or not installed yet): cache emptied; listing again every {NOT_SERVED_PROBE:?} until it does",
+            self.lw.describe()
+        );
+        // Never listed: nothing cached, and not synced until the resource is served.
+        if self.listed.load(Ordering::Acquire) {
+            self.store.replace_begin();
+            self.store.replace_end();
+        }
+    }
+
+    /// A list succeeded: logs that the resource is served again, if it was not.
+    fn served_again(&self) {
+        if !self.served.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            tracing::info!(reflector = %self.opts.name, "{} is served again", self.lw.describe());
         }
     }
 
@@ -656,6 +712,7 @@ impl Core {
                 r = self.list() => r?,
             }
         }
+        self.served_again();
         if let Some((control, generation)) = generation {
             control.mark_listed(generation);
         }

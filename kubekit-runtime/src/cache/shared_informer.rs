@@ -534,6 +534,13 @@ where
         wait_for_sync(self.shared.fifo.wait_synced(), cancel)
     }
 
+    /// Whether the server serves the informer's resource ([`Reflector::is_served`]): false
+    /// while its CRD is deleted or not installed yet, the informer then waiting for it
+    /// (true before start).
+    pub fn is_served(&self) -> bool {
+        self.reflector.lock().as_ref().is_none_or(|r| r.is_served())
+    }
+
     /// The resourceVersion the reflector last saw (empty before start).
     pub fn last_sync_resource_version(&self) -> String {
         self.reflector

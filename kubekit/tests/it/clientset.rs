@@ -316,7 +316,7 @@ async fn cluster_scoped_and_all_namespace_clients_span_the_cluster() {
 }
 
 /// A CustomResourceDefinition of `plural.group`, kind `kind`, objects of any shape.
-fn crd(group: &str, plural: &str, kind: &str) -> CustomResourceDefinition {
+pub(crate) fn crd(group: &str, plural: &str, kind: &str) -> CustomResourceDefinition {
     serde_json::from_value(json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -592,3 +592,91 @@ async fn a_removed_informer_stops_and_the_next_one_asked_for_is_new() {
     assert_eq!(names(old.informer()), ["before"]);
     factory.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_informer_waits_for_its_crd_empties_when_it_is_deleted_and_resumes_when_it_returns() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kubekit::clientset::DeleteOptions;
+
+    let (cs, ns) = setup("inf-crd-lifecycle").await;
+    let group = format!("{ns}.kubekit.test");
+    let gvr = GroupVersionResource::new(&group, "v1", "widgets");
+    let factory = SharedInformerFactory::builder(cs.clone())
+        .namespace(&ns)
+        .build();
+    let widgets = factory.for_resource(&gvr);
+    factory.start();
+    let informer = widgets.informer().clone();
+    testenv::eventually(
+        30,
+        "the informer to find its resource not served",
+        || async { (!informer.is_served()).then_some(()) },
+    )
+    .await;
+    assert!(
+        !informer.has_synced(),
+        "not synced while its CRD is not installed"
+    );
+
+    // Installed later: the informer syncs and caches what is created.
+    let crds = cs.cluster_resource::<CustomResourceDefinition>();
+    let install = || async {
+        cs.install_crd(
+            crate::clientset::crd(&group, "widgets", "Widget"),
+            "kubekit-tests",
+        )
+        .await
+        .expect("install the CRD")
+    };
+    install().await;
+    let installed = std::time::Instant::now();
+    synced(&informer).await;
+    eprintln!(
+        "synced {:?} after its CRD was installed",
+        installed.elapsed()
+    );
+    assert!(informer.is_served());
+    let client = DynamicClient::from_rest_client(cs.rest_client().clone());
+    let create = |name: &'static str| {
+        let widgets = client.resource(&gvr).namespace(&ns);
+        let mut widget = Unstructured::new(&format!("{group}/v1"), "Widget");
+        widget.metadata.name = Some(name.into());
+        async move { widgets.create(&widget, &CreateOptions::default()).await }
+    };
+    create("first").await.expect("create a Widget");
+    let lister = widgets.lister();
+    let cached = |name: &'static str| {
+        let (lister, ns) = (lister.clone(), ns.clone());
+        async move { lister.namespaced(&ns).get(name).ok() }
+    };
+    testenv::eventually(30, "the first Widget cached", || cached("first")).await;
+
+    // Deleted: the informer says so and lets go of its objects.
+    crds.delete(&format!("widgets.{group}"), &DeleteOptions::default())
+        .await
+        .expect("delete the CRD");
+    testenv::eventually(60, "not served, and nothing cached", || async {
+        (!informer.is_served() && informer.indexer().list().is_empty()).then_some(())
+    })
+    .await;
+
+    // Back: served again, and caching again.
+    testenv::eventually_ok(60, "the CRD installed again", || async {
+        match crds
+            .get_opt(&format!("widgets.{group}"), &Default::default())
+            .await
+        {
+            Ok(None) => Ok(install().await),
+            Ok(Some(_)) => Err("still being deleted".to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await;
+    testenv::eventually_ok(30, "a Widget created again", || async {
+        create("second").await.map_err(|e| e.to_string())
+    })
+    .await;
+    testenv::eventually(30, "the second Widget cached", || cached("second")).await;
+    assert!(informer.is_served());
+    factory.shutdown().await;
+}

@@ -781,6 +781,62 @@ async fn a_server_refusing_every_list_with_gone_is_asked_again_only_after_the_ba
     task.await.unwrap();
 }
 
+/// Lets the reflector run until `cond` holds, giving the loopback server's thread real
+/// time to answer (at most a second of it).
+async fn served_by_loopback(h: &Harness, cond: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if cond() {
+            return;
+        }
+        h.settle().await;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("condition not reached");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_resource_not_served_is_reported_once_and_listed_every_probe_period_until_it_is() {
+    let served = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = TestServer::start({
+        let served = served.clone();
+        move |line| match (
+            served.load(std::sync::atomic::Ordering::SeqCst),
+            is_list(line),
+        ) {
+            (false, _) => Reply::status(404, "NotFound"),
+            (true, true) => Reply::json(200, EMPTY_LIST),
+            (true, false) => Reply::json(200, ""),
+        }
+    })
+    .await;
+    let h = loopback_harness(&server);
+    let task = h.start();
+    h.settle_until(|| !h.errors.lock().is_empty()).await;
+    assert!(!h.reflector.is_served());
+    assert_eq!(server.requests().len(), 1);
+    for probe in 2..=4 {
+        tokio::time::advance(NOT_SERVED_PROBE - Duration::from_millis(1)).await;
+        h.settle().await;
+        assert_eq!(
+            server.requests().len(),
+            probe - 1,
+            "waiting the probe period"
+        );
+        tokio::time::advance(Duration::from_millis(1)).await;
+        served_by_loopback(&h, || server.requests().len() == probe).await;
+    }
+    h.settle().await;
+    assert_eq!(h.errors().len(), 1, "reported once: {:?}", h.errors());
+    assert!(!h.fifo.has_synced(), "never listed: not synced");
+
+    served.store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::advance(NOT_SERVED_PROBE).await;
+    served_by_loopback(&h, || h.fifo.has_synced()).await;
+    assert!(h.reflector.is_served());
+    h.cancel.cancel();
+    task.await.unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn watches_closed_at_once_with_an_empty_body_are_reported_and_backed_off() {
     let server = TestServer::start(|line| match is_list(line) {
