@@ -746,10 +746,12 @@ async fn lead(
         let stopped = CancellationToken::new();
         let on_stopped = stopped.clone();
         let (identity, controllers) = (&identity, &controllers);
-        let callbacks = LeaderCallbacks::new(|leading: CancellationToken| async move {
+        // The controllers' shutdown follows `cancel`, not the elector's token (which a lost
+        // lease fires too): a lost lease aborts them, leaving their queues for the next term.
+        let callbacks = LeaderCallbacks::new(|_leading: CancellationToken| async move {
             tracing::info!(%identity, "started leading: starting controllers");
             let abort = CancellationToken::new();
-            let run = run_controllers(controllers, factory, leading, abort.clone());
+            let run = run_controllers(controllers, factory, cancel.clone(), abort.clone());
             run_to_end(run, &stopped, || abort.cancel()).await;
             tracing::info!(%identity, "stopped leading: controllers stopped");
         })

@@ -675,6 +675,9 @@ impl Runner {
             })
             .collect();
         tokio::select! {
+            // An abort wins over a cancel that comes with it: the queue is left running.
+            biased;
+            _ = abort.cancelled() => {}
             _ = cancel.cancelled() => match self.shutdown_grace {
                 Some(grace) => {
                     let queued = self.queue.len();
@@ -699,7 +702,6 @@ impl Runner {
                     }
                 }
             },
-            _ = abort.cancelled() => {}
         }
         if abort.is_cancelled() {
             tracing::warn!(controller = %self.name, "aborted: queued work left undone");
@@ -1425,6 +1427,22 @@ mod tests {
         assert_eq!(format!("{from_string}"), "sync failed");
     }
 
+    /// Runs `runner` with one worker over `script` and aborts it 5 s in, cancelling it
+    /// just before when `cancel_too`.
+    async fn aborted_after_5s(runner: &Runner, script: Arc<Script>, cancel_too: bool) {
+        let (cancel, abort) = (CancellationToken::new(), CancellationToken::new());
+        let run = runner.run_or_abort(script, 1, async { true }, cancel.clone(), abort.clone());
+        let stop = async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            if cancel_too {
+                cancel.cancel();
+            }
+            abort.cancel();
+        };
+        let (result, ()) = tokio::join!(run, stop);
+        result.unwrap();
+    }
+
     #[tokio::test(start_paused = true)]
     async fn abort_drops_the_reconcile_in_flight_and_leaves_queued_keys() {
         let q = queue();
@@ -1434,22 +1452,8 @@ mod tests {
         }
         let runner = Runner::new("test", q.clone());
         let script = Arc::new(Script::default());
-        let (cancel, abort) = (CancellationToken::new(), CancellationToken::new());
-        let run = runner.run_or_abort(
-            script.clone(),
-            1,
-            async { true },
-            cancel.clone(),
-            abort.clone(),
-        );
-        let stop = async {
-            // The one worker is stuck in key-slow.
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            cancel.cancel();
-            abort.cancel();
-        };
-        let (result, ()) = tokio::join!(run, stop);
-        result.unwrap();
+        // The one worker is stuck in key-slow.
+        aborted_after_5s(&runner, script.clone(), true).await;
         let calls = script.calls.lock().clone();
         assert_eq!(calls.len(), 1, "only key-slow was started: {calls:?}");
         // key-slow is queued again too, unless the cancel shut the queue down first.
@@ -1464,27 +1468,15 @@ mod tests {
         q.add("key-0".to_string());
         let runner = Runner::new("test", q.clone());
         let script = Arc::new(Script::default());
-        let (cancel, abort) = (CancellationToken::new(), CancellationToken::new());
-        let run = runner.run_or_abort(
-            script.clone(),
-            1,
-            async { true },
-            cancel.clone(),
-            abort.clone(),
-        );
-        let stop = async {
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            abort.cancel();
-        };
-        let (result, ()) = tokio::join!(run, stop);
-        result.unwrap();
+        aborted_after_5s(&runner, script.clone(), false).await;
         assert!(
             !q.shutting_down(),
             "an abort alone leaves the queue running"
         );
         // Two workers: key-slow never ends, key-0 does.
         let again = CancellationToken::new();
-        let run = runner.run_or_abort(script.clone(), 2, async { true }, cancel, again.clone());
+        let never = CancellationToken::new();
+        let run = runner.run_or_abort(script.clone(), 2, async { true }, never, again.clone());
         let stop = async {
             tokio::time::sleep(Duration::from_secs(30)).await;
             again.cancel();

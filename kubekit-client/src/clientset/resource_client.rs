@@ -385,7 +385,7 @@ where
     /// configuration (answered with a `Scale`), a Pod's `resize` or `ephemeralcontainers`
     /// with a Pod's (answered with the Pod), as client-go's `ApplyScale` and the like.
     /// What is applied is recorded in the object's `managedFields` under that subresource
-    /// ([`extract_from`](crate::applyconfigurations::extract_from) reads it back).
+    /// ([`extract_from`](kubekit_applyconfigurations::extract_from) reads it back).
     ///
     /// Refused unsent ([`Error::Request`]) when `config` has no `metadata.name` or names
     /// another namespace than this client's.

@@ -371,7 +371,7 @@ async fn built_controllers_reconcile_share_informers_and_are_observable() {
 
 #[tokio::test]
 async fn a_manager_that_loses_its_lease_stops_its_controllers_and_returns_an_error() {
-    let (admin, ns, mut mgr) = leader_elected_manager("manager-lost", "lost-it").await;
+    let (admin, ns, mut mgr) = leader_elected_manager("manager-lost", "lost-it", true).await;
     let elector = mgr.elector().unwrap().clone();
     let seen = Arc::new(Seen::default());
     mgr.controller::<ConfigMap>("lost")
@@ -390,19 +390,9 @@ async fn a_manager_that_loses_its_lease_stops_its_controllers_and_returns_an_err
 
 #[tokio::test]
 async fn a_manager_that_loses_its_lease_is_a_candidate_again_and_reconciles_once_it_leads_again() {
-    let ns = namespace("manager-candidate").await;
-    let config = admin_config().await;
-    let admin = Clientset::new(&config).unwrap();
+    let (admin, ns, mut mgr) =
+        leader_elected_manager("manager-candidate", "candidate", false).await;
     let cms = admin.core_v1().config_maps(&ns);
-    cms.create(&config_map("one", &[]), &CreateOptions::default())
-        .await
-        .unwrap();
-    let lease_ns = ns.clone();
-    let mut mgr = Manager::builder(config)
-        .namespace(&ns)
-        .leader_election(move |clientset| short_lease(clientset, &lease_ns, "candidate"))
-        .build()
-        .unwrap();
     let elector = mgr.elector().unwrap().clone();
     let seen = Arc::new(Seen::default());
     mgr.controller::<ConfigMap>("second")
@@ -450,8 +440,12 @@ async fn a_manager_that_loses_its_lease_is_a_candidate_again_and_reconciles_once
 
 /// An admin clientset, a fresh namespace (prefix `prefix`) holding ConfigMap `one`, and a
 /// manager watching it with leader election on Lease `lease` (3 s / 2 s / 500 ms), exiting
-/// when it loses the lease.
-async fn leader_elected_manager(prefix: &str, lease: &'static str) -> (Clientset, String, Manager) {
+/// when it loses the lease if `exit`, a candidate again otherwise.
+async fn leader_elected_manager(
+    prefix: &str,
+    lease: &'static str,
+    exit: bool,
+) -> (Clientset, String, Manager) {
     let ns = namespace(prefix).await;
     let config = admin_config().await;
     let admin = Clientset::new(&config).unwrap();
@@ -465,7 +459,7 @@ async fn leader_elected_manager(prefix: &str, lease: &'static str) -> (Clientset
     let mgr = Manager::builder(config)
         .namespace(&ns)
         .leader_election(move |clientset| short_lease(clientset, &lease_ns, lease))
-        .exit_on_lost_leadership(true)
+        .exit_on_lost_leadership(exit)
         .build()
         .unwrap();
     (admin, ns, mgr)
@@ -519,7 +513,7 @@ async fn reconcile_stuck(
 
 #[tokio::test]
 async fn a_lease_lost_while_draining_after_cancel_stops_the_controllers_at_once() {
-    let (admin, ns, mut mgr) = leader_elected_manager("manager-drain", "drain-it").await;
+    let (admin, ns, mut mgr) = leader_elected_manager("manager-drain", "drain-it", true).await;
     let elector = mgr.elector().unwrap().clone();
     let seen = Arc::new(Seen::default());
     mgr.controller::<ConfigMap>("stuck")
