@@ -33,11 +33,11 @@
 //! - **A resource the server does not serve** (a list or watch answered 404 Not Found:
 //!   the CRD of a custom resource was deleted, or is not installed yet): reported once, the
 //!   store emptied if it was listed (the server has no such objects; handlers see each
-//!   cached one deleted; a store never listed stays unsynced),
-//!   and then no more watching, backoff or error reports: a list is tried every
-//!   [`NOT_SERVED_PROBE`] (2 s) until one succeeds, which is logged, and list-and-watch
-//!   carries on from it (an informer whose CRD is installed later syncs within that
-//!   period). [`Reflector::is_served`] tells which state it is in.
+//!   cached one deleted; a store never listed stays unsynced), and then no more watching,
+//!   backoff or error reports: a list is tried every [`NOT_SERVED_PROBE`] (2 s) until one
+//!   succeeds, which is logged, and list-and-watch carries on from it (an informer whose
+//!   CRD is installed later syncs within that period). [`Reflector::is_served`] tells which
+//!   state it is in.
 //! - **A silent watch** — nothing received for longer than the watch's own timeout plus
 //!   [`ReflectorOptions::silence_grace`] — is a dead connection: it is dropped and
 //!   re-established like a connection error.

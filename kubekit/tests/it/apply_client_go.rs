@@ -109,21 +109,35 @@ struct Case {
     compare: Compare,
 }
 
-/// The case `name` applying the steps `build(namespace)` gives to objects of kind `K`.
-fn case<K>(name: &'static str, build: fn(&str) -> Vec<Step<K::Configuration>>) -> Case
-where
-    K: kube::Resource<DynamicType = ()>
-        + Configurable
+/// A kind the cases apply: a k8s-openapi type with its generated configuration.
+trait Kind:
+    kube::Resource<DynamicType = (), Scope: KnownScope>
+    + Configurable<Configuration: ApplyConfiguration>
+    + serde::Serialize
+    + DeserializeOwned
+    + Clone
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Kind for K where
+    K: kube::Resource<DynamicType = (), Scope: KnownScope>
+        + Configurable<Configuration: ApplyConfiguration>
         + serde::Serialize
         + DeserializeOwned
         + Clone
         + std::fmt::Debug
         + Send
         + Sync
-        + 'static,
-    K::Scope: KnownScope,
-    K::Configuration: ApplyConfiguration,
+        + 'static
 {
+}
+
+/// The case `name` applying the steps `build(namespace)` gives to objects of kind `K`.
+fn case<K: Kind>(name: &'static str, build: fn(&str) -> Vec<Step<K::Configuration>>) -> Case {
     Case {
         name,
         compare: Box::new(move |sides, go| Box::pin(compare::<K>(sides, go, build))),
@@ -131,24 +145,11 @@ where
 }
 
 /// The differences between kubekit's run of a case and client-go's, as messages.
-async fn compare<K>(
+async fn compare<K: Kind>(
     sides: &Sides,
     go: &GoReport,
     build: fn(&str) -> Vec<Step<K::Configuration>>,
-) -> Vec<String>
-where
-    K: kube::Resource<DynamicType = ()>
-        + Configurable
-        + serde::Serialize
-        + DeserializeOwned
-        + Clone
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-    K::Scope: KnownScope,
-    K::Configuration: ApplyConfiguration,
-{
+) -> Vec<String> {
     let mut differences = Vec::new();
     // The bodies, built for the Go side's namespace.
     let bodies: Vec<Value> = build(&sides.go_ns)
