@@ -12,8 +12,9 @@
 //! and with several, sets, atomic lists, granular and atomic maps, `IntOrString`,
 //! `Quantity`, `RawExtension`, `Time` and `MicroTime`, embedded objects, atomic list items,
 //! two managers sharing a list, map or set, a reapply that drops fields, and status.
-//! Nothing in them is touched by kube-controller-manager between two steps (no owner
-//! references: the garbage collector removes those whose owner does not exist).
+//! What the server's controllers write on their own is set aside: other managers'
+//! `managedFields` entries, and the status where a case applies none. No case has owner
+//! references: the garbage collector removes those whose owner does not exist.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -187,8 +188,10 @@ async fn compare<K: Kind>(
         Ok(object) => object,
         Err(e) => return vec![format!("client-go's stored object does not decode: {e}")],
     };
-    let ours = comparable(&stored, &sides.kubekit_ns, &sides.go_ns);
-    let theirs = comparable(&go_stored, &sides.go_ns, &sides.go_ns);
+    let managers: Vec<&str> = go.extracted.iter().map(|e| e.manager.as_str()).collect();
+    let status = go.extracted.iter().any(|e| e.subresource == "status");
+    let ours = comparable(&stored, &sides.kubekit_ns, &sides.go_ns, &managers, status);
+    let theirs = comparable(&go_stored, &sides.go_ns, &sides.go_ns, &managers, status);
     differences.extend(difference("the stored object".into(), &ours, &theirs));
     // Extract, from both stored objects, what client-go extracted from its own.
     for want in &go.extracted {
@@ -245,8 +248,17 @@ fn renamed(value: &Value, from: &str, to: &str) -> Value {
 }
 
 /// The object as both sides can compare it: as k8s-openapi reads it, in the namespace
-/// `to`, without what the server makes unique to each object.
-fn comparable<K: serde::Serialize>(object: &K, ns: &str, to: &str) -> Value {
+/// `to`, without what the server makes unique to each object, nor the `managedFields`
+/// entries of other managers than the case's `managers`, nor the `status` unless the case
+/// applied one (the server's own controllers, such as the admission policies' type checker
+/// or the PersistentVolume binder, may or may not have written it by the last step).
+fn comparable<K: serde::Serialize>(
+    object: &K,
+    ns: &str,
+    to: &str,
+    managers: &[&str],
+    status: bool,
+) -> Value {
     let value = serde_json::to_value(object).expect("an object serializes");
     let uid = value["metadata"]["uid"]
         .as_str()
@@ -260,13 +272,9 @@ fn comparable<K: serde::Serialize>(object: &K, ns: &str, to: &str) -> Value {
         for unique in ["resourceVersion", "creationTimestamp"] {
             meta.remove(unique);
         }
-        for entry in meta
-            .get_mut("managedFields")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(entry) = entry.as_object_mut() {
+        if let Some(entries) = meta.get_mut("managedFields").and_then(Value::as_array_mut) {
+            entries.retain(|e| managers.contains(&e["manager"].as_str().unwrap_or_default()));
+            for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
                 entry.remove("time");
             }
         }
@@ -276,9 +284,8 @@ fn comparable<K: serde::Serialize>(object: &K, ns: &str, to: &str) -> Value {
             spec.remove(allocated);
         }
     }
-    // When a PersistentVolume's phase was set.
-    if let Some(status) = value.get_mut("status").and_then(Value::as_object_mut) {
-        status.remove("lastPhaseTransitionTime");
+    if !status && let Some(fields) = value.as_object_mut() {
+        fields.remove("status");
     }
     value
 }
