@@ -24,8 +24,10 @@
 //!   served after the endpoints and before the informers start, on every replica (leader
 //!   or not), until `cancel`, even with no controller; `/readyz` has a `webhook` check
 //!   that passes while it serves (after its manifests are installed and its `caBundle`
-//!   written, when so configured). Webhooks registered ([`Manager::webhook`]) without a
-//!   server are an error at start.
+//!   written, when so configured; a refusal of the install that may pass, a 403 before
+//!   the RBAC that grants it is applied say, is retried with a warning, and the informers
+//!   wait). Webhooks registered ([`Manager::webhook`]) without a server are an error at
+//!   start.
 //! - **Read-your-own-writes** (on by default, [`ManagerBuilder::read_your_writes`]): a
 //!   key's reconcile starts only once the informers have delivered what its last
 //!   reconcile wrote through the manager's clientset, to its object or to any kind a
@@ -259,7 +261,8 @@ impl ManagerBuilder {
 
     /// Installs the manifests generated from the registered webhooks, named `name` and
     /// calling the server at `endpoint` (a URL's port 0 is the port it listens on), when
-    /// the webhook server starts: see [`WebhookServer::install_manifests`]. Default: not
+    /// the webhook server starts, retrying refusals that may pass (a 403, say) until the
+    /// manager is cancelled: see [`WebhookServer::install_manifests`]. Default: not
     /// installed (ship [`Manager::webhook_manifests`] instead).
     pub fn install_webhook_manifests(mut self, name: &str, endpoint: WebhookEndpoint) -> Self {
         self.webhook.install = Some((name.to_string(), endpoint));

@@ -33,7 +33,8 @@
 //!
 //! *Live* is judged by the reader's monotonic clock, as leader election judges a lease: a
 //! member whose record has not changed for its lease duration (the larger of its and the
-//! reader's) since the reader last saw it change is expired and counts as holding nothing;
+//! reader's) since the reader last saw it change (in its watch of the ring, or at a round's
+//! read when the watch is down) is expired and counts as holding nothing;
 //! a released record (no holder) holds nothing at once. A record that vanished counts as
 //! it was last seen, until it expires.
 //!
@@ -97,8 +98,9 @@
 //! As leader election's (client-go's defaults): `lease_duration` 15 s, `renew_deadline`
 //! 10 s, `retry_period` 2 s (with up to 20 % jitter), and `lease_duration > renew_deadline >
 //! 1.2 × retry_period > 0`. A released range is taken within a round or two of the
-//! release (one retry period if the watch of the ring is down); a dead member's within
-//! `lease_duration` + one retry period of its last renewal.
+//! release (one retry period if the watch of the ring is down); a dead member's at
+//! `lease_duration` after its last renewal reached the survivors' watches, in the round
+//! each starts at that instant (one retry period later if the watch is down).
 //!
 //! # Metrics
 //!
@@ -720,10 +722,16 @@ impl<S: MemberStore> Member<S> {
         }
     }
 
-    /// Records what was read: a peer's clock restarts only when its record changed.
+    /// Records what was read: a peer's clock restarts only when its record changed, from
+    /// when this member first saw the new record (its watch of the ring may have, before
+    /// this read).
     fn observe(&mut self, list: Vec<StoredMember>) {
         let now = Instant::now();
         let own = self.store.own_name().to_string();
+        let store = &self.store;
+        let seen = |name: &str, record: &MemberRecord| {
+            store.first_seen(name, record).map_or(now, |at| at.min(now))
+        };
         self.own_resource_version = None;
         for peer in self.peers.values_mut() {
             peer.gone = true;
@@ -740,18 +748,19 @@ impl<S: MemberStore> Member<S> {
                     peer.gone = false;
                     peer.resource_version = member.resource_version;
                     if peer.record != member.record {
+                        peer.at = seen(&name, &member.record);
                         peer.held = held_of(&name, &member.record);
                         peer.record = member.record;
-                        peer.at = now;
                     }
                 }
                 Entry::Vacant(e) => {
                     let held = held_of(e.key(), &member.record);
+                    let at = seen(e.key(), &member.record);
                     e.insert(Peer {
                         record: member.record,
                         held,
                         resource_version: member.resource_version,
-                        at: now,
+                        at,
                         gone: false,
                     });
                 }

@@ -44,6 +44,13 @@ use kubekit_client::rest::RestClient;
 /// How long a client has to finish the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The first wait before installing the manifests again after a refusal that may pass,
+/// doubled after each up to [`INSTALL_BACKOFF_MAX`].
+const INSTALL_BACKOFF: Duration = Duration::from_secs(1);
+
+/// The longest wait between two attempts to install the manifests.
+const INSTALL_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
 /// An HTTPS server for admission and conversion webhooks; see the [module docs](super).
 ///
 /// Build it with its [`Certificates`], register handlers, then [`serve`](Self::serve).
@@ -103,6 +110,12 @@ impl WebhookServer {
     /// listens on), before its certificate is loaded; with
     /// [generated](Certificates::generated) certificates, their `caBundle` is written into
     /// everything installed. Needs a [`client`](Self::client).
+    ///
+    /// A refusal that may pass is retried, with a warning, after 1 s, doubling to 30 s,
+    /// until [`serve`](Self::serve)'s `cancel` fires: 403 (the RBAC that grants the writes
+    /// may be applied after the server starts, or not yet seen by the authorizer), 404 (a
+    /// CRD to convert not yet installed), 429, 5xx and failed connections. Others (a
+    /// manifest the server finds invalid, say) are returned at once.
     pub fn install_manifests(mut self, name: &str, endpoint: WebhookEndpoint) -> Self {
         self.install = Some((name.to_string(), endpoint));
         self
@@ -164,7 +177,9 @@ impl WebhookServer {
         self.ready.clone()
     }
 
-    /// Binds `address`, loads the certificate and serves until `cancel` fires.
+    /// Binds `address`, installs the manifests (when [asked](Self::install_manifests),
+    /// retrying what may pass until `cancel` fires), loads the certificate and serves until
+    /// `cancel` fires.
     pub async fn serve(
         self,
         address: SocketAddr,
@@ -182,7 +197,23 @@ impl WebhookServer {
             let manifests = self
                 .webhooks
                 .manifests(name, &endpoint.listening_on(address.port()));
-            manifests.install(client, name).await?;
+            let mut backoff = INSTALL_BACKOFF;
+            while let Err(e) = manifests.install(client, name).await {
+                let Error::Api(refusal) = &e else {
+                    return Err(e);
+                };
+                if !(refusal.is_transient() || refusal.is_forbidden() || refusal.is_not_found()) {
+                    return Err(e);
+                }
+                tracing::warn!(error = %e, retry_in = ?backoff,
+                    "installing the webhook manifests failed; retrying (the webhook server is \
+                     not ready until they are installed)");
+                tokio::select! {
+                    () = cancel.cancelled() => return Err(e),
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(INSTALL_BACKOFF_MAX);
+            }
             targets = manifests.ca_bundle_targets();
         }
         let resolver = self

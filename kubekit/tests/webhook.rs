@@ -17,6 +17,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::CustomResource;
@@ -996,6 +997,80 @@ async fn a_manager_serves_the_webhooks_registered_next_to_its_controllers_instal
     cancel.cancel();
     task.await.unwrap();
     assert_eq!(http_status(health, "/readyz").await, None, "stopped");
+}
+
+#[tokio::test]
+async fn a_manager_refused_its_webhook_manifests_retries_until_its_rbac_is_granted() {
+    let rest = admin_client().await;
+    let ns = namespace("webhook-rbac").await;
+    let cp = testenv::control_plane();
+    let user = format!("{ns}-installer");
+    let kubeconfig = cp.user_kubeconfig(&user, &[]);
+    let config = RestConfig::from_kubeconfig(&kubeconfig).await.unwrap();
+    let health = free_port();
+    let name = format!("{ns}-rbac");
+    let mut mgr = Manager::builder(config)
+        .webhook_server(
+            "127.0.0.1:0".parse().unwrap(),
+            Certificates::generated("rbac-ca", &["127.0.0.1"]),
+        )
+        .install_webhook_manifests(&name, WebhookEndpoint::Url("https://127.0.0.1:0".into()))
+        .health_probe_bind_address(health)
+        .build()
+        .unwrap();
+    mgr.webhook::<App>()
+        .validator(AppValidator)
+        .namespace_selector(only_namespace(&ns));
+    let (cancel, task) = run_manager(mgr);
+
+    // Refused (403): not ready, nothing installed, and still running.
+    let validating = ResourceClient::<ValidatingWebhookConfiguration>::cluster(rest.clone());
+    eventually(30, "/readyz to answer", || async {
+        http_status(health, "/readyz").await
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_ne!(http_status(health, "/readyz").await, Some(200));
+    let missing = validating.get(&name, &GetOptions::default()).await;
+    assert!(
+        missing.is_err_and(|e| e.is_not_found()),
+        "installed without RBAC"
+    );
+    assert!(!task.is_finished(), "the manager gave up on a 403");
+
+    // Granted: the next attempt installs, with the caBundle, and the manager is ready.
+    let role = format!("{ns}-webhook-installer");
+    let cluster_role: ClusterRole = serde_json::from_value(json!({
+        "metadata": { "name": role },
+        "rules": [{ "apiGroups": ["admissionregistration.k8s.io"],
+                    "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+                    "verbs": ["get", "create", "patch", "update"] }],
+    }))
+    .unwrap();
+    ResourceClient::<ClusterRole>::cluster(rest.clone())
+        .create(&cluster_role, &CreateOptions::default())
+        .await
+        .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": role },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    }))
+    .unwrap();
+    ResourceClient::<ClusterRoleBinding>::cluster(rest.clone())
+        .create(&binding, &CreateOptions::default())
+        .await
+        .unwrap();
+    eventually(60, "/readyz to pass once the RBAC is granted", || async {
+        (http_status(health, "/readyz").await? == 200).then_some(())
+    })
+    .await;
+    let installed = validating.get(&name, &GetOptions::default()).await.unwrap();
+    let hook = &installed.webhooks.as_ref().unwrap()[0];
+    assert!(hook.client_config.ca_bundle.is_some());
+
+    cancel.cancel();
+    task.await.unwrap();
 }
 
 #[tokio::test]

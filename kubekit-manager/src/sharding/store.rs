@@ -12,13 +12,21 @@
 //!   `spec.leaseDurationSeconds`, `spec.renewTime` (informational: expiry is judged by the
 //!   reader's clock), the label [`RING_LABEL`](super::RING_LABEL) and the annotation
 //!   [`HELD_ANNOTATION`](super::HELD_ANNOTATION), the ranges the member holds.
+//! - [`first_seen`](MemberStore::first_seen) may say when this member first saw another's
+//!   record as it is now, by the local clock, earlier than a list read it: a [`LeaseStore`]
+//!   watches the ring's Leases, so a peer's clock starts when its renewal reached the
+//!   watch, not at the next round's read. That is never before the write it saw happened
+//!   (a watch event follows the write), so judging expiry from it keeps the promises of
+//!   [the module](super) and only takes a dead member's ranges sooner.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -81,6 +89,10 @@ pub(crate) trait MemberStore: Send + Sync + 'static {
     /// it). Several releases between two awaits wake it once.
     fn released(&self) -> impl Future<Output = ()> + Send + use<Self>;
 
+    /// When this member first saw `name`'s record as `record`, if it saw it before a
+    /// list read it (see the [module docs](self)); `None` when it cannot tell.
+    fn first_seen(&self, name: &str, record: &MemberRecord) -> Option<Instant>;
+
     /// The name of this member's own record.
     fn own_name(&self) -> &str;
 
@@ -95,11 +107,45 @@ pub(crate) struct LeaseStore {
     name: String,
     /// The last renew time written: the next is strictly later.
     last_renew: Mutex<Option<Timestamp>>,
-    /// Notified by [`watch_releases`] when another member's Lease is released.
+    /// Notified by [`watch_ring`] when another member's Lease is released.
     released: Arc<Notify>,
+    /// What that watch saw of the other members' records, and when.
+    sightings: Arc<Sightings>,
     /// That watch, started with the first [`released`](MemberStore::released) and stopped
     /// with the store.
     watch: OnceLock<AbortOnDropHandle<()>>,
+}
+
+/// When each other member's record was first seen as it is now, by the local clock.
+#[derive(Debug, Default)]
+pub(crate) struct Sightings(Mutex<HashMap<String, (MemberRecord, Instant)>>);
+
+impl Sightings {
+    /// `name`'s record is `record` now: its clock starts now unless it was already so.
+    pub(crate) fn saw(&self, name: &str, record: MemberRecord) {
+        let now = Instant::now();
+        let mut seen = self.0.lock();
+        match seen.get_mut(name) {
+            Some((known, _)) if *known == record => {}
+            Some(entry) => *entry = (record, now),
+            None => {
+                seen.insert(name.to_string(), (record, now));
+            }
+        }
+    }
+
+    /// `name`'s record is gone.
+    pub(crate) fn forget(&self, name: &str) {
+        self.0.lock().remove(name);
+    }
+
+    /// When `name`'s record was first seen as `record`, if it was.
+    pub(crate) fn first_seen(&self, name: &str, record: &MemberRecord) -> Option<Instant> {
+        match self.0.lock().get(name) {
+            Some((known, at)) if known == record => Some(*at),
+            _ => None,
+        }
+    }
 }
 
 impl LeaseStore {
@@ -111,6 +157,7 @@ impl LeaseStore {
             name,
             last_renew: Mutex::new(None),
             released: Arc::new(Notify::new()),
+            sightings: Arc::default(),
             watch: OnceLock::new(),
         }
     }
@@ -210,16 +257,21 @@ impl MemberStore for LeaseStore {
 
     fn released(&self) -> impl Future<Output = ()> + Send + use<> {
         self.watch.get_or_init(|| {
-            let task = watch_releases(
+            let task = watch_ring(
                 self.leases.clone(),
                 self.selector(),
                 self.name.clone(),
                 Arc::clone(&self.released),
+                Arc::clone(&self.sightings),
             );
             AbortOnDropHandle::new(tokio::spawn(task))
         });
         let released = Arc::clone(&self.released);
         async move { released.notified().await }
+    }
+
+    fn first_seen(&self, name: &str, record: &MemberRecord) -> Option<Instant> {
+        self.sightings.first_seen(name, record)
     }
 
     fn own_name(&self) -> &str {
@@ -236,15 +288,17 @@ impl MemberStore for LeaseStore {
     }
 }
 
-/// Watches the ring's Leases (selected by `selector`) for as long as it runs, notifying
-/// `released` whenever one but `own` is written released (no holder). A watch that ends is
-/// started again a second later; one that cannot start (no `watch` permission, say) is
-/// retried after 1 s, doubling to 60 s. What it misses meanwhile the rounds see.
-async fn watch_releases(
+/// Watches the ring's Leases (selected by `selector`) for as long as it runs: records in
+/// `sightings` when each one but `own` changed, and notifies `released` whenever one is
+/// written released (no holder). A watch that ends is started again a second later; one
+/// that cannot start (no `watch` permission, say) is retried after 1 s, doubling to 60 s.
+/// What it misses meanwhile the rounds see.
+async fn watch_ring(
     leases: ResourceClient<Lease>,
     selector: String,
     own: String,
     released: Arc<Notify>,
+    sightings: Arc<Sightings>,
 ) {
     let opts = ListOptions::default()
         .labels(&selector)
@@ -255,25 +309,36 @@ async fn watch_releases(
             Ok(mut events) => {
                 backoff = Duration::from_secs(1);
                 while let Some(event) = events.next().await {
-                    match event {
-                        Ok(WatchEvent::Modified(lease)) => {
-                            let other = lease.metadata.name.as_deref() != Some(own.as_str());
-                            if other && record_of(&lease).holder.is_empty() {
-                                released.notify_one();
-                            }
+                    let (lease, deleted) = match event {
+                        Ok(WatchEvent::Added(lease) | WatchEvent::Modified(lease)) => {
+                            (lease, false)
                         }
-                        Ok(_) => {}
+                        Ok(WatchEvent::Deleted(lease)) => (lease, true),
+                        Ok(_) => continue,
                         Err(e) => {
                             tracing::debug!(%selector, error = %e, "watching the shard ring's leases");
                             break;
                         }
+                    };
+                    let Some(name) = lease.metadata.name.as_deref().filter(|n| *n != own) else {
+                        continue;
+                    };
+                    if deleted {
+                        sightings.forget(name);
+                        continue;
+                    }
+                    let record = record_of(&lease);
+                    let release = record.holder.is_empty();
+                    sightings.saw(name, record);
+                    if release {
+                        released.notify_one();
                     }
                 }
             }
             Err(e) => {
                 tracing::warn!(%selector, error = %e, retry_in = ?backoff,
                     "could not watch the shard ring's leases: released ranges are taken at the \
-                     next retry period instead of at once");
+                     next retry period instead of at once, dead members' up to a retry period later");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(60));
                 continue;

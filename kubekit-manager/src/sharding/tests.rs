@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::sleep;
 
+use super::store::Sightings;
 use super::*;
 use kubekit_client::rest::Error;
 
@@ -25,9 +26,13 @@ const ROUND: Duration = Duration::from_millis(180);
 struct Ring {
     records: Mutex<BTreeMap<String, (MemberRecord, u64)>>,
     versions: AtomicU64,
-    /// Each store's record name and what its watch of releases notifies.
-    watches: Mutex<Vec<(String, Arc<Notify>)>>,
+    /// Every store's watch of the ring.
+    watches: Mutex<Vec<Watch>>,
 }
+
+/// A store's record name, and its watch of the ring: what it notifies of releases, and
+/// where it records what it saw.
+type Watch = (String, Arc<Notify>, Arc<Sightings>);
 
 impl Ring {
     fn next_version(&self) -> u64 {
@@ -67,19 +72,22 @@ struct FakeStore {
     /// Every request fails while set (the member cannot reach the server).
     cut: Arc<AtomicBool>,
     released: Arc<Notify>,
+    sightings: Arc<Sightings>,
 }
 
 impl FakeStore {
     fn new(ring: &Arc<Ring>, name: String, cut: Arc<AtomicBool>) -> Self {
         let released = Arc::new(Notify::new());
+        let sightings = Arc::new(Sightings::default());
         ring.watches
             .lock()
-            .push((name.clone(), Arc::clone(&released)));
+            .push((name.clone(), Arc::clone(&released), Arc::clone(&sightings)));
         Self {
             ring: Arc::clone(ring),
             name,
             cut,
             released,
+            sightings,
         }
     }
 
@@ -142,6 +150,10 @@ impl MemberStore for FakeStore {
         async move { released.notified().await }
     }
 
+    fn first_seen(&self, name: &str, record: &MemberRecord) -> Option<Instant> {
+        self.sightings.first_seen(name, record)
+    }
+
     fn own_name(&self) -> &str {
         &self.name
     }
@@ -175,17 +187,20 @@ impl FakeStore {
             renew: version.to_string(),
             held: held.to_string(),
         };
-        records.insert(self.name.clone(), (record, version));
-        if holder.is_empty() {
-            // The others' watches see it released (with a watch's latency).
-            for (name, released) in self.ring.watches.lock().iter() {
-                if *name != self.name {
-                    let released = Arc::clone(released);
-                    tokio::spawn(async move {
-                        latency().await;
+        records.insert(self.name.clone(), (record.clone(), version));
+        // The others' watches see it (with a watch's latency), and wake on a release.
+        for (name, released, sightings) in self.ring.watches.lock().iter() {
+            if *name != self.name {
+                let (released, sightings) = (Arc::clone(released), Arc::clone(sightings));
+                let (writer, record) = (self.name.clone(), record.clone());
+                tokio::spawn(async move {
+                    latency().await;
+                    let release = record.holder.is_empty();
+                    sightings.saw(&writer, record);
+                    if release {
                         released.notify_one();
-                    });
-                }
+                    }
+                });
             }
         }
         Ok(version.to_string())
@@ -373,8 +388,10 @@ async fn a_closed_gate_admits_nothing_more_refuses_writes_and_leaves_the_reconci
     assert_eq!((released.holder.as_str(), released.held.as_str()), ("", ""));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_dead_members_ranges_are_taken_only_once_its_lease_expired_by_the_local_clock() {
+/// Starts members a and b, kills b (no release: its record stays as last written)
+/// `offset` after they split the ring, a's watch of the ring cut unless `watched`, and
+/// returns how long after the kill a took b's half.
+async fn kill_one_of_two(offset: Duration, watched: bool) -> Duration {
     let ring = Arc::new(Ring::default());
     let a = start(&ring, "a");
     let b = start(&ring, "b");
@@ -382,7 +399,10 @@ async fn a_dead_members_ranges_are_taken_only_once_its_lease_expired_by_the_loca
         a.gate.admits() == half(0) && b.gate.admits() == half(1)
     })
     .await;
-    // Killed: no release, its record stays as last written.
+    if !watched {
+        ring.watches.lock().retain(|(name, ..)| name != "ring-a");
+    }
+    sleep(offset).await;
     b.task.abort();
     let took = until(LEASE + 2 * RETRY, || a.gate.admits() == RangeSet::full()).await;
     // b's last write ended at most one of its rounds before the kill, and a saw it after.
@@ -390,9 +410,33 @@ async fn a_dead_members_ranges_are_taken_only_once_its_lease_expired_by_the_loca
         took >= LEASE - RETRY.mul_f64(1.2) - ROUND,
         "taken {took:?} after the kill, before b's lease could expire"
     );
-    // a saw b's last write at most one of its own rounds after the kill, and takes b's
-    // half in the round it starts the moment b expires.
-    assert!(took <= LEASE + RETRY.mul_f64(1.2) + 2 * ROUND, "{took:?}");
+    took
+}
+
+/// Kill offsets across two rounds, so that a's reads fall anywhere between b's writes.
+fn offsets() -> impl Iterator<Item = Duration> {
+    (0..8).map(|i| RETRY.mul_f64(0.3 * f64::from(i)))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dead_members_ranges_are_taken_once_its_lease_expired_from_its_last_write_seen() {
+    for offset in offsets() {
+        let took = kill_one_of_two(offset, true).await;
+        // a's watch saw b's last write within a latency of it, before the kill, and a takes
+        // b's half in the round it starts the moment b expires (or right after the round
+        // under way then), wherever a's own rounds fall.
+        assert!(took <= LEASE + 2 * ROUND, "offset {offset:?}: {took:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_watch_of_the_ring_a_dead_members_ranges_are_taken_within_a_round_more() {
+    for offset in offsets() {
+        let took = kill_one_of_two(offset, false).await;
+        // a saw b's last write in a read at most one of its own rounds after the kill.
+        let bound = LEASE + RETRY.mul_f64(1.2) + 2 * ROUND;
+        assert!(took <= bound, "offset {offset:?}: {took:?}");
+    }
 }
 
 #[tokio::test(start_paused = true)]
