@@ -345,6 +345,11 @@ struct Ring<'a> {
 
 impl Ring<'_> {
     fn start(&self, i: usize) -> Controller {
+        self.start_keyed(i, "uid")
+    }
+
+    /// Member `i`, the ring sharded by `key`.
+    fn start_keyed(&self, i: usize, key: &str) -> Controller {
         let identity = format!("replica-{i}");
         let metrics = free_address();
         self.metrics.borrow_mut().insert(i, metrics);
@@ -354,6 +359,8 @@ impl Ring<'_> {
             "apps",
             "--shard-identity",
             &identity,
+            "--shard-key",
+            key,
             "--leader-elect-namespace",
             &self.lease_ns,
             "--leader-elect-lease-duration",
@@ -786,4 +793,239 @@ async fn scenario(cp: &'static ControlPlane, server_filters: bool) {
         logs.display()
     );
     all.clear();
+}
+
+/// kube-apiserver's bytes sent to lists (`apiserver_response_sizes_sum`, verb LIST) and
+/// watches (`apiserver_watch_events_sizes_sum`) of `resource`, from its `/metrics`.
+fn server_bytes(metrics: &str, resource: &str) -> f64 {
+    let label = format!("resource=\"{resource}\"");
+    metrics
+        .lines()
+        .filter(|l| l.contains(&label))
+        .filter(|l| {
+            l.starts_with("apiserver_watch_events_sizes_sum{")
+                || (l.starts_with("apiserver_response_sizes_sum{") && l.contains("verb=\"LIST\""))
+        })
+        .filter_map(|l| l.rsplit_once(' ')?.1.trim().parse::<f64>().ok())
+        .sum()
+}
+
+/// kube-apiserver's CPU seconds (from its `/metrics`).
+fn server_cpu(metrics: &str) -> f64 {
+    series(metrics, "process_cpu_seconds_total ").unwrap_or_default()
+}
+
+/// The CPU seconds a process has run (user and system, from `/proc`).
+fn process_cpu(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command (which may hold spaces) in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or_default()
+    };
+    // utime and stime are fields 14 and 15 of stat(5), 11 and 12 after the command.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// One way of running the App controller in [`ring_costs`]: one unsharded replica, or a
+/// ring of three sharded by `key`.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    One,
+    Ring(&'static str),
+}
+
+/// What one [`Layout`] cost, per replica (means over the replicas).
+struct Costs {
+    layout: Layout,
+    replicas: usize,
+    /// Per resource: bytes kube-apiserver sent to lists and watches, per replica.
+    sent: Vec<(String, f64)>,
+    /// Per resource: objects cached, and objects received but dropped, per replica.
+    cached: Vec<(String, f64, f64)>,
+    cpu: f64,
+    server_cpu: f64,
+}
+
+const COST_RESOURCES: [&str; 3] = ["apps", "deployments", "services"];
+
+/// Starts `layout`, waits until its replicas reconciled `apps` Apps between them and then
+/// ran no reconcile for 3 s, reads what it cost, and stops it.
+async fn measure(cp: &ControlPlane, layout: Layout, apps: usize, logs: &std::path::Path) -> Costs {
+    let before = cp
+        .kubectl()
+        .args(["get", "--raw", "/metrics"])
+        .output()
+        .unwrap();
+    let before = String::from_utf8_lossy(&before.stdout).into_owned();
+    let lease_ns = cp.create_namespace(&cp.client().await, "ring-costs").await;
+    let run = logs.join(
+        format!("{layout:?}")
+            .to_lowercase()
+            .replace(['(', ')', '"'], "-"),
+    );
+    std::fs::create_dir_all(&run).unwrap();
+    let ring = Ring {
+        cp,
+        lease_ns,
+        logs: run,
+        metrics: Default::default(),
+    };
+    let mut replicas: Vec<Controller> = match layout {
+        Layout::One => {
+            let metrics = free_address();
+            ring.metrics.borrow_mut().insert(0, metrics);
+            let metrics = metrics.to_string();
+            let flags = [
+                "--health-probe-bind-address",
+                "0",
+                "--metrics-bind-address",
+                &metrics,
+            ];
+            let file = std::fs::File::create(ring.logs.join("replica-0.log")).unwrap();
+            vec![Controller::start_with(
+                cp.kubeconfig_path(),
+                "",
+                &flags,
+                file.into(),
+            )]
+        }
+        Layout::Ring(key) => (0..3).map(|i| ring.start_keyed(i, key)).collect(),
+    };
+    let live: Vec<usize> = (0..replicas.len()).collect();
+    let ended = || -> usize {
+        live.iter()
+            .map(|&i| ring.log(i).matches("reconcile ended").count())
+            .sum()
+    };
+    // Polled every 100 ms: 30 polls alike are 3 s without a reconcile.
+    let (mut last, mut quiet) = (0, 0);
+    eventually(
+        300,
+        "every App reconciled, then 3 s without a reconcile",
+        || {
+            let now = ended();
+            quiet = if now == last { quiet + 1 } else { 0 };
+            last = now;
+            let done = now >= apps && quiet >= 30;
+            async move { done.then_some(()) }
+        },
+    )
+    .await;
+    let after = cp
+        .kubectl()
+        .args(["get", "--raw", "/metrics"])
+        .output()
+        .unwrap();
+    let after = String::from_utf8_lossy(&after.stdout).into_owned();
+    let n = replicas.len() as f64;
+    let mut cached = Vec::new();
+    let metrics: Vec<String> = live.iter().map(|&i| ring.metrics(i).unwrap()).collect();
+    for resource in COST_RESOURCES {
+        let sum = |metric: &str| -> f64 {
+            metrics
+                .iter()
+                .map(|m| informer_series(m, metric, resource).unwrap_or_default())
+                .sum()
+        };
+        let dropped = sum("reflector_shard_dropped_objects_total");
+        cached.push((
+            resource.to_string(),
+            sum("informer_objects") / n,
+            dropped / n,
+        ));
+    }
+    let cpu = replicas.iter().map(|r| process_cpu(r.0.id())).sum::<f64>() / n;
+    for r in &mut replicas {
+        assert!(r.terminate().success());
+    }
+    let sent = COST_RESOURCES
+        .iter()
+        .map(|r| {
+            (
+                r.to_string(),
+                (server_bytes(&after, r) - server_bytes(&before, r)) / n,
+            )
+        })
+        .collect();
+    Costs {
+        layout,
+        replicas: live.len(),
+        sent,
+        cached,
+        cpu,
+        server_cpu: (server_cpu(&after) - server_cpu(&before)) / n,
+    }
+}
+
+/// What a ring of App controllers saves, replica by replica, against one replica: the bytes
+/// kube-apiserver sends each replica's informers, the objects each caches and drops, and
+/// the CPU each spends (its informers' start, its share of reconciles with nothing to
+/// change, idle until settled), on a kube-apiserver with `ShardedListAndWatch`. A
+/// measurement, not a check: `bench/run.sh ring` runs it (`KUBEKIT_RING_APPS` Apps, 300
+/// unless set, in 30 namespaces).
+#[tokio::test]
+#[ignore = "a measurement, run by bench/run.sh ring"]
+async fn ring_costs() {
+    let _serial = SERIAL.lock().await;
+    let apps: usize = std::env::var("KUBEKIT_RING_APPS")
+        .ok()
+        .map(|n| n.parse().expect("KUBEKIT_RING_APPS: a count"))
+        .unwrap_or(300);
+    let cp = testenv::control_plane_with_service_cidr("10.0.0.0/16");
+    let client = cp.client().await;
+    let admin = Clientset::new(
+        &RestConfig::from_kubeconfig(cp.kubeconfig_path())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    install(cp, "default", "app-controller-ring-costs");
+    let mut namespaces = Vec::new();
+    for _ in 0..30 {
+        namespaces.push(cp.create_namespace(&client, "ring-costs").await);
+    }
+    let logs = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("ring-costs");
+    std::fs::create_dir_all(&logs).unwrap();
+    kubectl_apply(cp, &apps_manifest(&namespaces, "app", apps.div_ceil(30)));
+    let apps = apps.div_ceil(30) * 30;
+    // Converged once first, so every layout finds the same work: a reconcile per App that
+    // changes nothing.
+    let warm = measure(cp, Layout::One, apps, &logs).await;
+    deployments(&admin, &namespaces, apps, 300, "the Apps converge").await;
+    drop(warm);
+    let costs = [
+        measure(cp, Layout::One, apps, &logs).await,
+        measure(cp, Layout::Ring("uid"), apps, &logs).await,
+        measure(cp, Layout::Ring("namespace"), apps, &logs).await,
+    ];
+    println!("ring costs: {apps} Apps in 30 namespaces, converged; per replica (mean)");
+    println!(
+        "| layout | replicas | resource | server sent (KiB) | cached | received and dropped |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for c in &costs {
+        for ((resource, sent), (_, cached, dropped)) in c.sent.iter().zip(&c.cached) {
+            println!(
+                "| {:?} | {} | {resource} | {:.0} | {cached:.0} | {dropped:.0} |",
+                c.layout,
+                c.replicas,
+                sent / 1024.0
+            );
+        }
+    }
+    println!("| layout | replicas | CPU (s) | kube-apiserver CPU (s) |");
+    println!("|---|---|---|---|");
+    for c in &costs {
+        println!(
+            "| {:?} | {} | {:.2} | {:.2} |",
+            c.layout, c.replicas, c.cpu, c.server_cpu
+        );
+    }
 }

@@ -20,7 +20,8 @@
 //!   kube-apiserver runs with other feature gates than the script's default
 //!   (`ShardedListAndWatch=true`), e.g. `ShardedListAndWatch=false` to test a client
 //!   against a server without sharded list and watch; one per set of gates, kept across
-//!   [`ControlPlane::restart_apiserver`].
+//!   [`ControlPlane::restart_apiserver`]; [`control_plane_with_service_cidr`] likewise for
+//!   one whose Services get cluster IPs from a wider range than the default /24.
 //! - When the test binary ends — normally, through a panicking test, or killed — a watchdog
 //!   started with the control plane stops every process and removes its directory.
 //! - A control plane that cannot start makes [`control_plane`] panic with the failing
@@ -56,8 +57,9 @@ pub struct ControlPlane {
     kubeconfig: PathBuf,
     kubectl: PathBuf,
     script: PathBuf,
-    /// kube-apiserver's `--feature-gates`, when not the script's default.
-    feature_gates: Option<String>,
+    /// What `scripts/local-cluster.sh` was started with besides the inherited environment
+    /// (kube-apiserver's feature gates, the Service range), for a restart to keep it.
+    env: Vec<(String, String)>,
 }
 
 static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
@@ -100,7 +102,7 @@ pub fn deployment(name: &str, replicas: i32) -> Deployment {
 /// Panics, with the reason and the failing component's log tail, when the control plane
 /// cannot be built or started.
 pub fn control_plane() -> &'static ControlPlane {
-    match SHARED.get_or_init(|| ControlPlane::start(0, None)) {
+    match SHARED.get_or_init(|| ControlPlane::start(0, &[])) {
         Ok(cp) => cp,
         Err(e) => panic!("{e}"),
     }
@@ -114,7 +116,7 @@ pub fn control_plane() -> &'static ControlPlane {
 /// Panics, with the reason and the failing component's log tail, when the control plane
 /// cannot be built or started, or its Nodes do not become Ready.
 pub fn control_plane_with_nodes() -> &'static ControlPlane {
-    match SHARED_WITH_NODES.get_or_init(|| ControlPlane::start(NODES, None)) {
+    match SHARED_WITH_NODES.get_or_init(|| ControlPlane::start(NODES, &[])) {
         Ok(cp) => cp,
         Err(e) => panic!("{e}"),
     }
@@ -128,17 +130,40 @@ pub fn control_plane_with_nodes() -> &'static ControlPlane {
 ///
 /// As [`control_plane`].
 pub fn control_plane_with_feature_gates(gates: &str) -> &'static ControlPlane {
-    type Started = Vec<(String, &'static Result<ControlPlane, String>)>;
+    control_plane_with_env(&[("KUBEKIT_FEATURE_GATES", gates)])
+}
+
+/// The control plane (without nodes) whose Services get cluster IPs from `cidr`, which
+/// starts at 10.0.0.0 (e.g. `10.0.0.0/16` for 65,533 Services where the default /24 holds
+/// 253), shared by every test of this binary that asks for the same range, started on
+/// first use.
+///
+/// # Panics
+///
+/// As [`control_plane`].
+pub fn control_plane_with_service_cidr(cidr: &str) -> &'static ControlPlane {
+    control_plane_with_env(&[("KUBEKIT_SERVICE_CIDR", cidr)])
+}
+
+/// The control plane (without nodes) that `scripts/local-cluster.sh` starts with `env`,
+/// one per `env`.
+fn control_plane_with_env(env: &[(&str, &str)]) -> &'static ControlPlane {
+    type Env = Vec<(String, String)>;
+    type Started = Vec<(Env, &'static Result<ControlPlane, String>)>;
     static STARTED: Mutex<Started> = Mutex::new(Vec::new());
+    let key: Env = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let mut started = STARTED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let cp = match started.iter().find(|(g, _)| g == gates) {
+    let cp = match started.iter().find(|(e, _)| *e == key) {
         Some((_, cp)) => *cp,
         None => {
             let cp: &'static Result<ControlPlane, String> =
-                Box::leak(Box::new(ControlPlane::start(0, Some(gates))));
-            started.push((gates.to_string(), cp));
+                Box::leak(Box::new(ControlPlane::start(0, env)));
+            started.push((key, cp));
             cp
         }
     };
@@ -157,7 +182,7 @@ pub fn repo_root() -> PathBuf {
 }
 
 impl ControlPlane {
-    fn start(nodes: usize, feature_gates: Option<&str>) -> Result<Self, String> {
+    fn start(nodes: usize, env: &[(&str, &str)]) -> Result<Self, String> {
         let script = repo_root().join("scripts/local-cluster.sh");
         let dir = std::env::temp_dir().join(format!(
             "kubekit-testenv-{}-{}",
@@ -173,9 +198,7 @@ impl ControlPlane {
             .arg(&dir)
             .args(["--nodes", &nodes.to_string()])
             .args(["--watch-pid", &std::process::id().to_string()]);
-        if let Some(gates) = feature_gates {
-            up.env("KUBEKIT_FEATURE_GATES", gates);
-        }
+        up.envs(env.iter().copied());
         let out = up
             .output()
             .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
@@ -209,7 +232,10 @@ impl ControlPlane {
             dir,
             kubeconfig,
             script,
-            feature_gates: feature_gates.map(str::to_string),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         })
     }
 
@@ -364,9 +390,7 @@ impl ControlPlane {
             .arg(&self.script)
             .args(["restart-apiserver", "--dir"])
             .arg(&self.dir);
-        if let Some(gates) = &self.feature_gates {
-            restart.env("KUBEKIT_FEATURE_GATES", gates);
-        }
+        restart.envs(self.env.iter().map(|(k, v)| (k, v)));
         let out = restart
             .output()
             .expect("run local-cluster.sh restart-apiserver");

@@ -12,6 +12,8 @@ use k8s_openapi::jiff::Timestamp;
 use kubekit::clientset::{Clientset, ListOptions};
 use testenv::ControlPlane;
 
+pub mod replicas;
+
 /// `kubectl apply -f -` of `yaml`, as admin.
 pub fn kubectl_apply(cp: &ControlPlane, yaml: &str) {
     let mut child = cp
