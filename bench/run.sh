@@ -11,6 +11,8 @@
 #                                      App controller's e2e scenario
 #   bench/run.sh shards [options]      per-replica cost of a Pod informer sharded over 1, 2
 #                                      and 4 replicas, with and without server-side filtering
+#   bench/run.sh ring [--apps N]       per-replica bytes, objects and CPU of a ring of three
+#                                      App controllers against one replica
 #   bench/run.sh webhook [options]     admissions/s and latency of kubekit's webhook server vs
 #                                      controller-runtime's
 #   bench/run.sh build [options]       cold and touch-rebuild build times of a small informer
@@ -65,6 +67,13 @@ benchmarks:
                        --runs R (default 3), --compact,
                        --kubeconfig PATH  a cluster of your own instead of the first,
                        --fallback-kubeconfig PATH  and instead of the second
+  ring        what a ring of three App controller replicas (sharded by uid, then by
+              namespace) costs per replica against one unsharded replica: kube-apiserver's
+              bytes sent to each replica's list and watches of Apps, Deployments and
+              Services, the objects each caches and drops, its CPU and the server's; on a
+              control plane testenv starts (the app-controller sharded_chaos test binary,
+              ring_costs)
+              options: --apps N (default 300, in 30 namespaces)
   webhook     admissions per second, p50/p99 latency and server CPU of kubekit's webhook
               server against controller-runtime's (bench/go/webhook), both validating Apps
               with the same checks over HTTP/1.1 and TLS, driven by one load generator
@@ -315,6 +324,20 @@ case "${1:-}" in
     fake)
         shift
         "$(build_rust)" fake "$@"
+        ;;
+    ring)
+        shift
+        apps=300
+        while (($#)); do
+            case "$1" in
+                --apps) apps="$2"; shift 2 ;;
+                *) usage >&2; exit 2 ;;
+            esac
+        done
+        # The table goes to stdout, the test harness's lines to stderr.
+        KUBEKIT_RING_APPS="$apps" cargo test --release -p app-controller --test sharded_chaos \
+            ring_costs -- --ignored --nocapture --test-threads 1 2> >(cat >&2) |
+            grep '^|\|^ring costs'
         ;;
     webhook)
         shift

@@ -14,7 +14,8 @@
 //! [`share_bounds`]), and its Deployment and Service informers hold its Apps' children
 //! (with uid sharding an owned object follows its controller's uid, see
 //! `kubekit::manager::sharding`) and those nobody controls. Then one
-//! is SIGKILLed (its ranges are taken once its Lease expired), one SIGTERMed (it releases
+//! is SIGKILLed (its ranges are taken once its Lease expired, within lease duration + retry
+//! period of the kill), one SIGTERMed (it releases
 //! its Lease), a fourth joins, and one is SIGSTOPped while it reconciles a burst of Apps,
 //! past its lease, then resumed (SIGCONT). Apps are created after each step and every one
 //! converges (its Deployment exists); the time from each signal (or the join) to the last
@@ -620,14 +621,20 @@ async fn scenario(cp: &'static ControlPlane, server_filters: bool) {
     .await;
     let term_at = Timestamp::now();
     let kill_takeover = ring.covered(&dead, &[1, 2], killed_at, term_at);
+    let kill_takeover = kill_takeover.expect("the killed replica's ranges were not taken");
     let (settled, n) = ring.taken(&[1, 2], killed_at, term_at);
+    let bound = LEASE_DURATION + RETRY_PERIOD;
     eprintln!(
-        "after SIGKILL: the killed replica's ranges taken {:?} after the kill (lease duration \
-         + retry period: {:?}); the last of {n} range(s) taken {:?} after it; new Apps \
-         converged within {converged:?}",
-        kill_takeover.expect("the killed replica's ranges were not taken"),
-        LEASE_DURATION + RETRY_PERIOD,
+        "after SIGKILL: the killed replica's ranges taken {kill_takeover:?} after the kill \
+         (lease duration + retry period: {bound:?}); the last of {n} range(s) taken {:?} after \
+         it; new Apps converged within {converged:?}",
         settled.expect("no range taken after the SIGKILL"),
+    );
+    // The survivors' watches saw the killed replica's last renewal, before the kill: they
+    // take its ranges a lease duration after it, plus a round and their informers' relist.
+    assert!(
+        kill_takeover <= bound,
+        "the killed replica's ranges were taken {kill_takeover:?} after the kill, past {bound:?}"
     );
 
     // SIGTERM replica 1: it releases its Lease, replica 2 takes its ranges.

@@ -89,7 +89,9 @@
 //! controls are cached by every member (a reconcile that checks a name is free before
 //! adopting it still sees them). kube-apiserver cannot hash that field, so these informers'
 //! reflectors filter alone: each member still receives and decodes every child, and caches
-//! its share. A type mapped by `watches` stays whole with uid sharding: its objects' fields
+//! its share. What each key saves a member in bytes, objects and CPU, measured on a ring
+//! of App controllers, is in the `ring` section of `bench/README.md` (`bench/run.sh
+//! ring`). A type mapped by `watches` stays whole with uid sharding: its objects' fields
 //! say nothing of which primary objects they map to. An informer that two uses would
 //! narrow by different keys (or one narrows and another uses whole) stays whole.
 //!
