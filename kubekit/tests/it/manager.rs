@@ -635,26 +635,54 @@ async fn reconcile_slowly(
     Ok(ReconcileAction::Done)
 }
 
+/// The first reconcile of a manager that leads after the one under test released.
+async fn reconcile_next(
+    cm: Arc<ConfigMap>,
+    seen: Arc<Seen>,
+) -> Result<ReconcileAction, AlwaysFails> {
+    let _ = cm;
+    seen.record("next", "any");
+    Ok(ReconcileAction::Done)
+}
+
+/// Keys queued by the shutdown test: 200, or `KUBEKIT_SHUTDOWN_KEYS` (10000 measures the
+/// bound of the manager's shutdown with as many).
+fn shutdown_keys() -> usize {
+    std::env::var("KUBEKIT_SHUTDOWN_KEYS")
+        .ok()
+        .map(|n| n.parse().expect("KUBEKIT_SHUTDOWN_KEYS: a count"))
+        .unwrap_or(200)
+}
+
 #[tokio::test]
 async fn on_cancel_queued_keys_are_dropped_the_reconcile_in_flight_finishes_and_the_lease_is_released()
  {
+    use futures_util::{StreamExt as _, stream};
+    let keys = shutdown_keys();
     let ns = namespace("manager-shutdown").await;
     let config = admin_config().await;
     let admin = Clientset::new(&config).unwrap();
     let cms = admin.core_v1().config_maps(&ns);
-    for i in 0..200 {
-        let cm = config_map(&format!("cm-{i}"), &[]);
-        cms.create(&cm, &CreateOptions::default()).await.unwrap();
-    }
-    let lease_ns = ns.clone();
-    let mut mgr = Manager::builder(config)
-        .namespace(&ns)
-        .graceful_shutdown_timeout(Duration::from_secs(10))
-        .leader_election(move |clientset| {
-            short_lease(clientset, &lease_ns, "shutdown").release_on_cancel(true)
+    stream::iter(0..keys)
+        .for_each_concurrent(16, |i| {
+            let cms = cms.clone();
+            async move {
+                let cm = config_map(&format!("cm-{i}"), &[]);
+                cms.create(&cm, &CreateOptions::default()).await.unwrap();
+            }
         })
-        .build()
-        .unwrap();
+        .await;
+    let manager_on = |config: RestConfig, lease: &str| {
+        let lease_ns = ns.clone();
+        let lease = lease.to_string();
+        Manager::builder(config)
+            .namespace(&ns)
+            .graceful_shutdown_timeout(Duration::from_secs(10))
+            .leader_election(move |clientset| {
+                short_lease(clientset, &lease_ns, &lease).release_on_cancel(true)
+            })
+    };
+    let mut mgr = manager_on(config.clone(), "shutdown").build().unwrap();
     let seen = Arc::new(Seen::default());
     mgr.controller::<ConfigMap>("slow")
         .build(reconcile_slowly, seen.clone())
@@ -662,15 +690,29 @@ async fn on_cancel_queued_keys_are_dropped_the_reconcile_in_flight_finishes_and_
     let cancel = CancellationToken::new();
     let manager = tokio::spawn(mgr.start(cancel.clone()));
     let started = || {
-        (0..200)
+        (0..keys)
             .map(|i| seen.count("slow", &format!("cm-{i}")))
             .sum::<usize>()
     };
-    // One worker, in the first of some 200 queued reconciles of 2 s each.
-    eventually(30, "a reconcile in flight", || async {
+    // One worker, in the first of the queued reconciles of 2 s each.
+    eventually(60, "a reconcile in flight", || async {
         (started() >= 1).then_some(())
     })
     .await;
+    // A candidate for the same Lease, its caches synced while it waits.
+    let mut next = manager_on(config, "shutdown").build().unwrap();
+    next.controller::<ConfigMap>("next")
+        .build(reconcile_next, seen.clone())
+        .unwrap();
+    let stop_next = CancellationToken::new();
+    let next = tokio::spawn(next.start(stop_next.clone()));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        seen.count("next", "any"),
+        0,
+        "the candidate reconciles only once it leads"
+    );
+
     cancel.cancel();
     let at_cancel = started();
     let stopping = std::time::Instant::now();
@@ -680,6 +722,7 @@ async fn on_cancel_queued_keys_are_dropped_the_reconcile_in_flight_finishes_and_
         .unwrap();
     let took = stopping.elapsed();
     result.unwrap();
+    let released = std::time::Instant::now();
     assert_eq!(started(), at_cancel, "no reconcile started after cancel");
     let lease = admin
         .coordination_v1()
@@ -692,7 +735,22 @@ async fn on_cancel_queued_keys_are_dropped_the_reconcile_in_flight_finishes_and_
         .and_then(|s| s.holder_identity)
         .unwrap_or_default();
     assert_eq!(holder, "", "the lease is released when the manager returns");
-    eprintln!("stopped {took:?} after cancel, {at_cancel} reconcile(s) started, 200 queued");
+    eventually(30, "the candidate leads and reconciles", || async {
+        (seen.count("next", "any") > 0).then_some(())
+    })
+    .await;
+    let successor = released.elapsed();
+    eprintln!(
+        "stopped {took:?} after cancel, {at_cancel} reconcile(s) started, {keys} queued; the \
+         candidate's first reconcile {successor:?} after the release"
+    );
+    // The reconcile in flight (2 s) returns, then the Lease is released.
+    assert!(
+        took <= Duration::from_secs(4),
+        "stopped {took:?} after cancel with {keys} keys queued"
+    );
+    stop_next.cancel();
+    next.await.unwrap().unwrap();
 }
 
 /// How many times each object of the read-your-own-writes test is written.
