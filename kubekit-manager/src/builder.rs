@@ -55,8 +55,9 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
+use futures_util::future::{BoxFuture, join_all};
 use kube::Resource;
+use tokio_util::sync::CancellationToken;
 
 use super::predicate::{Change, Predicate};
 use super::read_your_writes::Gate;
@@ -123,8 +124,19 @@ pub const PERMANENT_ERROR_REASON: &str = "PermanentReconcileError";
 type MapFn<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
 type ErrorPolicyFn<K> = Arc<dyn Fn(&K, &ReconcileError) -> ErrorPolicy + Send + Sync>;
 /// Registers a watched type's handler (and, in a sharded manager, its informer with the
-/// gate).
-type Watch = Box<dyn FnOnce(&SharedInformerFactory, &Enqueue, Option<&Arc<ShardGate>>)>;
+/// gate); returns the wait for that informer's sync.
+type Watch = Box<dyn FnOnce(&SharedInformerFactory, &Enqueue, Option<&Arc<ShardGate>>) -> Synced>;
+/// Waits for one informer to sync: false if the token fired first.
+type Synced = Box<dyn Fn(CancellationToken) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// The wait for `informer`'s sync.
+fn synced<T: Object>(informer: &Arc<SharedIndexInformer<T>>) -> Synced {
+    let informer = Arc::clone(informer);
+    Box::new(move |cancel| {
+        let informer = Arc::clone(&informer);
+        Box::pin(async move { informer.wait_for_sync(&cancel).await })
+    })
+}
 
 /// Where a controller's event handlers put keys, and how.
 #[derive(Clone)]
@@ -315,6 +327,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             informer
                 .informer()
                 .add_event_handler_with_resync_period(mapped_handler(enqueue, map), Duration::ZERO);
+            synced(informer.informer())
         }));
         self
     }
@@ -442,8 +455,10 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         if let Some(gate) = &shard {
             gate_informer(gate, primary.informer(), Some(gate.key()));
         }
+        // Its own informers: the primary type's and the watched ones'.
+        let mut own = vec![synced(primary.informer())];
         for watch in watches {
-            watch(&manager.factory, &enqueue, shard.as_ref());
+            own.push(watch(&manager.factory, &enqueue, shard.as_ref()));
         }
         let mut runner = Runner::new(&name, queue)
             .max_retries(max_retries)
@@ -469,15 +484,20 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         });
         let stats = runner.stats().clone();
         let runner = Arc::new(runner);
+        let own = Arc::new(own);
         manager.controllers.push(RegisteredController {
             name,
             stats,
             run: Box::new(move |factory, cancel, abort| {
                 let (runner, reconciler) = (Arc::clone(&runner), Arc::clone(&reconciler));
+                let own = Arc::clone(&own);
                 Box::pin(async move {
+                    // Its own informers synced, and every other one synced or not served
+                    // (a controller of a kind whose CRD is not installed waits alone).
                     let synced = async {
-                        let synced = factory.wait_for_cache_sync(&cancel).await;
-                        synced.values().all(|ok| *ok)
+                        let own = join_all(own.iter().map(|wait| wait(cancel.clone()))).await;
+                        own.into_iter().all(|ok| ok)
+                            && factory.wait_for_served_caches(&cancel).await
                     };
                     runner
                         .run_or_abort(reconciler, workers, synced, cancel.clone(), abort)

@@ -19,7 +19,11 @@
 //!   once one of its worker tasks has died.
 //! - Informers start at once, leader or not, so a new leader's caches are warm; the
 //!   controllers run while this replica leads (always, without leader election), each
-//!   waiting for the caches to sync before its workers start.
+//!   waiting before its workers start for its own informers (its type's, and those of
+//!   `owns` and `watches`) to sync and for every other one to sync or to find its resource
+//!   not served: a controller of a kind whose CRD is not installed yet waits for it alone,
+//!   and starts once it is. `/readyz`'s `informers` check passes once every informer of a
+//!   served resource has synced.
 //! - The **webhook server** ([`ManagerBuilder::webhook_server`]), when configured, is
 //!   served after the endpoints and before the informers start, on every replica (leader
 //!   or not), until `cancel`, even with no controller; `/readyz` has a `webhook` check
@@ -689,9 +693,8 @@ impl Manager {
             factory.start();
             let running = cancel.child_token();
             let sync = async {
-                let caches = factory.wait_for_cache_sync(&running).await;
-                if caches.values().all(|ok| *ok) {
-                    tracing::info!("informer caches synced");
+                if factory.wait_for_served_caches(&running).await {
+                    tracing::info!("informer caches synced (those of resources not served aside)");
                     synced.store(true, Ordering::Release);
                 }
             };

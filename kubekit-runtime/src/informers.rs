@@ -105,9 +105,14 @@ use kubekit_client::meta::GroupVersionResource;
 use kubekit_client::metadata::{MetadataClient, PartialObjectMetadata};
 
 /// The factory's view of an informer of any type.
+/// How often [`SharedInformerFactory::wait_for_served_caches`] asks an unsynced informer
+/// whether its resource is served.
+const SERVED_POLL: Duration = Duration::from_millis(100);
+
 trait AnyInformer: Send + Sync {
     fn run(self: Arc<Self>, cancel: CancellationToken) -> BoxFuture<'static, ()>;
     fn wait_for_sync<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, bool>;
+    fn is_served(&self) -> bool;
     fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
@@ -121,6 +126,10 @@ where
 
     fn wait_for_sync<'a>(&'a self, cancel: &'a CancellationToken) -> BoxFuture<'a, bool> {
         Box::pin(SharedIndexInformer::wait_for_sync(self, cancel))
+    }
+
+    fn is_served(&self) -> bool {
+        SharedIndexInformer::is_served(self)
     }
 
     fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
@@ -548,6 +557,37 @@ impl SharedInformerFactory {
             .map(|(name, _)| name)
             .zip(results)
             .collect()
+    }
+
+    /// Waits until every started informer has synced or found its resource not served (a
+    /// CRD not installed, or deleted: see [`SharedIndexInformer::is_served`]), or for
+    /// `cancel`; false if `cancel` fired first. What a manager's controller waits for
+    /// besides its own informers: the caches its reconciles may read, without a kind the
+    /// server does not serve holding every controller back.
+    pub async fn wait_for_served_caches(&self, cancel: &CancellationToken) -> bool {
+        let started: Vec<Arc<dyn AnyInformer>> = self
+            .state
+            .lock()
+            .informers
+            .values()
+            .filter(|e| e.started)
+            .map(|e| e.informer.clone())
+            .collect();
+        let each = started.iter().map(|informer| async move {
+            let synced = informer.wait_for_sync(cancel);
+            tokio::pin!(synced);
+            loop {
+                tokio::select! {
+                    ok = &mut synced => return ok,
+                    () = tokio::time::sleep(SERVED_POLL) => {
+                        if !informer.is_served() {
+                            return true;
+                        }
+                    }
+                }
+            }
+        });
+        join_all(each).await.into_iter().all(|ok| ok)
     }
 
     /// Stops every informer and waits for all the tasks the factory started.

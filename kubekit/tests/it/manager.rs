@@ -898,3 +898,83 @@ async fn a_reconcile_never_reads_older_objects_than_its_own_last_writes_unless_t
     );
     eprintln!("stale reads: 0 with read-your-own-writes, {stale_off} without");
 }
+
+/// A kind whose CRD only the test below installs, late.
+#[derive(kube::CustomResource, Clone, Debug, serde::Deserialize, serde::Serialize)]
+#[kube(
+    group = "late.kubekit.test",
+    version = "v1",
+    kind = "Late",
+    namespaced,
+    schema = "disabled"
+)]
+struct LateSpec {
+    note: String,
+}
+
+async fn reconcile_late(late: Arc<Late>, seen: Arc<Seen>) -> Result<ReconcileAction, AlwaysFails> {
+    seen.record("late", late.metadata.name.as_deref().unwrap_or_default());
+    Ok(ReconcileAction::Done)
+}
+
+async fn reconcile_present(
+    cm: Arc<ConfigMap>,
+    seen: Arc<Seen>,
+) -> Result<ReconcileAction, AlwaysFails> {
+    seen.record("present", cm.metadata.name.as_deref().unwrap_or_default());
+    Ok(ReconcileAction::Done)
+}
+
+#[tokio::test]
+async fn a_controller_of_a_kind_not_served_holds_no_other_back_and_starts_once_its_crd_is_installed()
+ {
+    let ns = namespace("manager-late-crd").await;
+    let config = admin_config().await;
+    let admin = Clientset::new(&config).unwrap();
+    admin
+        .core_v1()
+        .config_maps(&ns)
+        .create(&config_map("here", &[]), &CreateOptions::default())
+        .await
+        .unwrap();
+    let mut mgr = Manager::builder(config).namespace(&ns).build().unwrap();
+    let seen = Arc::new(Seen::default());
+    mgr.controller::<ConfigMap>("present")
+        .build(reconcile_present, seen.clone())
+        .unwrap();
+    mgr.controller::<Late>("late")
+        .build(reconcile_late, seen.clone())
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let manager = tokio::spawn(mgr.start(cancel.clone()));
+
+    // The ConfigMap controller runs though the other kind is not served.
+    eventually(30, "the ConfigMap reconciled", || async {
+        (seen.count("present", "here") > 0).then_some(())
+    })
+    .await;
+
+    // Installed later: its controller starts and reconciles what is created.
+    admin
+        .install_crd(
+            crate::clientset::crd("late.kubekit.test", "lates", "Late"),
+            "kubekit-tests",
+        )
+        .await
+        .expect("install the CRD");
+    let late = Late::new("first", LateSpec { note: "x".into() });
+    eventually(60, "the Late created once served", || async {
+        admin
+            .resource::<Late>(&ns)
+            .create(&late, &CreateOptions::default())
+            .await
+            .ok()
+    })
+    .await;
+    eventually(30, "the Late reconciled", || async {
+        (seen.count("late", "first") > 0).then_some(())
+    })
+    .await;
+    cancel.cancel();
+    manager.await.unwrap().unwrap();
+}
