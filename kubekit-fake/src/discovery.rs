@@ -7,8 +7,8 @@
 //! - `/api` and `/apis` answer an `APIGroupDiscoveryList` when the `Accept` header asks
 //!   for `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList` before any
 //!   plain JSON, with that content type; otherwise the legacy document. `v2beta1` is not
-//!   offered (kube-apiserver 1.35 answers it with the legacy document too).
-//! - Entries carry what kube-apiserver 1.35 gives for the same resources: verbs, scope,
+//!   offered (kube-apiserver 1.37 answers it with the legacy document too).
+//! - Entries carry what kube-apiserver 1.37 gives for the same resources: verbs, scope,
 //!   singular name, short names, categories, the `scale` and `status` subresources, `responseKind`
 //!   (with an empty group and version for a built-in resource), freshness `Current`.
 
@@ -24,41 +24,10 @@ use crate::store::Store;
 pub const AGGREGATED_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// The verbs of a resource (namespaces have no `deletecollection`).
-pub fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
-    const ALL: &[&str] = &[
-        "create",
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "update",
-        "watch",
-    ];
-    const NO_COLLECTION: &[&str] = &[
-        "create", "delete", "get", "list", "patch", "update", "watch",
-    ];
-    // The real server lists a custom resource's verbs in this order.
-    const CUSTOM: &[&str] = &[
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "create",
-        "update",
-        "watch",
-    ];
-    if r.review {
-        &["create"]
-    } else if !r.builtin {
-        CUSTOM
-    } else if r.group.is_empty() && r.plural == "namespaces" {
-        NO_COLLECTION
-    } else {
-        ALL
-    }
+/// The verbs of a resource: its discovery entry's (a custom resource's in the order the
+/// real server lists them).
+pub fn verbs(r: &ResourceInfo) -> &[String] {
+    &r.verbs
 }
 
 /// The verbs of a `status` or `scale` subresource.

@@ -27,7 +27,6 @@ use serde_json::{Map, Value, json};
 
 use crate::discovery::served_at;
 use crate::resources::ResourceInfo;
-use crate::server::EMULATED_VERSION;
 use crate::status::{ApiError, ApiResult};
 use crate::store::Store;
 
@@ -115,10 +114,10 @@ fn operations(store: &Store, path: &str) -> ApiResult<Value> {
             custom_resource_schemas(store, r, version, &mut schemas);
         }
     }
-    let (major, minor) = EMULATED_VERSION;
+    let release = &crate::resources::version_document()["gitVersion"];
     Ok(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": format!("v{major}.{minor}.0+kubekit-fake")},
+        "info": {"title": "Kubernetes", "version": release},
         "paths": paths,
         "components": {"schemas": schemas},
     }))

@@ -1,5 +1,6 @@
-//! The resources the fake serves: a small table of built-in types, and the custom
-//! resources of every `CustomResourceDefinition` created through it.
+//! The resources the fake serves: the built-in ones of the pinned release's discovery
+//! (generated into `discovery.json` by `kubekit-fake-gen`), and the custom resources of
+//! every `CustomResourceDefinition` created through it.
 //!
 //! # Contract
 //!
@@ -10,6 +11,8 @@
 //! - A CRD's resources are served from the moment the CRD is created (the real server
 //!   takes a moment to establish them) and stop being served when it is deleted; its
 //!   objects are deleted with it.
+
+use std::sync::LazyLock;
 
 use serde_json::{Value, json};
 
@@ -30,6 +33,8 @@ pub struct ResourceInfo {
     pub short_names: Vec<String>,
     /// Categories the resource belongs to, e.g. `all` (`kubectl get all`).
     pub categories: Vec<String>,
+    /// The verbs discovery lists, in its order.
+    pub verbs: Vec<String>,
     /// Whether objects live in a namespace.
     pub namespaced: bool,
     /// Whether the type has a `status` subresource (status ignored on the main resource,
@@ -133,119 +138,124 @@ impl ResourceInfo {
     }
 }
 
-/// One row of the built-in table: group, version, kind, plural, namespaced, has status,
-/// keeps generation, returns the deleted object.
-type Row = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static str,
-    bool,
-    bool,
-    bool,
-    bool,
-);
+/// The pinned release's `/version` (its build's own fields aside) and discovery, as
+/// `kubekit-fake-gen` read them from the real control plane.
+const DISCOVERY: &str = include_str!("discovery.json");
 
-#[rustfmt::skip]
-const BUILTIN: &[Row] = &[
-    ("", "v1", "Namespace", "namespaces", false, true, false, true),
-    ("", "v1", "ConfigMap", "configmaps", true, false, false, false),
-    ("", "v1", "Secret", "secrets", true, false, false, false),
-    ("", "v1", "Pod", "pods", true, true, true, true),
-    ("", "v1", "Service", "services", true, true, false, true),
-    ("", "v1", "Event", "events", true, false, false, false),
-    ("", "v1", "ServiceAccount", "serviceaccounts", true, false, false, false),
-    ("events.k8s.io", "v1", "Event", "events", true, false, false, false),
-    ("apps", "v1", "Deployment", "deployments", true, true, true, false),
-    ("apps", "v1", "ReplicaSet", "replicasets", true, true, true, false),
-    ("apps", "v1", "StatefulSet", "statefulsets", true, true, true, false),
-    ("apps", "v1", "DaemonSet", "daemonsets", true, true, true, false),
-    ("apps", "v1", "ControllerRevision", "controllerrevisions", true, false, false, false),
-    ("batch", "v1", "Job", "jobs", true, true, true, false),
-    ("batch", "v1", "CronJob", "cronjobs", true, true, true, false),
-    ("coordination.k8s.io", "v1", "Lease", "leases", true, false, false, false),
-    ("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, true, true, true),
+/// `DISCOVERY`, parsed.
+fn discovery() -> &'static Value {
+    static PARSED: LazyLock<Value> = LazyLock::new(|| {
+        // Generated and checked by kubekit-fake-gen's test: a failure here is a bug.
+        serde_json::from_str(DISCOVERY).expect("kubekit-fake's generated discovery.json")
+    });
+    &PARSED
+}
+
+/// The pinned release's `/version` document, without its build's own fields.
+pub fn version_document() -> &'static Value {
+    &discovery()["version"]
+}
+
+/// The verbs of a resource served with storage: a built-in resource listing all of
+/// these in the pinned release's discovery is served (others, such as `bindings` or
+/// `componentstatuses`, are not).
+const STORED_VERBS: [&str; 7] = [
+    "create", "delete", "get", "list", "patch", "update", "watch",
 ];
 
-/// The short names of the built-in resources (as the real server's discovery gives them).
-fn short_names(plural: &str) -> Vec<String> {
-    let names: &[&str] = match plural {
-        "namespaces" => &["ns"],
-        "configmaps" => &["cm"],
-        "pods" => &["po"],
-        "services" => &["svc"],
-        "events" => &["ev"],
-        "serviceaccounts" => &["sa"],
-        "deployments" => &["deploy"],
-        "replicasets" => &["rs"],
-        "statefulsets" => &["sts"],
-        "daemonsets" => &["ds"],
-        "cronjobs" => &["cj"],
-        "customresourcedefinitions" => &["crd", "crds"],
-        _ => &[],
-    };
-    names.iter().map(|n| n.to_string()).collect()
-}
+/// The reviews the fake answers (created, never stored).
+const REVIEWS: [(&str, &str); 2] = [
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+];
 
-/// The categories of the built-in resources (as the real server's discovery gives them).
-fn categories(plural: &str) -> Vec<String> {
-    let names: &[&str] = match plural {
-        "pods" | "services" | "deployments" | "replicasets" | "statefulsets" | "daemonsets"
-        | "jobs" | "cronjobs" => &["all"],
-        "customresourcedefinitions" => &["api-extensions"],
-        _ => &[],
-    };
-    names.iter().map(|n| n.to_string()).collect()
-}
+/// What the fake knows of a built-in resource's behaviour beyond its discovery entry:
+/// group, plural, keeps `metadata.generation`, a delete answers the deleted object.
+/// Resources not listed keep no generation and answer a delete with a `Success` Status.
+#[rustfmt::skip]
+const BEHAVIOUR: &[(&str, &str, bool, bool)] = &[
+    ("", "namespaces", false, true),
+    ("", "pods", true, true),
+    ("", "services", false, true),
+    ("apps", "deployments", true, false),
+    ("apps", "replicasets", true, false),
+    ("apps", "statefulsets", true, false),
+    ("apps", "daemonsets", true, false),
+    ("batch", "jobs", true, false),
+    ("batch", "cronjobs", true, false),
+    ("apiextensions.k8s.io", "customresourcedefinitions", true, true),
+];
 
-/// The built-in resources.
+/// The built-in resources: every one the pinned release serves with the verbs of
+/// storage (see `STORED_VERBS`), at its group's preferred version (the first its
+/// discovery lists), and the `REVIEWS`, with their discovery entries' names, scope and
+/// verbs.
 pub fn builtin() -> Vec<ResourceInfo> {
-    BUILTIN
-        .iter()
-        .map(
-            |&(group, version, kind, plural, namespaced, status, generation, returns)| {
-                ResourceInfo {
-                    group: group.into(),
-                    versions: vec![version.into()],
-                    kind: kind.into(),
-                    plural: plural.into(),
-                    singular: kind.to_ascii_lowercase(),
-                    short_names: short_names(plural),
-                    categories: categories(plural),
-                    namespaced,
-                    status,
-                    generation,
-                    returns_deleted_object: returns,
-                    builtin: true,
-                    scale: matches!(plural, "deployments" | "replicasets" | "statefulsets")
-                        .then(ScalePaths::of_workloads),
-                    review: false,
-                    schema: None,
-                    validation: None,
-                }
-            },
-        )
-        .chain(
-            ["SelfSubjectAccessReview", "SelfSubjectRulesReview"].map(|kind| ResourceInfo {
-                group: "authorization.k8s.io".into(),
-                versions: vec!["v1".into()],
-                kind: kind.into(),
-                plural: format!("{}s", kind.to_lowercase()),
-                singular: kind.to_lowercase(),
-                short_names: Vec::new(),
-                categories: Vec::new(),
-                namespaced: false,
-                status: false,
-                generation: false,
-                returns_deleted_object: false,
+    let d = discovery();
+    let mut lists = vec![("", "v1", &d["resources"]["api/v1"])];
+    for group in d["groups"]["groups"].as_array().into_iter().flatten() {
+        let name = group["name"].as_str().unwrap_or_default();
+        for version in group["versions"].as_array().into_iter().flatten() {
+            let gv = version["groupVersion"].as_str().unwrap_or_default();
+            let v = version["version"].as_str().unwrap_or_default();
+            lists.push((name, v, &d["resources"][format!("apis/{gv}")]));
+        }
+    }
+    let mut out: Vec<ResourceInfo> = Vec::new();
+    for (group, version, list) in lists {
+        let entries = list["resources"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let strings = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        };
+        for entry in entries {
+            let plural = entry["name"].as_str().unwrap_or_default();
+            if plural.contains('/') || out.iter().any(|r| r.group == group && r.plural == plural) {
+                continue;
+            }
+            let verbs = strings(&entry["verbs"]);
+            let review = REVIEWS.contains(&(group, plural));
+            if !review
+                && !STORED_VERBS
+                    .iter()
+                    .all(|v| verbs.iter().any(|have| have == v))
+            {
+                continue;
+            }
+            let has = |sub: &str| {
+                entries
+                    .iter()
+                    .any(|e| e["name"] == format!("{plural}/{sub}"))
+            };
+            let behaviour = BEHAVIOUR.iter().find(|b| b.0 == group && b.1 == plural);
+            out.push(ResourceInfo {
+                group: group.into(),
+                versions: vec![version.into()],
+                kind: entry["kind"].as_str().unwrap_or_default().into(),
+                plural: plural.into(),
+                singular: entry["singularName"].as_str().unwrap_or_default().into(),
+                short_names: strings(&entry["shortNames"]),
+                categories: strings(&entry["categories"]),
+                verbs,
+                namespaced: entry["namespaced"].as_bool().unwrap_or_default(),
+                status: !review && has("status"),
+                generation: behaviour.is_some_and(|b| b.2),
+                returns_deleted_object: behaviour.is_some_and(|b| b.3),
                 builtin: true,
-                scale: None,
-                review: true,
+                scale: (group == "apps" && has("scale")).then(ScalePaths::of_workloads),
+                review,
                 schema: None,
                 validation: None,
-            }),
-        )
-        .collect()
+            });
+        }
+    }
+    out
 }
 
 /// The built-in resource of `group` and `kind`, for tests.
@@ -333,6 +343,17 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
     let schema = validation
         .as_ref()
         .map(|s| std::sync::Arc::new(crate::managed::crd_type(s)));
+    // The real server lists a custom resource's verbs in this order.
+    let verbs = [
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch",
+    ];
     Ok(ResourceInfo {
         group,
         versions,
@@ -341,6 +362,7 @@ pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
         singular,
         short_names,
         categories,
+        verbs: verbs.map(str::to_string).to_vec(),
         namespaced,
         status,
         generation: true,

@@ -54,10 +54,6 @@ use crate::watch::{WatchRequest, start_watch};
 /// The largest request body accepted (the real server's limit is 3 MiB per object).
 pub const MAX_BODY_BYTES: usize = 3 << 20;
 
-/// The Kubernetes version whose behaviour the fake reproduces (checked by the
-/// differential suite against this version of kube-apiserver).
-pub const EMULATED_VERSION: (&str, &str) = ("1", "35");
-
 /// A response body: whole, or streamed (a watch).
 pub type Body = BoxBody<Bytes, Infallible>;
 
@@ -168,19 +164,25 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
     }
 }
 
+/// The pinned release's `/version`, with the fake's own build fields.
 fn version() -> Value {
-    let (major, minor) = EMULATED_VERSION;
-    json!({
-        "major": major,
-        "minor": minor,
-        "gitVersion": format!("v{major}.{minor}.0+kubekit-fake"),
-        "gitCommit": "",
-        "gitTreeState": "clean",
-        "buildDate": "1970-01-01T00:00:00Z",
-        "goVersion": "",
-        "compiler": "rustc",
-        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
-    })
+    let mut doc = crate::resources::version_document().clone();
+    if let Some(fields) = doc.as_object_mut() {
+        for (k, v) in [
+            ("gitCommit", String::new()),
+            ("gitTreeState", String::new()),
+            ("buildDate", String::new()),
+            ("goVersion", String::new()),
+            ("compiler", "rustc".into()),
+            (
+                "platform",
+                format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+            ),
+        ] {
+            fields.insert(k.into(), Value::String(v));
+        }
+    }
+    doc
 }
 
 /// One request to a resource, parsed.
@@ -364,12 +366,12 @@ async fn serve_resource(
             ),
         ));
     };
-    let verbs = if target.scale {
-        discovery::SUBRESOURCE_VERBS
+    let allowed = if target.scale {
+        discovery::SUBRESOURCE_VERBS.contains(&verb)
     } else {
-        discovery::verbs(&target.info)
+        discovery::verbs(&target.info).iter().any(|v| v == verb)
     };
-    if !verbs.contains(&verb) {
+    if !allowed {
         let mut e = ApiError::new(
             405,
             "MethodNotAllowed",

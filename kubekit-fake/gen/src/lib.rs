@@ -1,5 +1,7 @@
-//! The generator of `kubekit-fake/src/apply_schema.json`: what server-side apply needs to
-//! know of the built-in types kubekit-fake serves, read from the OpenAPI v3 documents of
+//! The generator of kubekit-fake's discovery (`kubekit-fake/src/discovery.json`, see
+//! [`generate_discovery`]), and of `kubekit-fake/src/apply_schema.json`: what server-side
+//! apply needs to know of the built-in types kubekit-fake serves (the [`stored_kinds`] of
+//! that discovery and [`EXTRA_ROOTS`]), read from the OpenAPI v3 documents of
 //! the pinned Kubernetes release (`api/openapi-spec/v3` of `k8s.io/kubernetes` at the
 //! version `testenv/go/go.mod` pins, fetched through the Go module proxy): for every type
 //! reachable from a served kind, its fields, and for each field whether it is a scalar, a
@@ -37,31 +39,85 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-/// The kinds kubekit-fake serves whose objects can be applied, by the OpenAPI document
+/// Kinds kubekit-fake serves that [`stored_kinds`] does not give, by the OpenAPI document
 /// that defines them: document, apiVersion, kind.
 #[rustfmt::skip]
-pub const ROOTS: &[(&str, &str, &str)] = &[
-    ("api__v1_openapi.json", "v1", "Namespace"),
-    ("api__v1_openapi.json", "v1", "ConfigMap"),
-    ("api__v1_openapi.json", "v1", "Secret"),
-    ("api__v1_openapi.json", "v1", "Pod"),
-    ("api__v1_openapi.json", "v1", "Service"),
-    ("api__v1_openapi.json", "v1", "Event"),
-    ("api__v1_openapi.json", "v1", "ServiceAccount"),
-    ("apis__apps__v1_openapi.json", "apps/v1", "Deployment"),
-    ("apis__apps__v1_openapi.json", "apps/v1", "ReplicaSet"),
-    ("apis__apps__v1_openapi.json", "apps/v1", "StatefulSet"),
-    ("apis__apps__v1_openapi.json", "apps/v1", "DaemonSet"),
-    ("apis__apps__v1_openapi.json", "apps/v1", "ControllerRevision"),
-    ("apis__batch__v1_openapi.json", "batch/v1", "Job"),
-    ("apis__batch__v1_openapi.json", "batch/v1", "CronJob"),
-    ("apis__coordination.k8s.io__v1_openapi.json", "coordination.k8s.io/v1", "Lease"),
-    ("apis__events.k8s.io__v1_openapi.json", "events.k8s.io/v1", "Event"),
-    ("apis__apiextensions.k8s.io__v1_openapi.json", "apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+pub const EXTRA_ROOTS: &[(&str, &str, &str)] = &[
     ("apis__authorization.k8s.io__v1_openapi.json", "authorization.k8s.io/v1", "SelfSubjectAccessReview"),
     // Defined where the subresource is served.
     ("apis__apps__v1_openapi.json", "autoscaling/v1", "Scale"),
 ];
+
+/// The verbs with which a built-in resource is served with storage by kubekit-fake (its
+/// `resources::builtin` keeps the same rule).
+const STORED_VERBS: [&str; 7] = [
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
+
+/// The kinds kubekit-fake stores, as (apiVersion, kind), from the generated discovery
+/// ([`generate_discovery`]): every resource whose discovery lists all of `STORED_VERBS`
+/// at the first version of its group that lists it.
+pub fn stored_kinds(discovery: &Value) -> Vec<(String, String)> {
+    let mut lists = vec![("", "v1".to_string(), &discovery["resources"]["api/v1"])];
+    for group in discovery["groups"]["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let name = group["name"].as_str().unwrap_or_default();
+        for version in group["versions"].as_array().into_iter().flatten() {
+            let gv = version["groupVersion"].as_str().unwrap_or_default();
+            lists.push((
+                name,
+                gv.to_string(),
+                &discovery["resources"][format!("apis/{gv}")],
+            ));
+        }
+    }
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    let mut kinds = Vec::new();
+    for (group, api_version, list) in lists {
+        for entry in list["resources"].as_array().into_iter().flatten() {
+            let plural = entry["name"].as_str().unwrap_or_default();
+            let verbs = entry["verbs"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let stored = STORED_VERBS
+                .iter()
+                .all(|v| verbs.iter().any(|have| have == v));
+            if plural.contains('/') || !stored || seen.contains(&(group, plural)) {
+                continue;
+            }
+            seen.push((group, plural));
+            let kind = entry["kind"].as_str().unwrap_or_default();
+            kinds.push((api_version.clone(), kind.to_string()));
+        }
+    }
+    kinds
+}
+
+/// The kinds kubekit-fake serves whose objects can be applied, by the OpenAPI document
+/// that defines them (document, apiVersion, kind): [`stored_kinds`] of the repository's
+/// generated discovery, and [`EXTRA_ROOTS`].
+fn roots(repo: &Path) -> Result<Vec<(String, String, String)>, String> {
+    let path = discovery_output_path(repo);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let discovery: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let document = |api_version: &str| match api_version.rsplit_once('/') {
+        Some((group, version)) => format!("apis__{group}__{version}_openapi.json"),
+        None => format!("api__{api_version}_openapi.json"),
+    };
+    let mut roots: Vec<(String, String, String)> = stored_kinds(&discovery)
+        .into_iter()
+        .map(|(api_version, kind)| (document(&api_version), api_version, kind))
+        .collect();
+    roots.extend(EXTRA_ROOTS.iter().map(|(file, api_version, kind)| {
+        (file.to_string(), api_version.to_string(), kind.to_string())
+    }));
+    Ok(roots)
+}
 
 /// The type the field manager holds atomic whatever its schema says (kube-openapi's
 /// `schemaconv` hard-codes it).
@@ -80,12 +136,75 @@ pub fn openapi_output_path(repo: &Path) -> PathBuf {
     repo.join("kubekit-fake/src/openapi_schemas.json")
 }
 
-/// One root of [`ROOTS`] found in its document: the document's file, its schemas, and
+/// The generated discovery's path in the repository.
+pub fn discovery_output_path(repo: &Path) -> PathBuf {
+    repo.join("kubekit-fake/src/discovery.json")
+}
+
+/// The discovery file, `{"pinned": …, "version": …, "groups": …, "resources": {"<path>":
+/// …}}`, as testenv's real control plane (started, see the crate's docs) serves it:
+/// `/version`, the `APIGroupList` of `/apis`, and the `APIResourceList` of `/api/v1` and
+/// of every `/apis/<group>/<version>` it lists, by path (`api/v1`, `apis/apps/v1`). The
+/// build's own fields of `/version` (`gitCommit`, `gitTreeState`, `buildDate`,
+/// `goVersion`, `compiler`, `platform`) depend on the machine that built the binaries,
+/// not on the release: they are left out. kubekit-fake serves the rest as it is, and its
+/// built-in resources are the ones these lists describe.
+pub fn generate_discovery(repo: &Path) -> Result<String, String> {
+    let module = "k8s.io/kubernetes";
+    let pinned = kubekit_protobuf_gen::sources::pinned_version(repo, module)?;
+    let raw = |path: &str| -> Result<Value, String> {
+        let mut kubectl = testenv::control_plane().kubectl();
+        kubectl.args(["get", "--raw", path]);
+        kubekit_protobuf_gen::sources::json_output(
+            &mut kubectl,
+            &format!("kubectl get --raw {path}"),
+        )
+    };
+    let mut version = raw("/version")?;
+    if let Some(fields) = version.as_object_mut() {
+        for build in [
+            "gitCommit",
+            "gitTreeState",
+            "buildDate",
+            "goVersion",
+            "compiler",
+            "platform",
+        ] {
+            fields.remove(build);
+        }
+    }
+    let groups = raw("/apis")?;
+    let mut resources = Map::new();
+    resources.insert("api/v1".into(), raw("/api/v1")?);
+    for group in groups["groups"].as_array().into_iter().flatten() {
+        for version in group["versions"].as_array().into_iter().flatten() {
+            let gv = version["groupVersion"]
+                .as_str()
+                .ok_or("/apis: a version without groupVersion")?;
+            // The probe CRD of `generate_openapi` is no built-in group.
+            if gv.starts_with(PROBE_GROUP) {
+                continue;
+            }
+            resources.insert(format!("apis/{gv}"), raw(&format!("/apis/{gv}"))?);
+        }
+    }
+    let mut groups = groups;
+    if let Some(list) = groups["groups"].as_array_mut() {
+        list.retain(|g| g["name"].as_str() != Some(PROBE_GROUP));
+    }
+    let out = json!({"pinned": format!("{module} {pinned}"), "version": version,
+        "groups": groups, "resources": resources});
+    serde_json::to_string_pretty(&out)
+        .map(|s| s + "\n")
+        .map_err(|e| e.to_string())
+}
+
+/// One root of [`roots`] found in its document: the document's file, its schemas, and
 /// the name of the root's schema.
 struct Root {
-    file: &'static str,
-    api_version: &'static str,
-    kind: &'static str,
+    file: String,
+    api_version: String,
+    kind: String,
     schemas: std::rc::Rc<Map<String, Value>>,
     name: String,
 }
@@ -97,11 +216,11 @@ fn read_roots(repo: &Path) -> Result<(String, Vec<Root>), String> {
     let version = kubekit_protobuf_gen::sources::pinned_version(repo, module)?;
     let dir =
         kubekit_protobuf_gen::sources::go_module_dir(module, &version)?.join("api/openapi-spec/v3");
-    let mut documents: BTreeMap<&str, std::rc::Rc<Map<String, Value>>> = BTreeMap::new();
-    let mut roots = Vec::new();
-    for &(file, api_version, kind) in ROOTS {
-        let path = dir.join(file);
-        let schemas = match documents.get(file) {
+    let mut documents: BTreeMap<String, std::rc::Rc<Map<String, Value>>> = BTreeMap::new();
+    let mut found = Vec::new();
+    for (file, api_version, kind) in roots(repo)? {
+        let path = dir.join(&file);
+        let schemas = match documents.get(&file) {
             Some(s) => s.clone(),
             None => {
                 let text = std::fs::read_to_string(&path)
@@ -113,7 +232,7 @@ fn read_roots(repo: &Path) -> Result<(String, Vec<Root>), String> {
                     .cloned()
                     .ok_or_else(|| format!("{}: no components.schemas", path.display()))?;
                 let schemas = std::rc::Rc::new(schemas);
-                documents.insert(file, schemas.clone());
+                documents.insert(file.clone(), schemas.clone());
                 schemas
             }
         };
@@ -122,11 +241,11 @@ fn read_roots(repo: &Path) -> Result<(String, Vec<Root>), String> {
         let name = schemas
             .iter()
             .find(|(name, s)| {
-                is_kind(s, api_version, kind) || name.ends_with(&format!("{group}.v1.{kind}"))
+                is_kind(s, &api_version, &kind) || name.ends_with(&format!("{group}.v1.{kind}"))
             })
             .map(|(name, _)| name.clone())
             .ok_or_else(|| format!("{}: no schema of {api_version} {kind}", path.display()))?;
-        roots.push(Root {
+        found.push(Root {
             file,
             api_version,
             kind,
@@ -134,6 +253,7 @@ fn read_roots(repo: &Path) -> Result<(String, Vec<Root>), String> {
             name,
         });
     }
+    let roots = found;
     Ok((format!("{module} {version}"), roots))
 }
 

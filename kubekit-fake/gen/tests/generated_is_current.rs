@@ -29,3 +29,11 @@ fn openapi_schemas_match_the_pinned_openapi_documents() {
         kubekit_fake_gen::openapi_output_path,
     );
 }
+
+#[test]
+fn discovery_matches_the_pinned_control_plane() {
+    assert_current(
+        kubekit_fake_gen::generate_discovery,
+        kubekit_fake_gen::discovery_output_path,
+    );
+}
