@@ -6,7 +6,9 @@
 //!
 //! - the test namespace's name → `<ns>`; uids → `uid-1`, `uid-2`, … by first appearance;
 //! - timestamps (creation, deletion, conditions' transitions, managedFields entries) →
-//!   `<time>`; continue tokens → `<continue>`.
+//!   `<time>`, managedFields entries in the order of their operation, manager, apiVersion
+//!   and subresource (the servers order them by time in whole seconds, and the two runs'
+//!   writes may fall in different seconds); continue tokens → `<continue>`.
 //! - object resourceVersions → their rank among the object resourceVersions of the record
 //!   (so order and equality must match, values need not); list and bookmark
 //!   resourceVersions → `<list-rv>`, after checking that each is at least every object
@@ -457,6 +459,18 @@ fn rewrite(
                         Some(_),
                     ) => *c = json!("<time>"),
                     ("continue", Some(s)) if !s.is_empty() => *c = json!("<continue>"),
+                    ("managedFields", None) => {
+                        rewrite(c, ns, ranks, uids, floor, label);
+                        // Entries are ordered by their time in whole seconds: the two
+                        // servers' writes may fall in different seconds.
+                        if let Some(entries) = c.as_array_mut() {
+                            let key = |e: &Value| {
+                                ["operation", "manager", "apiVersion", "subresource"]
+                                    .map(|f| e[f].as_str().unwrap_or_default().to_string())
+                            };
+                            entries.sort_by_key(key);
+                        }
+                    }
                     _ => rewrite(c, ns, ranks, uids, floor, label),
                 }
             }
