@@ -820,6 +820,16 @@ fn server_bytes(metrics: &str, resource: &str) -> f64 {
         .sum()
 }
 
+/// kube-apiserver's `/metrics`, read as admin.
+fn apiserver_metrics(cp: &ControlPlane) -> String {
+    let out = cp
+        .kubectl()
+        .args(["get", "--raw", "/metrics"])
+        .output()
+        .expect("kubectl get --raw /metrics");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// kube-apiserver's CPU seconds (from its `/metrics`).
 fn server_cpu(metrics: &str) -> f64 {
     series(metrics, "process_cpu_seconds_total ").unwrap_or_default()
@@ -868,12 +878,7 @@ const COST_RESOURCES: [&str; 3] = ["apps", "deployments", "services"];
 /// Starts `layout`, waits until its replicas reconciled `apps` Apps between them and then
 /// ran no reconcile for 3 s, reads what it cost, and stops it.
 async fn measure(cp: &ControlPlane, layout: Layout, apps: usize, logs: &std::path::Path) -> Costs {
-    let before = cp
-        .kubectl()
-        .args(["get", "--raw", "/metrics"])
-        .output()
-        .unwrap();
-    let before = String::from_utf8_lossy(&before.stdout).into_owned();
+    let before = apiserver_metrics(cp);
     let lease_ns = cp.create_namespace(&cp.client().await, "ring-costs").await;
     let run = logs.join(
         format!("{layout:?}")
@@ -928,12 +933,7 @@ async fn measure(cp: &ControlPlane, layout: Layout, apps: usize, logs: &std::pat
         },
     )
     .await;
-    let after = cp
-        .kubectl()
-        .args(["get", "--raw", "/metrics"])
-        .output()
-        .unwrap();
-    let after = String::from_utf8_lossy(&after.stdout).into_owned();
+    let after = apiserver_metrics(cp);
     let n = replicas.len() as f64;
     let mut cached = Vec::new();
     let metrics: Vec<String> = live.iter().map(|&i| ring.metrics(i).unwrap()).collect();

@@ -24,12 +24,6 @@ use crate::store::Store;
 pub const AGGREGATED_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// The verbs of a resource: its discovery entry's (a custom resource's in the order the
-/// real server lists them).
-pub fn verbs(r: &ResourceInfo) -> &[String] {
-    &r.verbs
-}
-
 /// The verbs of a `status` or `scale` subresource.
 pub const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 
@@ -114,7 +108,7 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Val
     for r in served {
         let mut entry = json!({
             "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
-            "kind": r.kind, "verbs": verbs(r),
+            "kind": r.kind, "verbs": r.verbs,
         });
         add_names(&mut entry, r);
         resources.push(entry);
@@ -167,7 +161,7 @@ fn resource_entry(r: &ResourceInfo, version: &str) -> Value {
         "responseKind": response_kind,
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": verbs(r),
+        "verbs": r.verbs,
     });
     add_names(&mut entry, r);
     let mut subresources = Vec::new();

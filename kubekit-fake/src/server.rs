@@ -369,7 +369,7 @@ async fn serve_resource(
     let allowed = if target.scale {
         discovery::SUBRESOURCE_VERBS.contains(&verb)
     } else {
-        discovery::verbs(&target.info).iter().any(|v| v == verb)
+        target.info.verbs.iter().any(|v| v == verb)
     };
     if !allowed {
         let mut e = ApiError::new(
