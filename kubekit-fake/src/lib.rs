@@ -27,8 +27,9 @@
 //! - Resources with behaviour of their own: namespaces, configmaps, secrets, pods, services, events (core and
 //!   `events.k8s.io`, one store seen through both APIs), serviceaccounts, deployments,
 //!   replicasets, statefulsets, daemonsets, controllerrevisions, jobs, cronjobs, leases,
-//!   selfsubjectaccessreviews and selfsubjectrulesreviews (create only, nothing stored;
-//!   everything is allowed),
+//!   the access reviews (`SelfSubjectAccessReview`, `SubjectAccessReview`,
+//!   `LocalSubjectAccessReview`), `SelfSubjectRulesReview` and `SelfSubjectReview`
+//!   (create only, nothing stored; answered by RBAC, see below),
 //!   customresourcedefinitions, and the resources of every CRD created through it (served
 //!   at once: the CRD is created `NamesAccepted` and `Established`, as the real server
 //!   reports a moment later; `kubectl wait --for=condition=Established` returns).
@@ -116,16 +117,27 @@
 //! - Server-side tables (what `kubectl get` prints) for every served kind, custom
 //!   resources by their printer columns (see `tables`).
 //! - `/version`, `/healthz`, `/livez`, `/readyz`.
+//! - With [`FakeApiServer::with_rbac`], authentication and RBAC as kube-apiserver's:
+//!   users from bearer tokens ([`FakeApiServer::user_config`]) and impersonation
+//!   (`Impersonate-User`, `Impersonate-Group`, `kubectl --as`; what
+//!   [`FakeApiServer::user_kubeconfig`] writes for client-go, which sends no credentials
+//!   over plain HTTP), with 1.37's constrained impersonation modes; every request
+//!   authorized by the Roles, ClusterRoles (aggregated too) and bindings stored, before
+//!   anything else is looked at, and a create by apply needing `create` besides `patch`;
+//!   refusals with the real `403` texts; the reviews answered by the same rules. Without
+//!   it, every request is the admin's and allowed, and the reviews say so. Not done:
+//!   client certificates (the fake speaks plain HTTP), `TokenReview`, the escalation and
+//!   bind checks on writes of roles and bindings, the default roles beyond those a new
+//!   cluster needs to be used (see `rbac`).
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
 //! against this server and the real kube-apiserver and requires the same answers.
 //!
 //! # What it does not do
 //!
-//! No authentication or authorization (every request is allowed: a
-//! `SelfSubjectAccessReview` answers `allowed`, `kubectl auth can-i` says yes, a
-//! `SelfSubjectRulesReview` allows every verb on everything), no admission, no
-//! other defaulting or validation (empty lists and maps are kept where the real server's
+//! Without [`FakeApiServer::with_rbac`], no authorization (every request is allowed:
+//! `kubectl auth can-i` says yes, a `SelfSubjectRulesReview` allows every verb on
+//! everything). No admission, no other defaulting or validation (empty lists and maps are kept where the real server's
 //! encoding leaves them out), no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no tables in watches (`kubectl get -w` prints names
 //! and ages), no periodic watch
@@ -143,6 +155,7 @@ mod fieldset;
 mod formats;
 mod managed;
 mod openapi;
+mod rbac;
 mod resources;
 mod scale;
 mod selectors;
@@ -164,7 +177,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::watch as notify;
 use tokio_util::sync::CancellationToken;
@@ -197,16 +210,51 @@ impl FakeApiServer {
     /// kubeconfig for it into a directory of its own under the system's temporary
     /// directory (removed when the server is dropped).
     pub async fn start() -> std::io::Result<Self> {
+        Self::start_with(false).await
+    }
+
+    /// [`start`](Self::start) a server that authenticates and authorizes every request as
+    /// kube-apiserver's RBAC does (see [`user_kubeconfig`](Self::user_kubeconfig)), with the
+    /// bootstrap roles a new cluster has to be used: `cluster-admin` for `system:masters`,
+    /// discovery and the self-reviews for every authenticated user. Requests without
+    /// credentials ([`config`](Self::config), [`kubeconfig_path`](Self::kubeconfig_path))
+    /// are the admin, `kubekit-fake-admin` in `system:masters`; a refusal is the real
+    /// server's `403 Forbidden`. Not done: the escalation and bind checks on writes of roles
+    /// and bindings, client certificates, `TokenReview`.
+    pub async fn with_rbac() -> std::io::Result<Self> {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(rbac: bool) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let address = listener.local_addr()?;
         let mut store = Store::new();
-        let namespaces = store
-            .lookup("", "v1", "namespaces")
-            .ok_or_else(|| std::io::Error::other("namespaces are not built in"))?;
-        for ns in INITIAL_NAMESPACES {
+        let lookup = |store: &Store, group: &str, plural: &str| {
             store
-                .create(&namespaces, "", json!({"metadata": {"name": ns}}), None)
-                .map_err(|e| std::io::Error::other(e.message))?;
+                .lookup(group, "v1", plural)
+                .ok_or_else(|| std::io::Error::other(format!("{plural} are not built in")))
+        };
+        let namespaces = lookup(&store, "", "namespaces")?;
+        let seed = |store: &mut Store, info: &resources::ResourceInfo, obj: Value| {
+            store
+                .create(info, "", obj, None)
+                .map(drop)
+                .map_err(|e| std::io::Error::other(e.message))
+        };
+        for ns in INITIAL_NAMESPACES {
+            seed(&mut store, &namespaces, json!({"metadata": {"name": ns}}))?;
+        }
+        if rbac {
+            let (roles, bindings) = rbac::bootstrap();
+            let group = "rbac.authorization.k8s.io";
+            let role_info = lookup(&store, group, "clusterroles")?;
+            let binding_info = lookup(&store, group, "clusterrolebindings")?;
+            for role in roles {
+                seed(&mut store, &role_info, role)?;
+            }
+            for binding in bindings {
+                seed(&mut store, &binding_info, binding)?;
+            }
         }
         let shared = Arc::new(Shared {
             changed: notify::Sender::new(store.resource_version()),
@@ -215,6 +263,9 @@ impl FakeApiServer {
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
             address: address.to_string(),
+            rbac,
+            tokens: rbac::Tokens::default(),
+            last_modes: rbac::LastModes::default(),
         });
         let dir = std::env::temp_dir().join(format!(
             "kubekit-fake-{}-{}",
@@ -255,6 +306,49 @@ impl FakeApiServer {
     /// credentials), for kubectl or any other client.
     pub fn kubeconfig_path(&self) -> &Path {
         &self.kubeconfig
+    }
+
+    /// Writes a kubeconfig (beside [`kubeconfig_path`](Self::kubeconfig_path)'s) for user
+    /// `name` in `groups` (and `system:authenticated`), and returns its path: with
+    /// [`with_rbac`](Self::with_rbac), it may do what RBAC grants it.
+    ///
+    /// client-go (kubectl, a Go controller) sends no credentials to a server over plain
+    /// HTTP, so the kubeconfig makes the admin impersonate the user (`as`, `as-groups`): the
+    /// real server authorizes such a request exactly as one the user sends itself.
+    pub fn user_kubeconfig(&self, name: &str, groups: &[&str]) -> std::io::Result<PathBuf> {
+        let quoted = |v: &str| serde_json::to_string(v).unwrap_or_default();
+        let mut user = format!("  user:\n    as: {}\n", quoted(name));
+        if !groups.is_empty() {
+            user.push_str("    as-groups:\n");
+            for g in groups {
+                user.push_str(&format!("    - {}\n", quoted(g)));
+            }
+        }
+        let file: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let path = self
+            .dir
+            .join(format!("kubeconfig-{file}-{:08x}", fastrand::u32(..)));
+        let yaml = kubeconfig_yaml(self.address).replace("  user: {}\n", &user);
+        std::fs::write(&path, yaml)?;
+        Ok(path)
+    }
+
+    /// A kubekit configuration whose bearer token authenticates as user `name` in `groups`
+    /// (and `system:authenticated`), with client-side rate limiting off: with
+    /// [`with_rbac`](Self::with_rbac), it may do what RBAC grants it. Each call makes a new
+    /// token.
+    pub fn user_config(&self, name: &str, groups: &[&str]) -> kubekit::rest::RestConfig {
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        let token = self
+            .shared
+            .tokens
+            .issue(rbac::UserInfo::authenticated(name, &groups));
+        let mut kube = self.config().kube_config().clone();
+        kube.auth_info.token = Some(token.into());
+        kubekit::rest::RestConfig::from_kube(kube).with_rate_limit(-1.0, 0)
     }
 
     /// Drops the change history of every resource, as etcd's compaction does: watches and

@@ -164,9 +164,12 @@ const STORED_VERBS: [&str; 7] = [
 ];
 
 /// The reviews the fake answers (created, never stored).
-const REVIEWS: [(&str, &str); 2] = [
+const REVIEWS: [(&str, &str); 5] = [
+    ("authentication.k8s.io", "selfsubjectreviews"),
+    ("authorization.k8s.io", "localsubjectaccessreviews"),
     ("authorization.k8s.io", "selfsubjectaccessreviews"),
     ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
 ];
 
 /// What the fake knows of a built-in resource's behaviour beyond its discovery entry:

@@ -42,6 +42,7 @@ use crate::events;
 use crate::faults::Faults;
 use crate::managed;
 use crate::openapi;
+use crate::rbac::{self, UserInfo};
 use crate::resources::ResourceInfo;
 use crate::scale;
 use crate::selectors::Filter;
@@ -67,6 +68,12 @@ pub(crate) struct Shared {
     pub(crate) cancel: CancellationToken,
     pub(crate) tasks: TaskTracker,
     pub(crate) address: String,
+    /// Whether requests are authenticated and authorized (see `rbac`).
+    pub(crate) rbac: bool,
+    /// The bearer tokens handed out.
+    pub(crate) tokens: rbac::Tokens,
+    /// The impersonation mode that last worked for each requester.
+    pub(crate) last_modes: rbac::LastModes,
 }
 
 impl Shared {
@@ -127,6 +134,30 @@ fn text_response(body: &'static str) -> Response<Body> {
 pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().trim_end_matches('/').to_string();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // Authenticated, then authorized before anything else is looked at, as kube-apiserver's
+    // filters do: a request refused is refused whether or not its resource exists.
+    let (user, asked) = if shared.rbac {
+        let query: Vec<(String, String)> = req
+            .uri()
+            .query()
+            .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+            .unwrap_or_default();
+        let asked = rbac::Attributes::of_request(req.method(), req.uri().path(), &segments, &query);
+        let store = shared.store.lock();
+        let user = rbac::authenticate(
+            &store,
+            (&shared.tokens, &shared.last_modes),
+            req.headers(),
+            &asked,
+        )
+        .and_then(|user| rbac::check(&store, &user, &asked).map(|()| user));
+        match user {
+            Ok(user) => (user, asked),
+            Err(e) => return error_response(&e),
+        }
+    } else {
+        (UserInfo::admin(), rbac::Attributes::default())
+    };
     let result = match segments.as_slice() {
         ["healthz"] | ["livez"] | ["readyz"] => return text_response("ok"),
         ["version"] => Ok(version()),
@@ -149,12 +180,14 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
         ["apis"] => Ok(discovery::group_list(&shared.store.lock())),
         ["api", "v1"] => discovery::resource_list(&shared.store.lock(), "", "v1"),
         ["apis", group, version] => discovery::resource_list(&shared.store.lock(), group, version),
-        ["api", "v1", rest @ ..] => return serve_resource(&shared, req, "", "v1", rest).await,
+        ["api", "v1", rest @ ..] => {
+            return serve_resource(&shared, req, (user, asked), "", "v1", rest).await;
+        }
         ["apis", group, version, rest @ ..] => {
             let (group, version) = (group.to_string(), version.to_string());
             let rest: Vec<String> = rest.iter().map(|s| s.to_string()).collect();
             let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-            return serve_resource(&shared, req, &group, &version, &rest).await;
+            return serve_resource(&shared, req, (user, asked), &group, &version, &rest).await;
         }
         _ => Err(ApiError::no_route()),
     };
@@ -207,6 +240,10 @@ struct Target {
     /// Whether the client asks for protobuf first (answered in protobuf where the kind has
     /// a protobuf form).
     protobuf: bool,
+    /// Who asks (the admin without RBAC).
+    user: UserInfo,
+    /// What the request asks, as RBAC sees it (with RBAC only).
+    asked: rbac::Attributes,
 }
 
 impl Target {
@@ -302,6 +339,8 @@ fn parse_target(
         warnings: Mutex::new(Vec::new()),
         table: false,
         protobuf: false,
+        user: UserInfo::admin(),
+        asked: rbac::Attributes::default(),
     })
 }
 
@@ -323,6 +362,7 @@ fn verb_of(method: &Method, named: bool, watch: bool) -> Option<&'static str> {
 async fn serve_resource(
     shared: &Arc<Shared>,
     req: Request<Incoming>,
+    access: (UserInfo, rbac::Attributes),
     group: &str,
     version: &str,
     rest: &[&str],
@@ -380,6 +420,7 @@ async fn serve_resource(
         e.details = Some(json!({}));
         return error_response(&e);
     }
+    (target.user, target.asked) = access;
     if let Some(e) = unsupported_dry_run(&target, verb) {
         return error_response(&e);
     }
@@ -810,7 +851,7 @@ fn create(shared: &Shared, t: &Target, obj: Value) -> Answer {
     }
     check_kind(t, &obj)?;
     if t.info.review {
-        return Ok((201, review(t, obj)));
+        return Ok((201, review(shared, t, obj)?));
     }
     check_namespace(t, &obj)?;
     let obj = t.pruned(obj)?;
@@ -831,25 +872,133 @@ fn created_answer(t: &Target, created: &Value) -> Value {
     answer
 }
 
-/// The answer to a review: every request is allowed (the fake authorizes everything), and
-/// the rules of a `SelfSubjectRulesReview` allow every verb on everything. Never stored,
-/// an access review still records its manager's fields, as on the real server.
-fn review(t: &Target, mut obj: Value) -> Value {
+/// The answer to a review, for the requester (the admin without RBAC, who may do
+/// everything): a `SelfSubjectReview` says who they are, a `SelfSubjectRulesReview` what
+/// RBAC grants them, the access reviews whether RBAC allows what they ask (for the
+/// requester, or the `user` and `groups` a `SubjectAccessReview` names). Never stored, an
+/// access review still records its manager's fields, as on the real server.
+fn review(shared: &Shared, t: &Target, mut obj: Value) -> ApiResult<Value> {
     if !obj["metadata"].is_object() {
         obj["metadata"] = json!({});
     }
-    if t.info.kind == "SelfSubjectRulesReview" {
-        // The real server answers with the rules alone: empty metadata and spec.
-        let rules = json!({"metadata": {}, "spec": {}, "status": {
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": false,
-        }});
-        return t.present(&rules);
+    let store = shared.store.lock();
+    let text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_string();
+    match t.info.kind.as_str() {
+        "SelfSubjectReview" => {
+            let who = json!({"username": t.user.name, "groups": t.user.groups});
+            let now = crate::store::now();
+            let answer =
+                json!({"metadata": {"creationTimestamp": now}, "status": {"userInfo": who}});
+            return Ok(t.present(&answer));
+        }
+        "SelfSubjectRulesReview" => {
+            let ns = text(&obj["spec"], "namespace");
+            let (resource, non_resource) = rbac::rules_for(&store, &t.user, &ns);
+            // The real server answers with the rules alone: empty metadata and spec.
+            let rules = json!({"metadata": {}, "spec": {}, "status": {
+                "resourceRules": resource,
+                "nonResourceRules": non_resource,
+                "incomplete": false,
+            }});
+            return Ok(t.present(&rules));
+        }
+        _ => {}
     }
+    let spec = &obj["spec"];
+    let (resource, non_resource) = (
+        spec.get("resourceAttributes").filter(|v| !v.is_null()),
+        spec.get("nonResourceAttributes").filter(|v| !v.is_null()),
+    );
+    let mut causes = Vec::new();
+    if resource.is_some() == non_resource.is_some() {
+        causes.push((
+            "spec".to_string(),
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified"
+                .to_string(),
+            non_resource.cloned().unwrap_or(Value::Null),
+        ));
+    }
+    let subject = match t.info.kind.as_str() {
+        "SelfSubjectAccessReview" => t.user.clone(),
+        _ => {
+            let groups: Vec<String> = spec["groups"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|g| g.as_str().map(str::to_string))
+                .collect();
+            if text(spec, "user").is_empty() && groups.is_empty() {
+                causes.push((
+                    "spec.user".into(),
+                    "at least one of user or group must be specified".into(),
+                    json!(""),
+                ));
+            }
+            rbac::UserInfo {
+                name: text(spec, "user"),
+                groups,
+            }
+        }
+    };
+    if t.info.kind == "LocalSubjectAccessReview" {
+        if resource.is_some_and(|r| text(r, "namespace") != t.ns) {
+            causes.push((
+                "spec.resourceAttributes.namespace".into(),
+                "must match metadata.namespace".into(),
+                json!(resource.map(|r| text(r, "namespace"))),
+            ));
+        }
+        if non_resource.is_some() {
+            causes.push((
+                "spec.nonResourceAttributes".into(),
+                "disallowed on this kind of request".into(),
+                non_resource.cloned().unwrap_or(Value::Null),
+            ));
+        }
+    }
+    if !causes.is_empty() {
+        // The real server shows a value as JSON: `null` for an absent one.
+        let faults: Vec<(String, &str, String)> = causes
+            .into_iter()
+            .map(|(field, why, value)| {
+                let detail = format!("Invalid value: {value}: {why}");
+                (field, "FieldValueInvalid", detail)
+            })
+            .collect();
+        // Named by the kind of the decoded review, which is empty on the real server.
+        let unnamed = ResourceInfo {
+            kind: String::new(),
+            ..t.info.clone()
+        };
+        return Err(ApiError::invalid_fields(&unnamed, "", &faults));
+    }
+    let attrs = match (resource, non_resource) {
+        (Some(r), _) => rbac::Attributes {
+            verb: text(r, "verb"),
+            resource: text(r, "resource"),
+            group: text(r, "group"),
+            subresource: text(r, "subresource"),
+            namespace: text(r, "namespace"),
+            name: text(r, "name"),
+            path: String::new(),
+        },
+        (None, n) => rbac::Attributes {
+            verb: n.map(|n| text(n, "verb")).unwrap_or_default(),
+            path: n.map(|n| text(n, "path")).unwrap_or_default(),
+            ..rbac::Attributes::default()
+        },
+    };
+    let status = match rbac::authorize(&store, &subject, &attrs) {
+        rbac::Decision::Allowed(reason) => json!({"allowed": true, "reason": reason}),
+        rbac::Decision::Denied(reason) => json!({"allowed": false, "reason": reason}),
+    };
+    drop(store);
     t.write().track_update(None, &mut obj);
-    obj["status"] = json!({"allowed": true});
-    t.present(&obj)
+    obj["status"] = status;
+    if obj["status"]["reason"] == "" {
+        obj["status"].as_object_mut().map(|s| s.remove("reason"));
+    }
+    Ok(t.present(&obj))
 }
 
 fn update(shared: &Shared, t: &Target, obj: Value) -> Answer {
@@ -969,6 +1118,14 @@ fn apply(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
             }
             Err(e) if t.status => Err(e),
             Err(_) => {
+                // Creating needs `create` too, checked as the real server checks it.
+                if shared.rbac {
+                    let create = rbac::Attributes {
+                        verb: "create".into(),
+                        ..t.asked.clone()
+                    };
+                    rbac::check(s, &t.user, &create)?;
+                }
                 let merged = write.apply(None, &config, force)?;
                 Ok((true, s.create(&t.info, &t.ns, merged, None)?))
             }

@@ -168,7 +168,10 @@ impl ApiError {
                 json!({"reason": reason, "message": detail, "field": field.as_ref()})
             })
             .collect();
-        let mut d = json!({"kind": info.kind, "causes": causes});
+        let mut d = json!({"causes": causes});
+        if !info.kind.is_empty() {
+            d["kind"] = json!(info.kind);
+        }
         if !name.is_empty() {
             d["name"] = json!(name);
         }

@@ -110,14 +110,31 @@ pub struct Store {
 const FOREGROUND: &str = "foregroundDeletion";
 const ORPHAN: &str = "orphan";
 
+/// A name that is one path segment (apimachinery's `IsValidPathSegmentName`): RBAC's
+/// names, such as `system:discovery`.
+pub(crate) fn path_segment(name: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if name == "." || name == ".." {
+        errs.push(format!("may not be '{name}'"));
+    }
+    for c in ['/', '%'] {
+        if name.contains(c) {
+            errs.push(format!("may not contain '{c}'"));
+        }
+    }
+    errs
+}
+
 /// The name rules of `info`'s objects, as the real server's: a Namespace's and a
 /// Service's name is a DNS-1123 label (1.37 accepts `1svc`), a CRD's `<plural>.<group>`,
-/// every other name a DNS-1123 subdomain; a `generateName` is checked as a prefix (a
-/// trailing `-` allowed), and the name generated from it as a name.
+/// RBAC's roles' and bindings' one path segment, every other name a DNS-1123 subdomain;
+/// a `generateName` is checked as a prefix (a trailing `-` allowed), and the name
+/// generated from it as a name.
 fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
     use kubekit::validation::{dns1123_label, dns1123_subdomain};
     let rule: fn(&str) -> Vec<String> = match (info.group.as_str(), info.kind.as_str()) {
         ("", "Namespace" | "Service") => dns1123_label,
+        ("rbac.authorization.k8s.io", _) => path_segment,
         _ => dns1123_subdomain,
     };
     let invalid = |field: &'static str, value: &str, errs: Vec<String>| {

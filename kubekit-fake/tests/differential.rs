@@ -34,8 +34,39 @@ struct Target {
     /// Compacts the history up to resourceVersion `rv` (etcd's compaction on the real
     /// server; `FakeApiServer::compact` on the fake, where nothing else writes).
     compact: Box<dyn Fn(i64) + Send + Sync>,
-    /// Keeps the fake running for the scenario.
-    _fake: Option<std::sync::Arc<FakeApiServer>>,
+    /// A kubeconfig of a user in no group, whom only RBAC grants anything.
+    user: Box<dyn Fn(&str) -> std::path::PathBuf + Send + Sync>,
+    /// The fake, kept running for the scenario; `None` for the real server.
+    fake: Option<std::sync::Arc<FakeApiServer>>,
+}
+
+impl Target {
+    /// A configuration of user `name` (see `user`): on the fake, with a bearer token.
+    async fn user_config(&self, name: &str) -> RestConfig {
+        match &self.fake {
+            Some(fake) => fake.user_config(name, &[]),
+            None => RestConfig::from_kubeconfig(&(self.user)(name))
+                .await
+                .expect("a user's kubeconfig")
+                .with_rate_limit(-1.0, 0),
+        }
+    }
+
+    /// A client of user `name` (see `user_config`).
+    async fn as_user(&self, name: &str) -> RestClient {
+        RestClient::new(&self.user_config(name).await).expect("rest client")
+    }
+
+    /// A client of user `name` impersonating user `other` in `groups`.
+    async fn impersonating(&self, name: &str, other: &str, groups: &[&str]) -> RestClient {
+        let mut kube = self.user_config(name).await.kube_config().clone();
+        kube.auth_info.impersonate = Some(other.into());
+        if !groups.is_empty() {
+            kube.auth_info.impersonate_groups =
+                Some(groups.iter().map(|g| g.to_string()).collect());
+        }
+        RestClient::new(&RestConfig::from_kube(kube).with_rate_limit(-1.0, 0)).expect("rest client")
+    }
 }
 
 const GROUP: &str = "fake.kubekit.dev";
@@ -52,12 +83,14 @@ async fn real(prefix: &str) -> Target {
         ns,
         kubeconfig: cp.kubeconfig_path().to_path_buf(),
         compact: Box::new(|rv| testenv::control_plane().compact_etcd(rv)),
-        _fake: None,
+        user: Box::new(|name| testenv::control_plane().user_kubeconfig(name, &[])),
+        fake: None,
     }
 }
 
 async fn fake(prefix: &str) -> Target {
-    let server = FakeApiServer::start().await.expect("fake starts");
+    // With RBAC: the admin may do everything, as on the real server.
+    let server = FakeApiServer::with_rbac().await.expect("fake starts");
     let rest = RestClient::new(&server.config()).expect("rest client");
     let ns = format!("{prefix}-fake");
     rest.post()
@@ -73,12 +106,17 @@ async fn fake(prefix: &str) -> Target {
         let server = server.clone();
         Box::new(move |_rv: i64| server.compact()) as Box<dyn Fn(i64) + Send + Sync>
     };
+    let user = {
+        let server = server.clone();
+        Box::new(move |name: &str| server.user_kubeconfig(name, &[]).expect("a kubeconfig"))
+    };
     Target {
         rest,
         ns,
         kubeconfig,
         compact,
-        _fake: Some(server),
+        user,
+        fake: Some(server),
     }
 }
 
@@ -3657,6 +3695,225 @@ async fn the_pinned_version_and_kinds_without_behaviour_of_their_own_answer_alik
         r.answer("delete the RoleBinding", bindings.delete("read", json!({})).await);
         r.answer("delete the Role", roles.delete("reader", json!({})).await);
         r.answer("the Role is gone", roles.get("reader").await);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn rbac_grants_and_refuses_a_user_alike() {
+    differential("rbac", async |t: &Target, r: &mut Record| {
+        const USER: &str = "kubekit-rbac-alice";
+        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "reader"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
+                      {"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["get"]}]});
+        t.on("roles").create(role).await.expect("a Role");
+        let binding = |name: &str, role: &str| json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}]});
+        t.on("rolebindings").create(binding("read", "reader")).await.expect("a RoleBinding");
+        let alice = t.as_user(USER).await;
+        let on = |resource: &str, ns: &str| {
+            alice.get().group_version("", "v1").namespace(ns).resource(resource)
+        };
+        // The real authorizer sees a new binding a moment after it is written.
+        testenv::eventually(30, "the binding in effect", || async {
+            on("configmaps", &t.ns).send().await.ok()
+        })
+        .await;
+        let decode = |r: kubekit::rest::Result<kubekit::rest::Response>| r.and_then(|r| r.decode::<Value>());
+        // Selected so that the real server's `kube-root-ca.crt` stays out.
+        let list = on("configmaps", &t.ns).param("labelSelector", "rbac=test");
+        r.answer("list ConfigMaps", decode(list.send().await));
+        r.answer("get a missing ConfigMap", decode(on("configmaps", &t.ns).name("none").send().await));
+        let create = alice.post().group_version("", "v1").namespace(&t.ns).resource("configmaps")
+            .body(&json!({"metadata": {"name": "x"}}));
+        r.answer("create a ConfigMap", decode(create.send().await));
+        r.answer("list Secrets", decode(on("secrets", &t.ns).send().await));
+        r.answer("list ConfigMaps elsewhere", decode(on("configmaps", "default").send().await));
+        let scale = alice.get().group_version("apps", "v1").namespace(&t.ns).resource("deployments")
+            .name("web").subresource("status");
+        r.answer("a subresource not granted", decode(scale.send().await));
+        let review = |attributes: Value| {
+            alice.post().group_version("authorization.k8s.io", "v1")
+                .resource("selfsubjectaccessreviews")
+                .body(&json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                    "spec": {"resourceAttributes": attributes}}))
+        };
+        let status = |v: kubekit::rest::Result<Value>| v.map(|v| v["status"].clone());
+        let allowed = review(json!({"namespace": t.ns, "verb": "list", "resource": "configmaps"}));
+        r.answer("review: list ConfigMaps", status(decode(allowed.send().await)));
+        let denied = review(json!({"namespace": t.ns, "verb": "create", "resource": "configmaps"}));
+        r.answer("review: create ConfigMaps", status(decode(denied.send().await)));
+        // A binding to a Role that does not exist: named in the refusal's reason.
+        t.on("rolebindings").create(binding("dangling", "missing")).await.expect("a RoleBinding");
+        testenv::eventually(30, "the dangling binding seen", || async {
+            let e = on("secrets", &t.ns).send().await.err()?;
+            e.to_string().contains("missing").then_some(())
+        })
+        .await;
+        r.answer("list Secrets with a dangling binding", decode(on("secrets", &t.ns).send().await));
+        let can_i = |args: &'static [&'static str]| async move {
+            let kubeconfig = (t.user)(USER);
+            let mut all = vec!["--namespace", t.ns.as_str(), "auth", "can-i"];
+            all.extend_from_slice(args);
+            let all: Vec<String> = all.iter().map(|a| a.to_string()).collect();
+            tokio::task::spawn_blocking(move || {
+                let args: Vec<&str> = all.iter().map(String::as_str).collect();
+                common::kubectl_output(&kubeconfig, &args, "")
+            })
+            .await
+            .expect("kubectl ran")
+        };
+        r.push("kubectl auth can-i list configmaps", kubectl_says(&can_i(&["list", "configmaps"]).await));
+        r.push("kubectl auth can-i create configmaps", kubectl_says(&can_i(&["create", "configmaps"]).await));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn rbac_reviews_impersonation_aggregation_and_create_on_apply_answer_alike() {
+    differential("rbac-reviews", async |t: &Target, r: &mut Record| {
+        const BOB: &str = "kubekit-rbac-bob";
+        let rbac = "rbac.authorization.k8s.io";
+        let cluster = |resource: &str, body: Value| {
+            t.rest.post().group_version(rbac, "v1").resource(resource).body(&body)
+        };
+        // An aggregated ClusterRole (`get` Secrets, from a labelled one), bound in the
+        // namespace with a Role: ConfigMaps `patch`, and `list` of the one named `only`.
+        let label = format!("kubekit-rbac-{}", t.ns);
+        let part = json!({"metadata": {"name": format!("{}-part", t.ns), "labels": {label.clone(): "yes"}},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]});
+        cluster("clusterroles", part).send().await.expect("a ClusterRole");
+        let aggregated = json!({"metadata": {"name": format!("{}-aggregated", t.ns)},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "yes"}}]}});
+        cluster("clusterroles", aggregated).send().await.expect("an aggregated ClusterRole");
+        let role = json!({"metadata": {"name": "writer"}, "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["only"], "verbs": ["list"]}]});
+        t.on("roles").create(role).await.expect("a Role");
+        let bind = |name: &str, kind: &str, role: String| json!({"metadata": {"name": name},
+            "roleRef": {"apiGroup": rbac, "kind": kind, "name": role},
+            "subjects": [{"apiGroup": rbac, "kind": "User", "name": BOB}]});
+        t.on("rolebindings").create(bind("write", "Role", "writer".into())).await.expect("a RoleBinding");
+        let aggregated_name = format!("{}-aggregated", t.ns);
+        t.on("rolebindings").create(bind("secrets", "ClusterRole", aggregated_name)).await.expect("a RoleBinding");
+        let bob = t.as_user(BOB).await;
+        let decode = |r: kubekit::rest::Result<kubekit::rest::Response>| r.and_then(|r| r.decode::<Value>());
+        let secret = || bob.get().group_version("", "v1").namespace(&t.ns).resource("secrets").name("none");
+        // The aggregation controller writes the rules a moment after the parts exist.
+        testenv::eventually(30, "the aggregated rules in effect", || async {
+            let e = secret().send().await.err()?;
+            (e.status().and_then(|s| s.code) == Some(404)).then_some(())
+        })
+        .await;
+        r.answer("get a Secret through the aggregated role", decode(secret().send().await));
+        let secrets = bob.get().group_version("", "v1").namespace(&t.ns).resource("secrets");
+        r.answer("list Secrets with get only", decode(secrets.send().await));
+        let cms = || bob.get().group_version("", "v1").namespace(&t.ns).resource("configmaps");
+        r.answer("list ConfigMaps, no name", decode(cms().send().await));
+        let only = cms().param("fieldSelector", "metadata.name=only");
+        r.answer("list the ConfigMap named in resourceNames", decode(only.send().await).map(|l| l["items"].clone()));
+        let other = cms().param("fieldSelector", "metadata.name=other");
+        r.answer("list another by name", decode(other.send().await));
+        let apply = bob.patch(PatchType::Apply).group_version("", "v1").namespace(&t.ns)
+            .resource("configmaps").name("applied").param("fieldManager", "bob")
+            .body(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}}));
+        r.answer("apply a new ConfigMap with patch but not create", decode(apply.send().await));
+        let unknown = bob.get().group_version("nope.kubekit.dev", "v1").resource("things");
+        r.answer("a resource that does not exist", decode(unknown.send().await));
+        let metrics = bob.get().abs_path("/metrics");
+        r.answer("a path not granted", decode(metrics.send().await));
+        const ALICE: &str = "kubekit-rbac-alice";
+        let as_alice = async |groups: &[&str]| {
+            let client = t.impersonating(BOB, ALICE, groups).await;
+            let list = client.get().group_version("", "v1").namespace(&t.ns).resource("configmaps");
+            decode(list.send().await)
+        };
+        r.answer("impersonation without the right", as_alice(&[]).await);
+        // The legacy right to impersonate alice, and group `devs`.
+        let impersonator = json!({"metadata": {"name": format!("{}-impersonator", t.ns)}, "rules": [
+            {"apiGroups": [""], "resources": ["users"], "resourceNames": [ALICE], "verbs": ["impersonate"]},
+            {"apiGroups": [""], "resources": ["groups"], "resourceNames": ["devs"], "verbs": ["impersonate"]}]});
+        cluster("clusterroles", impersonator).send().await.expect("a ClusterRole");
+        let binding = json!({"metadata": {"name": format!("{}-impersonator", t.ns)},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": format!("{}-impersonator", t.ns)},
+            "subjects": [{"apiGroup": rbac, "kind": "User", "name": BOB}]});
+        cluster("clusterrolebindings", binding).send().await.expect("a ClusterRoleBinding");
+        testenv::eventually(30, "the impersonation right in effect", || async {
+            let e = as_alice(&[]).await.err()?;
+            e.to_string().contains(&format!("User \"{ALICE}\"")).then_some(())
+        })
+        .await;
+        r.answer("bob as alice", as_alice(&[]).await);
+        r.answer("bob as alice in devs", as_alice(&["devs"]).await);
+        r.answer("bob as alice in ops", as_alice(&["ops"]).await);
+        r.answer("bob as alice in system:masters", as_alice(&["system:masters"]).await);
+        let alice_who = t.impersonating(BOB, ALICE, &["devs"]).await;
+        let review = alice_who.post().group_version("authentication.k8s.io", "v1").resource("selfsubjectreviews")
+            .body(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}));
+        r.answer("who bob as alice is", decode(review.send().await));
+        // Who bob is, and what he may do in the namespace.
+        let who = bob.post().group_version("authentication.k8s.io", "v1").resource("selfsubjectreviews")
+            .body(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}));
+        // Without the credential's id: the real server's user has a client certificate.
+        let without_extra = |mut v: Value| {
+            v["status"]["userInfo"].as_object_mut().map(|u| u.remove("extra"));
+            v
+        };
+        r.answer("a SelfSubjectReview", decode(who.send().await).map(without_extra));
+        let rules = bob.post().group_version("authorization.k8s.io", "v1").resource("selfsubjectrulesreviews")
+            .body(&json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                "spec": {"namespace": t.ns}}));
+        // In an order of their own: the real server's follows its caches.
+        let sorted = |v: Value| {
+            let mut status = v["status"].clone();
+            for key in ["resourceRules", "nonResourceRules"] {
+                if let Some(rules) = status[key].as_array_mut() {
+                    rules.sort_by_key(Value::to_string);
+                }
+            }
+            status
+        };
+        r.answer("a SelfSubjectRulesReview", decode(rules.send().await).map(sorted));
+        // The admin asks about bob.
+        let sar = |kind: &str, resource: &str, ns: Option<&str>, spec: Value| {
+            let mut req = t.rest.post().group_version("authorization.k8s.io", "v1");
+            if let Some(ns) = ns {
+                req = req.namespace(ns);
+            }
+            req.resource(resource).body(&json!({"apiVersion": "authorization.k8s.io/v1", "kind": kind, "spec": spec}))
+        };
+        let status = |v: kubekit::rest::Result<Value>| v.map(|v| v["status"].clone());
+        let get = json!({"namespace": t.ns, "verb": "get", "resource": "secrets"});
+        let allowed = sar("SubjectAccessReview", "subjectaccessreviews", None, json!({"user": BOB, "resourceAttributes": get}));
+        r.answer("a SubjectAccessReview allowed", status(decode(allowed.send().await)));
+        let list = json!({"namespace": t.ns, "verb": "list", "resource": "secrets"});
+        let denied = sar("SubjectAccessReview", "subjectaccessreviews", None, json!({"user": BOB, "resourceAttributes": list}));
+        r.answer("a SubjectAccessReview denied", status(decode(denied.send().await)));
+        let by_group = sar("SubjectAccessReview", "subjectaccessreviews", None,
+            json!({"groups": ["system:masters"], "nonResourceAttributes": {"verb": "get", "path": "/metrics"}}));
+        r.answer("a SubjectAccessReview of a group", status(decode(by_group.send().await)));
+        let nobody = sar("SubjectAccessReview", "subjectaccessreviews", None, json!({"resourceAttributes": get}));
+        r.answer("a SubjectAccessReview of nobody", decode(nobody.send().await));
+        let neither = sar("SubjectAccessReview", "subjectaccessreviews", None, json!({"user": BOB}));
+        r.answer("a SubjectAccessReview of nothing", decode(neither.send().await));
+        let local = sar("LocalSubjectAccessReview", "localsubjectaccessreviews", Some(&t.ns),
+            json!({"user": BOB, "resourceAttributes": get}));
+        r.answer("a LocalSubjectAccessReview", status(decode(local.send().await)));
+        let elsewhere = json!({"namespace": "default", "verb": "get", "resource": "secrets"});
+        let mismatch = sar("LocalSubjectAccessReview", "localsubjectaccessreviews", Some(&t.ns),
+            json!({"user": BOB, "resourceAttributes": elsewhere}));
+        r.answer("a LocalSubjectAccessReview of another namespace", decode(mismatch.send().await));
+        let as_bob = kubectl(t, &["auth", "can-i", "get", "secrets", "--as", BOB], String::new()).await;
+        r.push("kubectl auth can-i --as", kubectl_says(&as_bob));
+        for (resource, name) in [("clusterroles", "part"), ("clusterroles", "aggregated"),
+            ("clusterroles", "impersonator"), ("clusterrolebindings", "impersonator")] {
+            let name = format!("{}-{name}", t.ns);
+            t.rest.delete().group_version(rbac, "v1").resource(resource).name(&name)
+                .send().await.expect("deleted");
+        }
     })
     .await;
 }
