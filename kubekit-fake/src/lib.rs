@@ -124,11 +124,11 @@
 //!   over plain HTTP), with 1.37's constrained impersonation modes; every request
 //!   authorized by the Roles, ClusterRoles (aggregated too) and bindings stored, before
 //!   anything else is looked at, and a create by apply needing `create` besides `patch`;
-//!   refusals with the real `403` texts; the reviews answered by the same rules. Without
-//!   it, every request is the admin's and allowed, and the reviews say so. Not done:
-//!   client certificates (the fake speaks plain HTTP), `TokenReview`, the escalation and
-//!   bind checks on writes of roles and bindings, the default roles beyond those a new
-//!   cluster needs to be used (see `rbac`).
+//!   refusals with the real `403` texts; the reviews answered by the same rules; the
+//!   escalation and bind checks on writes of roles and bindings. Without it, every
+//!   request is the admin's and allowed, and the reviews say so. Not done: client
+//!   certificates (the fake speaks plain HTTP), `TokenReview`, the default roles beyond
+//!   those a new cluster needs to be used (see `rbac`).
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
 //! against this server and the real kube-apiserver and requires the same answers.
@@ -219,8 +219,7 @@ impl FakeApiServer {
     /// discovery and the self-reviews for every authenticated user. Requests without
     /// credentials ([`config`](Self::config), [`kubeconfig_path`](Self::kubeconfig_path))
     /// are the admin, `kubekit-fake-admin` in `system:masters`; a refusal is the real
-    /// server's `403 Forbidden`. Not done: the escalation and bind checks on writes of roles
-    /// and bindings, client certificates, `TokenReview`.
+    /// server's `403 Forbidden`. Not done: client certificates, `TokenReview`.
     pub async fn with_rbac() -> std::io::Result<Self> {
         Self::start_with(true).await
     }

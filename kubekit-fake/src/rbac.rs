@@ -33,9 +33,11 @@
 //!   `system:basic-user` and `system:public-info-viewer` (bound to
 //!   `system:authenticated`), labelled and annotated as the real ones. The other default
 //!   roles (`admin`, `edit`, `view`, the controllers' `system:*` roles) are not made.
-//! - Not done: the escalation and bind checks on writes of roles and bindings, client
-//!   certificates (the fake speaks plain HTTP), `TokenReview`, the `associated-node`
-//!   impersonation mode, impersonating a UID or extra fields.
+//! - A write of a Role, ClusterRole or binding by anyone but `system:masters` is checked
+//!   as kube-apiserver's RBAC storage checks it ([`check_write`]): no escalation, no
+//!   binding of what the writer lacks, unless they may `escalate` or `bind` it.
+//! - Not done: client certificates (the fake speaks plain HTTP), `TokenReview`, the
+//!   `associated-node` impersonation mode, impersonating a UID or extra fields.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -775,6 +777,297 @@ fn rule_allows(rule: &Value, attrs: &Attributes) -> bool {
     }
 }
 
+/// A PolicyRule's lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Rule {
+    groups: Vec<String>,
+    resources: Vec<String>,
+    verbs: Vec<String>,
+    names: Vec<String>,
+    urls: Vec<String>,
+}
+
+impl Rule {
+    fn of(rule: &Value) -> Self {
+        let list = |key: &str| -> Vec<String> {
+            rule[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        };
+        Self {
+            groups: list("apiGroups"),
+            resources: list("resources"),
+            verbs: list("verbs"),
+            names: list("resourceNames"),
+            urls: list("nonResourceURLs"),
+        }
+    }
+
+    /// The rule as one rule per group, resource, verb and name (and per URL and verb), as
+    /// RBAC's `BreakdownRule` splits it.
+    fn breakdown(&self) -> Vec<Rule> {
+        let mut out = Vec::new();
+        let one = |v: &String| vec![v.clone()];
+        for group in &self.groups {
+            for resource in &self.resources {
+                for verb in &self.verbs {
+                    let base = Rule {
+                        groups: one(group),
+                        resources: one(resource),
+                        verbs: one(verb),
+                        ..Rule::default()
+                    };
+                    for name in &self.names {
+                        out.push(Rule {
+                            names: one(name),
+                            ..base.clone()
+                        });
+                    }
+                    if self.names.is_empty() {
+                        out.push(base);
+                    }
+                }
+            }
+        }
+        for url in &self.urls {
+            for verb in &self.verbs {
+                out.push(Rule {
+                    urls: one(url),
+                    verbs: one(verb),
+                    ..Rule::default()
+                });
+            }
+        }
+        out
+    }
+
+    /// Whether this rule (the owner's) covers `sub`, one rule of a breakdown.
+    fn covers(&self, sub: &Rule) -> bool {
+        let all = |set: &[String], star: &str, wanted: &[String]| {
+            set.iter().any(|v| v == star) || wanted.iter().all(|w| set.contains(w))
+        };
+        let resources = self.resources.iter().any(|r| r == "*")
+            || sub.resources.iter().all(|r| {
+                self.resources.contains(r)
+                    || r.split_once('/')
+                        .is_some_and(|(_, sub)| self.resources.contains(&format!("*/{sub}")))
+            });
+        let urls = sub.urls.iter().all(|path| {
+            self.urls.iter().any(|owner| {
+                owner == path
+                    || owner
+                        .strip_suffix('*')
+                        .is_some_and(|prefix| path.starts_with(prefix.trim_end_matches('*')))
+            })
+        });
+        let names = self.names.is_empty()
+            || (!sub.names.is_empty() && sub.names.iter().all(|n| self.names.contains(n)));
+        all(&self.verbs, "*", &sub.verbs)
+            && all(&self.groups, "*", &sub.groups)
+            && resources
+            && names
+            && urls
+    }
+
+    /// As RBAC's `CompactString` prints it: `{APIGroups:[""], Resources:["pods"], Verbs:["get"]}`.
+    fn compact_string(&self) -> String {
+        let list = |v: &[String]| {
+            let quoted: Vec<String> = v.iter().map(|s| kubekit::validation::quote(s)).collect();
+            format!("[{}]", quoted.join(" "))
+        };
+        let parts: Vec<String> = [
+            ("APIGroups", &self.groups),
+            ("Resources", &self.resources),
+            ("NonResourceURLs", &self.urls),
+            ("ResourceNames", &self.names),
+            ("Verbs", &self.verbs),
+        ]
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}:{}", list(v)))
+        .collect();
+        format!("{{{}}}", parts.join(", "))
+    }
+}
+
+/// The rules of `rules` that `owner`'s rules do not cover, compacted (one rule per group,
+/// resource and name, with all its verbs) as RBAC's `CompactRules` does, printed and
+/// sorted as its escalation message lists them.
+fn uncovered(owner: &[Value], rules: &[Value]) -> Vec<String> {
+    let owner: Vec<Rule> = owner.iter().map(Rule::of).collect();
+    let mut compacted: Vec<Rule> = Vec::new();
+    for sub in rules.iter().flat_map(|r| Rule::of(r).breakdown()) {
+        if owner.iter().any(|o| o.covers(&sub)) {
+            continue;
+        }
+        let simple = sub.urls.is_empty();
+        let same = compacted.iter_mut().find(|c| {
+            simple
+                && c.urls.is_empty()
+                && (&c.groups, &c.resources, &c.names) == (&sub.groups, &sub.resources, &sub.names)
+        });
+        match same {
+            Some(c) => c.verbs.extend(sub.verbs),
+            None => compacted.push(sub),
+        }
+    }
+    let mut out: Vec<String> = compacted.iter().map(Rule::compact_string).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `403 Forbidden` of RBAC object `name` (of `plural`) with `why`.
+fn forbidden_object(plural: &str, name: &str, why: &str) -> ApiError {
+    let group = "rbac.authorization.k8s.io";
+    ApiError::new(
+        403,
+        "Forbidden",
+        format!("{plural}.{group} {name:?} is forbidden: {why}"),
+    )
+    .with_details(json!({"name": name, "group": group, "kind": plural}))
+}
+
+/// Whether `user` holds every permission of `rules` in `namespace`, else the real
+/// server's message naming what they lack.
+fn confirm_no_escalation(
+    store: &Store,
+    user: &UserInfo,
+    namespace: &str,
+    rules: &[Value],
+) -> Result<(), String> {
+    let (resource, non_resource) = rules_for(store, user, namespace);
+    let owner: Vec<Value> = resource.into_iter().chain(non_resource).collect();
+    let missing = uncovered(&owner, rules);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let groups: Vec<String> = user
+        .groups
+        .iter()
+        .map(|g| kubekit::validation::quote(g))
+        .collect();
+    let mut why = format!(
+        "user {} (groups=[{}]) is attempting to grant RBAC permissions not currently held:\n{}",
+        kubekit::validation::quote(&user.name),
+        groups.join(" "),
+        missing.join("\n")
+    );
+    // One aggregate of errors, printed in a list of one.
+    let (_, errors) = grants(store, user, namespace);
+    match errors.as_slice() {
+        [] => {}
+        [one] => why.push_str(&format!("; resolution errors: [{one}]")),
+        many => why.push_str(&format!("; resolution errors: [[{}]]", many.join(", "))),
+    }
+    Err(why)
+}
+
+/// The fields of an RBAC object a write is checked for: a change of nothing else (an
+/// owner reference, a finalizer, a resourceVersion) is the garbage collector's, unchecked.
+fn checked_fields(obj: &Value) -> [&Value; 6] {
+    [
+        &obj["metadata"]["labels"],
+        &obj["metadata"]["annotations"],
+        &obj["rules"],
+        &obj["aggregationRule"],
+        &obj["roleRef"],
+        &obj["subjects"],
+    ]
+}
+
+/// kube-apiserver's checks on `user` writing `new` (over `old`, if any) as RBAC object
+/// `name` of `plural` in `namespace`: a Role or ClusterRole may grant only what its
+/// writer holds (unless they may `escalate` it), and only a writer who may do everything
+/// sets an `aggregationRule`; a binding may bind only a role whose permissions its writer
+/// holds (unless they may `bind` it). `system:masters` may do all of it.
+pub(crate) fn check_write(
+    store: &Store,
+    user: &UserInfo,
+    (plural, namespace, name): (&str, &str, &str),
+    new: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    if user.groups.iter().any(|g| g == MASTERS)
+        || old.is_some_and(|old| checked_fields(old) == checked_fields(new))
+    {
+        return Ok(());
+    }
+    let group = "rbac.authorization.k8s.io";
+    let may = |verb: &str, resource: &str, name: &str| {
+        let attrs = Attributes {
+            verb: verb.into(),
+            group: group.into(),
+            resource: resource.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+            ..Attributes::default()
+        };
+        matches!(authorize(store, user, &attrs), Decision::Allowed(_))
+    };
+    let refuse = |why: String| forbidden_object(plural, name, &why);
+    match plural {
+        "roles" | "clusterroles" => {
+            if may("escalate", plural, name) {
+                return Ok(());
+            }
+            let rules = new["rules"].as_array().cloned().unwrap_or_default();
+            confirm_no_escalation(store, user, namespace, &rules).map_err(refuse)?;
+            let aggregates = |o: &Value| !o["aggregationRule"].is_null();
+            if plural == "clusterroles" && (aggregates(new) || old.is_some_and(aggregates)) {
+                let everything = [
+                    json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
+                    json!({"nonResourceURLs": ["*"], "verbs": ["*"]}),
+                ];
+                confirm_no_escalation(store, user, namespace, &everything).map_err(|_| {
+                    refuse("must have cluster-admin privileges to use the aggregationRule".into())
+                })?;
+            }
+            Ok(())
+        }
+        "rolebindings" | "clusterrolebindings" => {
+            let text = |key: &str| new["roleRef"][key].as_str().unwrap_or_default();
+            let (kind, role_name) = (text("kind"), text("name"));
+            let role_plural = if kind == "Role" {
+                "roles"
+            } else {
+                "clusterroles"
+            };
+            if may("bind", role_plural, role_name) {
+                return Ok(());
+            }
+            let role = if kind == "Role" {
+                objects(store, "roles", Some(namespace))
+            } else {
+                objects(store, "clusterroles", None)
+            }
+            .into_iter()
+            .find(|r| name_of(r) == role_name)
+            .ok_or_else(|| {
+                // Named by the resource of the request, as the real server's role getter
+                // names it.
+                ApiError::new(
+                    404,
+                    "NotFound",
+                    format!("{plural}.{group} {role_name:?} not found"),
+                )
+                .with_details(json!({"name": role_name, "group": group, "kind": plural}))
+            })?;
+            let all = objects(store, "clusterroles", None);
+            let rules = if kind == "Role" {
+                role["rules"].as_array().cloned().unwrap_or_default()
+            } else {
+                aggregated_rules(&role, &all)
+            };
+            confirm_no_escalation(store, user, namespace, &rules).map_err(refuse)
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The bootstrap roles and bindings a server with RBAC starts with (see the module
 /// docs): ClusterRoles, then ClusterRoleBindings.
 pub(crate) fn bootstrap() -> (Vec<Value>, Vec<Value>) {
@@ -948,6 +1241,35 @@ mod tests {
         );
         let path = Attributes::of_request(&Method::GET, "/version", &["version"], &[]);
         assert_eq!((path.verb.as_str(), path.resource.as_str()), ("get", ""));
+    }
+
+    #[test]
+    fn escalation_lists_the_uncovered_rules_compacted_and_sorted_as_rbac_prints_them() {
+        let owner = [
+            json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}),
+            json!({"apiGroups": ["apps"], "resources": ["*/scale"], "verbs": ["*"]}),
+            json!({"nonResourceURLs": ["/healthz*"], "verbs": ["get"]}),
+        ];
+        let wanted = [
+            json!({"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "watch"]}),
+            json!({"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["update"]}),
+            json!({"apiGroups": [""], "resources": ["pods"], "resourceNames": ["a", "b"], "verbs": ["delete"]}),
+            json!({"nonResourceURLs": ["/healthz/etcd", "/metrics"], "verbs": ["get"]}),
+        ];
+        assert_eq!(
+            uncovered(&owner, &wanted),
+            [
+                r#"{APIGroups:[""], Resources:["configmaps"], Verbs:["watch"]}"#,
+                r#"{APIGroups:[""], Resources:["pods"], ResourceNames:["a"], Verbs:["delete"]}"#,
+                r#"{APIGroups:[""], Resources:["pods"], ResourceNames:["b"], Verbs:["delete"]}"#,
+                r#"{APIGroups:[""], Resources:["secrets"], Verbs:["get" "watch"]}"#,
+                r#"{NonResourceURLs:["/metrics"], Verbs:["get"]}"#,
+            ]
+        );
+        assert!(
+            uncovered(&owner, &owner).is_empty(),
+            "what one holds is covered"
+        );
     }
 
     #[test]

@@ -247,6 +247,26 @@ struct Target {
 }
 
 impl Target {
+    /// RBAC's checks on a write of `new` (over `old`) as a Role, ClusterRole or binding
+    /// (see `rbac::check_write`); nothing for other kinds, or without RBAC.
+    fn check_rbac_write(
+        &self,
+        shared: &Shared,
+        store: &Store,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> ApiResult<()> {
+        if !shared.rbac || self.info.group != "rbac.authorization.k8s.io" {
+            return Ok(());
+        }
+        let name = new
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let what = (self.info.plural.as_str(), self.ns.as_str(), name);
+        rbac::check_write(store, &self.user, what, new, old)
+    }
+
     fn param(&self, key: &str) -> Option<&str> {
         self.query.get(key).map(String::as_str)
     }
@@ -856,7 +876,10 @@ fn create(shared: &Shared, t: &Target, obj: Value) -> Answer {
     check_namespace(t, &obj)?;
     let obj = t.pruned(obj)?;
     let write = t.write();
-    let created = shared.write_for(t.dry_run, |s| s.create(&t.info, &t.ns, obj, Some(&write)))?;
+    let created = shared.write_for(t.dry_run, |s| {
+        t.check_rbac_write(shared, s, &obj, None)?;
+        s.create(&t.info, &t.ns, obj, Some(&write))
+    })?;
     Ok((201, created_answer(t, &created)))
 }
 
@@ -1007,6 +1030,9 @@ fn update(shared: &Shared, t: &Target, obj: Value) -> Answer {
     let obj = t.pruned(obj)?;
     let write = t.write();
     let updated = shared.write_for(t.dry_run, |s| {
+        if let Ok(old) = s.get(&t.info, &t.ns, name(t)) {
+            t.check_rbac_write(shared, s, &obj, Some(&old))?;
+        }
         s.update(&t.info, &t.ns, name(t), obj, t.status, Some(&write))
     })?;
     Ok((200, unwritten(shared, t, t.present(&updated))))
@@ -1067,8 +1093,9 @@ fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer
     let patch = PatchBody::parse(t, content_type, body)?;
     let write = t.write();
     let patched = shared.write_for(t.dry_run, |s| {
-        let obj = t.present(&*s.get(&t.info, &t.ns, name(t))?);
-        let obj = t.pruned(patch.apply(obj, &t.info.kind)?)?;
+        let live = t.present(&*s.get(&t.info, &t.ns, name(t))?);
+        let obj = t.pruned(patch.apply(live.clone(), &t.info.kind)?)?;
+        t.check_rbac_write(shared, s, &obj, Some(&live))?;
         s.update(&t.info, &t.ns, name(t), obj, t.status, Some(&write))
     })?;
     Ok((200, unwritten(shared, t, t.present(&patched))))
@@ -1113,6 +1140,7 @@ fn apply(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
         shared.write_for(t.dry_run, |s| match s.get(&t.info, &t.ns, name(t)) {
             Ok(live) => {
                 let merged = write.apply(Some(&t.present(&live)), &config, force)?;
+                t.check_rbac_write(shared, s, &merged, Some(&live))?;
                 let updated = s.update(&t.info, &t.ns, name(t), merged, t.status, None)?;
                 Ok::<_, ApiError>((false, updated))
             }
@@ -1127,6 +1155,7 @@ fn apply(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
                     rbac::check(s, &t.user, &create)?;
                 }
                 let merged = write.apply(None, &config, force)?;
+                t.check_rbac_write(shared, s, &merged, None)?;
                 Ok((true, s.create(&t.info, &t.ns, merged, None)?))
             }
         })?;

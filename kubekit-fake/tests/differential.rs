@@ -3917,3 +3917,91 @@ async fn rbac_reviews_impersonation_aggregation_and_create_on_apply_answer_alike
     })
     .await;
 }
+
+#[tokio::test]
+async fn rbac_refuses_escalation_and_binding_what_the_writer_lacks_alike() {
+    differential("rbac-escalation", async |t: &Target, r: &mut Record| {
+        const CAROL: &str = "kubekit-rbac-carol";
+        let rbac = "rbac.authorization.k8s.io";
+        let cluster = |resource: &str, body: Value| {
+            t.rest.post().group_version(rbac, "v1").resource(resource).body(&body)
+        };
+        let big = format!("{}-big", t.ns);
+        let writer = format!("{}-writer", t.ns);
+        cluster("clusterroles", json!({"metadata": {"name": big},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]}]}))
+            .send().await.expect("a ClusterRole");
+        // Carol writes roles and bindings in the namespace, and ClusterRoles; she reads
+        // ConfigMaps.
+        cluster("clusterroles", json!({"metadata": {"name": writer}, "rules": [
+            {"apiGroups": [rbac], "resources": ["roles", "rolebindings", "clusterroles"], "verbs": ["create", "update", "patch", "get"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]}))
+            .send().await.expect("a ClusterRole");
+        let subject = json!([{"apiGroup": rbac, "kind": "User", "name": CAROL}]);
+        cluster("clusterrolebindings", json!({"metadata": {"name": writer},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": writer}, "subjects": subject}))
+            .send().await.expect("a ClusterRoleBinding");
+        let carol = t.as_user(CAROL).await;
+        let decode = |r: kubekit::rest::Result<kubekit::rest::Response>| r.and_then(|r| r.decode::<Value>());
+        let create = |resource: &str, body: Value| {
+            let req = carol.post().group_version(rbac, "v1");
+            let req = if resource.starts_with("cluster") { req } else { req.namespace(&t.ns) };
+            req.resource(resource).body(&body)
+        };
+        let role = |name: &str, rules: Value| json!({"metadata": {"name": name}, "rules": rules});
+        let same = role("same", json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]));
+        testenv::eventually(30, "carol's rights in effect", || async {
+            create("roles", same.clone()).send().await.ok()
+        })
+        .await;
+        let more = role("more", json!([
+            {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["apps"], "resources": ["deployments/scale"], "resourceNames": ["web"], "verbs": ["update"]},
+            {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]));
+        r.answer("a Role granting more than she holds", decode(create("roles", more.clone()).send().await));
+        let patch = carol.patch(PatchType::Merge).group_version(rbac, "v1").namespace(&t.ns)
+            .resource("roles").name("same")
+            .body(&json!({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}));
+        r.answer("a patch of a Role to grant more", decode(patch.send().await));
+        let labels = carol.patch(PatchType::Merge).group_version(rbac, "v1").namespace(&t.ns)
+            .resource("roles").name("same").body(&json!({"metadata": {"labels": {"a": "b"}}}));
+        r.answer("a patch of its labels", decode(labels.send().await).map(|v| v["rules"].clone()));
+        let binding = |name: &str, kind: &str, role: &str| json!({"metadata": {"name": name},
+            "roleRef": {"apiGroup": rbac, "kind": kind, "name": role},
+            "subjects": [{"apiGroup": rbac, "kind": "User", "name": "kubekit-rbac-dave"}]});
+        r.answer("a binding of a Role she holds", decode(create("rolebindings", binding("same", "Role", "same")).send().await).map(|v| v["roleRef"].clone()));
+        r.answer("a binding of a ClusterRole she lacks", decode(create("rolebindings", binding("big", "ClusterRole", &big)).send().await));
+        r.answer("a binding of a missing Role", decode(create("rolebindings", binding("dangling", "Role", "missing")).send().await));
+        let aggregated = json!({"metadata": {"name": format!("{}-aggregated", t.ns)},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]}});
+        r.answer("an aggregated ClusterRole", decode(create("clusterroles", aggregated).send().await));
+        let wide = json!({"metadata": {"name": format!("{}-wide", t.ns)},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "delete"]}]});
+        r.answer("a ClusterRole granting more", decode(create("clusterroles", wide).send().await));
+        // The rights to bind the big role and escalate roles.
+        let granted = format!("{}-granted", t.ns);
+        cluster("clusterroles", json!({"metadata": {"name": granted}, "rules": [
+            {"apiGroups": [rbac], "resources": ["clusterroles"], "resourceNames": [big], "verbs": ["bind"]},
+            {"apiGroups": [rbac], "resources": ["roles"], "verbs": ["escalate"]}]}))
+            .send().await.expect("a ClusterRole");
+        cluster("clusterrolebindings", json!({"metadata": {"name": granted},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": granted}, "subjects": subject}))
+            .send().await.expect("a ClusterRoleBinding");
+        testenv::eventually(30, "the bind right in effect", || async {
+            create("rolebindings", binding("big", "ClusterRole", &big)).send().await.ok()
+        })
+        .await;
+        r.answer("with escalate, an invalid Role", decode(create("roles", more).send().await));
+        let valid = role("valid", json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+            {"apiGroups": ["apps"], "resources": ["*/scale"], "verbs": ["update"]}]));
+        r.answer("with escalate, a Role granting more", decode(create("roles", valid).send().await).map(|v| v["rules"].clone()));
+        let empty = role("empty", json!([{"apiGroups": [""], "verbs": []}, {"nonResourceURLs": ["/x"], "resources": ["pods"], "verbs": ["get"]}]));
+        r.answer("a Role of invalid rules", decode(create("roles", empty).send().await));
+        for (resource, name) in [("clusterroles", &big), ("clusterroles", &writer), ("clusterrolebindings", &writer),
+            ("clusterroles", &granted), ("clusterrolebindings", &granted)] {
+            t.rest.delete().group_version(rbac, "v1").resource(resource).name(name)
+                .send().await.expect("deleted");
+        }
+    })
+    .await;
+}
