@@ -98,6 +98,55 @@ static PATTERNS: LazyLock<Vec<(&str, Option<Regex>)>> = LazyLock::new(|| {
 });
 
 /// The compiled pattern of `name`.
+/// Where Go's `base64.StdEncoding.Decode` finds `src` corrupt (its `CorruptInputError`,
+/// the byte offset it reports), or `None` when it decodes: what Go's JSON decoder says of
+/// a `[]byte` field such as a Secret's data. Newlines are skipped, as Go skips them.
+pub(crate) fn go_base64_error(src: &[u8]) -> Option<usize> {
+    let alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    let newline = |c: u8| c == b'\n' || c == b'\r';
+    let skip_newlines = |mut si: usize| {
+        while si < src.len() && newline(src[si]) {
+            si += 1;
+        }
+        si
+    };
+    let mut si = 0;
+    loop {
+        let mut j = 0;
+        while j < 4 {
+            if si == src.len() {
+                // A quantum cut short: fine only at its start.
+                return (j != 0).then_some(si - j);
+            }
+            let c = src[si];
+            si += 1;
+            if alphabet(c) {
+                j += 1;
+                continue;
+            }
+            if newline(c) {
+                continue;
+            }
+            if c != b'=' || j < 2 {
+                return Some(si - 1);
+            }
+            // Padding: `==` after two characters, `=` after three, then only newlines.
+            if j == 2 {
+                si = skip_newlines(si);
+                if si == src.len() {
+                    return Some(src.len());
+                }
+                if src[si] != b'=' {
+                    return Some(si - 1);
+                }
+                si += 1;
+            }
+            si = skip_newlines(si);
+            return (si < src.len()).then_some(si);
+        }
+    }
+}
+
 fn pattern(name: &str) -> Option<&'static Regex> {
     PATTERNS
         .iter()
@@ -209,6 +258,24 @@ fn is_mac(s: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_errors_are_at_the_offsets_go_reports() {
+        for (text, at) in [
+            ("aGk=", None),
+            ("aGVsbG8=\n", None),
+            ("aG==", None),
+            ("", None),
+            ("not base64!", Some(3)),
+            ("aGk", Some(0)),
+            ("a===", Some(1)),
+            ("aG=", Some(3)),
+            ("aG=x", Some(2)),
+            ("aGk=x", Some(4)),
+        ] {
+            assert_eq!(go_base64_error(text.as_bytes()), at, "{text:?}");
+        }
+    }
 
     #[test]
     fn formats_accept_and_refuse_as_strfmt_does() {

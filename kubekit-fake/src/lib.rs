@@ -37,7 +37,11 @@
 //!   checked, each compared with the real server in the differential suite: names (a
 //!   DNS-1123 subdomain; a label for Namespaces and Services; `<plural>.<group>` for
 //!   CRDs), a body's `apiVersion` and `kind` against the URL, the maps of strings of a
-//!   built-in body (labels, annotations, a ConfigMap's data), a Namespace's name label,
+//!   built-in body (labels, annotations, a ConfigMap's data), a Secret's data as base64
+//!   (Go's decoder's offsets), a Role's rules, patch bodies (not JSON, not a list of
+//!   operations or an object, an unknown operation) and list options (a `limit`,
+//!   `resourceVersion` or `continue` that does not parse) with the real messages, a
+//!   Namespace's name label,
 //!   finalizer and phase, a Secret's `stringData` and default `type`, a Service's
 //!   defaults and allocated cluster IP and node ports, immutable
 //!   ConfigMaps and Secrets, a Secret's type, a Pod's containers (some, named apart, each

@@ -483,16 +483,19 @@ async fn serve_resource(
             Err(e) => answer(&target, &e.to_status(), e.code),
         };
     }
-    let result = match verb {
-        _ if target.scale => scale(shared, &target, verb, &content_type, &body),
-        "get" => get(shared, &target),
-        "list" => list(shared, &target),
-        "create" => object_body(&content_type, &body).and_then(|obj| create(shared, &target, obj)),
-        "update" => object_body(&content_type, &body).and_then(|obj| update(shared, &target, obj)),
-        "patch" => patch(shared, &target, &content_type, &body),
-        "delete" => delete(shared, &target, &body),
-        _ => delete_collection(shared, &target, &body),
-    };
+    let result =
+        match verb {
+            _ if target.scale => scale(shared, &target, verb, &content_type, &body),
+            "get" => get(shared, &target),
+            "list" => list(shared, &target),
+            "create" => object_body(&target, &content_type, &body)
+                .and_then(|obj| create(shared, &target, obj)),
+            "update" => object_body(&target, &content_type, &body)
+                .and_then(|obj| update(shared, &target, obj)),
+            "patch" => patch(shared, &target, &content_type, &body),
+            "delete" => delete(shared, &target, &body),
+            _ => delete_collection(shared, &target, &body),
+        };
     let mut res = match result {
         Ok((code, v)) => answer(&target, &v, code),
         Err(e) => answer(&target, &e.to_status(), e.code),
@@ -555,11 +558,26 @@ fn protobuf_body(body: &[u8]) -> ApiResult<Value> {
 
 /// The request body of a create or update, which must be an object: JSON, or protobuf of a
 /// built-in kind (what kubectl and client-go's typed clients send).
-fn object_body(content_type: &str, body: &[u8]) -> ApiResult<Value> {
+fn object_body(t: &Target, content_type: &str, body: &[u8]) -> ApiResult<Value> {
     let v = if content_type == kubekit_protobuf::CONTENT_TYPE {
         protobuf_body(body)?
+    } else if body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
     } else {
-        json_body(body)?
+        serde_json::from_slice(body).map_err(|e| {
+            // Go's words for a body cut short; other syntax errors in serde's.
+            let why = if e.is_eof() {
+                "unexpected end of JSON input".to_string()
+            } else {
+                e.to_string()
+            };
+            let text = String::from_utf8_lossy(body);
+            let shown: String = text.chars().take(120).collect();
+            ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {why} ({shown})",
+                t.info.kind
+            ))
+        })?
     };
     if v.is_object() {
         Ok(v)
@@ -603,24 +621,64 @@ fn table(shared: &Shared, t: &Target, objects: &[Value], metadata: Value) -> Val
     )
 }
 
-/// A continue token: the list's resourceVersion and the key the next page starts after.
+/// A continue token: the list's resourceVersion and the key the next page starts after,
+/// in JSON encoded as the real server encodes its tokens (URL-safe base64, no padding).
 fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
     use base64::Engine;
     let token = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": [ns, name]});
-    base64::engine::general_purpose::STANDARD.encode(token.to_string())
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
 }
 
+/// A continue token read back; one that is not a token gets the real server's `400`, with
+/// its reason where Go's decoders give one the fake can tell (a byte outside URL-safe
+/// base64, JSON that does not start or is cut short).
 fn decode_continue(token: &str) -> ApiResult<(u64, String, String)> {
     use base64::Engine;
-    let bad = || {
-        ApiError::bad_request(
-            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
-        )
+    let invalid = |why: &str| {
+        let why = if why.is_empty() {
+            String::new()
+        } else {
+            format!(": {why}")
+        };
+        ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid{why}"
+        ))
     };
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(token)
-        .map_err(|_| bad())?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    let url_safe = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+    if let Some(at) = token.bytes().position(|c| !url_safe(c)) {
+        return Err(invalid(&format!("illegal base64 data at input byte {at}")));
+    }
+    // As lenient as Go's decoder: the unused bits of the last byte may be set.
+    let go = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::URL_SAFE,
+        base64::engine::general_purpose::NO_PAD.with_decode_allow_trailing_bits(true),
+    );
+    let bytes = go.decode(token).map_err(|_| {
+        invalid(&format!(
+            "illegal base64 data at input byte {}",
+            token.len() / 4 * 4
+        ))
+    })?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        let first = bytes.iter().copied().find(|c| !c.is_ascii_whitespace());
+        let starts = |c: u8| b"{[\"-0123456789tfn".contains(&c);
+        match first {
+            _ if e.is_eof() => invalid("unexpected end of JSON input"),
+            Some(c) if !starts(c) => {
+                // As Go's `strconv.Quote` shows the byte, read as a rune.
+                let shown = match c {
+                    0..0x20 | 0x7f => format!("\\x{c:02x}"),
+                    0x80..0xa0 => format!("\\u{c:04x}"),
+                    _ => char::from(c).to_string(),
+                };
+                invalid(&format!(
+                    "invalid character '{shown}' looking for beginning of value"
+                ))
+            }
+            _ => invalid(""),
+        }
+    })?;
+    let bad = || invalid("");
     let rv = v["rv"].as_u64().ok_or_else(bad)?;
     let ns = v["start"][0].as_str().ok_or_else(bad)?;
     let name = v["start"][1].as_str().ok_or_else(bad)?;
@@ -629,7 +687,16 @@ fn decode_continue(token: &str) -> ApiResult<(u64, String, String)> {
 
 fn parse_rv(s: &str) -> ApiResult<u64> {
     s.parse()
-        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {}", bad_rv(s))))
+}
+
+/// The real server's reason for a resourceVersion that is not a number.
+pub(crate) fn bad_rv(rv: &str) -> String {
+    format!(
+        "resourceVersion: Invalid value: {}: strconv.ParseUint: parsing {}: invalid syntax",
+        kubekit::validation::quote(rv),
+        kubekit::validation::quote(rv)
+    )
 }
 
 fn list(shared: &Shared, t: &Target) -> Answer {
@@ -641,9 +708,10 @@ fn list(shared: &Shared, t: &Target) -> Answer {
     }
     let filter = Filter::parse(&t.info, t.param("labelSelector"), t.param("fieldSelector"))?;
     let limit: usize = match t.param("limit") {
-        Some(l) => l
-            .parse()
-            .map_err(|_| ApiError::bad_request(format!("invalid limit: {l}")))?,
+        Some(l) => l.parse().map_err(|_| {
+            let l = kubekit::validation::quote(l);
+            ApiError::bad_request(format!("strconv.ParseInt: parsing {l}: invalid syntax"))
+        })?,
         None => 0,
     };
     let (at, after) = match t.param("continue").filter(|c| !c.is_empty()) {
@@ -664,13 +732,10 @@ fn list(shared: &Shared, t: &Target) -> Answer {
                     }
                     None
                 }
-                (None, Some(how)) => {
-                    return Err(ApiError::new(
-                        422,
-                        "Invalid",
-                        format!(
-                            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided (got {how})"
-                        ),
+                (None, Some(_)) => {
+                    return Err(ApiError::forbidden_list_option(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
                     ));
                 }
                 _ => None,
@@ -792,10 +857,27 @@ fn check_kind(t: &Target, obj: &Value) -> ApiResult<()> {
     match (obj["apiVersion"].as_str(), obj["kind"].as_str()) {
         (Some(version), _) if !version.is_empty() && version != expected && t.info.builtin => {
             let sent = obj["kind"].as_str().unwrap_or(kind);
-            Err(undecodable(
+            Err(undecodable_as(
                 t,
+                (sent, version.rsplit('/').next().unwrap_or(version)),
                 &format!(
                     "no kind \"{sent}\" is registered for version \"{version}\" in scheme \"pkg/runtime/scheme.go:111\""
+                ),
+            ))
+        }
+        (_, Some(sent)) if sent != t.info.kind && t.info.builtin => {
+            // Go's scheme decodes the kind sent, then finds no conversion to the URL's
+            // (into its internal package: `core` for the core group).
+            let internal = match t.info.group.as_str() {
+                "" => "core",
+                group => group.split('.').next().unwrap_or(group),
+            };
+            Err(undecodable_as(
+                t,
+                (sent, &t.version),
+                &format!(
+                    "converting ({}.{sent}) to ({internal}.{kind}): unknown conversion",
+                    t.version
                 ),
             ))
         }
@@ -814,10 +896,14 @@ fn check_kind(t: &Target, obj: &Value) -> ApiResult<()> {
 
 /// The real server's `400` for a body it cannot decode as `t`'s built-in kind.
 fn undecodable(t: &Target, why: &str) -> ApiError {
-    let kind = &t.info.kind;
+    undecodable_as(t, (&t.info.kind, &t.version), why)
+}
+
+/// [`undecodable`] of a body of kind `sent` at `version`.
+fn undecodable_as(t: &Target, (sent, version): (&str, &str), why: &str) -> ApiError {
     ApiError::bad_request(format!(
-        "{kind} in version \"{}\" cannot be handled as a {kind}: {why}",
-        t.version
+        "{sent} in version \"{version}\" cannot be handled as a {}: {why}",
+        t.info.kind
     ))
 }
 
@@ -841,6 +927,17 @@ fn check_shape(t: &Target, obj: &Value) -> ApiResult<()> {
     ];
     if t.info.group.is_empty() && t.info.kind == "ConfigMap" {
         maps.push(("/data", "ConfigMap.data"));
+    }
+    if t.info.group.is_empty() && t.info.kind == "Secret" {
+        let data = obj["data"].as_object().into_iter().flatten();
+        for value in data.filter_map(|(_, v)| v.as_str()) {
+            if let Some(at) = crate::formats::go_base64_error(value.as_bytes()) {
+                return Err(undecodable(
+                    t,
+                    &format!("illegal base64 data at input byte {at}"),
+                ));
+            }
+        }
     }
     for (pointer, field) in maps {
         let cannot = |found: &Value, of: &str| {
@@ -1041,39 +1138,90 @@ fn update(shared: &Shared, t: &Target, obj: Value) -> Answer {
 /// A patch of a request, parsed.
 enum PatchBody {
     Json(json_patch::Patch),
+    /// A list of operations the patch library cannot read (an unknown `op`, a missing
+    /// `path`): it fails when applied, as on the real server.
+    Unreadable,
     Merge(Value),
     Strategic(Value),
 }
 
 impl PatchBody {
+    /// The patch of a request, checked as the real server checks it: a body that is not
+    /// JSON is `invalid JSON patch`; a JSON patch must be a list of operations, a merge
+    /// patch an object (else Go's decoding error); an operation the patch library does not
+    /// know fails when applied.
     fn parse(t: &Target, content_type: &str, body: &[u8]) -> ApiResult<Self> {
-        Ok(match content_type {
-            "application/json-patch+json" => {
-                Self::Json(serde_json::from_slice(body).map_err(|e| {
-                    ApiError::bad_request(format!("the request body is not a JSON patch: {e}"))
-                })?)
+        let strategic = content_type == "application/strategic-merge-patch+json";
+        let known = matches!(
+            content_type,
+            "application/json-patch+json" | "application/merge-patch+json"
+        );
+        if !known && (!strategic || !t.info.builtin) {
+            return Err(unsupported_patch(t, content_type));
+        }
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|_| ApiError::bad_request("invalid JSON patch"))?;
+        let cannot = |found: &Value, into: &str| {
+            let found = match found {
+                Value::Bool(_) => "bool",
+                Value::Number(_) => "number",
+                Value::String(_) => "string",
+                Value::Array(_) => "array",
+                Value::Object(_) => "object",
+                Value::Null => "null",
+            };
+            // A strategic merge patch's error comes without the handler's prefix.
+            let prefix = if strategic {
+                ""
+            } else {
+                "error decoding patch: "
+            };
+            ApiError::bad_request(format!(
+                "{prefix}json: cannot unmarshal {found} into Go value of type {into}"
+            ))
+        };
+        if content_type == "application/json-patch+json" {
+            let ops = value
+                .as_array()
+                .ok_or_else(|| cannot(&value, "[]handlers.jsonPatchOp"))?;
+            if let Some(op) = ops.iter().find(|op| !op.is_object() && !op.is_null()) {
+                return Err(cannot(op, "handlers.jsonPatchOp"));
             }
-            "application/merge-patch+json" => Self::Merge(json_body(body)?),
-            "application/strategic-merge-patch+json" if t.info.builtin => {
-                Self::Strategic(json_body(body)?)
-            }
-            _ => return Err(unsupported_patch(t, content_type)),
+            return Ok(match serde_json::from_value(value.clone()) {
+                Ok(patch) => Self::Json(patch),
+                Err(e) => {
+                    tracing::debug!("kubekit-fake: a JSON patch the library cannot read: {e}");
+                    Self::Unreadable
+                }
+            });
+        }
+        if !value.is_object() {
+            return Err(cannot(&value, "map[string]interface {}"));
+        }
+        Ok(if strategic {
+            Self::Strategic(value)
+        } else {
+            Self::Merge(value)
         })
     }
 
     /// `obj` patched; strategic merge patches merge lists by the keys of `kind`.
     fn apply(self, mut obj: Value, kind: &str) -> ApiResult<Value> {
+        let failed = || {
+            let mut e = ApiError::new(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            );
+            e.details = Some(json!({}));
+            e
+        };
         match self {
             Self::Json(p) => json_patch::patch(&mut obj, &p).map_err(|e| {
                 tracing::debug!("kubekit-fake: a JSON patch failed: {e}");
-                let mut e = ApiError::new(
-                    422,
-                    "Invalid",
-                    "the server rejected our request due to an error in our request",
-                );
-                e.details = Some(json!({}));
-                e
+                failed()
             })?,
+            Self::Unreadable => return Err(failed()),
             Self::Merge(p) => json_patch::merge(&mut obj, &p),
             Self::Strategic(p) => obj = smp::apply(obj, p, smp::Ty::of_kind(kind))?,
         }
@@ -1212,7 +1360,7 @@ fn scale(shared: &Shared, t: &Target, verb: &str, content_type: &str, body: &[u8
     // The Scale sent (update), or the patch of the current one.
     let sent = match verb {
         "patch" => Err(PatchBody::parse(t, content_type, body)?),
-        _ => Ok(object_body(content_type, body)?),
+        _ => Ok(object_body(t, content_type, body)?),
     };
     let updated = shared.write_for(t.dry_run, |s| {
         let obj = (*s.get(&t.info, &t.ns, name(t))?).clone();

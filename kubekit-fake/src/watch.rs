@@ -86,13 +86,14 @@ impl WatchRequest {
                 ));
             }
         }
-        let from =
-            match rv {
-                None | Some("0") => None,
-                Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
-                    ApiError::bad_request(format!("invalid resource version: {rv}"))
-                })?),
-            };
+        let from = match rv {
+            None | Some("0") => None,
+            // A 500 without a reason, as the real server's watch cache answers.
+            Some(rv) => Some(
+                rv.parse::<u64>()
+                    .map_err(|_| ApiError::new(500, "", crate::server::bad_rv(rv)))?,
+            ),
+        };
         // Without `sendInitialEvents`, only a watch from no resourceVersion (or "0") starts
         // with the current state.
         let send_initial = send_initial_events.unwrap_or(from.is_none());

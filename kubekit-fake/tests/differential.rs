@@ -568,10 +568,13 @@ where
     let real_n = normalise(&real_record, &real_target.ns);
     let fake_n = normalise(&fake_record, &fake_target.ns);
     if std::env::var_os("KUBEKIT_DIFFERENTIAL_DUMP").is_some() {
-        // For work on the fake: every answer of the real server, not only the first that
+        // For work on the fake: every answer of both servers, not only the first that
         // differs.
-        for (label, v) in &real_n {
+        for ((label, v), (_, f)) in real_n.iter().zip(&fake_n) {
             eprintln!("real {name}: {label}: {v}");
+            if f != v {
+                eprintln!("fake {name}: {label}: {f}");
+            }
         }
     }
     for (i, ((rl, rv), (fl, fv))) in real_n.iter().zip(&fake_n).enumerate() {
@@ -4002,6 +4005,98 @@ async fn rbac_refuses_escalation_and_binding_what_the_writer_lacks_alike() {
             t.rest.delete().group_version(rbac, "v1").resource(resource).name(name)
                 .send().await.expect("deleted");
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn everyday_refusals_of_bodies_patches_and_list_options_answer_alike() {
+    differential("everyday", async |t: &Target, r: &mut Record| {
+        let secrets = t.on("secrets");
+        let bad = json!({"metadata": {"name": "bad"}, "data": {"a": "not base64!", "b": "aGk="}});
+        r.answer(
+            "a Secret whose data is not base64",
+            secrets.create(bad).await,
+        );
+        let cms = t.on("configmaps");
+        cms.create(cm("c", json!({"a": "b"})))
+            .await
+            .expect("a ConfigMap");
+        let raw = |ct: &'static str, body: &'static str| {
+            let req = cms.req(t.rest.patch(PatchType::Merge)).name("c");
+            Res::send(req.body_bytes(body, ct))
+        };
+        r.answer(
+            "a merge patch that is not JSON",
+            raw("application/merge-patch+json", "{\"data\":").await,
+        );
+        r.answer(
+            "a merge patch that is a list",
+            raw("application/merge-patch+json", "[1]").await,
+        );
+        r.answer(
+            "a JSON patch that is not JSON",
+            raw("application/json-patch+json", "[{").await,
+        );
+        r.answer(
+            "a JSON patch of an unknown op",
+            raw(
+                "application/json-patch+json",
+                r#"[{"op": "nope", "path": "/data/a"}]"#,
+            )
+            .await,
+        );
+        r.answer(
+            "a JSON patch that is an object",
+            raw("application/json-patch+json", r#"{"op": "add"}"#).await,
+        );
+        r.answer(
+            "a strategic patch that is not JSON",
+            raw("application/strategic-merge-patch+json", "{").await,
+        );
+        let create_raw = |body: &'static str| {
+            Res::send(cms.req(t.rest.post()).body_bytes(body, "application/json"))
+        };
+        r.answer(
+            "a body that is not JSON",
+            create_raw("{\"metadata\":").await,
+        );
+        r.answer(
+            "a body of another kind",
+            create_raw(r#"{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "k"}}"#)
+                .await,
+        );
+        r.answer(
+            "a body of another version",
+            create_raw(r#"{"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "k"}}"#)
+                .await,
+        );
+        r.answer(
+            "a list with a bad continue",
+            cms.list(&[("continue", "garbage")]).await,
+        );
+        r.answer(
+            "a list with a bad resourceVersion",
+            cms.list(&[("resourceVersion", "abc")]).await,
+        );
+        r.answer("a list with a bad limit", cms.list(&[("limit", "x")]).await);
+        r.answer(
+            "an exact list without a resourceVersion",
+            cms.list(&[("resourceVersionMatch", "Exact")]).await,
+        );
+        r.answer(
+            "a list with a bad label selector",
+            cms.list(&[("labelSelector", "a in (")]).await,
+        );
+        r.answer(
+            "a list with a bad field selector",
+            cms.list(&[("fieldSelector", "nope=1")]).await,
+        );
+        r.answer(
+            "a watch with a bad resourceVersion",
+            cms.list(&[("watch", "true"), ("resourceVersion", "abc")])
+                .await,
+        );
     })
     .await;
 }
