@@ -907,20 +907,24 @@ fn undecodable_as(t: &Target, (sent, version): (&str, &str), why: &str) -> ApiEr
     ))
 }
 
-/// Checks the maps of strings of a built-in body (labels, annotations, a ConfigMap's
-/// data) as Go's JSON decoder does, with its message.
-fn check_shape(t: &Target, obj: &Value) -> ApiResult<()> {
-    if !t.info.builtin {
-        return Ok(());
-    }
-    let json_type = |v: &Value| match v {
+/// The JSON type of `v` as Go's decoder names it in an unmarshalling error.
+fn go_json_type(v: &Value) -> &'static str {
+    match v {
         Value::Bool(_) => "bool",
         Value::Number(_) => "number",
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
         Value::Null => "null",
-    };
+    }
+}
+
+/// Checks the maps of strings of a built-in body (labels, annotations, a ConfigMap's
+/// data) as Go's JSON decoder does, with its message.
+fn check_shape(t: &Target, obj: &Value) -> ApiResult<()> {
+    if !t.info.builtin {
+        return Ok(());
+    }
     let mut maps = vec![
         ("/metadata/labels", "ObjectMeta.metadata.labels"),
         ("/metadata/annotations", "ObjectMeta.metadata.annotations"),
@@ -945,7 +949,7 @@ fn check_shape(t: &Target, obj: &Value) -> ApiResult<()> {
                 t,
                 &format!(
                     "json: cannot unmarshal {} into Go struct field {field} of type {of}",
-                    json_type(found)
+                    go_json_type(found)
                 ),
             )
         };
@@ -1162,14 +1166,7 @@ impl PatchBody {
         let value: Value = serde_json::from_slice(body)
             .map_err(|_| ApiError::bad_request("invalid JSON patch"))?;
         let cannot = |found: &Value, into: &str| {
-            let found = match found {
-                Value::Bool(_) => "bool",
-                Value::Number(_) => "number",
-                Value::String(_) => "string",
-                Value::Array(_) => "array",
-                Value::Object(_) => "object",
-                Value::Null => "null",
-            };
+            let found = go_json_type(found);
             // A strategic merge patch's error comes without the handler's prefix.
             let prefix = if strategic {
                 ""
