@@ -865,7 +865,7 @@ fn check_kind(t: &Target, obj: &Value) -> ApiResult<()> {
                 ),
             ))
         }
-        (_, Some(sent)) if sent != t.info.kind && t.info.builtin => {
+        (_, Some(sent)) if !sent.is_empty() && sent != t.info.kind && t.info.builtin => {
             // Go's scheme decodes the kind sent, then finds no conversion to the URL's
             // (into its internal package: `core` for the core group).
             let internal = match t.info.group.as_str() {
