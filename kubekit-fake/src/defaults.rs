@@ -43,6 +43,9 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
         return;
     }
     crate::workloads::apply(&info.group, &info.kind, obj, old);
+    if info.group == RBAC && info.kind.ends_with("RoleBinding") && obj.is_object() {
+        binding(obj);
+    }
     if !info.group.is_empty() || !obj.is_object() {
         return;
     }
@@ -88,6 +91,117 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
         "Service" => service(obj, old),
         _ => {}
     }
+}
+
+/// The RBAC group.
+const RBAC: &str = "rbac.authorization.k8s.io";
+
+/// What the real server defaults of a binding: the RBAC group of its `roleRef` and of its
+/// users' and groups' subjects.
+fn binding(obj: &mut Value) {
+    if obj["roleRef"].is_object()
+        && obj["roleRef"]["apiGroup"]
+            .as_str()
+            .is_none_or(str::is_empty)
+    {
+        obj["roleRef"]["apiGroup"] = json!(RBAC);
+    }
+    let subjects = obj.get_mut("subjects").and_then(Value::as_array_mut);
+    for subject in subjects.into_iter().flatten() {
+        let user_or_group = matches!(subject["kind"].as_str(), Some("User" | "Group"));
+        if user_or_group && subject["apiGroup"].as_str().is_none_or(str::is_empty) {
+            subject["apiGroup"] = json!(RBAC);
+        }
+    }
+}
+
+/// `field`'s `value` is not one of `supported`.
+fn not_supported(field: &str, value: &Value, supported: &[&str]) -> Fault {
+    let supported: Vec<String> = supported.iter().map(|s| go_json(&json!(s))).collect();
+    let detail = format!(
+        "Unsupported value: {}: supported values: {}",
+        go_json(value),
+        supported.join(", ")
+    );
+    (field.into(), "FieldValueNotSupported", detail)
+}
+
+/// What the real server refuses of a RoleBinding or ClusterRoleBinding (`namespaced` for
+/// a RoleBinding) replacing `old`, if any: in its order, the fields 1.37's declarative
+/// validation checks (names required) last, subjects before the roleRef.
+fn binding_faults(obj: &Value, old: Option<&Value>, namespaced: bool) -> Vec<Fault> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let role_ref = &obj["roleRef"];
+    let mut faults = Vec::new();
+    let mut declared = Vec::new();
+    if text(&role_ref["apiGroup"]) != RBAC {
+        faults.push(not_supported(
+            "roleRef.apiGroup",
+            &json!(text(&role_ref["apiGroup"])),
+            &[RBAC],
+        ));
+    }
+    let kind = text(&role_ref["kind"]);
+    if kind != "Role" && kind != "ClusterRole" {
+        faults.push(not_supported(
+            "roleRef.kind",
+            &json!(kind),
+            &["Role", "ClusterRole"],
+        ));
+    }
+    let role_name = text(&role_ref["name"]);
+    for why in crate::store::path_segment(&role_name) {
+        let detail = format!("Invalid value: {}: {why}", go_json(&json!(role_name)));
+        faults.push(("roleRef.name".into(), "FieldValueInvalid", detail));
+    }
+    let subjects = obj["subjects"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for (i, subject) in subjects.iter().enumerate() {
+        let at = |field: &str| format!("subjects[{i}].{field}");
+        let (name, group) = (text(&subject["name"]), text(&subject["apiGroup"]));
+        if name.is_empty() {
+            declared.push(required(&at("name")));
+        }
+        match subject["kind"].as_str().unwrap_or_default() {
+            "ServiceAccount" => {
+                if !name.is_empty() {
+                    for why in kubekit::validation::dns1123_subdomain(&name) {
+                        let detail = format!("Invalid value: {}: {why}", go_json(&json!(name)));
+                        faults.push((at("name"), "FieldValueInvalid", detail));
+                    }
+                }
+                if !group.is_empty() {
+                    faults.push(not_supported(&at("apiGroup"), &json!(group), &[""]));
+                }
+                if !namespaced && text(&subject["namespace"]).is_empty() {
+                    faults.push(required(&at("namespace")));
+                }
+            }
+            "User" | "Group" if group != RBAC => {
+                faults.push(not_supported(&at("apiGroup"), &json!(group), &[RBAC]));
+            }
+            "User" | "Group" => {}
+            other => faults.push(not_supported(
+                &at("kind"),
+                &json!(other),
+                &["ServiceAccount", "User", "Group"],
+            )),
+        }
+    }
+    if role_name.is_empty() {
+        declared.push(required("roleRef.name"));
+    }
+    if old.is_some_and(|old| old["roleRef"] != obj["roleRef"]) {
+        // Shown as Go prints the internal type, which has no JSON names of its own.
+        let shown =
+            json!({"APIGroup": text(&role_ref["apiGroup"]), "Kind": kind, "Name": role_name});
+        let detail = format!("Invalid value: {}: field is immutable", go_json(&shown));
+        faults.push(("roleRef".into(), "FieldValueInvalid", detail));
+    }
+    faults.extend(declared);
+    faults
 }
 
 /// What the real server defaults of a Service (`SetDefaults_Service`, and the allocated
@@ -518,7 +632,10 @@ pub fn check_workload(
                 _ => {}
             }
         }
-        ("rbac.authorization.k8s.io", kind @ ("Role" | "ClusterRole")) => {
+        (RBAC, kind @ ("RoleBinding" | "ClusterRoleBinding")) => {
+            faults.extend(binding_faults(obj, old, kind == "RoleBinding"));
+        }
+        (RBAC, kind @ ("Role" | "ClusterRole")) => {
             let rules = obj["rules"]
                 .as_array()
                 .map(Vec::as_slice)

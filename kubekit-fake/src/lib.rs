@@ -38,7 +38,8 @@
 //!   DNS-1123 subdomain; a label for Namespaces and Services; `<plural>.<group>` for
 //!   CRDs), a body's `apiVersion` and `kind` against the URL, the maps of strings of a
 //!   built-in body (labels, annotations, a ConfigMap's data), a Secret's data as base64
-//!   (Go's decoder's offsets), a Role's rules, patch bodies (not JSON, not a list of
+//!   (Go's decoder's offsets), RBAC roles' rules and bindings (their roleRef and subjects,
+//!   the groups they default, the roleRef kept), patch bodies (not JSON, not a list of
 //!   operations or an object, an unknown operation) and list options (a `limit`,
 //!   `resourceVersion` or `continue` that does not parse) with the real messages, a
 //!   Namespace's name label,

@@ -4100,3 +4100,30 @@ async fn everyday_refusals_of_bodies_patches_and_list_options_answer_alike() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn rbac_bindings_are_defaulted_and_validated_alike() {
+    differential("rbac-bindings", async |t: &Target, r: &mut Record| {
+        let bindings = t.on("rolebindings");
+        let defaulted = json!({"metadata": {"name": "defaulted"},
+            "roleRef": {"kind": "Role", "name": "reader"},
+            "subjects": [{"kind": "User", "name": "u"}, {"kind": "Group", "name": "g"},
+                {"kind": "ServiceAccount", "name": "sa"}]});
+        let created = bindings.create(defaulted).await;
+        r.answer("a binding defaulted", created.map(|v| json!({"roleRef": v["roleRef"], "subjects": v["subjects"]})));
+        let invalid = json!({"metadata": {"name": "invalid"},
+            "roleRef": {"apiGroup": "x", "kind": "Foo", "name": ""},
+            "subjects": [{"kind": "Robot", "name": "r"}, {"kind": "ServiceAccount", "name": "Bad_Name", "apiGroup": "x"},
+                {"kind": "User", "name": ""}, {"kind": "Group", "name": "g", "apiGroup": "y"}]});
+        r.answer("a binding of every mistake", bindings.create(invalid).await);
+        let mut changed = bindings.get("defaulted").await.expect("the binding");
+        changed["roleRef"]["name"] = json!("writer");
+        r.answer("a change of the roleRef", bindings.update("defaulted", &changed, false).await);
+        let cluster = t.rest.post().group_version("rbac.authorization.k8s.io", "v1").resource("clusterrolebindings")
+            .body(&json!({"metadata": {"name": format!("{}-sa", t.ns)},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "ServiceAccount", "name": "sa"}]}));
+        r.answer("a ClusterRoleBinding of a service account without namespace", Res::send(cluster).await);
+    })
+    .await;
+}
