@@ -158,6 +158,14 @@ fn default(schema: &Value, v: &mut Value) {
     }
 }
 
+/// Fills a custom resource's defaults, as its decoder does before admission; nothing for
+/// a type without a schema.
+pub(crate) fn fill_defaults(info: &ResourceInfo, obj: &mut Value) {
+    if let Some(schema) = &info.validation {
+        default(schema, obj);
+    }
+}
+
 /// Fills a custom resource's defaults and validates it (its status only, with
 /// `status_only`); nothing for a type without a schema.
 pub(crate) fn default_and_validate(
@@ -166,10 +174,10 @@ pub(crate) fn default_and_validate(
     obj: &mut Value,
     status_only: bool,
 ) -> ApiResult<()> {
+    fill_defaults(info, obj);
     let Some(schema) = &info.validation else {
         return Ok(());
     };
-    default(schema, obj);
     validate(info, name, schema, obj, status_only)
 }
 

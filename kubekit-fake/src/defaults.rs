@@ -303,6 +303,42 @@ pub fn allocate(obj: &mut Value, used: &[String], used_ports: &[i64]) {
     }
 }
 
+/// Refuses a Service whose cluster IP or a node port another Service holds (`used`,
+/// `used_ports`), with the real server's allocation errors.
+pub fn check_allocations(
+    info: &ResourceInfo,
+    name: &str,
+    svc: &Value,
+    used: &[String],
+    used_ports: &[i64],
+) -> ApiResult<()> {
+    let mut faults = Vec::new();
+    let ip = svc["spec"]["clusterIP"].as_str().unwrap_or_default();
+    if used.iter().any(|u| u == ip) && !matches!(ip, "" | "None") {
+        faults.push((
+            "spec.clusterIPs".to_string(),
+            "FieldValueInvalid",
+            format!(
+                "Invalid value: []string{{{ip:?}}}: failed to allocate IP {ip}: provided IP is already allocated"
+            ),
+        ));
+    }
+    let ports = svc["spec"]["ports"].as_array().into_iter().flatten();
+    for (i, port) in ports.enumerate() {
+        if let Some(p) = port["nodePort"].as_i64().filter(|p| used_ports.contains(p)) {
+            faults.push((
+                format!("spec.ports[{i}].nodePort"),
+                "FieldValueInvalid",
+                format!("Invalid value: {p}: provided port is already allocated"),
+            ));
+        }
+    }
+    if faults.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid_fields(info, name, &faults))
+}
+
 /// Refuses an update of `old` to `new` that the real server refuses: the data of an
 /// immutable ConfigMap or Secret, its `immutable` flag, a Secret's type.
 pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -> ApiResult<()> {

@@ -135,6 +135,20 @@
 //!   certificates (the fake speaks plain HTTP), `TokenReview`, the default roles beyond
 //!   those a new cluster needs to be used (see `rbac`).
 //!
+//! - Admission webhooks (see `admission`): the stored `MutatingWebhookConfiguration`s and
+//!   `ValidatingWebhookConfiguration`s are honoured as kube-apiserver honours them. Each
+//!   create, update, patch, apply and delete (of an object or its status) that a
+//!   webhook's rules, `namespaceSelector` and `objectSelector` match is sent to it
+//!   as an `admission.k8s.io/v1` `AdmissionReview`, over HTTPS verified with the
+//!   `caBundle` (a `url`, or a `service` at its cluster IP). Mutating webhooks run in
+//!   order, their JSON patches applied, and `reinvocationPolicy: IfNeeded` is honoured.
+//!   Their changes are owned by no manager. Validating webhooks see what would be stored,
+//!   in parallel. Refusals and failures under `failurePolicy` carry the real server's
+//!   texts, and dry runs honour `sideEffects`. Not done: writes of the `scale`
+//!   subresource (not sent to webhooks), `matchConditions` (a matching webhook that has
+//!   them fails the request, saying so), `matchPolicy: Equivalent` across versions, the
+//!   validation of the configurations' fields, and the admission policies.
+//!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
 //! against this server and the real kube-apiserver and requires the same answers.
 //!
@@ -142,7 +156,7 @@
 //!
 //! Without [`FakeApiServer::with_rbac`], no authorization (every request is allowed:
 //! `kubectl auth can-i` says yes, a `SelfSubjectRulesReview` allows every verb on
-//! everything). No admission, no other defaulting or validation (empty lists and maps are kept where the real server's
+//! everything). No admission policies, no other defaulting or validation (empty lists and maps are kept where the real server's
 //! encoding leaves them out), no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no tables in watches (`kubectl get -w` prints names
 //! and ages), no periodic watch
@@ -150,6 +164,7 @@
 //! Job gets no status) other than garbage collection
 //! and namespace deletion, which happen at once.
 
+mod admission;
 mod crd_schema;
 mod cron;
 mod defaults;
@@ -170,6 +185,7 @@ mod status;
 mod store;
 mod tables;
 mod watch;
+mod webhook_client;
 mod workloads;
 
 use std::convert::Infallible;

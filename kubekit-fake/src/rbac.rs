@@ -39,12 +39,12 @@
 //! - Not done: client certificates (the fake speaks plain HTTP), `TokenReview`, the
 //!   `associated-node` impersonation mode, impersonating a UID or extra fields.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use crate::selectors::labels;
+use crate::selectors::{labels, selector_matches};
 use crate::status::ApiError;
 use crate::store::Store;
 
@@ -698,36 +698,6 @@ fn aggregated_rules(role: &Value, all: &[std::sync::Arc<Value>]) -> Vec<Value> {
     rules
 }
 
-/// Whether a `metav1.LabelSelector` matches `labels` (an empty one matches everything).
-fn selector_matches(selector: &Value, labels: &BTreeMap<String, String>) -> bool {
-    let match_labels = selector["matchLabels"].as_object().into_iter().flatten();
-    let labels_match = match_labels
-        .into_iter()
-        .all(|(k, v)| labels.get(k).map(String::as_str) == v.as_str());
-    let expressions = selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten();
-    labels_match
-        && expressions.into_iter().all(|e| {
-            let key = e["key"].as_str().unwrap_or_default();
-            let values: Vec<&str> = e["values"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            let have = labels.get(key).map(String::as_str);
-            match e["operator"].as_str() {
-                Some("In") => have.is_some_and(|h| values.contains(&h)),
-                Some("NotIn") => have.is_none_or(|h| !values.contains(&h)),
-                Some("Exists") => have.is_some(),
-                Some("DoesNotExist") => have.is_none(),
-                _ => false,
-            }
-        })
-}
-
 /// Whether `list` (a rule's field) holds `want` or `*`.
 fn holds(list: &Value, want: &str) -> bool {
     list.as_array()
@@ -1126,6 +1096,8 @@ pub(crate) fn bootstrap() -> (Vec<Value>, Vec<Value>) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn asks(verb: &str, resource: &str, sub: &str, name: &str) -> Attributes {

@@ -292,6 +292,36 @@ pub fn labels(obj: &Value) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
+/// Whether a `metav1.LabelSelector` matches `labels` (an empty one matches everything).
+pub(crate) fn selector_matches(selector: &Value, labels: &BTreeMap<String, String>) -> bool {
+    let match_labels = selector["matchLabels"].as_object().into_iter().flatten();
+    let labels_match = match_labels
+        .into_iter()
+        .all(|(k, v)| labels.get(k).map(String::as_str) == v.as_str());
+    let expressions = selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten();
+    labels_match
+        && expressions.into_iter().all(|e| {
+            let key = e["key"].as_str().unwrap_or_default();
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let have = labels.get(key).map(String::as_str);
+            match e["operator"].as_str() {
+                Some("In") => have.is_some_and(|h| values.contains(&h)),
+                Some("NotIn") => have.is_none_or(|h| !values.contains(&h)),
+                Some("Exists") => have.is_some(),
+                Some("DoesNotExist") => have.is_none(),
+                _ => false,
+            }
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

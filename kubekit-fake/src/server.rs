@@ -36,7 +36,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::admission::{self, Operation};
 use crate::crd_schema::{self, FieldValidation};
+use crate::defaults;
 use crate::discovery;
 use crate::events;
 use crate::faults::Faults;
@@ -48,7 +50,7 @@ use crate::scale;
 use crate::selectors::Filter;
 use crate::smp;
 use crate::status::{ApiError, ApiResult, details};
-use crate::store::{self, DeleteRequest, Deleted, Store};
+use crate::store::{self, DeleteRequest, Deleted, Prepared, Store};
 use crate::tables;
 use crate::watch::{WatchRequest, start_watch};
 
@@ -94,7 +96,7 @@ impl Shared {
 
     /// [`write`](Self::write), or for a dry run on a copy of the store, dropped after
     /// (nothing is stored, no watch hears of it).
-    fn write_for<T>(&self, dry_run: bool, f: impl FnOnce(&mut Store) -> T) -> T {
+    pub(crate) fn write_for<T>(&self, dry_run: bool, f: impl FnOnce(&mut Store) -> T) -> T {
         if dry_run {
             let mut copy = self.store.lock().clone();
             return f(&mut copy);
@@ -265,6 +267,54 @@ impl Target {
             .unwrap_or_default();
         let what = (self.info.plural.as_str(), self.ns.as_str(), name);
         rbac::check_write(store, &self.user, what, new, old)
+    }
+
+    /// The request as admission sees it, for `operation`.
+    fn attributes_of(&self, operation: Operation) -> admission::Attributes {
+        let is_namespace =
+            self.info.builtin && self.info.group.is_empty() && self.info.plural == "namespaces";
+        admission::Attributes {
+            info: self.info.clone(),
+            version: self.version.clone(),
+            subresource: match (self.status, self.scale) {
+                (true, _) => "status".into(),
+                (_, true) => "scale".into(),
+                _ => String::new(),
+            },
+            namespace: match is_namespace {
+                true => self.name.clone().unwrap_or_default(),
+                false => self.ns.clone(),
+            },
+            name: self.name.clone().unwrap_or_default(),
+            operation,
+            user: self.user.clone(),
+            dry_run: self.dry_run,
+            options: Value::Null,
+        }
+    }
+
+    /// The admission attributes of a drafted create or update, with its options.
+    fn attributes(&self, draft: &Draft) -> admission::Attributes {
+        let (operation, options) = match draft.old {
+            None => (Operation::Create, "CreateOptions"),
+            Some(_) => (Operation::Update, "UpdateOptions"),
+        };
+        let mut attrs = self.attributes_of(operation);
+        if operation == Operation::Create {
+            attrs.name = object_name(&draft.object).to_string();
+            if self.info.builtin && self.info.group.is_empty() && self.info.plural == "namespaces" {
+                attrs.namespace = attrs.name.clone();
+            }
+        }
+        let mut opts = json!({"kind": options, "apiVersion": "meta.k8s.io/v1"});
+        if self.dry_run {
+            opts["dryRun"] = json!(["All"]);
+        }
+        if let Some(m) = self.param("fieldManager").filter(|m| !m.is_empty()) {
+            opts["fieldManager"] = json!(m);
+        }
+        attrs.options = opts;
+        attrs
     }
 
     fn param(&self, key: &str) -> Option<&str> {
@@ -483,19 +533,22 @@ async fn serve_resource(
             Err(e) => answer(&target, &e.to_status(), e.code),
         };
     }
-    let result =
-        match verb {
-            _ if target.scale => scale(shared, &target, verb, &content_type, &body),
-            "get" => get(shared, &target),
-            "list" => list(shared, &target),
-            "create" => object_body(&target, &content_type, &body)
-                .and_then(|obj| create(shared, &target, obj)),
-            "update" => object_body(&target, &content_type, &body)
-                .and_then(|obj| update(shared, &target, obj)),
-            "patch" => patch(shared, &target, &content_type, &body),
-            "delete" => delete(shared, &target, &body),
-            _ => delete_collection(shared, &target, &body),
-        };
+    let result = match verb {
+        _ if target.scale => scale(shared, &target, verb, &content_type, &body),
+        "get" => get(shared, &target),
+        "list" => list(shared, &target),
+        "create" => match object_body(&target, &content_type, &body) {
+            Ok(obj) => create(shared, &target, obj).await,
+            Err(e) => Err(e),
+        },
+        "update" => match object_body(&target, &content_type, &body) {
+            Ok(obj) => update(shared, &target, obj).await,
+            Err(e) => Err(e),
+        },
+        "patch" => patch(shared, &target, &content_type, &body).await,
+        "delete" => delete(shared, &target, &body).await,
+        _ => delete_collection(shared, &target, &body).await,
+    };
     let mut res = match result {
         Ok((code, v)) => answer(&target, &v, code),
         Err(e) => answer(&target, &e.to_status(), e.code),
@@ -966,7 +1019,7 @@ fn check_shape(t: &Target, obj: &Value) -> ApiResult<()> {
     Ok(())
 }
 
-fn create(shared: &Shared, t: &Target, obj: Value) -> Answer {
+async fn create(shared: &Arc<Shared>, t: &Target, obj: Value) -> Answer {
     if t.info.namespaced && t.ns.is_empty() {
         return Err(ApiError::no_route());
     }
@@ -976,12 +1029,120 @@ fn create(shared: &Shared, t: &Target, obj: Value) -> Answer {
     }
     check_namespace(t, &obj)?;
     let obj = t.pruned(obj)?;
-    let write = t.write();
-    let created = shared.write_for(t.dry_run, |s| {
+    let (_, created) = admitted_write(shared, t, |s| {
         t.check_rbac_write(shared, s, &obj, None)?;
-        s.create(&t.info, &t.ns, obj, Some(&write))
-    })?;
+        Ok(Draft {
+            object: obj.clone(),
+            old: None,
+            track: true,
+        })
+    })
+    .await?;
     Ok((201, created_answer(t, &created)))
+}
+
+/// A write about to be admitted: the object it would create, or put in place of `old`.
+struct Draft {
+    object: Value,
+    /// The stored object it replaces; `None` for a create.
+    old: Option<Arc<Value>>,
+    /// Whether the store records the write in managedFields (`false`: server-side apply
+    /// recorded it in `object`).
+    track: bool,
+}
+
+/// How often a write is done again when its object changed while its webhooks were called.
+const ADMISSION_ATTEMPTS: usize = 5;
+
+/// Stores the write `make` drafts from the store, as the real server's create and
+/// `GuaranteedUpdate` do: with admission webhooks configured (see `admission`), the
+/// mutating webhooks change the draft, the store checks and defaults it (`prepare_*`), the
+/// validating webhooks see what would be stored, and it is stored unless the object
+/// changed meanwhile — then all is done again from a new draft. Without webhooks, all of
+/// it under one lock. Returns whether it created, and what was stored (or, in a dry run,
+/// would have been).
+async fn admitted_write(
+    shared: &Arc<Shared>,
+    t: &Target,
+    make: impl Fn(&Store) -> ApiResult<Draft>,
+) -> ApiResult<(bool, Arc<Value>)> {
+    let write = t.write();
+    let prepare = |store: &Store, draft: &Draft, object: Value| match draft.old {
+        None => store.prepare_create(&t.info, &t.ns, object, draft.track.then_some(&write)),
+        Some(_) => {
+            let track = draft.track.then_some(&write);
+            store.prepare_update(&t.info, &t.ns, name(t), object, t.status, track)
+        }
+    };
+    let commit = |store: &mut Store, prepared: Prepared| match prepared.previous {
+        None => store.commit_create(prepared).map(Some),
+        Some(_) => Ok(store.commit_update(prepared)),
+    };
+    for _ in 0..ADMISSION_ATTEMPTS {
+        let draft = {
+            let store = shared.store.lock();
+            let draft = make(&store)?;
+            if !admission::configured(&store) {
+                drop(store);
+                let created = draft.old.is_none();
+                let stored = shared.write_for(t.dry_run, |s| {
+                    let prepared = prepare(s, &draft, draft.object.clone())?;
+                    commit(s, prepared)
+                })?;
+                match stored {
+                    Some(stored) => return Ok((created, stored)),
+                    None => continue,
+                }
+            }
+            if draft.old.is_none() {
+                store.namespace_admits(&t.info, &t.ns, object_name(&draft.object))?;
+            }
+            draft
+        };
+        let attrs = t.attributes(&draft);
+        let old = draft.old.as_ref().map(|o| t.present(o));
+        let mut sent = draft.object.clone();
+        if !t.status {
+            defaults::apply(&t.info, &mut sent, draft.old.as_deref());
+            crd_schema::fill_defaults(&t.info, &mut sent);
+        }
+        let mutated = admission::mutate(shared, &attrs, Some(sent.clone()), old.as_ref())
+            .await?
+            .unwrap_or_else(|| sent.clone());
+        let prepared = {
+            let store = shared.store.lock();
+            let mut prepared = prepare(&store, &draft, mutated.clone())?;
+            // What webhooks added is owned by no manager: the fields are recorded from the
+            // object as it was before them, as the real server records them.
+            if mutated != sent
+                && draft.track
+                && let Ok(unmutated) = prepare(&store, &draft, sent)
+            {
+                let fields = unmutated.object["metadata"]["managedFields"].clone();
+                prepared.object["metadata"]["managedFields"] = fields;
+            }
+            prepared
+        };
+        let shown = t.present(&prepared.object);
+        // Validating webhooks see the name a `generateName` gave.
+        let attrs = admission::Attributes {
+            name: object_name(&shown).to_string(),
+            ..attrs
+        };
+        admission::validate(shared, &attrs, Some(&shown), old.as_ref()).await?;
+        let created = prepared.previous.is_none();
+        if let Some(stored) = shared.write_for(t.dry_run, |s| commit(s, prepared))? {
+            return Ok((created, stored));
+        }
+    }
+    Err(ApiError::conflict_retries(&t.info, name(t)))
+}
+
+/// `metadata.name` of `obj`, or empty.
+fn object_name(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// The answer to a create: the object, without a resourceVersion in a dry run (it was
@@ -1125,17 +1286,20 @@ fn review(shared: &Shared, t: &Target, mut obj: Value) -> ApiResult<Value> {
     Ok(t.present(&obj))
 }
 
-fn update(shared: &Shared, t: &Target, obj: Value) -> Answer {
+async fn update(shared: &Arc<Shared>, t: &Target, obj: Value) -> Answer {
     check_kind(t, &obj)?;
     check_namespace(t, &obj)?;
     let obj = t.pruned(obj)?;
-    let write = t.write();
-    let updated = shared.write_for(t.dry_run, |s| {
-        if let Ok(old) = s.get(&t.info, &t.ns, name(t)) {
-            t.check_rbac_write(shared, s, &obj, Some(&old))?;
-        }
-        s.update(&t.info, &t.ns, name(t), obj, t.status, Some(&write))
-    })?;
+    let (_, updated) = admitted_write(shared, t, |s| {
+        let old = s.get(&t.info, &t.ns, name(t))?;
+        t.check_rbac_write(shared, s, &obj, Some(&old))?;
+        Ok(Draft {
+            object: obj.clone(),
+            old: Some(old),
+            track: true,
+        })
+    })
+    .await?;
     Ok((200, unwritten(shared, t, t.present(&updated))))
 }
 
@@ -1203,7 +1367,7 @@ impl PatchBody {
     }
 
     /// `obj` patched; strategic merge patches merge lists by the keys of `kind`.
-    fn apply(self, mut obj: Value, kind: &str) -> ApiResult<Value> {
+    fn apply(&self, mut obj: Value, kind: &str) -> ApiResult<Value> {
         let failed = || {
             let mut e = ApiError::new(
                 422,
@@ -1214,13 +1378,13 @@ impl PatchBody {
             e
         };
         match self {
-            Self::Json(p) => json_patch::patch(&mut obj, &p).map_err(|e| {
+            Self::Json(p) => json_patch::patch(&mut obj, p).map_err(|e| {
                 tracing::debug!("kubekit-fake: a JSON patch failed: {e}");
                 failed()
             })?,
             Self::Unreadable => return Err(failed()),
-            Self::Merge(p) => json_patch::merge(&mut obj, &p),
-            Self::Strategic(p) => obj = smp::apply(obj, p, smp::Ty::of_kind(kind))?,
+            Self::Merge(p) => json_patch::merge(&mut obj, p),
+            Self::Strategic(p) => obj = smp::apply(obj, p.clone(), smp::Ty::of_kind(kind))?,
         }
         if !obj.is_object() {
             return Err(ApiError::bad_request(
@@ -1231,18 +1395,23 @@ impl PatchBody {
     }
 }
 
-fn patch(shared: &Shared, t: &Target, content_type: &str, body: &[u8]) -> Answer {
+async fn patch(shared: &Arc<Shared>, t: &Target, content_type: &str, body: &[u8]) -> Answer {
     if content_type == APPLY_PATCH {
-        return apply(shared, t, body);
+        return apply(shared, t, body).await;
     }
     let patch = PatchBody::parse(t, content_type, body)?;
-    let write = t.write();
-    let patched = shared.write_for(t.dry_run, |s| {
-        let live = t.present(&*s.get(&t.info, &t.ns, name(t))?);
+    let (_, patched) = admitted_write(shared, t, |s| {
+        let stored = s.get(&t.info, &t.ns, name(t))?;
+        let live = t.present(&stored);
         let obj = t.pruned(patch.apply(live.clone(), &t.info.kind)?)?;
         t.check_rbac_write(shared, s, &obj, Some(&live))?;
-        s.update(&t.info, &t.ns, name(t), obj, t.status, Some(&write))
-    })?;
+        Ok(Draft {
+            object: obj,
+            old: Some(stored),
+            track: true,
+        })
+    })
+    .await?;
     Ok((200, unwritten(shared, t, t.present(&patched))))
 }
 
@@ -1250,7 +1419,7 @@ const APPLY_PATCH: &str = "application/apply-patch+yaml";
 
 /// Server-side apply of the body (YAML or JSON) with the request's `fieldManager` (and
 /// `force`); creates the object when it does not exist (see `managed`).
-fn apply(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
+async fn apply(shared: &Arc<Shared>, t: &Target, body: &[u8]) -> Answer {
     if t.param("fieldManager").is_none_or(str::is_empty) {
         let detail = "Required value: is required for apply patch";
         return Err(ApiError::invalid_options(
@@ -1281,29 +1450,36 @@ fn apply(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
     }
     let force = t.param("force") == Some("true");
     let write = t.write();
-    let (created, applied) =
-        shared.write_for(t.dry_run, |s| match s.get(&t.info, &t.ns, name(t)) {
-            Ok(live) => {
-                let merged = write.apply(Some(&t.present(&live)), &config, force)?;
-                t.check_rbac_write(shared, s, &merged, Some(&live))?;
-                let updated = s.update(&t.info, &t.ns, name(t), merged, t.status, None)?;
-                Ok::<_, ApiError>((false, updated))
+    let (created, applied) = admitted_write(shared, t, |s| match s.get(&t.info, &t.ns, name(t)) {
+        Ok(live) => {
+            let merged = write.apply(Some(&t.present(&live)), &config, force)?;
+            t.check_rbac_write(shared, s, &merged, Some(&live))?;
+            Ok(Draft {
+                object: merged,
+                old: Some(live),
+                track: false,
+            })
+        }
+        Err(e) if t.status => Err(e),
+        Err(_) => {
+            // Creating needs `create` too, checked as the real server checks it.
+            if shared.rbac {
+                let create = rbac::Attributes {
+                    verb: "create".into(),
+                    ..t.asked.clone()
+                };
+                rbac::check(s, &t.user, &create)?;
             }
-            Err(e) if t.status => Err(e),
-            Err(_) => {
-                // Creating needs `create` too, checked as the real server checks it.
-                if shared.rbac {
-                    let create = rbac::Attributes {
-                        verb: "create".into(),
-                        ..t.asked.clone()
-                    };
-                    rbac::check(s, &t.user, &create)?;
-                }
-                let merged = write.apply(None, &config, force)?;
-                t.check_rbac_write(shared, s, &merged, None)?;
-                Ok((true, s.create(&t.info, &t.ns, merged, None)?))
-            }
-        })?;
+            let merged = write.apply(None, &config, force)?;
+            t.check_rbac_write(shared, s, &merged, None)?;
+            Ok(Draft {
+                object: merged,
+                old: None,
+                track: false,
+            })
+        }
+    })
+    .await?;
     Ok(match created {
         true => (201, created_answer(t, &applied)),
         false => (200, unwritten(shared, t, t.present(&applied))),
@@ -1439,10 +1615,48 @@ fn delete_request(t: &Target, body: &[u8]) -> ApiResult<DeleteRequest> {
     })
 }
 
-fn delete(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
+async fn delete(shared: &Arc<Shared>, t: &Target, body: &[u8]) -> Answer {
     let req = delete_request(t, body)?;
+    admit_delete(shared, t, &req, (&t.ns, name(t)), body).await?;
     let deleted = shared.write_for(req.dry_run, |s| s.delete(&t.info, &t.ns, name(t), &req))?;
     Ok((200, deleted_response(t, &deleted)))
+}
+
+/// The admission of deleting `name` in `ns`: mutating webhooks with no object, validating
+/// webhooks with the object as it is (`oldObject`), as kube-apiserver calls them. Nothing
+/// when no webhook is configured or the object does not exist (the delete then says so).
+async fn admit_delete(
+    shared: &Arc<Shared>,
+    t: &Target,
+    req: &DeleteRequest,
+    (ns, name): (&str, &str),
+    body: &[u8],
+) -> ApiResult<()> {
+    let old = {
+        let store = shared.store.lock();
+        if !admission::configured(&store) {
+            return Ok(());
+        }
+        match store.get(&t.info, ns, name) {
+            Ok(old) => t.present(&old),
+            Err(_) => return Ok(()),
+        }
+    };
+    let mut options = json_body(body).unwrap_or_else(|_| json!({}));
+    options["apiVersion"] = json!("meta.k8s.io/v1");
+    options["kind"] = json!("DeleteOptions");
+    if let Some(p) = &req.propagation {
+        options["propagationPolicy"] = json!(p);
+    }
+    let attrs = admission::Attributes {
+        namespace: ns.to_string(),
+        name: name.to_string(),
+        dry_run: req.dry_run,
+        options,
+        ..t.attributes_of(Operation::Delete)
+    };
+    admission::mutate(shared, &attrs, None, Some(&old)).await?;
+    admission::validate(shared, &attrs, None, Some(&old)).await
 }
 
 fn deleted_response(t: &Target, deleted: &Deleted) -> Value {
@@ -1457,20 +1671,28 @@ fn deleted_response(t: &Target, deleted: &Deleted) -> Value {
     }
 }
 
-fn delete_collection(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
+async fn delete_collection(shared: &Arc<Shared>, t: &Target, body: &[u8]) -> Answer {
     let req = delete_request(t, body)?;
     let filter = Filter::parse(&t.info, t.param("labelSelector"), t.param("fieldSelector"))?;
     let ns = (!t.ns.is_empty()).then_some(t.ns.as_str());
+    let chosen: Vec<(String, String)> = {
+        let store = shared.store.lock();
+        let (_, objects) = store.snapshot(&t.info, ns, None)?;
+        objects
+            .iter()
+            .filter(|o| filter.matches(o))
+            .map(|o| store_key(o))
+            .collect()
+    };
+    for (ns, name) in &chosen {
+        admit_delete(shared, t, &req, (ns, name), body).await?;
+    }
     let (rv, deleted) = shared.write_for(req.dry_run, |s| -> ApiResult<(u64, Vec<Value>)> {
         let (rv, objects) = s.snapshot(&t.info, ns, None)?;
         let mut deleted = Vec::new();
         for o in objects.iter().filter(|o| filter.matches(o)) {
-            let meta = &o["metadata"];
-            let (ns, name) = (
-                meta["namespace"].as_str().unwrap_or(""),
-                meta["name"].as_str().unwrap_or(""),
-            );
-            match s.delete(&t.info, ns, name, &req) {
+            let (ns, name) = store_key(o);
+            match s.delete(&t.info, &ns, &name, &req) {
                 Ok(Deleted::Gone(obj) | Deleted::Pending(obj)) => deleted.push(item(t, &obj)),
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
@@ -1479,6 +1701,17 @@ fn delete_collection(shared: &Shared, t: &Target, body: &[u8]) -> Answer {
         Ok((rv, deleted))
     })?;
     Ok((200, list_object(t, list_metadata(t, rv), deleted)))
+}
+
+/// The namespace and name of a stored object.
+fn store_key(obj: &Value) -> (String, String) {
+    let text = |key: &str| {
+        obj["metadata"][key]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    (text("namespace"), text("name"))
 }
 
 #[cfg(test)]

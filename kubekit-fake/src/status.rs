@@ -226,6 +226,21 @@ impl ApiError {
         Self::new(500, "InternalError", message)
     }
 
+    /// `500 InternalError` for `err`, as apimachinery's `NewInternalError` words it.
+    pub(crate) fn internal_error(err: &str) -> Self {
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {err}"),
+        )
+        .with_details(json!({"causes": [{"message": err}]}))
+    }
+
+    /// `409 Conflict` after the object changed under every retry of a write.
+    pub(crate) fn conflict_retries(info: &ResourceInfo, name: &str) -> Self {
+        Self::stale(info, name)
+    }
+
     /// The `Status` object.
     pub fn to_status(&self) -> Value {
         let mut status = json!({

@@ -85,6 +85,20 @@ pub struct DeleteRequest {
     pub propagation: Option<String>,
 }
 
+/// A create or update checked, defaulted and ready to store (what validating admission
+/// sees): made by [`Store::prepare_create`] or [`Store::prepare_update`], stored by
+/// [`Store::commit_create`] or [`Store::commit_update`].
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    info: ResourceInfo,
+    /// The object as it would be stored.
+    pub(crate) object: Value,
+    /// The stored object an update replaces.
+    pub(crate) previous: Option<Arc<Value>>,
+    /// The resource a CRD's create serves.
+    crd: Option<ResourceInfo>,
+}
+
 /// What a delete did.
 #[derive(Debug, Clone)]
 pub enum Deleted {
@@ -255,7 +269,7 @@ fn random_suffix() -> String {
         .collect()
 }
 
-fn new_uid() -> String {
+pub(crate) fn new_uid() -> String {
     let n = fastrand::u128(..);
     let hex = format!("{n:032x}");
     format!(
@@ -431,9 +445,50 @@ impl Store {
         &mut self,
         info: &ResourceInfo,
         ns: &str,
-        mut obj: Value,
+        obj: Value,
         write: Option<&Write>,
     ) -> ApiResult<Arc<Value>> {
+        let prepared = self.prepare_create(info, ns, obj, write)?;
+        self.commit_create(prepared)
+    }
+
+    /// Whether objects may be created in namespace `ns` (kube-apiserver's
+    /// `NamespaceLifecycle`): it exists and is not being deleted.
+    pub(crate) fn namespace_admits(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<()> {
+        if !info.namespaced {
+            return Ok(());
+        }
+        let namespaces = self
+            .lookup("", "v1", "namespaces")
+            .expect("namespaces are built in");
+        let namespace = self.get(&namespaces, "", ns)?;
+        if meta(&namespace).get("deletionTimestamp").is_some() {
+            return Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!(
+                    "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                    info.qualified()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What creating `obj` in `ns` would store, checked and defaulted (the strategy's
+    /// prepare and validate), without storing it: see [`commit_create`](Self::commit_create).
+    pub(crate) fn prepare_create(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        mut obj: Value,
+        write: Option<&Write>,
+    ) -> ApiResult<Prepared> {
         let generate = meta_str(&obj, "generateName").map(str::to_string);
         let name = match (meta_str(&obj, "name"), generate) {
             (Some(n), _) if !n.is_empty() => n.to_string(),
@@ -448,22 +503,7 @@ impl Store {
                 ));
             }
         };
-        if info.namespaced {
-            let namespaces = self
-                .lookup("", "v1", "namespaces")
-                .expect("namespaces are built in");
-            let namespace = self.get(&namespaces, "", ns)?;
-            if meta(&namespace).get("deletionTimestamp").is_some() {
-                return Err(ApiError::new(
-                    403,
-                    "Forbidden",
-                    format!(
-                        "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                        info.qualified()
-                    ),
-                ));
-            }
-        }
+        self.namespace_admits(info, ns, &name)?;
         if self.get(info, ns, &name).is_ok() {
             return Err(ApiError::already_exists(info, &name));
         }
@@ -532,17 +572,43 @@ impl Store {
             defaults::allocate(&mut obj, &ips, &ports);
         }
         defaults::check_workload(info, &name, &obj, None)?;
-        if let Some(crd) = crd {
+        if let Some(crd) = &crd {
             // Served at once: its names accepted and established, as the real server's
             // controllers report a moment after the create.
-            obj["status"] = resources::established_crd_status(&obj, &crd, &now());
+            obj["status"] = resources::established_crd_status(&obj, crd, &now());
+        }
+        Ok(Prepared {
+            info: info.clone(),
+            object: obj,
+            previous: None,
+            crd,
+        })
+    }
+
+    /// Stores what [`prepare_create`](Self::prepare_create) made, unless the store changed
+    /// meanwhile so that it may no longer be (its name taken, its namespace gone or being
+    /// deleted, a Service's cluster IP or node port taken).
+    pub(crate) fn commit_create(&mut self, prepared: Prepared) -> ApiResult<Arc<Value>> {
+        let Prepared {
+            info, object, crd, ..
+        } = prepared;
+        let (ns, name) = key_of(&object);
+        self.namespace_admits(&info, &ns, &name)?;
+        if self.get(&info, &ns, &name).is_ok() {
+            return Err(ApiError::already_exists(&info, &name));
+        }
+        if info.builtin && info.group.is_empty() && info.kind == "Service" {
+            let (ips, ports) = self.allocated_to_services(&info);
+            defaults::check_allocations(&info, &name, &object, &ips, &ports)?;
+        }
+        if let Some(crd) = crd {
             self.resources
                 .retain(|r| !(r.group == crd.group && r.plural == crd.plural));
             self.resources.push(crd);
         }
-        let owned = !owner_uids(&obj).is_empty();
-        let obj = events::stored(info, obj);
-        let created = self.write(info, EventType::Added, obj, None);
+        let owned = !owner_uids(&object).is_empty();
+        let obj = events::stored(&info, object);
+        let created = self.write(&info, EventType::Added, obj, None);
         if owned {
             // An object created with owners that no longer exist is collected, as the
             // real garbage collector does a moment later.
@@ -560,10 +626,27 @@ impl Store {
         info: &ResourceInfo,
         ns: &str,
         name: &str,
-        mut new: Value,
+        new: Value,
         status_only: bool,
         write: Option<&Write>,
     ) -> ApiResult<Arc<Value>> {
+        let prepared = self.prepare_update(info, ns, name, new, status_only, write)?;
+        Ok(self
+            .commit_update(prepared)
+            .expect("nothing changed between prepare and commit"))
+    }
+
+    /// What replacing `name` with `new` would store, checked and defaulted, without storing
+    /// it: see [`commit_update`](Self::commit_update).
+    pub(crate) fn prepare_update(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        mut new: Value,
+        status_only: bool,
+        write: Option<&Write>,
+    ) -> ApiResult<Prepared> {
         let stored_old = self.get(info, ns, name)?;
         // Compared and changed in the form of the request's API (see `events`).
         let old = match events::is_event(info) {
@@ -660,18 +743,41 @@ impl Store {
             meta(&old)["resourceVersion"].clone(),
         );
         omit_empty_metadata(&mut result);
-        let result = events::stored(info, result);
+        Ok(Prepared {
+            info: info.clone(),
+            object: result,
+            previous: Some(stored_old),
+            crd: None,
+        })
+    }
+
+    /// Stores what [`prepare_update`](Self::prepare_update) made; `None` when the object
+    /// changed (or went) meanwhile: then it is to be prepared again.
+    pub(crate) fn commit_update(&mut self, prepared: Prepared) -> Option<Arc<Value>> {
+        let Prepared {
+            info,
+            object,
+            previous,
+            ..
+        } = prepared;
+        let stored_old = previous.expect("an update has an old object");
+        let (ns, name) = key_of(&stored_old);
+        match self.get(&info, &ns, &name) {
+            Ok(now) if Arc::ptr_eq(&now, &stored_old) => {}
+            _ => return None,
+        }
+        let result = events::stored(&info, object);
         if result == *stored_old {
-            return Ok(stored_old);
+            return Some(stored_old);
         }
         if meta(&result).get("deletionTimestamp").is_some() && finalizers(&result).is_empty() {
             // The update deletes the object; like the real server, it answers with the
             // object at its last stored resourceVersion.
-            self.write(info, EventType::Deleted, result.clone(), Some(stored_old));
+            self.write(&info, EventType::Deleted, result.clone(), Some(stored_old));
             self.collect_garbage();
-            return Ok(Arc::new(result));
+            return Some(Arc::new(result));
         }
-        Ok(self.write(info, EventType::Modified, result, Some(stored_old)))
+        Some(self.write(&info, EventType::Modified, result, Some(stored_old)))
     }
 
     /// Deletes `name`, or marks it for deletion when finalizers (its own, or those the

@@ -4127,3 +4127,187 @@ async fn rbac_bindings_are_defaulted_and_validated_alike() {
     })
     .await;
 }
+
+/// Admission webhooks of the scenarios: a defaulter and a validator of ConfigMaps, served
+/// over HTTPS by kubekit's webhook server with a certificate for 127.0.0.1.
+mod webhooks {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kubekit::webhook::{
+        AdmissionRequest, CertificateAuthority, Certificates, Defaulter, Validator, Verdict,
+        WebhookServer,
+    };
+    use tokio_util::sync::CancellationToken;
+
+    /// Labels every ConfigMap `defaulted: "true"` and adds `data.added` unless there.
+    pub struct CmDefaulter;
+
+    impl Defaulter<ConfigMap> for CmDefaulter {
+        async fn set_defaults(&self, cm: &mut ConfigMap, _: &AdmissionRequest) -> Verdict {
+            let labels = cm.metadata.labels.get_or_insert_default();
+            labels.insert("defaulted".into(), "true".into());
+            let data = cm.data.get_or_insert_default();
+            data.entry("added".into())
+                .or_insert_with(|| "by-webhook".into());
+            Verdict::allow()
+        }
+    }
+
+    /// Refuses names starting with `deny-`, changes of a ConfigMap whose `data.state` is
+    /// `frozen` (422, `Invalid`) and the deletion of `keep-me`.
+    pub struct CmValidator;
+
+    impl Validator<ConfigMap> for CmValidator {
+        async fn validate_create(&self, cm: &ConfigMap, _: &AdmissionRequest) -> Verdict {
+            match cm.metadata.name.as_deref() {
+                Some(n) if n.starts_with("deny-") => {
+                    Verdict::deny("names starting with deny- are refused")
+                }
+                _ => Verdict::allow(),
+            }
+        }
+
+        async fn validate_update(
+            &self,
+            old: &ConfigMap,
+            _: &ConfigMap,
+            _: &AdmissionRequest,
+        ) -> Verdict {
+            let state = old.data.as_ref().and_then(|d| d.get("state"));
+            if state.is_some_and(|s| s == "frozen") {
+                return Verdict::deny("frozen ConfigMaps stay as they are")
+                    .with_reason("Invalid")
+                    .with_code(422);
+            }
+            Verdict::allow()
+        }
+
+        async fn validate_delete(&self, old: &ConfigMap, _: &AdmissionRequest) -> Verdict {
+            match old.metadata.name.as_deref() {
+                Some("keep-me") => Verdict::deny("keep-me is kept"),
+                _ => Verdict::allow(),
+            }
+        }
+    }
+
+    /// A running webhook server: its base URL and the `caBundle` that trusts it.
+    pub struct Served {
+        pub base: String,
+        pub ca_bundle: String,
+        _stop: tokio_util::sync::DropGuard,
+    }
+
+    /// Starts the server on a free port of 127.0.0.1.
+    pub async fn serve() -> Served {
+        let ca = CertificateAuthority::generate("kubekit-fake-differential").expect("a CA");
+        let certificates = Certificates::issued_by(&ca, &["127.0.0.1"]).expect("a certificate");
+        let cancel = CancellationToken::new();
+        let served = WebhookServer::new(certificates)
+            .defaulter::<ConfigMap, _>(CmDefaulter)
+            .validator::<ConfigMap, _>(CmValidator)
+            .serve("127.0.0.1:0".parse().expect("an address"), cancel.clone())
+            .await
+            .expect("the webhook server starts");
+        use base64::Engine as _;
+        Served {
+            base: format!("https://127.0.0.1:{}", served.address().port()),
+            ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca.ca_bundle()),
+            _stop: cancel.drop_guard(),
+        }
+    }
+
+    /// A port nothing listens on, the same for both servers' runs (it is in their
+    /// messages).
+    pub fn closed_port() -> u16 {
+        static PORT: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+        *PORT.get_or_init(|| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+            listener.local_addr().expect("its address").port()
+        })
+    }
+}
+
+/// One webhook of a configuration: `rules` on ConfigMaps in the scenario's namespace.
+fn webhook_entry(name: &str, url: &str, ca_bundle: &str, ns: &str, extra: Value) -> Value {
+    let mut hook = json!({
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": ca_bundle},
+        "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["configmaps"]}],
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 5,
+    });
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        hook[k] = v.clone();
+    }
+    hook
+}
+
+#[tokio::test]
+async fn admission_webhooks_mutate_refuse_and_fail_alike() {
+    differential("admission-webhooks", async |t: &Target, r: &mut Record| {
+        let served = webhooks::serve().await;
+        let cms = t.on("configmaps");
+        let group = "admissionregistration.k8s.io";
+        type Cm = k8s_openapi::api::core::v1::ConfigMap;
+        let mutate = format!("{}{}", served.base, kubekit::webhook::mutate_path::<Cm>());
+        let validate = format!("{}{}", served.base, kubekit::webhook::validate_path::<Cm>());
+        let dead = format!("https://127.0.0.1:{}/dead", webhooks::closed_port());
+        let entry = |name: &str, url: &str, extra: Value| {
+            webhook_entry(name, url, &served.ca_bundle, &t.ns, extra)
+        };
+        let selected = |key: &str, value: &str| json!({"objectSelector": {"matchLabels": {key: value}}});
+        let mutating = json!({"metadata": {"name": format!("{}-mutating", t.ns)}, "webhooks": [
+            entry("default.cm.kubekit.test", &mutate, json!({"rules": [{"apiGroups": [""],
+                "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}]})),
+        ]});
+        let validating = json!({"metadata": {"name": format!("{}-validating", t.ns)}, "webhooks": [
+            entry("validate.cm.kubekit.test", &validate, json!({})),
+            entry("ignored.cm.kubekit.test", &dead, json!({"failurePolicy": "Ignore", "objectSelector": {"matchLabels": {"dead": "ignore"}}})),
+            entry("failing.cm.kubekit.test", &dead, selected("dead", "fail")),
+            entry("secrets.kubekit.test", &dead, json!({"rules": [{"apiGroups": [""],
+                "apiVersions": ["v1"], "operations": ["*"], "resources": ["secrets"]}]})),
+        ]});
+        create_cluster_scoped(t, group, "mutatingwebhookconfigurations", &mutating).await.expect("the mutating configuration");
+        create_cluster_scoped(t, group, "validatingwebhookconfigurations", &validating).await.expect("the validating configuration");
+        // The real server's admission sees new configurations a moment later.
+        let dry = |name: &str| cms.req(t.rest.post()).param("dryRun", "All").body(&cm(name, json!({})));
+        testenv::eventually(30, "the webhooks in effect", || async {
+            let defaulted = Res::send(dry("probe")).await.ok()?;
+            let refused = Res::send(dry("deny-probe")).await.is_err();
+            (defaulted["metadata"]["labels"]["defaulted"] == "true" && refused).then_some(())
+        })
+        .await;
+
+        r.answer("a create the defaulter changes", cms.create(cm("plain", json!({"app": "a"}))).await);
+        r.answer("a create the validator refuses", cms.create(cm("deny-me", json!({}))).await);
+        r.answer("a create past a dead webhook that is ignored", cms.create(cm("ignored", json!({"dead": "ignore"}))).await);
+        r.answer("a create past a dead webhook that fails", cms.create(cm("failing", json!({"dead": "fail"}))).await);
+        r.answer("a dry run create, defaulted", Res::send(dry("dry")).await);
+        r.answer("freezing it", cms.patch("plain", PatchType::Merge, json!({"data": {"state": "frozen"}})).await);
+        r.answer("a patch of the frozen one", cms.patch("plain", PatchType::Merge, json!({"data": {"x": "y"}})).await);
+        let mut frozen = cms.get("plain").await.expect("plain");
+        frozen["data"]["x"] = json!("y");
+        r.answer("an update of the frozen one", cms.update("plain", &frozen, false).await);
+        r.answer("an apply that creates", cms.apply("applied", ("applier", false, None), json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": {"mine": "1"}})).await);
+        r.answer("an apply that changes", cms.apply("applied", ("applier", false, None), json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied", "labels": {"x": "y"}}, "data": {"mine": "2"}})).await);
+        r.answer("a kept one", cms.create(cm("keep-me", json!({}))).await);
+        r.answer("deleting the kept one", cms.delete("keep-me", json!({})).await);
+        r.answer("deleting another", cms.delete("ignored", json!({})).await);
+        r.answer("a Secret, past its dead webhook only", t.on("secrets").create(json!({
+            "metadata": {"name": "s"}, "stringData": {"a": "b"}})).await);
+        r.answer("what is left", cms.list(&[("labelSelector", "defaulted=true")]).await.map(|l| {
+            // kube-controller-manager's root CA ConfigMap passes the defaulter too.
+            let names = l["items"].as_array().into_iter().flatten().map(|i| &i["metadata"]["name"]);
+            json!(names.filter(|n| *n != "kube-root-ca.crt").collect::<Vec<_>>())
+        }));
+        for plural in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
+            let name = format!("{}-{}", t.ns, if plural.starts_with('m') { "mutating" } else { "validating" });
+            t.rest.delete().group_version(group, "v1").resource(plural).name(&name).send().await.expect("the configuration deleted");
+        }
+    })
+    .await;
+}
