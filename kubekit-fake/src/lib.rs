@@ -146,8 +146,10 @@
 //!   in parallel. Refusals and failures under `failurePolicy` carry the real server's
 //!   texts, and dry runs honour `sideEffects`. Not done: writes of the `scale`
 //!   subresource (not sent to webhooks), `matchConditions` (a matching webhook that has
-//!   them fails the request, saying so), `matchPolicy: Equivalent` across versions, the
-//!   validation of the configurations' fields, and the admission policies.
+//!   them fails the request, saying so), `matchPolicy: Equivalent` across versions, and
+//!   the admission policies. The configurations are validated as the real server does
+//!   (names, policies, `sideEffects`, timeouts, `clientConfig`,
+//!   `admissionReviewVersions`), not yet their rules, selectors and services' fields.
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
 //! against this server and the real kube-apiserver and requires the same answers.

@@ -572,6 +572,7 @@ impl Store {
             defaults::allocate(&mut obj, &ips, &ports);
         }
         defaults::check_workload(info, &name, &obj, None)?;
+        crate::admission::check_configuration(info, &name, &obj)?;
         if let Some(crd) = &crd {
             // Served at once: its names accepted and established, as the real server's
             // controllers report a moment after the create.
@@ -725,6 +726,7 @@ impl Store {
             crd_schema::default_and_validate(info, name, &mut new, false)?;
             defaults::check_update(info, name, &old, &new)?;
             defaults::check_workload(info, name, &new, Some(&old))?;
+            crate::admission::check_configuration(info, name, &new)?;
             if let Some(w) = write {
                 omit_empty_metadata(&mut new);
                 w.track_update(Some(&old), &mut new);

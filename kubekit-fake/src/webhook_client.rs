@@ -87,14 +87,18 @@ impl Endpoint {
         timeout: Duration,
     ) -> Self {
         let server_name = format!("{name}.{namespace}.svc");
-        Self::new(
+        let mut endpoint = Self::new(
             cluster_ip.to_string(),
             port,
             if path.is_empty() { "/" } else { path },
             server_name,
             ca_bundle,
             timeout,
-        )
+        );
+        // Go's client names a Service's port even when it is 443.
+        endpoint.authority = format!("{}:{port}", endpoint.server_name);
+        endpoint.url = format!("https://{}{}", endpoint.authority, endpoint.path);
+        endpoint
     }
 
     fn new(
@@ -271,7 +275,7 @@ mod tests {
             Vec::new(),
             Duration::from_secs(10),
         );
-        assert_eq!(e.url, "https://hooks.ops.svc/mutate?timeout=10s");
+        assert_eq!(e.url, "https://hooks.ops.svc:443/mutate?timeout=10s");
         assert_eq!(
             (e.host.as_str(), e.server_name.as_str()),
             ("10.0.0.7", "hooks.ops.svc")

@@ -4280,6 +4280,15 @@ async fn admission_webhooks_mutate_refuse_and_fail_alike() {
         })
         .await;
 
+        let bad = |suffix: &str, hooks: Value| json!({"metadata": {"name": format!("{}-{suffix}", t.ns)}, "webhooks": hooks});
+        r.answer("a configuration with every field wrong", create_cluster_scoped(t, group, "validatingwebhookconfigurations", &bad("wrong", json!([
+            {"name": "short.name", "clientConfig": {}, "failurePolicy": "Sometimes", "matchPolicy": "Loose", "timeoutSeconds": 31},
+            {"name": "short.name", "clientConfig": {"url": "http://127.0.0.1/x?y=z#f"}, "sideEffects": "Unknown", "admissionReviewVersions": ["v2"]},
+            {"name": "Bad_Name.example.com", "clientConfig": {"url": "https://a.example.com/v", "service": {"namespace": "x", "name": "y"}}, "sideEffects": "None", "admissionReviewVersions": ["v1"]},
+        ]))).await);
+        r.answer("a mutating configuration without side effects", create_cluster_scoped(t, group, "mutatingwebhookconfigurations", &bad("effects", json!([
+            {"name": "m.kubekit.test", "clientConfig": {"url": "https://127.0.0.1/m"}, "admissionReviewVersions": ["v1"]},
+        ]))).await);
         r.answer("a create the defaulter changes", cms.create(cm("plain", json!({"app": "a"}))).await);
         r.answer("a create the validator refuses", cms.create(cm("deny-me", json!({}))).await);
         r.answer("a create past a dead webhook that is ignored", cms.create(cm("ignored", json!({"dead": "ignore"}))).await);
