@@ -6,6 +6,8 @@
 //! generated authority, which kube-apiserver calls, as an identity bound to
 //! `artifacts/rbac-webhooks.yaml` besides.
 
+// Shared with the other test binaries, which use the helpers this one does not.
+#[allow(dead_code)]
 mod common;
 
 use std::process::{Command, Stdio};

@@ -8,13 +8,12 @@
 #[allow(dead_code)]
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::PathBuf;
 
 use kubekit_fake::FakeApiServer;
 use testenv::eventually;
 
-use common::{Controller, artifact};
+use common::{Controller, apply, artifact, kubectl, try_apply};
 
 const USER: &str = "app-controller-fake-rbac";
 
@@ -23,40 +22,6 @@ struct Server {
     admin: PathBuf,
     user: PathBuf,
     ns: String,
-}
-
-/// `kubectl apply -f -` of `yaml` with `kubeconfig`: whether it succeeded, and its
-/// stderr.
-fn try_apply(kubeconfig: &Path, yaml: &str) -> (bool, String) {
-    let out = kubectl(kubeconfig)
-        .args(["apply", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            let stdin = child.stdin.take().expect("stdin");
-            std::io::Write::write_all(&mut { stdin }, yaml.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("run kubectl apply");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// [`try_apply`], which must succeed.
-fn apply(kubeconfig: &Path, yaml: &str) {
-    let (ok, stderr) = try_apply(kubeconfig, yaml);
-    assert!(ok, "kubectl apply failed: {stderr}");
-}
-
-/// The pinned kubectl with `kubeconfig`.
-fn kubectl(kubeconfig: &Path) -> std::process::Command {
-    let mut command = std::process::Command::new(testenv::control_plane().kubectl_path());
-    command.arg("--kubeconfig").arg(kubeconfig);
-    command
 }
 
 /// rbac.yaml's ClusterRole without `create` of Services, as ClusterRole `name`.

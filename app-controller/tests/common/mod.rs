@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -36,6 +37,40 @@ pub fn kubectl_apply(cp: &ControlPlane, yaml: &str) {
         "kubectl apply failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `kubectl apply -f -` of `yaml` with `kubeconfig`: whether it succeeded, and its
+/// stderr.
+pub fn try_apply(kubeconfig: &Path, yaml: &str) -> (bool, String) {
+    let out = kubectl(kubeconfig)
+        .args(["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            let stdin = child.stdin.take().expect("stdin");
+            std::io::Write::write_all(&mut { stdin }, yaml.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("run kubectl apply");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// [`try_apply`], which must succeed.
+pub fn apply(kubeconfig: &Path, yaml: &str) {
+    let (ok, stderr) = try_apply(kubeconfig, yaml);
+    assert!(ok, "kubectl apply failed: {stderr}");
+}
+
+/// The pinned kubectl with `kubeconfig`.
+pub fn kubectl(kubeconfig: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(testenv::control_plane().kubectl_path());
+    command.arg("--kubeconfig").arg(kubeconfig);
+    command
 }
 
 /// The text of `app-controller/artifacts/<path>`.

@@ -1,0 +1,149 @@
+//! The App controller's admission webhooks on kubekit-fake with RBAC, beside the real
+//! control plane: the real binary, run as a user bound to `artifacts/rbac.yaml` in one
+//! namespace and to `artifacts/rbac-webhooks.yaml`, installs its webhook configurations
+//! with a generated CA; kubectl's apply of an invalid App is denied by its validator with
+//! the same message on both servers, and a valid App's untagged image is defaulted by its
+//! defaulter into the Deployment on both.
+
+// Shared with the other test binaries, which use the helpers this one does not.
+#[allow(dead_code)]
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use kubekit_fake::FakeApiServer;
+use testenv::eventually;
+
+use common::{Controller, apply, artifact, kubectl, try_apply};
+
+const USER: &str = "app-controller-fake-webhooks";
+
+/// One server under test: its admin's kubeconfig, the user's, and the test namespace.
+struct Server {
+    admin: PathBuf,
+    user: PathBuf,
+    ns: String,
+}
+
+/// What a server did: kubectl's refusal of the invalid App (the namespace written
+/// `<ns>`), and the image of the valid App's Deployment.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    refusal: String,
+    image: String,
+}
+
+/// Installs the CRD and the RBAC, runs the controller with its webhooks on `s`, and
+/// records what kubectl and the Deployment show.
+async fn denied_and_defaulted(s: &Server) -> Seen {
+    apply(&s.admin, &artifact("crd/appcontroller.k8s.io_apps.yaml"));
+    apply(&s.admin, &artifact("rbac.yaml"));
+    let user_subject = format!("name: {USER}\n");
+    apply(
+        &s.admin,
+        &artifact("rbac-webhooks.yaml").replace("name: app-controller\n", &user_subject),
+    );
+    apply(
+        &s.admin,
+        &format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {USER}\n  namespace: {ns}\n\
+             roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: app-controller\n\
+             subjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {USER}\n",
+            ns = s.ns
+        ),
+    );
+    let health = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .to_string();
+    let flags = [
+        "--health-probe-bind-address",
+        &health,
+        "--webhook-bind-address",
+        "127.0.0.1:0",
+    ];
+    let mut controller = Controller::start_with(&s.user, &s.ns, &flags, Stdio::null());
+    eventually(60, "the controller to be ready", || async {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut stream = tokio::net::TcpStream::connect(&health).await.ok()?;
+        let request = "GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.ok()?;
+        response.starts_with("HTTP/1.1 200").then_some(())
+    })
+    .await;
+
+    let invalid = format!(
+        "apiVersion: appcontroller.k8s.io/v1\nkind: App\nmetadata: {{name: bad, namespace: {}}}\n\
+         spec: {{deploymentTemplate: {{name: web, image: nginx, replicas: -1}}}}\n",
+        s.ns
+    );
+    // The real server's admission sees the new configurations a moment after they are made.
+    let refusal = eventually(30, "the validator to refuse the App", || async {
+        let (ok, stderr) = try_apply(&s.admin, &invalid);
+        (!ok).then(|| stderr.replace(&s.ns, "<ns>"))
+    })
+    .await;
+    let app = artifact("example/test_app.yaml")
+        .replace("namespace: tcs", &format!("namespace: {}", s.ns));
+    apply(&s.admin, &app);
+    let image = eventually(60, "the App's Deployment", || async {
+        let out = kubectl(&s.admin)
+            .args(["--namespace", &s.ns, "get", "deployment/app-deploy"])
+            .args(["-o", "jsonpath={.spec.template.spec.containers[0].image}"])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    })
+    .await;
+    let status = controller.terminate();
+    assert!(status.success(), "app-controller exited with {status}");
+    let name = format!("app-controller-{}", s.ns);
+    for kind in [
+        "validatingwebhookconfiguration",
+        "mutatingwebhookconfiguration",
+    ] {
+        let deleted = kubectl(&s.admin).args(["delete", kind, &name]).output();
+        assert!(
+            deleted.is_ok_and(|o| o.status.success()),
+            "{kind} {name} deleted"
+        );
+    }
+    Seen { refusal, image }
+}
+
+// kubectl blocks its thread: the fake serves it from another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_webhooks_deny_and_default_alike_on_the_fake_and_the_real_server() {
+    let cp = testenv::control_plane();
+    let real = Server {
+        admin: cp.kubeconfig_path().to_path_buf(),
+        user: cp.user_kubeconfig(USER, &[]),
+        ns: format!("fake-webhooks-{}", fastrand::u32(..)),
+    };
+    let fake_server = FakeApiServer::with_rbac().await.expect("the fake starts");
+    let fake = Server {
+        admin: fake_server.kubeconfig_path().to_path_buf(),
+        user: fake_server
+            .user_kubeconfig(USER, &[])
+            .expect("a kubeconfig"),
+        ns: format!("fake-webhooks-{}", fastrand::u32(..)),
+    };
+    let on_real = denied_and_defaulted(&real).await;
+    let on_fake = denied_and_defaulted(&fake).await;
+    println!("on both: {on_real:?}");
+    assert!(
+        on_real.refusal.contains(
+            r#"denied the request: App "bad" is invalid: spec.deploymentTemplate.replicas must not be negative"#
+        ),
+        "{on_real:?}"
+    );
+    assert_eq!(on_real.image, "nginx:latest");
+    assert_eq!(on_fake, on_real, "the fake admits as the real server does");
+    fake_server.shutdown().await;
+}
