@@ -7,7 +7,8 @@
 //!
 //! # Contract
 //!
-//! - **Where.** Mutating webhooks run on a create, update or patch before the object is
+//! - **Where.** Mutating webhooks run on a create, update or patch (of an object, its
+//!   status, or its `Scale`, which the scale subresource's webhooks see) before it is
 //!   validated and stored (the fake's defaults applied and managedFields recorded first, so
 //!   what they add is owned by no manager, as on the real server), and on a delete with no
 //!   object; validating webhooks run after validation, on what would be stored (on a
@@ -38,8 +39,7 @@
 //!   run`.
 //! - **Not done**: `matchConditions` (CEL): a matching webhook that has them fails the
 //!   request with a `500` saying so, whatever its `failurePolicy`, rather than being
-//!   called or skipped on a guess; writes of the `scale` subresource (sent to no webhook);
-//!   the checks of the configurations' rules, selectors and services (their other fields
+//!   called or skipped on a guess; the checks of the configurations' rules, selectors and services (their other fields
 //!   are checked: see [`check_configuration`]); the admission
 //!   policies (`ValidatingAdmissionPolicy`, `MutatingAdmissionPolicy`).
 

@@ -137,16 +137,15 @@
 //!
 //! - Admission webhooks (see `admission`): the stored `MutatingWebhookConfiguration`s and
 //!   `ValidatingWebhookConfiguration`s are honoured as kube-apiserver honours them. Each
-//!   create, update, patch, apply and delete (of an object or its status) that a
-//!   webhook's rules, `namespaceSelector` and `objectSelector` match is sent to it
+//!   create, update, patch, apply and delete (of an object, its status or its `Scale`)
+//!   that a webhook's rules, `namespaceSelector` and `objectSelector` match is sent to it
 //!   as an `admission.k8s.io/v1` `AdmissionReview`, over HTTPS verified with the
 //!   `caBundle` (a `url`, or a `service` at its cluster IP). Mutating webhooks run in
 //!   order, their JSON patches applied, and `reinvocationPolicy: IfNeeded` is honoured.
 //!   Their changes are owned by no manager. Validating webhooks see what would be stored,
 //!   in parallel. Refusals and failures under `failurePolicy` carry the real server's
-//!   texts, and dry runs honour `sideEffects`. Not done: writes of the `scale`
-//!   subresource (not sent to webhooks), `matchConditions` (a matching webhook that has
-//!   them fails the request, saying so), `matchPolicy: Equivalent` across versions, and
+//!   texts, and dry runs honour `sideEffects`. Not done: `matchConditions` (a matching
+//!   webhook that has them fails the request, saying so), `matchPolicy: Equivalent` across versions, and
 //!   the admission policies. The configurations are validated as the real server does
 //!   (names, policies, `sideEffects`, timeouts, `clientConfig`,
 //!   `admissionReviewVersions`), not yet their rules, selectors and services' fields.

@@ -350,6 +350,15 @@ impl Target {
         )
     }
 
+    /// `obj` (as stored) as admission webhooks see it: its `Scale` for the scale
+    /// subresource, else as [`present`](Self::present)ed.
+    fn shown(&self, obj: &Value) -> Value {
+        match (&self.info.scale, self.scale) {
+            (Some(paths), true) => scale::of(paths, obj),
+            _ => self.present(obj),
+        }
+    }
+
     /// `obj` (as stored) as served at the requested version.
     fn present(&self, obj: &Value) -> Value {
         let mut v = events::shown(&self.info, obj);
@@ -534,7 +543,7 @@ async fn serve_resource(
         };
     }
     let result = match verb {
-        _ if target.scale => scale(shared, &target, verb, &content_type, &body),
+        _ if target.scale => scale(shared, &target, verb, &content_type, &body).await,
         "get" => get(shared, &target),
         "list" => list(shared, &target),
         "create" => match object_body(&target, &content_type, &body) {
@@ -1074,6 +1083,12 @@ async fn admitted_write(
             store.prepare_update(&t.info, &t.ns, name(t), object, t.status, track)
         }
     };
+    // A write of the scale subresource drafts a `Scale`, which webhooks see and change;
+    // the store is given the object with it applied.
+    let stored_from = |sent: Value, old: Option<&Value>| match (&t.info.scale, t.scale, old) {
+        (Some(paths), true, Some(old)) => scale::apply(&t.info, paths, old.clone(), &sent),
+        _ => Ok(sent),
+    };
     let commit = |store: &mut Store, prepared: Prepared| match prepared.previous {
         None => store.commit_create(prepared).map(Some),
         Some(_) => Ok(store.commit_update(prepared)),
@@ -1086,7 +1101,8 @@ async fn admitted_write(
                 drop(store);
                 let created = draft.old.is_none();
                 let stored = shared.write_for(t.dry_run, |s| {
-                    let prepared = prepare(s, &draft, draft.object.clone())?;
+                    let object = stored_from(draft.object.clone(), draft.old.as_deref())?;
+                    let prepared = prepare(s, &draft, object)?;
                     commit(s, prepared)
                 })?;
                 match stored {
@@ -1100,9 +1116,9 @@ async fn admitted_write(
             draft
         };
         let attrs = t.attributes(&draft);
-        let old = draft.old.as_ref().map(|o| t.present(o));
+        let old = draft.old.as_ref().map(|o| t.shown(o));
         let mut sent = draft.object.clone();
-        if !t.status {
+        if !t.status && !t.scale {
             defaults::apply(&t.info, &mut sent, draft.old.as_deref());
             crd_schema::fill_defaults(&t.info, &mut sent);
         }
@@ -1111,19 +1127,21 @@ async fn admitted_write(
             .unwrap_or_else(|| sent.clone());
         let prepared = {
             let store = shared.store.lock();
-            let mut prepared = prepare(&store, &draft, mutated.clone())?;
+            let stored_old = draft.old.as_deref();
+            let mut prepared = prepare(&store, &draft, stored_from(mutated.clone(), stored_old)?)?;
             // What webhooks added is owned by no manager: the fields are recorded from the
             // object as it was before them, as the real server records them.
             if mutated != sent
                 && draft.track
-                && let Ok(unmutated) = prepare(&store, &draft, sent)
+                && let Ok(unmutated) = stored_from(sent, stored_old)
+                && let Ok(unmutated) = prepare(&store, &draft, unmutated)
             {
                 let fields = unmutated.object["metadata"]["managedFields"].clone();
                 prepared.object["metadata"]["managedFields"] = fields;
             }
             prepared
         };
-        let shown = t.present(&prepared.object);
+        let shown = t.shown(&prepared.object);
         // Validating webhooks see the name a `generateName` gave.
         let attrs = admission::Attributes {
             name: object_name(&shown).to_string(),
@@ -1523,27 +1541,36 @@ fn unwritten(shared: &Shared, t: &Target, mut answer: Value) -> Value {
 
 /// A request to the `scale` subresource: get, update (a `Scale` body) or patch (of the
 /// `Scale`); see `scale`.
-fn scale(shared: &Shared, t: &Target, verb: &str, content_type: &str, body: &[u8]) -> Answer {
+async fn scale(
+    shared: &Arc<Shared>,
+    t: &Target,
+    verb: &str,
+    content_type: &str,
+    body: &[u8],
+) -> Answer {
     let paths = t.info.scale.as_ref().ok_or_else(ApiError::no_route)?;
     if verb == "get" {
         let obj = shared.store.lock().get(&t.info, &t.ns, name(t))?;
         return Ok((200, scale::of(paths, &obj)));
     }
-    let write = t.write();
     // The Scale sent (update), or the patch of the current one.
     let sent = match verb {
         "patch" => Err(PatchBody::parse(t, content_type, body)?),
         _ => Ok(object_body(t, content_type, body)?),
     };
-    let updated = shared.write_for(t.dry_run, |s| {
-        let obj = (*s.get(&t.info, &t.ns, name(t))?).clone();
-        let wanted = match sent {
-            Ok(scale) => scale,
-            Err(patch) => patch.apply(scale::of(paths, &obj), "Scale")?,
+    let (_, updated) = admitted_write(shared, t, |s| {
+        let stored = s.get(&t.info, &t.ns, name(t))?;
+        let wanted = match &sent {
+            Ok(scale) => scale.clone(),
+            Err(patch) => patch.apply(scale::of(paths, &stored), "Scale")?,
         };
-        let obj = scale::apply(&t.info, paths, obj, &wanted)?;
-        s.update(&t.info, &t.ns, name(t), obj, false, Some(&write))
-    })?;
+        Ok(Draft {
+            object: wanted,
+            old: Some(stored),
+            track: true,
+        })
+    })
+    .await?;
     Ok((200, unwritten(shared, t, scale::of(paths, &updated))))
 }
 

@@ -4131,6 +4131,7 @@ async fn rbac_bindings_are_defaulted_and_validated_alike() {
 /// Admission webhooks of the scenarios: a defaulter and a validator of ConfigMaps, served
 /// over HTTPS by kubekit's webhook server with a certificate for 127.0.0.1.
 mod webhooks {
+    use k8s_openapi::api::autoscaling::v1::Scale;
     use k8s_openapi::api::core::v1::ConfigMap;
     use kubekit::webhook::{
         AdmissionRequest, CertificateAuthority, Certificates, Defaulter, Validator, Verdict,
@@ -4189,6 +4190,18 @@ mod webhooks {
         }
     }
 
+    /// Refuses a scale of more than 5 replicas.
+    pub struct ScaleValidator;
+
+    impl Validator<Scale> for ScaleValidator {
+        async fn validate_create(&self, scale: &Scale, _: &AdmissionRequest) -> Verdict {
+            match scale.spec.as_ref().and_then(|s| s.replicas) {
+                Some(n) if n > 5 => Verdict::deny(format!("{n} replicas are too many")),
+                _ => Verdict::allow(),
+            }
+        }
+    }
+
     /// A running webhook server: its base URL and the `caBundle` that trusts it.
     pub struct Served {
         pub base: String,
@@ -4204,6 +4217,7 @@ mod webhooks {
         let served = WebhookServer::new(certificates)
             .defaulter::<ConfigMap, _>(CmDefaulter)
             .validator::<ConfigMap, _>(CmValidator)
+            .validator::<Scale, _>(ScaleValidator)
             .serve("127.0.0.1:0".parse().expect("an address"), cancel.clone())
             .await
             .expect("the webhook server starts");
@@ -4266,6 +4280,8 @@ async fn admission_webhooks_mutate_refuse_and_fail_alike() {
             entry("validate.cm.kubekit.test", &validate, json!({})),
             entry("ignored.cm.kubekit.test", &dead, json!({"failurePolicy": "Ignore", "objectSelector": {"matchLabels": {"dead": "ignore"}}})),
             entry("failing.cm.kubekit.test", &dead, selected("dead", "fail")),
+            entry("scale.kubekit.test", &format!("{}{}", served.base, kubekit::webhook::validate_path::<k8s_openapi::api::autoscaling::v1::Scale>()),
+                json!({"rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments/scale"]}]})),
             entry("secrets.kubekit.test", &dead, json!({"rules": [{"apiGroups": [""],
                 "apiVersions": ["v1"], "operations": ["*"], "resources": ["secrets"]}]})),
         ]});
@@ -4308,6 +4324,12 @@ async fn admission_webhooks_mutate_refuse_and_fail_alike() {
         r.answer("deleting another", cms.delete("ignored", json!({})).await);
         r.answer("a Secret, past its dead webhook only", t.on("secrets").create(json!({
             "metadata": {"name": "s"}, "stringData": {"a": "b"}})).await);
+        let deployments = t.on("deployments");
+        let replicas = |answer: kubekit::rest::Result<Value>| answer.map(|s| s["spec"].clone());
+        r.answer("a Deployment", deployments.create(deployment("web", json!([container("web", "nginx", &[], json!([]))]))).await.map(|d| d["spec"]["replicas"].clone()));
+        let scale = |n: i64| Res::send(deployments.req(t.rest.patch(PatchType::Merge)).name("web").subresource("scale").body(&json!({"spec": {"replicas": n}})));
+        r.answer("a scale the webhook allows", replicas(scale(3).await));
+        r.answer("a scale the webhook refuses", replicas(scale(9).await));
         r.answer("what is left", cms.list(&[("labelSelector", "defaulted=true")]).await.map(|l| {
             // kube-controller-manager's root CA ConfigMap passes the defaulter too.
             let names = l["items"].as_array().into_iter().flatten().map(|i| &i["metadata"]["name"]);
