@@ -167,18 +167,25 @@ pub(crate) fn fill_defaults(info: &ResourceInfo, obj: &mut Value) {
 }
 
 /// Fills a custom resource's defaults and validates it (its status only, with
-/// `status_only`); nothing for a type without a schema.
+/// `status_only`): its schema, then its CEL rules (see `cel_rules`; `old` is the object
+/// an update replaces, for transition rules); nothing for a type without a schema.
 pub(crate) fn default_and_validate(
     info: &ResourceInfo,
     name: &str,
-    obj: &mut Value,
+    (obj, old): (&mut Value, Option<&Value>),
     status_only: bool,
 ) -> ApiResult<()> {
     fill_defaults(info, obj);
     let Some(schema) = &info.validation else {
         return Ok(());
     };
-    validate(info, name, schema, obj, status_only)
+    validate(info, name, schema, obj, status_only)?;
+    // Its CEL rules, once the schema's checks pass.
+    let faults = crate::cel_rules::validate(schema, obj, old, status_only);
+    if faults.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid_fields(info, name, &faults))
 }
 
 /// A failed check: field, cause reason, detail.

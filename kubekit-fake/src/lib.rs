@@ -112,9 +112,13 @@
 //!   pruned (as above); defaults filled; types
 //!   (`x-kubernetes-int-or-string`, `nullable`), `required`, `enum`, bounds, lengths,
 //!   `pattern`, item and property counts, string `format`s (see `formats`) validated
-//!   with the real server's `422`s. Not checked: some formats (`uri`, `email`,
-//!   `duration`, ...), `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL
-//!   rules.
+//!   with the real server's `422`s, then their CEL rules (`x-kubernetes-validations`,
+//!   see `cel_rules`: `message`, `messageExpression`, `reason`, `fieldPath`, transition
+//!   rules with `oldSelf` and `optionalOldSelf`), compiled when the CRD is written. Not
+//!   checked: some formats (`uri`, `email`, `duration`, ...), `multipleOf`,
+//!   `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, the CEL cost limits, and the
+//!   Kubernetes CEL libraries of quantities, URLs, IPs and CIDRs, semver, sets and named
+//!   formats (a rule calling them refuses its CRD, saying so).
 //! - Protobuf: a create or update of a built-in kind may send protobuf, and a client that
 //!   asks for protobuf first (as kubekit's typed clients and client-go do) gets objects,
 //!   lists, errors and watch events of built-in kinds in protobuf, through
@@ -166,6 +170,7 @@
 //! and namespace deletion, which happen at once.
 
 mod admission;
+mod cel_rules;
 mod crd_schema;
 mod cron;
 mod defaults;

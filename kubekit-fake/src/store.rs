@@ -188,6 +188,36 @@ fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
     Err(ApiError::invalid_fields(info, name, &faults))
 }
 
+/// Refuses a CRD whose CEL rules do not compile (see `cel_rules::compile`).
+fn check_crd_rules(info: &ResourceInfo, name: &str, crd: &Value) -> ApiResult<()> {
+    if info.group != "apiextensions.k8s.io" {
+        return Ok(());
+    }
+    let mut faults = Vec::new();
+    let versions: Vec<&Value> = crd["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    let schema = |v: &Value| v["schema"]["openAPIV3Schema"].clone();
+    // The real server names one schema of every version as the CRD's own.
+    if versions.windows(2).all(|w| schema(w[0]) == schema(w[1]))
+        && let Some(first) = versions.first()
+    {
+        let at = "spec.validation.openAPIV3Schema";
+        crate::cel_rules::compile_errors(&schema(first), at, &mut faults);
+    } else {
+        for (i, version) in versions.iter().enumerate() {
+            let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            crate::cel_rules::compile_errors(&schema(version), &at, &mut faults);
+        }
+    }
+    if faults.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid_fields(info, name, &faults))
+}
+
 /// The current time as the API server writes timestamps.
 pub fn now() -> String {
     jiff::Timestamp::now()
@@ -555,7 +585,7 @@ impl Store {
             m.remove("generation");
         }
         defaults::apply(info, &mut obj, None);
-        crd_schema::default_and_validate(info, &name, &mut obj, false)?;
+        crd_schema::default_and_validate(info, &name, (&mut obj, None), false)?;
         if let Some(w) = write {
             omit_empty_metadata(&mut obj);
             w.track_update(None, &mut obj);
@@ -573,6 +603,7 @@ impl Store {
         }
         defaults::check_workload(info, &name, &obj, None)?;
         crate::admission::check_configuration(info, &name, &obj)?;
+        check_crd_rules(info, &name, &obj)?;
         if let Some(crd) = &crd {
             // Served at once: its names accepted and established, as the real server's
             // controllers report a moment after the create.
@@ -694,7 +725,7 @@ impl Store {
         let mut result = if status_only {
             let mut r = (*old).clone();
             take_status(&mut r, &new);
-            crd_schema::default_and_validate(info, name, &mut r, true)?;
+            crd_schema::default_and_validate(info, name, (&mut r, Some(&old)), true)?;
             match write {
                 Some(w) => w.track_update(Some(&old), &mut r),
                 None => {
@@ -723,10 +754,11 @@ impl Store {
                 };
             }
             defaults::apply(info, &mut new, Some(&old));
-            crd_schema::default_and_validate(info, name, &mut new, false)?;
+            crd_schema::default_and_validate(info, name, (&mut new, Some(&old)), false)?;
             defaults::check_update(info, name, &old, &new)?;
             defaults::check_workload(info, name, &new, Some(&old))?;
             crate::admission::check_configuration(info, name, &new)?;
+            check_crd_rules(info, name, &new)?;
             if let Some(w) = write {
                 omit_empty_metadata(&mut new);
                 w.track_update(Some(&old), &mut new);

@@ -158,7 +158,7 @@ impl Record {
 impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
-            "widgets" | "gadgets" | "sprockets" | "stamps" | "bolts" => (GROUP, "v1"),
+            "widgets" | "gadgets" | "sprockets" | "stamps" | "bolts" | "gauges" => (GROUP, "v1"),
             "deployments"
             | "replicasets"
             | "statefulsets"
@@ -4338,6 +4338,92 @@ async fn admission_webhooks_mutate_refuse_and_fail_alike() {
         for plural in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
             let name = format!("{}-{}", t.ns, if plural.starts_with('m') { "mutating" } else { "validating" });
             t.rest.delete().group_version(group, "v1").resource(plural).name(&name).send().await.expect("the configuration deleted");
+        }
+    })
+    .await;
+}
+
+/// Installs the Gauge CRD: CEL rules on its spec (with a message, without, with a
+/// `messageExpression`, a `reason` and `fieldPath`), on a list's items, a transition rule
+/// and one with `optionalOldSelf`.
+async fn ensure_gauges(t: &Target) {
+    let rules = json!([
+        {"rule": "self.min <= self.max", "message": "min must not exceed max"},
+        {"rule": "self.name.startsWith('g-')"},
+        {"rule": "self.size % 2 == 0", "messageExpression": "self.name + ' has an odd size'"},
+        {"rule": "self.mode != 'off'", "message": "mode may not be off", "reason": "FieldValueForbidden", "fieldPath": ".mode"},
+    ]);
+    let spec = json!({"type": "object", "x-kubernetes-validations": rules, "properties": {
+        "name": {"type": "string", "maxLength": 20, "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "name is immutable"}]},
+        "min": {"type": "integer"},
+        "max": {"type": "integer", "x-kubernetes-validations": [
+            {"rule": "!oldSelf.hasValue() || self >= oldSelf.value()", "message": "max may only grow", "optionalOldSelf": true}]},
+        "size": {"type": "integer"},
+        "ratio": {"type": "number", "x-kubernetes-validations": [{"rule": "self < 1.5"}]},
+        "mode": {"type": "string", "maxLength": 10},
+        "tags": {"type": "array", "maxItems": 10, "x-kubernetes-validations": [{"rule": "self.isSorted()", "message": "tags must be sorted"}],
+            "items": {"type": "string", "maxLength": 10, "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')", "message": "lower case only"}]}},
+        "labels": {"type": "object", "maxProperties": 5, "additionalProperties": {"type": "string", "maxLength": 10,
+            "x-kubernetes-validations": [{"rule": "size(self) <= 3"}]}},
+    }});
+    let version = json!({"name": "v1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}});
+    ensure_crd(t, "Gauge", version).await;
+}
+
+fn gauge(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Gauge", "metadata": {"name": name}, "spec": spec})
+}
+
+/// The code and the fields of a refusal (the CEL compilers' own words differ).
+fn code_and_fields(answer: kubekit::rest::Result<Value>) -> Value {
+    match answer {
+        Ok(_) => json!("accepted"),
+        Err(e) => {
+            let status = e.status();
+            let causes = status
+                .and_then(|s| s.details.as_ref())
+                .and_then(|d| d.causes.clone())
+                .unwrap_or_default();
+            json!({"code": status.and_then(|s| s.code),
+                "fields": causes.iter().map(|c| c.field.clone()).collect::<Vec<_>>()})
+        }
+    }
+}
+
+#[tokio::test]
+async fn crd_cel_rules_refuse_alike() {
+    differential("cel-rules", async |t: &Target, r: &mut Record| {
+        ensure_gauges(t).await;
+        let gauges = t.on("gauges");
+        let ok = json!({"name": "g-one", "min": 1, "max": 5, "size": 2, "ratio": 0.5, "mode": "on",
+            "tags": ["a", "b"], "labels": {"x": "abc"}});
+        r.answer("a gauge that keeps every rule", gauges.create(gauge("one", ok.clone())).await.map(|g| g["spec"].clone()));
+        let mut inverted = ok.clone();
+        inverted["min"] = json!(9);
+        r.answer("min over max", gauges.create(gauge("inverted", inverted)).await);
+        let broken = json!({"name": "one", "min": 1, "max": 5, "size": 3, "ratio": 2, "mode": "off",
+            "tags": ["b", "A"], "labels": {"x": "long"}});
+        r.answer("every rule broken at once", gauges.create(gauge("broken", broken)).await);
+        let mut renamed = gauges.get("one").await.expect("one");
+        renamed["spec"]["name"] = json!("g-two");
+        r.answer("a transition rule", gauges.update("one", &renamed, false).await);
+        r.answer("an optional old self", gauges.patch("one", PatchType::Merge, json!({"spec": {"max": 3}})).await);
+        r.answer("a change the rules allow", gauges.patch("one", PatchType::Merge, json!({"spec": {"max": 7, "tags": ["a", "c"]}})).await.map(|g| g["spec"].clone()));
+        let crd = |kind: &str, rule: &str| {
+            let plural = format!("{}s", kind.to_lowercase());
+            json!({"metadata": {"name": format!("{plural}.{GROUP}")}, "spec": {"group": GROUP, "scope": "Namespaced",
+                "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-validations": [{"rule": rule}]}}}}}]}})
+        };
+        for (label, kind, rule) in [
+            ("a CRD with a rule that does not parse", "Broken", "self.a =="),
+            ("a CRD with a rule calling what CEL lacks", "Unknown", "self.frobnicate()"),
+        ] {
+            let body = crd(kind, rule);
+            let created = create_cluster_scoped(t, "apiextensions.k8s.io", "customresourcedefinitions", &body).await;
+            r.push(label, code_and_fields(created));
         }
     })
     .await;

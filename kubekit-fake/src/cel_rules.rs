@@ -1,0 +1,596 @@
+//! The CEL validation rules of custom resources (`x-kubernetes-validations` in a CRD's
+//! schema), evaluated with the `cel` crate as kube-apiserver's apiextensions validator
+//! evaluates them with cel-go.
+//!
+//! # Contract
+//!
+//! - **When a CRD is written**, each rule (and `messageExpression`) is compiled: a syntax
+//!   error or a call of a function CEL and Kubernetes do not have refuses the CRD with a
+//!   `422` on the rule's field. A rule that calls a Kubernetes library the fake does not
+//!   evaluate (quantities, URLs, IPs and CIDRs, semver, sets, named formats) refuses it
+//!   too, saying so, rather than being skipped.
+//! - **When an object is written** (once its schema checks pass), every rule is evaluated
+//!   with `self` the value at its node, from the root's properties down: the node's rules
+//!   first, then its properties (in name order), list items and map values. The spec and
+//!   the rest on writes of the object, the status on writes of the status. Values are
+//!   typed by the schema: `integer` as `int`, `number` as `double`, strings of
+//!   `format: date-time` as `timestamp`, objects as maps.
+//! - **Transition rules** (those reading `oldSelf`) run on an update where the value
+//!   existed before (under the same property or map key; list items are not
+//!   correlated), unless `optionalOldSelf` makes `oldSelf` an optional, absent on a
+//!   create.
+//! - **A rule that is false** is a fault at its node's path (with its `fieldPath`
+//!   appended): its `messageExpression`'s value, else its `message`, else `failed rule:
+//!   <rule>`, as `Invalid value: "<schema type>": ...` (or `Forbidden`, `Required`,
+//!   `Duplicate` per its `reason`). A rule that fails to evaluate is a fault too.
+//! - **Functions**: CEL's standard library, optional values, the strings and lists
+//!   extensions, and of Kubernetes' libraries: regex (`find`, `findAll`) and lists
+//!   (`isSorted`, `sum`). Not done: the estimated and runtime cost limits, and the
+//!   libraries named above.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use cel::extractors::This;
+use cel::{Context, Env, ExecutionError, Program, Value as Cel};
+use serde_json::Value;
+
+use crate::status::shown;
+
+/// A failed check: field, cause reason, detail.
+pub(crate) type Fault = (String, &'static str, String);
+
+/// Kubernetes' CEL functions kubekit-fake does not evaluate.
+const NOT_EVALUATED: &[&str] = &[
+    "quantity",
+    "isQuantity",
+    "url",
+    "isURL",
+    "ip",
+    "isIP",
+    "cidr",
+    "isCIDR",
+    "semver",
+    "isSemver",
+    "validate",
+];
+
+/// Kubernetes' CEL libraries kubekit-fake does not evaluate that are called through a
+/// namespace (`sets.contains(...)`, `format.named(...)`).
+const NOT_EVALUATED_NAMESPACES: &[&str] = &["sets", "format"];
+
+/// The functions a rule may call (operators and macros aside): CEL's standard ones, the
+/// extensions' and Kubernetes' that kubekit-fake evaluates.
+const KNOWN: &[&str] = &[
+    // Standard.
+    "size",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "matches",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "bool",
+    "dyn",
+    "type",
+    "duration",
+    "timestamp",
+    "getDate",
+    "getDayOfMonth",
+    "getDayOfWeek",
+    "getDayOfYear",
+    "getFullYear",
+    "getHours",
+    "getMilliseconds",
+    "getMinutes",
+    "getMonth",
+    "getSeconds",
+    // Optional values (`optional.of`, ...: a namespace's functions are named alone).
+    "of",
+    "none",
+    "ofNonZeroValue",
+    "hasValue",
+    "value",
+    "or",
+    "orValue",
+    // Strings.
+    "charAt",
+    "indexOf",
+    "lastIndexOf",
+    "lowerAscii",
+    "upperAscii",
+    "replace",
+    "split",
+    "substring",
+    "trim",
+    "join",
+    "format",
+    "quote",
+    "reverse",
+    // Lists.
+    "slice",
+    "flatten",
+    "distinct",
+    "sort",
+    "range",
+    // Kubernetes' regex and lists.
+    "find",
+    "findAll",
+    "isSorted",
+    "sum",
+];
+
+/// CEL's environment: the standard library, optional values, strings and lists.
+fn env() -> Arc<Env> {
+    static ENV: OnceLock<Arc<Env>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Env::stdlib();
+        // Both register into a fresh environment; they cannot conflict.
+        let _ = env.add_extension(cel::extensions::strings);
+        let _ = env.add_extension(cel::extensions::lists);
+        Arc::new(env)
+    })
+    .clone()
+}
+
+/// Compiles `source` and checks the functions it calls (see the module's docs).
+pub(crate) fn compile(source: &str) -> Result<Program, String> {
+    let program = env()
+        .compile(source)
+        .map_err(|e| format!("compilation failed: {e}"))?;
+    let references = program.references();
+    if let Some(namespace) = NOT_EVALUATED_NAMESPACES
+        .iter()
+        .find(|n| references.has_variable(n))
+    {
+        return Err(format!(
+            "kubekit-fake does not evaluate the Kubernetes CEL library '{namespace}'"
+        ));
+    }
+    for function in references.functions() {
+        if function.starts_with(['_', '@', '!']) || KNOWN.contains(&function) {
+            continue;
+        }
+        if NOT_EVALUATED.contains(&function) {
+            return Err(format!(
+                "kubekit-fake does not evaluate the Kubernetes CEL function '{function}'"
+            ));
+        }
+        return Err(format!(
+            "compilation failed: ERROR: <input>: undeclared reference to '{function}' (in container '')"
+        ));
+    }
+    Ok(program)
+}
+
+/// A context with Kubernetes' functions the extensions lack.
+fn context() -> Context<'static, 'static> {
+    let mut context = Context::with_env(env());
+    // None of these names is an overload of the environment's.
+    let _ = context.add_function("find", find);
+    let _ = context.add_function("findAll", find_all);
+    let _ = context.add_function("isSorted", |This(list): This<Arc<Vec<Cel>>>| {
+        list.windows(2).all(|w| w[0] <= w[1])
+    });
+    let _ = context.add_function("sum", sum);
+    context
+}
+
+fn regex(pattern: &str) -> Result<regex::Regex, ExecutionError> {
+    regex::Regex::new(pattern).map_err(|e| ExecutionError::function_error("find", e))
+}
+
+/// `s.find(re)`: the first match, or an empty string.
+fn find(This(s): This<Arc<String>>, pattern: Arc<String>) -> Result<Cel, ExecutionError> {
+    let found = regex(&pattern)?
+        .find(&s)
+        .map_or(String::new(), |m| m.as_str().to_string());
+    Ok(Cel::String(Arc::new(found)))
+}
+
+/// `s.findAll(re)` and `s.findAll(re, n)`: every match (at most `n` when `n` is not
+/// negative).
+fn find_all(
+    This(s): This<Arc<String>>,
+    cel::extractors::Arguments(args): cel::extractors::Arguments,
+) -> Result<Cel, ExecutionError> {
+    let pattern = match args.first() {
+        Some(Cel::String(p)) => p.clone(),
+        _ => {
+            return Err(ExecutionError::function_error(
+                "findAll",
+                "a regex is needed",
+            ));
+        }
+    };
+    let limit = match args.get(1) {
+        Some(Cel::Int(n)) if *n >= 0 => usize::try_from(*n).unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
+    let found: Vec<Cel> = regex(&pattern)?
+        .find_iter(&s)
+        .take(limit)
+        .map(|m| Cel::String(Arc::new(m.as_str().to_string())))
+        .collect();
+    Ok(Cel::List(Arc::new(found)))
+}
+
+/// `list.sum()` of ints, uints or doubles (0 for an empty list).
+fn sum(This(list): This<Arc<Vec<Cel>>>) -> Result<Cel, ExecutionError> {
+    let mut total = match list.first() {
+        Some(Cel::UInt(_)) => Cel::UInt(0),
+        Some(Cel::Float(_)) => Cel::Float(0.0),
+        _ => Cel::Int(0),
+    };
+    for item in list.iter() {
+        total = match (&total, item) {
+            (Cel::Int(a), Cel::Int(b)) => Cel::Int(a.checked_add(*b).ok_or_else(overflow)?),
+            (Cel::UInt(a), Cel::UInt(b)) => Cel::UInt(a.checked_add(*b).ok_or_else(overflow)?),
+            (Cel::Float(a), Cel::Float(b)) => Cel::Float(a + b),
+            _ => return Err(ExecutionError::function_error("sum", "no such overload")),
+        };
+    }
+    Ok(total)
+}
+
+fn overflow() -> ExecutionError {
+    ExecutionError::function_error("sum", "integer overflow")
+}
+
+/// `v` as CEL sees it under schema `s`.
+fn to_cel(s: &Value, v: &Value) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) if s["type"] == "number" => Cel::Float(n.as_f64().unwrap_or_default()),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Cel::Int(i),
+            (None, Some(u)) => Cel::UInt(u),
+            _ => Cel::Float(n.as_f64().unwrap_or_default()),
+        },
+        Value::String(t) => {
+            let timestamp = (s["format"] == "date-time")
+                .then(|| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .flatten();
+            match timestamp {
+                Some(ts) => Cel::Timestamp(ts),
+                None => Cel::String(Arc::new(t.clone())),
+            }
+        }
+        Value::Array(items) => Cel::List(Arc::new(
+            items.iter().map(|i| to_cel(&s["items"], i)).collect(),
+        )),
+        Value::Object(fields) => {
+            let map: HashMap<String, Cel> = fields
+                .iter()
+                .map(|(k, v)| (k.clone(), to_cel(child_schema(s, k), v)))
+                .collect();
+            Cel::from(map)
+        }
+    }
+}
+
+/// The schema of property `key` of an object of schema `s`.
+fn child_schema<'a>(s: &'a Value, key: &str) -> &'a Value {
+    match s["properties"].get(key) {
+        Some(child) => child,
+        None => &s["additionalProperties"],
+    }
+}
+
+/// Evaluates the rules of `schema` (a CRD version's `openAPIV3Schema`) over `obj`, with
+/// `old` for transition rules; the status alone with `status_only`, else the rest.
+pub(crate) fn validate(
+    schema: &Value,
+    obj: &Value,
+    old: Option<&Value>,
+    status_only: bool,
+) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    for (key, s) in schema["properties"].as_object().into_iter().flatten() {
+        if (key == "status") != status_only || key == "metadata" {
+            continue;
+        }
+        if let Some(v) = obj.get(key) {
+            let before = old.and_then(|o| o.get(key));
+            walk(s, v, before, key, &mut faults);
+        }
+    }
+    faults
+}
+
+/// The rules of node `s` over `v` at `path`, then those of its children.
+fn walk(s: &Value, v: &Value, old: Option<&Value>, path: &str, faults: &mut Vec<Fault>) {
+    if v.is_null() {
+        return;
+    }
+    for rule in s["x-kubernetes-validations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(fault) = check_rule(s, rule, v, old, path) {
+            faults.push(fault);
+        }
+    }
+    match v {
+        Value::Object(fields) => {
+            for (key, child) in fields {
+                let child_s = child_schema(s, key);
+                if child_s.is_null() {
+                    continue;
+                }
+                let child_path = match s["properties"].get(key) {
+                    Some(_) => format!("{path}.{key}"),
+                    None => format!("{path}[{key}]"),
+                };
+                let before = old.and_then(|o| o.get(key));
+                walk(child_s, child, before, &child_path, faults);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk(&s["items"], item, None, &format!("{path}[{i}]"), faults);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// One rule over `v`: `None` when it holds (or does not apply), else its fault.
+fn check_rule(
+    s: &Value,
+    rule: &Value,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+) -> Option<Fault> {
+    let source = rule["rule"].as_str().unwrap_or_default();
+    let program = match compile(source) {
+        Ok(p) => p,
+        Err(why) => return Some((path.to_string(), "FieldValueInvalid", why)),
+    };
+    let optional_old = rule["optionalOldSelf"] == true;
+    let transition = program.references().has_variable("oldSelf");
+    if transition && old.is_none() && !optional_old {
+        return None;
+    }
+    let mut context = context();
+    context.add_variable_from_value("self", to_cel(s, v));
+    match (old, optional_old) {
+        (Some(o), false) => context.add_variable_from_value("oldSelf", to_cel(s, o)),
+        (old, true) => match optional(s, old) {
+            Ok(value) => context.add_variable_from_value("oldSelf", value),
+            Err(e) => {
+                let detail = format!("rule evaluation error: {e}");
+                return Some((path.to_string(), "FieldValueInvalid", detail));
+            }
+        },
+        (None, false) => {}
+    }
+    let detail = match program.execute(&context) {
+        Ok(Cel::Bool(true)) => return None,
+        Ok(Cel::Bool(false)) => message(rule, &context).unwrap_or_else(|| {
+            let given = rule["message"].as_str().map(str::trim).unwrap_or_default();
+            match given {
+                "" => format!("failed rule: {}", source.trim()),
+                given => given.to_string(),
+            }
+        }),
+        Ok(other) => format!("rule did not evaluate to a boolean: {other:?}"),
+        Err(e) => format!("rule evaluation error: {e}"),
+    };
+    let field = match rule["fieldPath"]
+        .as_str()
+        .map(|p| p.trim_start_matches('.'))
+    {
+        Some(p) if !p.is_empty() => format!("{path}.{p}"),
+        _ => path.to_string(),
+    };
+    // Objects and lists are not shown, scalars are.
+    let value = match v {
+        Value::Object(_) | Value::Array(_) => String::new(),
+        scalar => format!("{}: ", shown(scalar)),
+    };
+    let (reason, detail) = match rule["reason"].as_str() {
+        Some("FieldValueForbidden") => ("FieldValueForbidden", format!("Forbidden: {detail}")),
+        Some("FieldValueRequired") => ("FieldValueRequired", format!("Required value: {detail}")),
+        Some("FieldValueDuplicate") => (
+            "FieldValueDuplicate",
+            format!("Duplicate value: {value}{detail}"),
+        ),
+        _ => (
+            "FieldValueInvalid",
+            format!("Invalid value: {value}{detail}"),
+        ),
+    };
+    Some((field, reason, detail))
+}
+
+/// `oldSelf` under `optionalOldSelf`: `optional.of(old)`, or `optional.none()`.
+fn optional(s: &Value, old: Option<&Value>) -> Result<Cel, String> {
+    let mut context = context();
+    let source = match old {
+        Some(o) => {
+            context.add_variable_from_value("old", to_cel(s, o));
+            "optional.of(old)"
+        }
+        None => "optional.none()",
+    };
+    compile(source)?
+        .execute(&context)
+        .map_err(|e| e.to_string())
+}
+
+/// A rule's `messageExpression`, when it evaluates to a string that is not empty.
+fn message(rule: &Value, context: &Context) -> Option<String> {
+    let source = rule["messageExpression"].as_str()?;
+    match compile(source).ok()?.execute(context).ok()? {
+        Cel::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        _ => None,
+    }
+}
+
+/// The compile errors of every rule and `messageExpression` in a CRD version's schema,
+/// as faults at the rule's field (`<at>.x-kubernetes-validations[i].rule`).
+pub(crate) fn compile_errors(schema: &Value, at: &str, faults: &mut Vec<Fault>) {
+    for (i, rule) in schema["x-kubernetes-validations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for key in ["rule", "messageExpression"] {
+            if let Some(source) = rule[key].as_str()
+                && let Err(why) = compile(source)
+            {
+                let field = format!("{at}.x-kubernetes-validations[{i}].{key}");
+                faults.push((
+                    field,
+                    "FieldValueInvalid",
+                    format!(
+                        "Invalid value: {}: {why}",
+                        shown(&Value::String(source.into()))
+                    ),
+                ));
+            }
+        }
+    }
+    for (key, child) in schema["properties"].as_object().into_iter().flatten() {
+        compile_errors(child, &format!("{at}.properties[{key}]"), faults);
+    }
+    for key in ["items", "additionalProperties"] {
+        if schema[key].is_object() {
+            compile_errors(&schema[key], &format!("{at}.{key}"), faults);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn faults(schema: Value, obj: Value, old: Option<Value>) -> Vec<Fault> {
+        let root = json!({"type": "object", "properties": {"spec": schema}});
+        let old = old.map(|o| json!({"spec": o}));
+        validate(&root, &json!({"spec": obj}), old.as_ref(), false)
+    }
+
+    fn details(found: Vec<Fault>) -> Vec<String> {
+        found.into_iter().map(|f| f.2).collect()
+    }
+
+    #[test]
+    fn a_false_rule_is_a_fault_at_its_node_with_its_message_or_the_rule() {
+        let schema = json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.a < self.b", "message": "a before b"}, {"rule": "self.a > 0"}],
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}});
+        let found = faults(schema, json!({"a": 0, "b": -1}), None);
+        assert_eq!(
+            found,
+            [
+                (
+                    "spec".into(),
+                    "FieldValueInvalid",
+                    "Invalid value: a before b".into()
+                ),
+                (
+                    "spec".into(),
+                    "FieldValueInvalid",
+                    "Invalid value: failed rule: self.a > 0".into()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn transition_rules_run_on_updates_only_unless_old_self_is_optional() {
+        let immutable =
+            json!({"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]});
+        assert!(faults(immutable.clone(), json!("x"), None).is_empty());
+        assert_eq!(
+            details(faults(immutable, json!("x"), Some(json!("y")))),
+            ["Invalid value: \"x\": failed rule: self == oldSelf"]
+        );
+        let grows = json!({"type": "integer", "x-kubernetes-validations": [{"optionalOldSelf": true,
+            "rule": "!oldSelf.hasValue() || self >= oldSelf.value()"}]});
+        assert_eq!(faults(grows.clone(), json!(3), None), []);
+        assert_eq!(faults(grows.clone(), json!(3), Some(json!(2))), []);
+        assert_eq!(faults(grows, json!(1), Some(json!(2))).len(), 1);
+    }
+
+    #[test]
+    fn values_are_typed_by_the_schema() {
+        let ratio = json!({"type": "number", "x-kubernetes-validations": [{"rule": "self < 1.5"}]});
+        assert!(faults(ratio.clone(), json!(1), None).is_empty());
+        assert_eq!(
+            details(faults(ratio, json!(2), None)),
+            ["Invalid value: 2: failed rule: self < 1.5"]
+        );
+        let when = json!({"type": "string", "format": "date-time", "x-kubernetes-validations": [
+            {"rule": "self > timestamp('2020-01-01T00:00:00Z')"}]});
+        assert!(faults(when.clone(), json!("2021-05-01T00:00:00Z"), None).is_empty());
+        assert_eq!(faults(when, json!("2019-05-01T00:00:00Z"), None).len(), 1);
+    }
+
+    #[test]
+    fn kubernetes_list_and_regex_functions_evaluate() {
+        let tags = json!({"type": "array", "items": {"type": "string"}, "x-kubernetes-validations": [
+            {"rule": "self.isSorted()"}, {"rule": "self.map(t, size(t)).sum() < 5"},
+            {"rule": "self.join('').find('[0-9]+') == '12'"},
+            {"rule": "self[0].findAll('[a-z]').size() == 1"}]});
+        assert_eq!(faults(tags.clone(), json!(["a", "b12"]), None), []);
+        assert_eq!(
+            details(faults(tags, json!(["b", "a1234"]), None)),
+            [
+                "Invalid value: failed rule: self.isSorted()",
+                "Invalid value: failed rule: self.map(t, size(t)).sum() < 5",
+                "Invalid value: failed rule: self.join('').find('[0-9]+') == '12'",
+            ]
+        );
+    }
+
+    #[test]
+    fn rules_calling_unknown_or_unevaluated_functions_do_not_compile() {
+        assert!(compile("self.size() > 1 && self.startsWith('a')").is_ok());
+        let unknown = compile("self.frobnicate()").unwrap_err();
+        assert!(
+            unknown.contains("undeclared reference to 'frobnicate'"),
+            "{unknown}"
+        );
+        let quantity = compile("quantity(self) > 1").unwrap_err();
+        assert!(quantity.contains("does not evaluate"), "{quantity}");
+        let sets = compile("sets.contains(self, ['a'])").unwrap_err();
+        assert!(sets.contains("does not evaluate"), "{sets}");
+        let syntax = compile("self.a ==").unwrap_err();
+        assert!(syntax.starts_with("compilation failed"), "{syntax}");
+    }
+
+    #[test]
+    fn a_message_expression_gives_the_detail_and_a_reason_its_kind() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}},
+            "x-kubernetes-validations": [
+                {"rule": "self.n > 1", "messageExpression": "'n is ' + string(self.n)"},
+                {"rule": "self.n > 2", "message": "too small", "reason": "FieldValueForbidden", "fieldPath": ".n"}]});
+        assert_eq!(
+            faults(schema, json!({"n": 0}), None),
+            [
+                (
+                    "spec".into(),
+                    "FieldValueInvalid",
+                    "Invalid value: n is 0".into()
+                ),
+                (
+                    "spec.n".into(),
+                    "FieldValueForbidden",
+                    "Forbidden: too small".into()
+                ),
+            ]
+        );
+    }
+}
