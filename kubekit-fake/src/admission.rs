@@ -37,9 +37,13 @@
 //!   under `Ignore`. A dry run only calls webhooks whose `sideEffects` are `None` or
 //!   `NoneOnDryRun`; another is `400` `admission webhook "<name>" does not support dry
 //!   run`.
-//! - **Not done**: `matchConditions` (CEL): a matching webhook that has them fails the
-//!   request with a `500` saying so, whatever its `failurePolicy`, rather than being
-//!   called or skipped on a guess; the checks of the configurations' rules, selectors and services (their other fields
+//! - **`matchConditions`** are CEL expressions over `object`, `oldObject` and `request`
+//!   (see `cel_rules`; `authorizer` is not offered): a webhook is not called when one is
+//!   false; when none is false and some fail to evaluate, the request is refused
+//!   (`403`, `expression '<e>' resulted in error: ...`) under `failurePolicy: Fail` and
+//!   the webhook skipped under `Ignore`. They are compiled when the configuration is
+//!   written.
+//! - **Not done**: the `authorizer` variable of `matchConditions`; the checks of the configurations' rules, selectors and services (their other fields
 //!   are checked: see [`check_configuration`]); the admission
 //!   policies (`ValidatingAdmissionPolicy`, `MutatingAdmissionPolicy`).
 
@@ -53,7 +57,7 @@ use crate::rbac::UserInfo;
 use crate::resources::ResourceInfo;
 use crate::selectors::{labels, selector_matches};
 use crate::server::Shared;
-use crate::status::{ApiError, ApiResult};
+use crate::status::{ApiError, ApiResult, details};
 use crate::store::Store;
 use crate::webhook_client::Endpoint;
 
@@ -162,8 +166,8 @@ struct Hook {
     dry_run_safe: bool,
     /// `reinvocationPolicy: IfNeeded`.
     reinvoke: bool,
-    /// It has `matchConditions` (not evaluated, see the module's docs).
-    conditions: bool,
+    /// Its `matchConditions`: names and CEL expressions.
+    conditions: Vec<(String, String)>,
 }
 
 /// The webhooks of the configurations of `plural` that match the request.
@@ -280,7 +284,13 @@ fn hook(store: &Store, webhook: &Value) -> Hook {
         reinvoke: text("reinvocationPolicy") == "IfNeeded",
         conditions: webhook["matchConditions"]
             .as_array()
-            .is_some_and(|c| !c.is_empty()),
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let text = |key: &str| c[key].as_str().unwrap_or_default().to_string();
+                (text("name"), text("expression"))
+            })
+            .collect(),
     }
 }
 
@@ -403,6 +413,22 @@ pub(crate) fn check_configuration(info: &ResourceInfo, name: &str, obj: &Value) 
                 serde_json::to_string(&versions).unwrap_or_default()
             );
             faults.push((field, "FieldValueInvalid", detail));
+        }
+        for (j, condition) in hook["matchConditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let expression = condition["expression"].as_str().unwrap_or_default();
+            if let Err(why) = crate::cel_rules::compile(expression) {
+                let field = at(&format!("matchConditions[{j}].expression"));
+                faults.push((
+                    field,
+                    "FieldValueInvalid",
+                    format!("Invalid value: {expression:?}: {why}"),
+                ));
+            }
         }
         // A repeated name is reported after the webhook's own faults.
         if !seen.insert(hook_name) {
@@ -532,8 +558,8 @@ async fn call_mutating(
     Ok(Some(patched))
 }
 
-/// Runs the validating webhooks that match, at once; the first refusal (in their order)
-/// is the answer.
+/// Runs the validating webhooks that match, at once; a refusal without a call (see
+/// `review_for`) first, else the first refusal in their order is the answer.
 pub(crate) async fn validate(
     shared: &Shared,
     attrs: &Attributes,
@@ -549,8 +575,16 @@ pub(crate) async fn validate(
             (object, old),
         )
     };
-    let calls = hooks.iter().map(|hook| async move {
-        let response = call(hook, attrs, object, old).await?;
+    // What refuses without a call comes first, as it does on the real server, where
+    // the first answer of the webhooks running at once is the one given.
+    let mut reviews = Vec::new();
+    for hook in &hooks {
+        if let Some(review) = review_for(hook, attrs, object, old)? {
+            reviews.push((hook, review));
+        }
+    }
+    let calls = reviews.iter().map(|(hook, (uid, review))| async move {
+        let response = send(hook, uid, review).await?;
         if response.as_ref().is_some_and(|r| r.get("patch").is_some_and(|p| !p.is_null())) {
             let why = "received invalid webhook response: validating webhook may not return response.patch";
             return call_failed(hook, why).map_or(Ok(()), Err);
@@ -579,19 +613,19 @@ pub(crate) fn configured(store: &Store) -> bool {
     })
 }
 
-/// Calls `hook` and returns its `response` if it allowed the request, `None` if its
-/// failure is ignored; a refusal or a failure that is not is the error.
-async fn call(
+/// The review to send `hook` (its uid and body), or `None` when its `matchConditions`
+/// skip it; what refuses the request without calling it (a condition that fails, a dry
+/// run it does not support) is the error.
+fn review_for(
     hook: &Hook,
     attrs: &Attributes,
     object: Option<&Value>,
     old: Option<&Value>,
-) -> ApiResult<Option<Value>> {
-    if hook.conditions {
-        return Err(ApiError::internal_error(&format!(
-            "failed calling webhook {:?}: kubekit-fake does not evaluate matchConditions (CEL)",
-            hook.name
-        )));
+) -> ApiResult<Option<(String, Value)>> {
+    let uid = crate::store::new_uid();
+    let review = attrs.review(&uid, object, old);
+    if !conditions_match(hook, attrs, &review["request"])? {
+        return Ok(None);
     }
     if attrs.dry_run && !hook.dry_run_safe {
         return Err(ApiError::bad_request(format!(
@@ -599,8 +633,26 @@ async fn call(
             hook.name
         )));
     }
-    let uid = crate::store::new_uid();
-    let review = attrs.review(&uid, object, old);
+    Ok(Some((uid, review)))
+}
+
+/// Calls `hook` (unless its `matchConditions` skip it) and returns its `response` if it
+/// allowed the request, `None` if skipped or its failure is ignored; a refusal or a
+/// failure that is not is the error.
+async fn call(
+    hook: &Hook,
+    attrs: &Attributes,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> ApiResult<Option<Value>> {
+    match review_for(hook, attrs, object, old)? {
+        Some((uid, review)) => send(hook, &uid, &review).await,
+        None => Ok(None),
+    }
+}
+
+/// Sends `review` (of `uid`) to `hook`: see [`call`].
+async fn send(hook: &Hook, uid: &str, review: &Value) -> ApiResult<Option<Value>> {
     let answer = match &hook.endpoint {
         Ok(endpoint) => {
             let body = serde_json::to_vec(&review).unwrap_or_default();
@@ -612,7 +664,7 @@ async fn call(
         Err(why) => Err(format!("failed to call webhook: {why}")),
     };
     let response = answer
-        .and_then(|(code, content_type, body)| response_of((code, &content_type, &body), &uid));
+        .and_then(|(code, content_type, body)| response_of((code, &content_type, &body), uid));
     let response = match response {
         Ok(r) => r,
         Err(why) => return call_failed(hook, &why).map_or(Ok(None), Err),
@@ -621,6 +673,42 @@ async fn call(
         return Ok(Some(response));
     }
     Err(denied(&hook.name, &response["status"]))
+}
+
+/// Whether `hook` is to be called for `request` (an `AdmissionRequest`), as its
+/// `matchConditions` decide: not when one is false; when none is false but some fail to
+/// evaluate, the request is refused under `failurePolicy: Fail` (a `403` naming the
+/// expressions and their errors) and the webhook skipped under `Ignore`.
+fn conditions_match(hook: &Hook, attrs: &Attributes, request: &Value) -> ApiResult<bool> {
+    let null = Value::Null;
+    let variables = [
+        ("object", request.get("object").unwrap_or(&null)),
+        ("oldObject", request.get("oldObject").unwrap_or(&null)),
+        ("request", request),
+    ];
+    let mut errors = Vec::new();
+    for (_, expression) in &hook.conditions {
+        match crate::cel_rules::evaluate(expression, &variables) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(why) => errors.push(format!(
+                "expression '{expression}' resulted in error: {why}"
+            )),
+        }
+    }
+    if errors.is_empty() || hook.ignore_failures {
+        return Ok(errors.is_empty());
+    }
+    let why = match errors.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    let message = format!(
+        "{} {:?} is forbidden: {why}",
+        attrs.info.qualified(),
+        attrs.name
+    );
+    Err(ApiError::new(403, "Forbidden", message).with_details(details(&attrs.info, &attrs.name)))
 }
 
 /// A failed call as `failurePolicy` has it: `None` when ignored.

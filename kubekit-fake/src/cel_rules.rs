@@ -11,7 +11,8 @@
 //!   too, saying so, rather than being skipped.
 //! - **When an object is written** (once its schema checks pass), every rule is evaluated
 //!   with `self` the value at its node, from the root's properties down: the node's rules
-//!   first, then its properties (in name order), list items and map values. The spec and
+//!   first, then its properties (in name order; the real server visits them in Go's map
+//!   order, which varies), list items and map values. The spec and
 //!   the rest on writes of the object, the status on writes of the status. Values are
 //!   typed by the schema: `integer` as `int`, `number` as `double`, strings of
 //!   `format: date-time` as `timestamp`, objects as maps.
@@ -238,6 +239,65 @@ fn sum(This(list): This<Arc<Vec<Cel>>>) -> Result<Cel, ExecutionError> {
 
 fn overflow() -> ExecutionError {
     ExecutionError::function_error("sum", "integer overflow")
+}
+
+/// Evaluates `source` with `variables`, JSON values as CEL sees them without a schema
+/// (admission's `object`, `oldObject`, `request`): its result, or why there is none.
+pub(crate) fn evaluate(source: &str, variables: &[(&str, &Value)]) -> Result<bool, String> {
+    let program = compile(source)?;
+    let mut context = context();
+    for (name, value) in variables {
+        context.add_variable_from_value(*name, to_cel(&Value::Null, value));
+    }
+    match program.execute(&context) {
+        Ok(Cel::Bool(b)) => Ok(b),
+        Ok(other) => Err(format!("expected a boolean, got {other:?}")),
+        // cel-go's words.
+        Err(ExecutionError::NoSuchKey(key)) => Err(format!("no such key: {key}")),
+        Err(ExecutionError::NoSuchOverload(e))
+            if e.function() == "_._"
+                && e.argument_types().first().is_some_and(|t| t == "null_type") =>
+        {
+            // A field of a null variable (`object` on a delete): cel-go names the field.
+            let null: Vec<&str> = variables
+                .iter()
+                .filter(|(_, v)| v.is_null())
+                .map(|(n, _)| *n)
+                .collect();
+            Err(match first_field_of(source, &null) {
+                Some(field) => format!("no such key: {field}"),
+                None => e.to_string(),
+            })
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The first field selected of one of `variables` in `source` (`metadata` of
+/// `object.metadata.labels`).
+fn first_field_of<'a>(source: &'a str, variables: &[&str]) -> Option<&'a str> {
+    variables
+        .iter()
+        .filter_map(|v| {
+            let mut from = 0;
+            while let Some(at) = source[from..].find(v).map(|i| i + from) {
+                let before = source[..at].chars().next_back();
+                let rest = &source[at + v.len()..];
+                from = at + v.len();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+                    continue;
+                }
+                if let Some(field) = rest.strip_prefix('.') {
+                    let end = field
+                        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .unwrap_or(field.len());
+                    return Some((at, &field[..end]));
+                }
+            }
+            None
+        })
+        .min_by_key(|(at, _)| *at)
+        .map(|(_, field)| field)
 }
 
 /// `v` as CEL sees it under schema `s`.
@@ -569,6 +629,20 @@ mod tests {
         assert!(sets.contains("does not evaluate"), "{sets}");
         let syntax = compile("self.a ==").unwrap_err();
         assert!(syntax.starts_with("compilation failed"), "{syntax}");
+    }
+
+    #[test]
+    fn a_field_of_a_null_variable_is_no_such_key_as_cel_go_says() {
+        let null = Value::Null;
+        let found = evaluate("has(object.metadata.labels)", &[("object", &null)]);
+        assert_eq!(found, Err("no such key: metadata".to_string()));
+        let labels = json!({"metadata": {"labels": {"a": "b"}}});
+        let found = evaluate("object.metadata.labels['x'] == 'y'", &[("object", &labels)]);
+        assert_eq!(found, Err("no such key: x".to_string()));
+        assert_eq!(
+            evaluate("oldObject == null", &[("oldObject", &null)]),
+            Ok(true)
+        );
     }
 
     #[test]

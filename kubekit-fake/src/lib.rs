@@ -148,11 +148,12 @@
 //!   order, their JSON patches applied, and `reinvocationPolicy: IfNeeded` is honoured.
 //!   Their changes are owned by no manager. Validating webhooks see what would be stored,
 //!   in parallel. Refusals and failures under `failurePolicy` carry the real server's
-//!   texts, and dry runs honour `sideEffects`. Not done: `matchConditions` (a matching
-//!   webhook that has them fails the request, saying so), `matchPolicy: Equivalent` across versions, and
-//!   the admission policies. The configurations are validated as the real server does
-//!   (names, policies, `sideEffects`, timeouts, `clientConfig`,
-//!   `admissionReviewVersions`), not yet their rules, selectors and services' fields.
+//!   texts, and dry runs honour `sideEffects`; `matchConditions` are evaluated (CEL, see
+//!   `cel_rules`; not the `authorizer` variable). The configurations are validated as the
+//!   real server does (names, policies, `sideEffects`, timeouts, `clientConfig`,
+//!   `admissionReviewVersions`, `matchConditions` compiled), not yet their rules,
+//!   selectors and services' fields. Not done: `matchPolicy: Equivalent` across
+//!   versions, and the admission policies.
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
 //! against this server and the real kube-apiserver and requires the same answers.

@@ -4280,6 +4280,10 @@ async fn admission_webhooks_mutate_refuse_and_fail_alike() {
             entry("validate.cm.kubekit.test", &validate, json!({})),
             entry("ignored.cm.kubekit.test", &dead, json!({"failurePolicy": "Ignore", "objectSelector": {"matchLabels": {"dead": "ignore"}}})),
             entry("failing.cm.kubekit.test", &dead, selected("dead", "fail")),
+            entry("conditional.cm.kubekit.test", &dead, json!({"matchConditions": [
+                {"name": "flagged", "expression": "object != null && has(object.metadata.labels) && 'flagged' in object.metadata.labels"}]})),
+            entry("erring.cm.kubekit.test", &dead, json!({"objectSelector": {"matchLabels": {"erring": "yes"}},
+                "matchConditions": [{"name": "missing", "expression": "object.metadata.labels['missing'] == 'x'"}]})),
             entry("scale.kubekit.test", &format!("{}{}", served.base, kubekit::webhook::validate_path::<k8s_openapi::api::autoscaling::v1::Scale>()),
                 json!({"rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments/scale"]}]})),
             entry("secrets.kubekit.test", &dead, json!({"rules": [{"apiGroups": [""],
@@ -4310,6 +4314,8 @@ async fn admission_webhooks_mutate_refuse_and_fail_alike() {
         r.answer("a create past a dead webhook that is ignored", cms.create(cm("ignored", json!({"dead": "ignore"}))).await);
         r.answer("a create past a dead webhook that fails", cms.create(cm("failing", json!({"dead": "fail"}))).await);
         r.answer("a dry run create, defaulted", Res::send(dry("dry")).await);
+        r.answer("a create whose match condition calls a dead webhook", cms.create(cm("flagged", json!({"flagged": "1"}))).await);
+        r.answer("a create whose match condition fails", cms.create(cm("erring", json!({"erring": "yes"}))).await);
         r.answer("freezing it", cms.patch("plain", PatchType::Merge, json!({"data": {"state": "frozen"}})).await);
         r.answer("a patch of the frozen one", cms.patch("plain", PatchType::Merge, json!({"data": {"x": "y"}})).await);
         let mut frozen = cms.get("plain").await.expect("plain");
@@ -4322,6 +4328,7 @@ async fn admission_webhooks_mutate_refuse_and_fail_alike() {
         r.answer("a kept one", cms.create(cm("keep-me", json!({}))).await);
         r.answer("deleting the kept one", cms.delete("keep-me", json!({})).await);
         r.answer("deleting another", cms.delete("ignored", json!({})).await);
+        r.answer("deleting the frozen one, which its validator allows", cms.delete("plain", json!({})).await);
         r.answer("a Secret, past its dead webhook only", t.on("secrets").create(json!({
             "metadata": {"name": "s"}, "stringData": {"a": "b"}})).await);
         let deployments = t.on("deployments");
@@ -4404,7 +4411,18 @@ async fn crd_cel_rules_refuse_alike() {
         r.answer("min over max", gauges.create(gauge("inverted", inverted)).await);
         let broken = json!({"name": "one", "min": 1, "max": 5, "size": 3, "ratio": 2, "mode": "off",
             "tags": ["b", "A"], "labels": {"x": "long"}});
-        r.answer("every rule broken at once", gauges.create(gauge("broken", broken)).await);
+        // The real server walks an object's fields in Go's map order, which varies: the
+        // causes are compared as a set.
+        let causes = |answer: kubekit::rest::Result<Value>| {
+            let mut causes: Vec<Value> = match answer {
+                Ok(v) => vec![v],
+                Err(e) => e.status().and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone())
+                    .unwrap_or_default().iter().map(|c| json!([c.field, c.reason, c.message])).collect(),
+            };
+            causes.sort_by_key(|c| c.to_string());
+            json!(causes)
+        };
+        r.push("every rule broken at once", causes(gauges.create(gauge("broken", broken)).await));
         let mut renamed = gauges.get("one").await.expect("one");
         renamed["spec"]["name"] = json!("g-two");
         r.answer("a transition rule", gauges.update("one", &renamed, false).await);
