@@ -123,7 +123,7 @@ impl Attributes {
     }
 
     /// The `AdmissionReview` of this request with `uid`.
-    fn review(&self, uid: &str, object: Option<&Value>, old: Option<&Value>) -> Value {
+    pub(crate) fn review(&self, uid: &str, object: Option<&Value>, old: Option<&Value>) -> Value {
         let mut request = json!({
             "uid": uid,
             "kind": self.kind(),
@@ -186,29 +186,67 @@ fn matching(
     let Ok((_, configs)) = store.snapshot(&info, None, None) else {
         return Vec::new();
     };
-    let namespace_labels = namespace_labels(store, attrs, object.or(old));
+    let scope = Scope::new(store, attrs, (object, old));
     let mut hooks = Vec::new();
     for config in &configs {
         for webhook in config["webhooks"].as_array().into_iter().flatten() {
-            let rules = webhook["rules"].as_array().into_iter().flatten();
-            let selected = |key: &str, labels: Option<&BTreeMap<String, String>>| {
-                let selector = &webhook[key];
-                selector.is_null() || labels.is_none_or(|l| selector_matches(selector, l))
-            };
-            let by_object = [object, old]
-                .into_iter()
-                .flatten()
-                .any(|o| selected("objectSelector", Some(&labels(o))))
-                || (object.is_none() && old.is_none());
-            if rules.into_iter().any(|r| rule_matches(r, attrs))
-                && selected("namespaceSelector", namespace_labels.as_ref())
-                && by_object
-            {
+            if scope.selects(webhook, "rules") {
                 hooks.push(hook(store, webhook));
             }
         }
     }
     hooks
+}
+
+/// What a request is matched on: its attributes, its namespace's labels, its objects.
+pub(crate) struct Scope<'a> {
+    pub(crate) attrs: &'a Attributes,
+    namespace_labels: Option<BTreeMap<String, String>>,
+    object: Option<&'a Value>,
+    old: Option<&'a Value>,
+}
+
+impl<'a> Scope<'a> {
+    /// The scope of a request on `store`.
+    pub(crate) fn new(
+        store: &Store,
+        attrs: &'a Attributes,
+        (object, old): (Option<&'a Value>, Option<&'a Value>),
+    ) -> Self {
+        Self {
+            namespace_labels: namespace_labels(store, attrs, object.or(old)),
+            attrs,
+            object,
+            old,
+        }
+    }
+
+    /// Whether `entry` (a webhook, a policy's `matchConstraints`, a binding's
+    /// `matchResources`) selects the request: one of its rules under `rules` matches
+    /// (none under `excludeResourceRules` does), its `namespaceSelector` matches the
+    /// namespace's labels and its `objectSelector` the object's or the old object's.
+    pub(crate) fn selects(&self, entry: &Value, rules: &str) -> bool {
+        let selected = |key: &str, labels: Option<&BTreeMap<String, String>>| {
+            let selector = &entry[key];
+            selector.is_null() || labels.is_none_or(|l| selector_matches(selector, l))
+        };
+        let by_object = [self.object, self.old]
+            .into_iter()
+            .flatten()
+            .any(|o| selected("objectSelector", Some(&labels(o))))
+            || (self.object.is_none() && self.old.is_none());
+        let any_of = |key: &str| {
+            entry[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|r| rule_matches(r, self.attrs))
+        };
+        any_of(rules)
+            && !any_of("excludeResourceRules")
+            && selected("namespaceSelector", self.namespace_labels.as_ref())
+            && by_object
+    }
 }
 
 /// The labels a `namespaceSelector` is matched against: the namespace's, a Namespace's
@@ -254,7 +292,10 @@ fn rule_matches(rule: &Value, attrs: &Attributes) -> bool {
         Some("Cluster") => is_namespace || !attrs.info.namespaced,
         _ => true,
     };
+    let names = rule["resourceNames"].as_array().filter(|n| !n.is_empty());
+    let named = names.is_none_or(|n| n.iter().any(|v| v.as_str() == Some(attrs.name.as_str())));
     has("operations", attrs.operation.as_str())
+        && named
         && has("apiGroups", &attrs.info.group)
         && has("apiVersions", &attrs.version)
         && resource
@@ -558,22 +599,21 @@ async fn call_mutating(
     Ok(Some(patched))
 }
 
-/// Runs the validating webhooks that match, at once; a refusal without a call (see
-/// `review_for`) first, else the first refusal in their order is the answer.
+/// Runs the ValidatingAdmissionPolicies bound to the request (see `policies`), then the
+/// validating webhooks that match, at once; a refusal without a call (see `review_for`)
+/// first, else the first refusal in their order is the answer. Returns the policies'
+/// warnings.
 pub(crate) async fn validate(
     shared: &Shared,
     attrs: &Attributes,
     object: Option<&Value>,
     old: Option<&Value>,
-) -> ApiResult<()> {
-    let hooks = {
+) -> ApiResult<Vec<String>> {
+    let (warnings, hooks) = {
         let store = shared.store.lock();
-        matching(
-            &store,
-            "validatingwebhookconfigurations",
-            attrs,
-            (object, old),
-        )
+        let warnings = crate::policies::validate(&store, attrs, object, old)?;
+        let plural = "validatingwebhookconfigurations";
+        (warnings, matching(&store, plural, attrs, (object, old)))
     };
     // What refuses without a call comes first, as it does on the real server, where
     // the first answer of the webhooks running at once is the one given.
@@ -594,7 +634,7 @@ pub(crate) async fn validate(
     for result in futures_util::future::join_all(calls).await {
         result?;
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// Whether any webhook of either kind is configured (a request without any needs no
@@ -603,6 +643,7 @@ pub(crate) fn configured(store: &Store) -> bool {
     [
         "mutatingwebhookconfigurations",
         "validatingwebhookconfigurations",
+        "validatingadmissionpolicybindings",
     ]
     .into_iter()
     .filter_map(|plural| store.lookup(GROUP, "v1", plural))

@@ -241,17 +241,25 @@ fn overflow() -> ExecutionError {
     ExecutionError::function_error("sum", "integer overflow")
 }
 
-/// Evaluates `source` with `variables`, JSON values as CEL sees them without a schema
-/// (admission's `object`, `oldObject`, `request`): its result, or why there is none.
+/// Evaluates `source` to a boolean with `variables`, JSON values as CEL sees them without
+/// a schema (admission's `object`, `oldObject`, `request`): its result, or why there is
+/// none.
 pub(crate) fn evaluate(source: &str, variables: &[(&str, &Value)]) -> Result<bool, String> {
+    match evaluate_value(source, variables)? {
+        Value::Bool(b) => Ok(b),
+        other => Err(format!("expected a boolean, got {other}")),
+    }
+}
+
+/// Evaluates `source` with `variables` (see [`evaluate`]) to a JSON value.
+pub(crate) fn evaluate_value(source: &str, variables: &[(&str, &Value)]) -> Result<Value, String> {
     let program = compile(source)?;
     let mut context = context();
     for (name, value) in variables {
         context.add_variable_from_value(*name, to_cel(&Value::Null, value));
     }
     match program.execute(&context) {
-        Ok(Cel::Bool(b)) => Ok(b),
-        Ok(other) => Err(format!("expected a boolean, got {other:?}")),
+        Ok(value) => from_cel(&value).ok_or_else(|| format!("a value JSON cannot hold: {value:?}")),
         // cel-go's words.
         Err(ExecutionError::NoSuchKey(key)) => Err(format!("no such key: {key}")),
         Err(ExecutionError::NoSuchOverload(e))
@@ -271,6 +279,34 @@ pub(crate) fn evaluate(source: &str, variables: &[(&str, &Value)]) -> Result<boo
         }
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// A CEL value as JSON, if JSON can hold it (timestamps as RFC 3339 text).
+fn from_cel(value: &Cel) -> Option<Value> {
+    Some(match value {
+        Cel::Null => Value::Null,
+        Cel::Bool(b) => Value::Bool(*b),
+        Cel::Int(i) => Value::from(*i),
+        Cel::UInt(u) => Value::from(*u),
+        Cel::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number)?,
+        Cel::String(s) => Value::String(s.to_string()),
+        Cel::Timestamp(t) => Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+        Cel::List(items) => Value::Array(items.iter().map(from_cel).collect::<Option<_>>()?),
+        Cel::Map(map) => {
+            let mut fields = serde_json::Map::new();
+            for (k, v) in map.map.iter() {
+                let key = match k {
+                    cel::objects::Key::String(s) => s.to_string(),
+                    cel::objects::Key::Int(i) => i.to_string(),
+                    cel::objects::Key::Uint(u) => u.to_string(),
+                    cel::objects::Key::Bool(b) => b.to_string(),
+                };
+                fields.insert(key, from_cel(v)?);
+            }
+            Value::Object(fields)
+        }
+        _ => return None,
+    })
 }
 
 /// The first field selected of one of `variables` in `source` (`metadata` of

@@ -153,7 +153,14 @@
 //!   real server does (names, policies, `sideEffects`, timeouts, `clientConfig`,
 //!   `admissionReviewVersions`, `matchConditions` compiled), not yet their rules,
 //!   selectors and services' fields. Not done: `matchPolicy: Equivalent` across
-//!   versions, and the admission policies.
+//!   versions.
+//! - `ValidatingAdmissionPolicy`s and their bindings (see `policies`): matched by their
+//!   constraints and the bindings' `matchResources`, evaluated in process with CEL over
+//!   `object`, `oldObject`, `request`, `params` (a binding's `paramRef`),
+//!   `namespaceObject` and `variables`, `matchConditions` honoured; a failed validation
+//!   denies with the real server's error and code (`Deny`) or warns (`Warn`). Not done:
+//!   `MutatingAdmissionPolicy`, the `authorizer` variable, a `paramRef` selector, type
+//!   checking and the policies' `status`, and the checks of their fields.
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
 //! against this server and the real kube-apiserver and requires the same answers.
@@ -162,7 +169,7 @@
 //!
 //! Without [`FakeApiServer::with_rbac`], no authorization (every request is allowed:
 //! `kubectl auth can-i` says yes, a `SelfSubjectRulesReview` allows every verb on
-//! everything). No admission policies, no other defaulting or validation (empty lists and maps are kept where the real server's
+//! everything). No mutating admission policies, no other defaulting or validation (empty lists and maps are kept where the real server's
 //! encoding leaves them out), no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no tables in watches (`kubectl get -w` prints names
 //! and ages), no periodic watch
@@ -182,6 +189,7 @@ mod fieldset;
 mod formats;
 mod managed;
 mod openapi;
+mod policies;
 mod rbac;
 mod resources;
 mod scale;

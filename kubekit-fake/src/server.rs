@@ -1147,7 +1147,8 @@ async fn admitted_write(
             name: object_name(&shown).to_string(),
             ..attrs
         };
-        admission::validate(shared, &attrs, Some(&shown), old.as_ref()).await?;
+        let warnings = admission::validate(shared, &attrs, Some(&shown), old.as_ref()).await?;
+        t.warnings.lock().extend(warnings);
         let created = prepared.previous.is_none();
         if let Some(stored) = shared.write_for(t.dry_run, |s| commit(s, prepared))? {
             return Ok((created, stored));
@@ -1683,7 +1684,9 @@ async fn admit_delete(
         ..t.attributes_of(Operation::Delete)
     };
     admission::mutate(shared, &attrs, None, Some(&old)).await?;
-    admission::validate(shared, &attrs, None, Some(&old)).await
+    let warnings = admission::validate(shared, &attrs, None, Some(&old)).await?;
+    t.warnings.lock().extend(warnings);
+    Ok(())
 }
 
 fn deleted_response(t: &Target, deleted: &Deleted) -> Value {

@@ -4446,3 +4446,87 @@ async fn crd_cel_rules_refuse_alike() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn validating_admission_policies_deny_and_warn_alike() {
+    differential("admission-policies", async |t: &Target, r: &mut Record| {
+        let group = "admissionregistration.k8s.io";
+        let ns_only = json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": t.ns}}});
+        let cms = t.on("configmaps");
+        let deployments = t.on("deployments");
+        cms.create(json!({"metadata": {"name": "limits"}, "data": {"max": "2"}})).await.expect("the params");
+        let name = |suffix: &str| format!("{}-{suffix}", t.ns);
+        let rules = |group: &str, resources: &str| json!([{"apiGroups": [group], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": [resources]}]);
+        let policies = [
+            json!({"metadata": {"name": name("replicas")}, "spec": {
+                "matchConstraints": {"resourceRules": rules("apps", "deployments")},
+                "variables": [{"name": "replicas", "expression": "object.spec.replicas"}],
+                "validations": [
+                    {"expression": "object.spec.replicas <= 5", "message": "at most 5 replicas"},
+                    {"expression": "object.metadata.name.startsWith('web')", "reason": "Forbidden"},
+                    {"expression": "variables.replicas != 3", "messageExpression": "'replicas ' + string(variables.replicas) + ' are unlucky'"}]}}),
+            json!({"metadata": {"name": name("sizes")}, "spec": {
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": {"resourceRules": rules("", "configmaps")},
+                "matchConditions": [{"name": "not-the-limits", "expression": "object.metadata.name != 'limits'"}],
+                "validations": [{"expression": "!has(object.data) || size(object.data) <= int(params.data.max)",
+                    "messageExpression": "'at most ' + params.data.max + ' keys'"}]}}),
+            json!({"metadata": {"name": name("teams")}, "spec": {
+                "matchConstraints": {"resourceRules": rules("", "configmaps")},
+                "validations": [{"expression": "has(object.metadata.labels) && 'team' in object.metadata.labels",
+                    "message": "a team label is expected"}]}}),
+        ];
+        let bindings = [
+            json!({"metadata": {"name": name("replicas")}, "spec": {"policyName": name("replicas"),
+                "validationActions": ["Deny"], "matchResources": ns_only}}),
+            json!({"metadata": {"name": name("sizes")}, "spec": {"policyName": name("sizes"),
+                "paramRef": {"name": "limits", "namespace": t.ns, "parameterNotFoundAction": "Deny"},
+                "validationActions": ["Deny"], "matchResources": ns_only}}),
+            json!({"metadata": {"name": name("teams")}, "spec": {"policyName": name("teams"),
+                "validationActions": ["Warn"], "matchResources": ns_only}}),
+        ];
+        for p in &policies {
+            create_cluster_scoped(t, group, "validatingadmissionpolicies", p).await.expect("a policy");
+        }
+        for b in &bindings {
+            create_cluster_scoped(t, group, "validatingadmissionpolicybindings", b).await.expect("a binding");
+        }
+        let web = |name: &str, replicas: i64| {
+            let mut d = deployment(name, json!([container("web", "nginx", &[], json!([]))]));
+            d["spec"]["replicas"] = json!(replicas);
+            d
+        };
+        // The real server's admission sees new policies a moment later.
+        testenv::eventually(60, "the policies in effect", || async {
+            let dry = |body: Value| deployments.req(t.rest.post()).param("dryRun", "All").body(&body);
+            let refused = Res::send(dry(web("web-probe", 9))).await.is_err();
+            let warned = with_warnings(cms.req(t.rest.post()).param("dryRun", "All").body(&cm("probe", json!({}))))
+                .await
+                .is_ok_and(|v| v["warnings"].as_array().is_some_and(|w| !w.is_empty()));
+            let sized = Res::send(cms.req(t.rest.post()).param("dryRun", "All")
+                .body(&json!({"metadata": {"name": "big"}, "data": {"a": "1", "b": "2", "c": "3"}}))).await.is_err();
+            (refused && warned && sized).then_some(())
+        })
+        .await;
+        let replicas = |answer: kubekit::rest::Result<Value>| answer.map(|d| d["spec"]["replicas"].clone());
+        r.answer("a Deployment the policy allows", replicas(deployments.create(web("web", 2)).await));
+        r.answer("too many replicas", deployments.create(web("web-big", 9)).await);
+        r.answer("a name the policy forbids", deployments.create(web("api", 2)).await);
+        r.answer("a message from an expression over a variable", deployments.create(web("web-three", 3)).await);
+        r.answer("a patch past the limit", deployments.patch("web", PatchType::Merge, json!({"spec": {"replicas": 7}})).await);
+        let team = json!({"team": "a"});
+        r.answer("a ConfigMap within its params", cms.create(json!({"metadata": {"name": "small", "labels": team}, "data": {"a": "1"}})).await.map(|c| c["data"].clone()));
+        r.answer("a ConfigMap past its params", cms.create(json!({"metadata": {"name": "big", "labels": team}, "data": {"a": "1", "b": "2", "c": "3"}})).await);
+        r.answer("a ConfigMap warned of", with_warnings(cms.req(t.rest.post()).body(&cm("unlabelled", json!({})))).await.map(|v| v["warnings"].clone()));
+        cms.delete("limits", json!({})).await.expect("the params deleted");
+        r.answer("a ConfigMap without its params", cms.create(json!({"metadata": {"name": "orphan", "labels": team}, "data": {"a": "1"}})).await);
+        for (plural, items) in [("validatingadmissionpolicybindings", &bindings), ("validatingadmissionpolicies", &policies)] {
+            for item in items.iter() {
+                let name = item["metadata"]["name"].as_str().unwrap_or_default();
+                t.rest.delete().group_version(group, "v1").resource(plural).name(name).send().await.expect("deleted");
+            }
+        }
+    })
+    .await;
+}

@@ -1,0 +1,295 @@
+//! ValidatingAdmissionPolicies, as kube-apiserver 1.37's `ValidatingAdmissionPolicy`
+//! plugin evaluates them: each `ValidatingAdmissionPolicyBinding` whose policy exists and
+//! matches the request (the policy's `matchConstraints`, then the binding's
+//! `matchResources`) evaluates the policy's CEL (see `cel_rules`) in process.
+//!
+//! # Contract
+//!
+//! - **Where**: after a write's validation, before the validating webhooks, on what would
+//!   be stored (a delete: on the object as it is, as `oldObject`).
+//! - **Matching**: `resourceRules` (with `resourceNames`) and `excludeResourceRules`,
+//!   `namespaceSelector` and `objectSelector`, as webhooks are matched; a binding's
+//!   `matchResources` narrows its policy's constraints. Bindings in name order.
+//! - **Parameters**: a policy with a `paramKind` reads the object its binding's `paramRef`
+//!   names (`name`, and `namespace` or the request's for a namespaced kind) as `params`;
+//!   with none found, `parameterNotFoundAction: Deny` refuses the request and `Allow`
+//!   skips the binding.
+//! - **CEL**: `object`, `oldObject`, `request`, `params`, `namespaceObject` and
+//!   `variables` (the policy's `variables`, evaluated in order). `matchConditions` that
+//!   are false skip the binding. A `validations` expression that is false fails with its
+//!   `message`, its `messageExpression`'s value, or `failed expression: <expression>`;
+//!   one that cannot be evaluated fails under `failurePolicy: Fail` (the default) with
+//!   `expression '<e>' resulted in error: ...` and is skipped under `Ignore`.
+//! - **Actions** of the binding's `validationActions`: `Deny` refuses the request with
+//!   the real server's error (`<resource> "<name>" is forbidden: ValidatingAdmissionPolicy
+//!   '<policy>' with binding '<binding>' denied request: <message>`, code by the
+//!   validation's `reason`, `Invalid` by default: 422); `Warn` adds a warning to the
+//!   answer; `Audit` does nothing (the fake keeps no audit log).
+//! - **Not done**: the `authorizer` variable, a `paramRef` `selector` (several params),
+//!   `auditAnnotations`, type checking and the policy's `status`, and
+//!   `MutatingAdmissionPolicy`.
+
+use serde_json::{Value, json};
+
+use crate::admission::{Attributes, Scope};
+use crate::cel_rules;
+use crate::status::{ApiError, ApiResult, details};
+use crate::store::Store;
+
+const GROUP: &str = "admissionregistration.k8s.io";
+
+/// One failed validation: its message and reason.
+struct Failure {
+    message: String,
+    reason: String,
+}
+
+/// Evaluates the policies bound to the request; returns the warnings of `Warn` bindings,
+/// or the first denial of a `Deny` binding.
+pub(crate) fn validate(
+    store: &Store,
+    attrs: &Attributes,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> ApiResult<Vec<String>> {
+    if attrs.info.group == GROUP {
+        return Ok(Vec::new());
+    }
+    let stored = |plural: &str| {
+        store
+            .lookup(GROUP, "v1", plural)
+            .and_then(|info| store.snapshot(&info, None, None).ok())
+            .map(|(_, objects)| objects)
+            .unwrap_or_default()
+    };
+    let bindings = stored("validatingadmissionpolicybindings");
+    if bindings.is_empty() {
+        return Ok(Vec::new());
+    }
+    let policies = stored("validatingadmissionpolicies");
+    let scope = Scope::new(store, attrs, (object, old));
+    let request = attrs.review("", object, old)["request"].take();
+    let namespace_object = store
+        .lookup("", "v1", "namespaces")
+        .filter(|_| attrs.info.namespaced)
+        .and_then(|ns| store.get(&ns, "", &attrs.namespace).ok())
+        .map(|ns| (*ns).clone())
+        .unwrap_or(Value::Null);
+    let mut warnings = Vec::new();
+    let mut denials = Vec::new();
+    for binding in &bindings {
+        let spec = &binding["spec"];
+        let policy_name = spec["policyName"].as_str().unwrap_or_default();
+        let Some(policy) = policies
+            .iter()
+            .find(|p| p["metadata"]["name"] == policy_name)
+        else {
+            continue;
+        };
+        let narrowed = spec.get("matchResources").filter(|m| m.is_object());
+        let binding_selects = narrowed.is_none_or(|m| {
+            let any_rules = m["resourceRules"].as_array().is_some_and(|r| !r.is_empty());
+            let rules = if any_rules { "resourceRules" } else { "" };
+            if any_rules {
+                scope.selects(m, rules)
+            } else {
+                // No rules of its own: all its policy matches, narrowed by its selectors.
+                let everything = json!({"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+                    "operations": ["*"], "resources": ["*", "*/*"]}]});
+                let mut m = m.clone();
+                m["resourceRules"] = everything["resourceRules"].clone();
+                scope.selects(&m, "resourceRules")
+            }
+        });
+        if !scope.selects(&policy["spec"]["matchConstraints"], "resourceRules") || !binding_selects
+        {
+            continue;
+        }
+        let names = (
+            policy_name,
+            binding["metadata"]["name"].as_str().unwrap_or_default(),
+        );
+        let params = match params_of(store, attrs, &policy["spec"], spec) {
+            Ok(Some(params)) => params,
+            Ok(None) => continue,
+            Err(message) => {
+                let reason = "Invalid".to_string();
+                denials.push((names, Failure { message, reason }));
+                continue;
+            }
+        };
+        let inputs = Inputs {
+            object: object.cloned().unwrap_or(Value::Null),
+            old: old.cloned().unwrap_or(Value::Null),
+            request: request.clone(),
+            params,
+            namespace: namespace_object.clone(),
+        };
+        let failures = evaluate(&policy["spec"], &inputs);
+        let actions: Vec<&str> = spec["validationActions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        for failure in failures {
+            if actions.contains(&"Warn") {
+                warnings.push(format!(
+                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                    names.0, names.1, failure.message
+                ));
+            }
+            if actions.contains(&"Deny") {
+                denials.push((names, failure));
+            }
+        }
+    }
+    match denials.into_iter().next() {
+        None => Ok(warnings),
+        Some(((policy, binding), failure)) => Err(denied(attrs, policy, binding, failure)),
+    }
+}
+
+/// The values a policy's CEL sees.
+struct Inputs {
+    object: Value,
+    old: Value,
+    request: Value,
+    params: Value,
+    namespace: Value,
+}
+
+/// The object a binding's `paramRef` names: `Some(Null)` for a policy without
+/// `paramKind`, `None` to skip the binding (none found, `Allow`), the message of a
+/// denial when none is found under `Deny`.
+fn params_of(
+    store: &Store,
+    attrs: &Attributes,
+    policy: &Value,
+    binding: &Value,
+) -> Result<Option<Value>, String> {
+    let kind = &policy["paramKind"];
+    if kind.is_null() {
+        return Ok(Some(Value::Null));
+    }
+    let reference = &binding["paramRef"];
+    let not_found = || {
+        match reference["parameterNotFoundAction"].as_str() {
+        Some("Allow") => Ok(None),
+        _ => Err("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".to_string()),
+    }
+    };
+    let api_version = kind["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let info = store.resources().iter().find(|r| {
+        r.group == group && r.kind == kind["kind"] && r.versions.iter().any(|v| v == version)
+    });
+    let (Some(info), Some(name)) = (info, reference["name"].as_str()) else {
+        return not_found();
+    };
+    let ns = match reference["namespace"].as_str() {
+        Some(ns) if !ns.is_empty() => ns,
+        _ if info.namespaced => attrs.namespace.as_str(),
+        _ => "",
+    };
+    match store.get(info, ns, name) {
+        Ok(found) => Ok(Some((*found).clone())),
+        Err(_) => not_found(),
+    }
+}
+
+/// The failed validations of `policy` (its spec) over `inputs`; none when a match
+/// condition is false.
+fn evaluate(policy: &Value, inputs: &Inputs) -> Vec<Failure> {
+    let ignore = policy["failurePolicy"] == "Ignore";
+    let mut variables = serde_json::Map::new();
+    let mut failures = Vec::new();
+    let error = |expression: &str, why: String| Failure {
+        message: format!("expression '{expression}' resulted in error: {why}"),
+        reason: "Invalid".into(),
+    };
+    let run = |expression: &str, variables: &serde_json::Map<String, Value>| {
+        let variables = Value::Object(variables.clone());
+        let bound = [
+            ("object", &inputs.object),
+            ("oldObject", &inputs.old),
+            ("request", &inputs.request),
+            ("params", &inputs.params),
+            ("namespaceObject", &inputs.namespace),
+            ("variables", &variables),
+        ];
+        cel_rules::evaluate_value(expression, &bound)
+    };
+    for condition in policy["matchConditions"].as_array().into_iter().flatten() {
+        let expression = condition["expression"].as_str().unwrap_or_default();
+        match run(expression, &variables).and_then(|v| v.as_bool().ok_or("not a boolean".into())) {
+            Ok(true) => {}
+            Ok(false) => return Vec::new(),
+            Err(why) if !ignore => failures.push(error(expression, why)),
+            Err(_) => {}
+        }
+    }
+    if !failures.is_empty() {
+        return failures;
+    }
+    for variable in policy["variables"].as_array().into_iter().flatten() {
+        let name = variable["name"].as_str().unwrap_or_default().to_string();
+        let expression = variable["expression"].as_str().unwrap_or_default();
+        // One that fails is left out: a validation that reads it fails then.
+        if let Ok(value) = run(expression, &variables) {
+            variables.insert(name, value);
+        }
+    }
+    for validation in policy["validations"].as_array().into_iter().flatten() {
+        let expression = validation["expression"].as_str().unwrap_or_default();
+        let reason = validation["reason"]
+            .as_str()
+            .unwrap_or("Invalid")
+            .to_string();
+        match run(expression, &variables).and_then(|v| v.as_bool().ok_or("not a boolean".into())) {
+            Ok(true) => {}
+            Ok(false) => {
+                let from_expression = validation["messageExpression"]
+                    .as_str()
+                    .and_then(|e| run(e, &variables).ok())
+                    .and_then(|v| v.as_str().map(str::trim).map(str::to_string))
+                    .filter(|m| !m.is_empty());
+                let message = from_expression
+                    .or_else(|| validation["message"].as_str().map(|m| m.trim().to_string()))
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or_else(|| format!("failed expression: {}", expression.trim()));
+                failures.push(Failure { message, reason });
+            }
+            Err(why) if !ignore => failures.push(error(expression, why)),
+            Err(_) => {}
+        }
+    }
+    failures
+}
+
+/// The real server's denial by `policy` through `binding`.
+fn denied(attrs: &Attributes, policy: &str, binding: &str, failure: Failure) -> ApiError {
+    let message = format!(
+        "ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {}",
+        failure.message
+    );
+    let code = match failure.reason.as_str() {
+        "Forbidden" => 403,
+        "Unauthorized" => 401,
+        "RequestEntityTooLarge" => 413,
+        "Invalid" => 422,
+        _ => 400,
+    };
+    let mut details = details(&attrs.info, &attrs.name);
+    details["causes"] = json!([{"message": message}]);
+    ApiError::new(
+        code,
+        &failure.reason,
+        format!(
+            "{} {:?} is forbidden: {message}",
+            attrs.info.qualified(),
+            attrs.name
+        ),
+    )
+    .with_details(details)
+}
