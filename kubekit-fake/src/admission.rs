@@ -637,8 +637,8 @@ pub(crate) async fn validate(
     Ok(warnings)
 }
 
-/// Whether any webhook of either kind is configured (a request without any needs no
-/// admission round).
+/// Whether any webhook configuration or policy binding is stored (a request without any
+/// needs no admission round).
 pub(crate) fn configured(store: &Store) -> bool {
     [
         "mutatingwebhookconfigurations",

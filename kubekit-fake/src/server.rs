@@ -1067,8 +1067,8 @@ const ADMISSION_ATTEMPTS: usize = 5;
 /// `GuaranteedUpdate` do: with admission webhooks configured (see `admission`), the
 /// mutating webhooks change the draft, the store checks and defaults it (`prepare_*`), the
 /// validating webhooks see what would be stored, and it is stored unless the object
-/// changed meanwhile — then all is done again from a new draft. Without webhooks, all of
-/// it under one lock. Returns whether it created, and what was stored (or, in a dry run,
+/// changed meanwhile — then all is done again from a new draft. Without webhooks or
+/// policies, all of it under one lock. Returns whether it created, and what was stored (or, in a dry run,
 /// would have been).
 async fn admitted_write(
     shared: &Arc<Shared>,
@@ -1093,23 +1093,29 @@ async fn admitted_write(
         None => store.commit_create(prepared).map(Some),
         Some(_) => Ok(store.commit_update(prepared)),
     };
+    if !admission::configured(&shared.store.lock()) {
+        // Drafted, checked and stored under one lock: nothing changes meanwhile.
+        return shared.write_for(t.dry_run, |s| {
+            let draft = make(s)?;
+            let object = stored_from(draft.object.clone(), draft.old.as_deref())?;
+            let prepared = prepare(s, &draft, object)?;
+            let stored = commit(s, prepared)?;
+            let stored = stored.ok_or_else(|| ApiError::conflict_retries(&t.info, name(t)))?;
+            Ok((draft.old.is_none(), stored))
+        });
+    }
+    // Whether the object a draft replaces changed since it was drafted.
+    let moved = |store: &Store, draft: &Draft| {
+        draft.old.as_ref().is_some_and(|old| {
+            store
+                .get(&t.info, &t.ns, name(t))
+                .is_ok_and(|now| !Arc::ptr_eq(&now, old))
+        })
+    };
     for _ in 0..ADMISSION_ATTEMPTS {
         let draft = {
             let store = shared.store.lock();
             let draft = make(&store)?;
-            if !admission::configured(&store) {
-                drop(store);
-                let created = draft.old.is_none();
-                let stored = shared.write_for(t.dry_run, |s| {
-                    let object = stored_from(draft.object.clone(), draft.old.as_deref())?;
-                    let prepared = prepare(s, &draft, object)?;
-                    commit(s, prepared)
-                })?;
-                match stored {
-                    Some(stored) => return Ok((created, stored)),
-                    None => continue,
-                }
-            }
             if draft.old.is_none() {
                 store.namespace_admits(&t.info, &t.ns, object_name(&draft.object))?;
             }
@@ -1128,7 +1134,12 @@ async fn admitted_write(
         let prepared = {
             let store = shared.store.lock();
             let stored_old = draft.old.as_deref();
-            let mut prepared = prepare(&store, &draft, stored_from(mutated.clone(), stored_old)?)?;
+            let prepared = prepare(&store, &draft, stored_from(mutated.clone(), stored_old)?);
+            // A conflict with a write made while the webhooks were called: again.
+            let mut prepared = match prepared {
+                Err(e) if e.code == 409 && moved(&store, &draft) => continue,
+                prepared => prepared?,
+            };
             // What webhooks added is owned by no manager: the fields are recorded from the
             // object as it was before them, as the real server records them.
             if mutated != sent

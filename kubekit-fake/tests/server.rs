@@ -428,3 +428,99 @@ async fn kubectl_applies_gets_labels_and_deletes_against_the_fake() {
         .expect("kubectl steps");
     server.shutdown().await;
 }
+
+/// Sends 4 merge patches of ConfigMap `cm` at once, each adding its own key, and returns
+/// how many failed and the keys the ConfigMap ends with.
+async fn concurrent_patches(server: &FakeApiServer, rest: &RestClient) -> (usize, usize) {
+    create_cm(rest, "cm").await.expect("the ConfigMap");
+    let patches: Vec<_> = (0..4)
+        .map(|i| {
+            // A client each, so that the patches are sent at once.
+            let rest = RestClient::new(&server.config()).expect("a client");
+            tokio::spawn(async move {
+                rest.patch(kubekit::rest::PatchType::Merge)
+                    .group_version("", "v1")
+                    .namespace("default")
+                    .resource("configmaps")
+                    .name("cm")
+                    .body(&json!({"data": {format!("k{i}"): "v"}}))
+                    .send()
+                    .await
+            })
+        })
+        .collect();
+    let mut failed = 0;
+    for patch in patches {
+        if !matches!(patch.await, Ok(Ok(_))) {
+            failed += 1;
+        }
+    }
+    let cm: Value = rest
+        .get()
+        .group_version("", "v1")
+        .namespace("default")
+        .resource("configmaps")
+        .name("cm")
+        .send()
+        .await
+        .expect("get")
+        .decode()
+        .expect("a ConfigMap");
+    let keys = cm["data"].as_object().map_or(0, |d| d.len());
+    (failed, keys)
+}
+
+/// Allows every ConfigMap after 50 ms, changing nothing: a webhook that only takes time.
+struct Allow;
+
+impl kubekit::webhook::Defaulter<k8s_openapi::api::core::v1::ConfigMap> for Allow {
+    async fn set_defaults(
+        &self,
+        _: &mut k8s_openapi::api::core::v1::ConfigMap,
+        _: &kubekit::webhook::AdmissionRequest,
+    ) -> kubekit::webhook::Verdict {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        kubekit::webhook::Verdict::allow()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_patches_of_one_object_all_apply_with_and_without_admission() {
+    use base64::Engine as _;
+    use kubekit::webhook::{CertificateAuthority, Certificates, WebhookServer, mutate_path};
+    let (server, rest) = start().await;
+    let without = concurrent_patches(&server, &rest).await;
+    assert_eq!(without, (0, 4), "without admission");
+
+    // A mutating webhook is called between a write's draft and its checks: a write whose
+    // object changed meanwhile is done again (at most 5 times, as kube-apiserver retries a
+    // patch), not refused.
+    let (server, rest) = start().await;
+    let ca = CertificateAuthority::generate("kubekit-fake-test").expect("a CA");
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let served = WebhookServer::new(Certificates::issued_by(&ca, &["127.0.0.1"]).expect("certs"))
+        .defaulter::<k8s_openapi::api::core::v1::ConfigMap, _>(Allow)
+        .serve("127.0.0.1:0".parse().expect("an address"), cancel.clone())
+        .await
+        .expect("the webhook server");
+    let path = mutate_path::<k8s_openapi::api::core::v1::ConfigMap>();
+    let url = format!("https://127.0.0.1:{}{path}", served.address().port());
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca.ca_bundle());
+    rest.post()
+        .group_version("admissionregistration.k8s.io", "v1")
+        .resource("mutatingwebhookconfigurations")
+        .body(&json!({"metadata": {"name": "allow"}, "webhooks": [{
+            "name": "allow.kubekit.test", "clientConfig": {"url": url, "caBundle": ca_bundle},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                "resources": ["configmaps"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}))
+        .send()
+        .await
+        .expect("the webhook configuration");
+    assert_eq!(
+        concurrent_patches(&server, &rest).await,
+        (0, 4),
+        "with a webhook"
+    );
+    cancel.cancel();
+}
