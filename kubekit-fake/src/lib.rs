@@ -125,6 +125,10 @@
 //!   `kubekit_protobuf`'s JSON codecs; custom resources and tables are JSON.
 //! - Server-side tables (what `kubectl get` prints) for every served kind, custom
 //!   resources by their printer columns (see `tables`).
+//! - Metadata only (`as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`, what kubekit's
+//!   metadata client and client-go's metadata informers ask for): objects, lists and watch
+//!   events as `meta.k8s.io/v1` `PartialObjectMetadata`, in JSON or protobuf, of any kind
+//!   (custom resources too).
 //! - `/version`, `/healthz`, `/livez`, `/readyz`.
 //! - With [`FakeApiServer::with_rbac`], authentication and RBAC as kube-apiserver's:
 //!   users from bearer tokens ([`FakeApiServer::user_config`]) and impersonation

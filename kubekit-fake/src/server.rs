@@ -239,6 +239,9 @@ struct Target {
     warnings: Mutex<Vec<String>>,
     /// Whether the client asks for a `Table` (see `tables`).
     table: bool,
+    /// Whether the client asks for metadata only (`as=PartialObjectMetadata[List]`): the
+    /// answer's objects are `meta.k8s.io/v1` `PartialObjectMetadata`s.
+    metadata: bool,
     /// Whether the client asks for protobuf first (answered in protobuf where the kind has
     /// a protobuf form).
     protobuf: bool,
@@ -417,6 +420,7 @@ fn parse_target(
         manager: String::new(),
         warnings: Mutex::new(Vec::new()),
         table: false,
+        metadata: false,
         protobuf: false,
         user: UserInfo::admin(),
         asked: rbac::Attributes::default(),
@@ -460,6 +464,7 @@ async fn serve_resource(
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok());
     target.table = accept.is_some_and(tables::wanted);
+    target.metadata = accept.is_some_and(metadata_wanted);
     target.protobuf = accept.is_some_and(|a| {
         let first = a.split(',').next().unwrap_or_default();
         first.split(';').next().unwrap_or_default().trim() == kubekit_protobuf::CONTENT_TYPE
@@ -538,7 +543,10 @@ async fn serve_resource(
     };
     if verb == "watch" {
         return match WatchRequest::new(&target.info, &target.version, &target.ns, &target.query) {
-            Ok(w) => start_watch(shared, w.protobuf(target.protobuf)),
+            Ok(w) => start_watch(
+                shared,
+                w.metadata(target.metadata).protobuf(target.protobuf),
+            ),
             Err(e) => answer(&target, &e.to_status(), e.code),
         };
     }
@@ -574,9 +582,63 @@ async fn serve_resource(
 /// `v` as the request asks for it: in protobuf when the client asks for protobuf first
 /// and `v` (an object, a list of objects or a `Status`) has a protobuf form, else JSON.
 fn answer(t: &Target, v: &Value, code: u16) -> Response<Body> {
+    let partial;
+    let v = match t.metadata {
+        true => {
+            partial = metadata_of(&t.info, v);
+            &partial
+        }
+        false => v,
+    };
     match t.protobuf.then(|| protobuf_of(v)).flatten() {
         Some(bytes) => response(code, bytes.into(), kubekit_protobuf::CONTENT_TYPE),
         None => json_response(code, v),
+    }
+}
+
+/// The group and version of `PartialObjectMetadata`.
+const METADATA_API_VERSION: &str = "meta.k8s.io/v1";
+
+/// Whether an `Accept` header asks for metadata only first
+/// (`...;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`, JSON or protobuf).
+fn metadata_wanted(accept: &str) -> bool {
+    accept.split(',').next().is_some_and(|first| {
+        let params: Vec<&str> = first.split(';').map(str::trim).collect();
+        ["as=PartialObjectMetadata", "as=PartialObjectMetadataList"]
+            .iter()
+            .any(|p| params.contains(p))
+            && params.contains(&"g=meta.k8s.io")
+            && params.contains(&"v=v1")
+    })
+}
+
+/// `v` with its objects of `info`'s kind reduced to their metadata: an object as a
+/// `PartialObjectMetadata`, a list as a `PartialObjectMetadataList`; anything else (a
+/// `Status`) as it is.
+pub(crate) fn metadata_of(info: &ResourceInfo, v: &Value) -> Value {
+    let partial = |o: &Value| {
+        json!({"kind": "PartialObjectMetadata", "apiVersion": METADATA_API_VERSION,
+            "metadata": o["metadata"]})
+    };
+    match v["kind"].as_str() {
+        Some(k) if k == info.kind => partial(v),
+        Some(k) if k.strip_suffix("List") == Some(info.kind.as_str()) => {
+            let items: Vec<Value> = v["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(partial)
+                .collect();
+            // A typed ListMeta, which leaves out what is empty (a custom resource's
+            // unstructured list keeps an empty `continue`).
+            let mut metadata = v["metadata"].clone();
+            if let Some(m) = metadata.as_object_mut() {
+                m.retain(|_, v| !v.is_null() && v != "");
+            }
+            json!({"kind": "PartialObjectMetadataList", "apiVersion": METADATA_API_VERSION,
+                "metadata": metadata, "items": items})
+        }
+        _ => v.clone(),
     }
 }
 
@@ -584,6 +646,15 @@ fn answer(t: &Target, v: &Value, code: u16) -> Response<Body> {
 /// one.
 pub(crate) fn protobuf_of(v: &Value) -> Option<Vec<u8>> {
     let (api_version, kind) = (v["apiVersion"].as_str()?, v["kind"].as_str()?);
+    match (api_version, kind) {
+        (METADATA_API_VERSION, "PartialObjectMetadata") => {
+            return kubekit_protobuf::metadata_only(api_version, kind, &v["metadata"]).ok();
+        }
+        (METADATA_API_VERSION, "PartialObjectMetadataList") => {
+            return kubekit_protobuf::metadata_only_list(api_version, kind, v).ok();
+        }
+        _ => {}
+    }
     if let Some(item_kind) = kind.strip_suffix("List")
         && v.get("items").is_some()
     {

@@ -52,6 +52,8 @@ pub(crate) struct WatchRequest {
     timeout: Option<Duration>,
     /// Protobuf frames instead of JSON lines.
     protobuf: bool,
+    /// Objects as `PartialObjectMetadata` (`as=PartialObjectMetadata` asked).
+    metadata: bool,
 }
 
 impl WatchRequest {
@@ -115,14 +117,22 @@ impl WatchRequest {
             send_initial,
             timeout,
             protobuf: false,
+            metadata: false,
         })
     }
 
     /// The watch in protobuf frames (`application/vnd.kubernetes.protobuf;stream=watch`)
-    /// when `asked` and its kind has a protobuf form.
+    /// when `asked` and its objects have a protobuf form (its kind's, or metadata only).
     pub(crate) fn protobuf(mut self, asked: bool) -> Self {
-        self.protobuf =
-            asked && kubekit_protobuf::json_codec(&self.api_version, &self.info.kind).is_some();
+        self.protobuf = asked
+            && (self.metadata
+                || kubekit_protobuf::json_codec(&self.api_version, &self.info.kind).is_some());
+        self
+    }
+
+    /// The watch's objects as `PartialObjectMetadata` when `asked`.
+    pub(crate) fn metadata(mut self, asked: bool) -> Self {
+        self.metadata = asked;
         self
     }
 
@@ -151,6 +161,23 @@ impl WatchRequest {
         obj: &Value,
         encode: impl FnOnce(&JsonCodec, &Value) -> Result<Vec<u8>, kubekit_protobuf::Error>,
     ) -> Bytes {
+        if self.metadata {
+            let partial = crate::server::metadata_of(&self.info, obj);
+            if !self.protobuf {
+                return json_line(kind, &partial);
+            }
+            let meta = &partial["metadata"];
+            return match kubekit_protobuf::metadata_only(
+                "meta.k8s.io/v1",
+                "PartialObjectMetadata",
+                meta,
+            ) {
+                Ok(bytes) => frame(kind, &bytes),
+                Err(e) => {
+                    self.error_line(&ApiError::internal(format!("encoding a watch event: {e}")))
+                }
+            };
+        }
         if !self.protobuf {
             return json_line(kind, obj);
         }

@@ -4530,3 +4530,64 @@ async fn validating_admission_policies_deny_and_warn_alike() {
     })
     .await;
 }
+
+/// What a protobuf answer holds: its envelope's kind, and for a list its items' count and
+/// whether each names `names` in order.
+fn protobuf_metadata_answer(res: &kubekit::rest::Response, names: &[&str]) -> Value {
+    if !res.is_protobuf() {
+        return json!({"protobuf": false});
+    }
+    let unknown = kubekit_protobuf::Unknown::read(res.body()).expect("an envelope");
+    let items = match unknown.kind.strip_suffix("List") {
+        Some(_) => kubekit_protobuf::list_parts(unknown.raw).expect("a list").1,
+        None => vec![unknown.raw],
+    };
+    let named: Vec<bool> = items
+        .iter()
+        .zip(names)
+        .map(|(raw, name)| raw.windows(name.len()).any(|w| w == name.as_bytes()))
+        .collect();
+    json!({"apiVersion": unknown.api_version, "kind": unknown.kind, "items": items.len(), "named": named})
+}
+
+#[tokio::test]
+async fn metadata_only_answers_come_as_partial_object_metadata_alike() {
+    differential("metadata-only", async |t: &Target, r: &mut Record| {
+        const JSON_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        const JSON_ONE: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+        const PROTOBUF_LIST: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        const PROTOBUF_ONE: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+        let cms = t.on("configmaps");
+        cms.create(cm("m1", json!({"a": "b"}))).await.expect("m1");
+        cms.create(cm("m2", json!({"a": "b"}))).await.expect("m2");
+        ensure_widgets(t).await;
+        let widgets = t.on("widgets");
+        widgets.create(widget("mw", json!({"a": "b"}))).await.expect("a widget");
+        let decode = |res: kubekit::rest::Result<kubekit::rest::Response>| res.and_then(|r| r.decode::<Value>());
+        let list = |res: &Res<'_>, accept: &'static str| res.req(t.rest.get()).param("labelSelector", "a=b").accept(accept);
+        r.answer("a JSON list", decode(list(&cms, JSON_LIST).send().await));
+        r.answer("a JSON object", decode(cms.req(t.rest.get()).name("m1").accept(JSON_ONE).send().await));
+        r.answer("a custom resource's JSON list", decode(list(&widgets, JSON_LIST).send().await));
+        r.answer("a missing object", decode(cms.req(t.rest.get()).name("missing").accept(JSON_ONE).send().await));
+        let proto = |res: kubekit::rest::Result<kubekit::rest::Response>, names: &[&str]| match res {
+            Ok(res) => protobuf_metadata_answer(&res, names),
+            Err(e) => json!({"error": e.to_string()}),
+        };
+        r.push("a protobuf list", proto(list(&cms, PROTOBUF_LIST).send().await, &["m1", "m2"]));
+        r.push("a protobuf object", proto(cms.req(t.rest.get()).name("m2").accept(PROTOBUF_ONE).send().await, &["m2"]));
+        r.push("a custom resource's protobuf list", proto(list(&widgets, PROTOBUF_LIST).send().await, &["mw"]));
+        let watch = cms.req(t.rest.get()).param("watch", "true").param("labelSelector", "a=b")
+            .accept(JSON_ONE);
+        let stream = watch.watch::<Value>().await.expect("a watch");
+        let events: Vec<Value> = stream
+            .take(2)
+            .map(|e| match e {
+                Ok(WatchEvent::Added(o)) => json!({"type": "ADDED", "kind": o["kind"], "apiVersion": o["apiVersion"], "name": o["metadata"]["name"], "data": o["data"]}),
+                other => json!({"other": format!("{other:?}")}),
+            })
+            .collect()
+            .await;
+        r.push("a watch", json!(events));
+    })
+    .await;
+}

@@ -126,6 +126,32 @@ pub fn metadata_only(api_version: &str, kind: &str, metadata: &Value) -> Result<
     }))
 }
 
+/// A list of objects with nothing but `metadata` (`{"metadata": <ListMeta>, "items":
+/// [{"metadata": ...}, ...]}`) encoded as `kind` of `api_version` in an envelope: a
+/// `meta.k8s.io/v1` `PartialObjectMetadataList`, as kube-apiserver answers a list asked
+/// for `as=PartialObjectMetadataList`.
+pub fn metadata_only_list(api_version: &str, kind: &str, list: &Value) -> Result<Vec<u8>, Error> {
+    let metadata: ListMeta = serde_json::from_value(list["metadata"].clone())
+        .map_err(|e| Error::new(format!("a list's metadata: {e}")))?;
+    let mut items = Vec::new();
+    for item in list["items"].as_array().into_iter().flatten() {
+        let meta: ObjectMeta = serde_json::from_value(item["metadata"].clone())
+            .map_err(|e| Error::new(format!("an object's metadata: {e}")))?;
+        let mut e = Encoder::default();
+        e.key(1, WireType::Len);
+        e.nested(|e| meta.encode_fields(e));
+        items.push(e.into_bytes());
+    }
+    Ok(envelope(api_version, kind, |e| {
+        e.key(1, WireType::Len);
+        e.nested(|e| metadata.encode_fields(e));
+        for item in &items {
+            e.key(2, WireType::Len);
+            e.bytes(item);
+        }
+    }))
+}
+
 /// The JSON codecs, by kind, then by `apiVersion`.
 #[derive(Default)]
 struct JsonCodecs(HashMap<&'static str, HashMap<&'static str, JsonCodec>>);
@@ -258,5 +284,30 @@ mod tests {
         let read = crate::object_meta(unknown.raw).unwrap();
         assert_eq!(read.resource_version.as_deref(), Some("7"));
         assert!(metadata_only("v1", "Event", &json!("x")).is_err());
+    }
+
+    #[test]
+    fn a_metadata_only_list_holds_each_item_s_metadata() {
+        let list = json!({"metadata": {"resourceVersion": "7"},
+            "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b", "labels": {"x": "y"}}}]});
+        let bytes =
+            metadata_only_list("meta.k8s.io/v1", "PartialObjectMetadataList", &list).unwrap();
+        let unknown = crate::envelope::Unknown::read(&bytes).unwrap();
+        let names = (unknown.api_version.as_str(), unknown.kind.as_str());
+        assert_eq!(names, ("meta.k8s.io/v1", "PartialObjectMetadataList"));
+        // Field 1, the ListMeta (resourceVersion, field 2: "7"); then two items (field 2),
+        // each an ObjectMeta (field 1) with its name (field 1).
+        let raw = unknown.raw;
+        assert_eq!(&raw[..5], [0x0a, 0x03, 0x12, 0x01, b'7']);
+        assert_eq!(&raw[5..11], [0x12, 0x05, 0x0a, 0x03, 0x0a, 0x01]);
+        assert_eq!(raw[11], b'a');
+        assert!(
+            metadata_only_list(
+                "meta.k8s.io/v1",
+                "PartialObjectMetadataList",
+                &json!({"items": [{"metadata": 1}]})
+            )
+            .is_err()
+        );
     }
 }

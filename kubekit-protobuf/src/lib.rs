@@ -51,7 +51,7 @@ pub use envelope::{
     decode_message_with, encode, encode_as, encode_raw, split_frame,
 };
 #[cfg(feature = "json")]
-pub use json::{JsonCodec, json_codec, metadata_only};
+pub use json::{JsonCodec, json_codec, metadata_only, metadata_only_list};
 pub use registry::{
     Codec, ListParts, ResourceMessage, ResourceVisitor, codec, for_each_resource, list_parts,
     object_meta, object_meta_with, split_list, without_managed_fields,
