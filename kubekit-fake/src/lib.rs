@@ -283,6 +283,14 @@ impl FakeApiServer {
         for ns in INITIAL_NAMESPACES {
             seed(&mut store, &namespaces, json!({"metadata": {"name": ns}}))?;
         }
+        // What kube-apiserver writes when it starts, and kube-controller-manager reads.
+        let configmaps = lookup(&store, "", "configmaps")?;
+        let since = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+        let tracking = json!({"metadata": {"name": "kube-apiserver-legacy-service-account-token-tracking"},
+            "data": {"since": since}});
+        store
+            .create(&configmaps, "kube-system", tracking, None)
+            .map_err(|e| std::io::Error::other(e.message))?;
         if rbac {
             let (roles, bindings) = rbac::bootstrap();
             let group = "rbac.authorization.k8s.io";

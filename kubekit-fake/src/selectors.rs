@@ -6,6 +6,8 @@
 //! label is converted as the real server converts it for the resource: `metadata.name` and
 //! `metadata.namespace` everywhere they apply, and the fields the real server selects on for
 //! Pods (`spec.nodeName`, `status.phase`, ...), core and `events.k8s.io` Events, Namespaces,
+//! Nodes (`spec.unschedulable`), CertificateSigningRequests and ClusterTrustBundles
+//! (`spec.signerName`),
 //! Secrets and Services, with its error messages for the others. A field the object lacks
 //! selects as `""`, as there.
 
@@ -125,6 +127,16 @@ fn selectable(info: &ResourceInfo, label: &str) -> Result<Source, String> {
             "spec.type" => Some(Text("/spec/type")),
             _ => name.or(namespace),
         },
+        ("", "Node") => match label {
+            "spec.unschedulable" => Some(Flag("/spec/unschedulable")),
+            _ => name,
+        },
+        ("certificates.k8s.io", "CertificateSigningRequest" | "ClusterTrustBundle") => {
+            match label {
+                "spec.signerName" => Some(Text("/spec/signerName")),
+                _ => name,
+            }
+        }
         // apimachinery's DefaultMetaV1FieldSelectorConversion.
         _ => {
             return name.or(namespace).ok_or_else(|| {

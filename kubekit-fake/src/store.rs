@@ -141,7 +141,8 @@ pub(crate) fn path_segment(name: &str) -> Vec<String> {
 
 /// The name rules of `info`'s objects, as the real server's: a Namespace's and a
 /// Service's name is a DNS-1123 label (1.37 accepts `1svc`), a CRD's `<plural>.<group>`,
-/// RBAC's roles' and bindings' one path segment, every other name a DNS-1123 subdomain;
+/// RBAC's roles' and bindings' and ClusterTrustBundles' one path segment, every other name a
+/// DNS-1123 subdomain;
 /// a `generateName` is checked as a prefix (a trailing `-` allowed), and the name
 /// generated from it as a name.
 fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
@@ -149,6 +150,8 @@ fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
     let rule: fn(&str) -> Vec<String> = match (info.group.as_str(), info.kind.as_str()) {
         ("", "Namespace" | "Service") => dns1123_label,
         ("rbac.authorization.k8s.io", _) => path_segment,
+        // `<signer name, '/' as ':'>:<suffix>`, one path segment.
+        ("certificates.k8s.io", "ClusterTrustBundle") => path_segment,
         _ => dns1123_subdomain,
     };
     let invalid = |field: &'static str, value: &str, errs: Vec<String>| {
