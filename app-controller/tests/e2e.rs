@@ -536,16 +536,7 @@ async fn with_webhooks_on_an_invalid_app_is_denied_by_kubectl_and_the_seed_apps_
         ],
         Stdio::null(),
     );
-    eventually(60, "the controller to be ready", || async {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let mut stream = tokio::net::TcpStream::connect(&health).await.ok()?;
-        let request = "GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.ok()?;
-        response.starts_with("HTTP/1.1 200").then_some(())
-    })
-    .await;
+    common::wait_ready(&health).await;
 
     let invalid = format!(
         "apiVersion: appcontroller.k8s.io/v1\nkind: App\nmetadata: {{name: bad, namespace: {ns}}}\n\

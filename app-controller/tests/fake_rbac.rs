@@ -8,21 +8,11 @@
 #[allow(dead_code)]
 mod common;
 
-use std::path::PathBuf;
-
-use kubekit_fake::FakeApiServer;
 use testenv::eventually;
 
-use common::{Controller, apply, artifact, kubectl, try_apply};
+use common::{Controller, Server, apply, artifact, kubectl, try_apply};
 
 const USER: &str = "app-controller-fake-rbac";
-
-/// One server under test: its admin's kubeconfig, the user's, and the test namespace.
-struct Server {
-    admin: PathBuf,
-    user: PathBuf,
-    ns: String,
-}
 
 /// rbac.yaml's ClusterRole without `create` of Services, as ClusterRole `name`.
 fn role_without_service_create(name: &str) -> String {
@@ -113,20 +103,7 @@ async fn refused_then_allowed(s: &Server) -> String {
 // kubectl blocks its thread: the fake serves it from another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rule_cut_from_rbac_yaml_is_refused_alike_on_the_fake_and_the_real_server() {
-    let cp = testenv::control_plane();
-    let real = Server {
-        admin: cp.kubeconfig_path().to_path_buf(),
-        user: cp.user_kubeconfig(USER, &[]),
-        ns: format!("fake-rbac-{}", fastrand::u32(..)),
-    };
-    let fake_server = FakeApiServer::with_rbac().await.expect("the fake starts");
-    let fake = Server {
-        admin: fake_server.kubeconfig_path().to_path_buf(),
-        user: fake_server
-            .user_kubeconfig(USER, &[])
-            .expect("a kubeconfig"),
-        ns: format!("fake-rbac-{}", fastrand::u32(..)),
-    };
+    let (real, fake, fake_server) = common::real_and_fake(USER, "fake-rbac").await;
     let on_real = refused_then_allowed(&real).await;
     let on_fake = refused_then_allowed(&fake).await;
     println!("refused on both: {on_real}");

@@ -9,22 +9,13 @@
 #[allow(dead_code)]
 mod common;
 
-use std::path::PathBuf;
 use std::process::Stdio;
 
-use kubekit_fake::FakeApiServer;
 use testenv::eventually;
 
-use common::{Controller, apply, artifact, kubectl, try_apply};
+use common::{Controller, Server, apply, artifact, kubectl, try_apply};
 
 const USER: &str = "app-controller-fake-webhooks";
-
-/// One server under test: its admin's kubeconfig, the user's, and the test namespace.
-struct Server {
-    admin: PathBuf,
-    user: PathBuf,
-    ns: String,
-}
 
 /// What a server did: kubectl's refusal of the invalid App (the namespace written
 /// `<ns>`), and the image of the valid App's Deployment.
@@ -65,16 +56,7 @@ async fn denied_and_defaulted(s: &Server) -> Seen {
         "127.0.0.1:0",
     ];
     let mut controller = Controller::start_with(&s.user, &s.ns, &flags, Stdio::null());
-    eventually(60, "the controller to be ready", || async {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let mut stream = tokio::net::TcpStream::connect(&health).await.ok()?;
-        let request = "GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.ok()?;
-        response.starts_with("HTTP/1.1 200").then_some(())
-    })
-    .await;
+    common::wait_ready(&health).await;
 
     let invalid = format!(
         "apiVersion: appcontroller.k8s.io/v1\nkind: App\nmetadata: {{name: bad, namespace: {}}}\n\
@@ -120,20 +102,7 @@ async fn denied_and_defaulted(s: &Server) -> Seen {
 // kubectl blocks its thread: the fake serves it from another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_app_webhooks_deny_and_default_alike_on_the_fake_and_the_real_server() {
-    let cp = testenv::control_plane();
-    let real = Server {
-        admin: cp.kubeconfig_path().to_path_buf(),
-        user: cp.user_kubeconfig(USER, &[]),
-        ns: format!("fake-webhooks-{}", fastrand::u32(..)),
-    };
-    let fake_server = FakeApiServer::with_rbac().await.expect("the fake starts");
-    let fake = Server {
-        admin: fake_server.kubeconfig_path().to_path_buf(),
-        user: fake_server
-            .user_kubeconfig(USER, &[])
-            .expect("a kubeconfig"),
-        ns: format!("fake-webhooks-{}", fastrand::u32(..)),
-    };
+    let (real, fake, fake_server) = common::real_and_fake(USER, "fake-webhooks").await;
     let on_real = denied_and_defaulted(&real).await;
     let on_fake = denied_and_defaulted(&fake).await;
     println!("on both: {on_real:?}");

@@ -27,8 +27,10 @@
 //! - **Mutating**: called one after another; a `JSONPatch` answer is applied to the object
 //!   the next webhook sees. A webhook with `reinvocationPolicy: IfNeeded` is called once
 //!   more, after the others, when a later webhook changed the object.
-//! - **Validating**: called at once, in parallel; the first refusal in their order is the
-//!   answer.
+//! - **Validating**: after the ValidatingAdmissionPolicies (see `policies`), called at
+//!   once, in parallel; a refusal that needs no call (a failed `matchConditions`, a dry
+//!   run) comes first, as the real server's first answer would, else the first refusal
+//!   in their order is the answer.
 //! - **Answers**: a refusal is the webhook's `Status` with `admission webhook "<name>"
 //!   denied the request: <message>` (code 400 unless the webhook set one of 400 or more);
 //!   a call that fails (refused connection, TLS, timeout, an answer that is not an
@@ -43,9 +45,9 @@
 //!   (`403`, `expression '<e>' resulted in error: ...`) under `failurePolicy: Fail` and
 //!   the webhook skipped under `Ignore`. They are compiled when the configuration is
 //!   written.
-//! - **Not done**: the `authorizer` variable of `matchConditions`; the checks of the configurations' rules, selectors and services (their other fields
-//!   are checked: see [`check_configuration`]); the admission
-//!   policies (`ValidatingAdmissionPolicy`, `MutatingAdmissionPolicy`).
+//! - **Not done**: the `authorizer` variable of `matchConditions`; the checks of the
+//!   configurations' rules, selectors and services (their other fields are checked: see
+//!   [`check_configuration`]); `MutatingAdmissionPolicy`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -200,7 +202,7 @@ fn matching(
 
 /// What a request is matched on: its attributes, its namespace's labels, its objects.
 pub(crate) struct Scope<'a> {
-    pub(crate) attrs: &'a Attributes,
+    attrs: &'a Attributes,
     namespace_labels: Option<BTreeMap<String, String>>,
     object: Option<&'a Value>,
     old: Option<&'a Value>,
@@ -370,9 +372,9 @@ fn service_endpoint(
 /// `ValidatingWebhookConfiguration`) that kube-apiserver's validation refuses: webhook
 /// names (a domain of three segments or more, each once), `failurePolicy`, `matchPolicy`,
 /// `sideEffects` (required, `None` or `NoneOnDryRun`), `timeoutSeconds` (1 to 30),
-/// `clientConfig` (a `url` that is `https` without query or fragment, or a `service`) and
-/// `admissionReviewVersions` (required, one of them known), in the real server's order
-/// and words. Nothing for other kinds.
+/// `clientConfig` (a `url` that is `https` without query or fragment, or a `service`),
+/// `admissionReviewVersions` (required, one of them known) and `matchConditions` (they
+/// compile), in the real server's order and words. Nothing for other kinds.
 pub(crate) fn check_configuration(info: &ResourceInfo, name: &str, obj: &Value) -> ApiResult<()> {
     if info.group != GROUP || !info.kind.ends_with("WebhookConfiguration") {
         return Ok(());

@@ -6,29 +6,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use kubekit_fake::FakeApiServer;
 use testenv::eventually;
 
-use common::kubectl_output;
-
-/// The directory of the pinned control-plane binaries (scripts/build-control-plane.sh
-/// prints it last).
-fn bin_dir() -> PathBuf {
-    let out = Command::new("bash")
-        .arg(testenv::repo_root().join("scripts/build-control-plane.sh"))
-        .output()
-        .expect("run build-control-plane.sh");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(stdout.lines().last().unwrap_or_default())
-}
+use common::{bin_dir, kubectl_output};
 
 /// kube-controller-manager, killed when dropped.
 struct ControllerManager(Child);

@@ -73,6 +73,53 @@ pub fn kubectl(kubeconfig: &Path) -> std::process::Command {
     command
 }
 
+/// One server of a test run on both the real control plane and kubekit-fake: its
+/// admin's kubeconfig, a user's, and the test's namespace.
+pub struct Server {
+    pub admin: std::path::PathBuf,
+    pub user: std::path::PathBuf,
+    pub ns: String,
+}
+
+/// The real control plane and a kubekit-fake with RBAC (returned to be kept running), each
+/// with user `user`'s kubeconfig and a namespace `<prefix>-<random>` to make.
+pub async fn real_and_fake(
+    user: &str,
+    prefix: &str,
+) -> (Server, Server, kubekit_fake::FakeApiServer) {
+    let cp = testenv::control_plane();
+    let real = Server {
+        admin: cp.kubeconfig_path().to_path_buf(),
+        user: cp.user_kubeconfig(user, &[]),
+        ns: format!("{prefix}-{}", fastrand::u32(..)),
+    };
+    let fake_server = kubekit_fake::FakeApiServer::with_rbac()
+        .await
+        .expect("the fake starts");
+    let fake = Server {
+        admin: fake_server.kubeconfig_path().to_path_buf(),
+        user: fake_server
+            .user_kubeconfig(user, &[])
+            .expect("a kubeconfig"),
+        ns: format!("{prefix}-{}", fastrand::u32(..)),
+    };
+    (real, fake, fake_server)
+}
+
+/// Waits until the controller's `/readyz` at `health` (`host:port`) answers 200.
+pub async fn wait_ready(health: &str) {
+    testenv::eventually(60, "the controller to be ready", || async {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut stream = tokio::net::TcpStream::connect(health).await.ok()?;
+        let request = "GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.ok()?;
+        response.starts_with("HTTP/1.1 200").then_some(())
+    })
+    .await;
+}
+
 /// The text of `app-controller/artifacts/<path>`.
 pub fn artifact(path: &str) -> String {
     std::fs::read_to_string(format!("{}/artifacts/{path}", env!("CARGO_MANIFEST_DIR")))
