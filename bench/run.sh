@@ -56,7 +56,7 @@ benchmarks:
               options: --objects N (default 10000), --fixture PATH
   fake        time to start kubekit-fake and run the App controller's e2e scenario against it,
               next to the same scenario on the real local control plane (started by testenv,
-              once; the Go build is cached)
+              once; the Go build is cached), then each verb's request latency on both
               options: --runs N (default 3; medians)
   shards      per-replica sync time, CPU, RSS and the API server's bytes sent and CPU, for
               1, 2 and 4 replicas of a Pod informer sharded by uid over N Pods, replicas

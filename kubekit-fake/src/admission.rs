@@ -648,12 +648,7 @@ pub(crate) fn configured(store: &Store) -> bool {
         "validatingadmissionpolicybindings",
     ]
     .into_iter()
-    .filter_map(|plural| store.lookup(GROUP, "v1", plural))
-    .any(|info| {
-        store
-            .snapshot(&info, None, None)
-            .is_ok_and(|(_, objects)| !objects.is_empty())
-    })
+    .any(|plural| store.holds_any(GROUP, plural))
 }
 
 /// The review to send `hook` (its uid and body), or `None` when its `matchConditions`

@@ -355,6 +355,14 @@ impl Store {
         self.tables.get(&events::storage(info))
     }
 
+    /// Whether any object of `plural` in `group` is stored (without a lookup of its
+    /// resource: asked at every write).
+    pub(crate) fn holds_any(&self, group: &str, plural: &str) -> bool {
+        self.tables
+            .iter()
+            .any(|((g, p), table)| g == group && p == plural && !table.objects.is_empty())
+    }
+
     /// The object `name` in `ns` (`""` for cluster-scoped).
     pub fn get(&self, info: &ResourceInfo, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
         self.table_ref(info)

@@ -1,6 +1,7 @@
 //! `fake`: the time to start kubekit-fake and run the App controller's end-to-end scenario
 //! against it, next to the same scenario on the real local control plane (etcd,
-//! kube-apiserver, kube-controller-manager started by `testenv`).
+//! kube-apiserver, kube-controller-manager started by `testenv`), then each verb's
+//! request latency on both ([`latencies`]).
 //!
 //! The scenario is one function, [`scenario`], run against both servers through a
 //! `Clientset` built from a `rest::RestConfig`; only how the server is started differs.
@@ -10,14 +11,15 @@ use std::time::{Duration, Instant};
 use app_controller::App;
 use app_controller::controller::add_to;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::core::CustomResourceExt;
 use kubekit::clientset::{
     Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchBody, PatchOptions,
+    ResourceClient,
 };
 use kubekit::manager::Manager;
-use kubekit::rest::RestConfig;
+use kubekit::rest::{RestClient, RestConfig};
 use kubekit_fake::FakeApiServer;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -255,6 +257,89 @@ struct Figures {
     start: Vec<Duration>,
     /// Each run's phases.
     runs: Vec<Phases>,
+    /// Each verb's request latencies over every run.
+    latencies: Latencies,
+}
+
+/// The requests timed one at a time in [`latencies`], in order.
+const VERBS: [&str; 5] = ["create", "get", "patch (merge)", "list (of all)", "delete"];
+
+/// How many requests of each verb [`latencies`] times.
+const REQUESTS: usize = 100;
+
+/// Each verb's latencies ([`VERBS`]), in order.
+type Latencies = [Vec<Duration>; VERBS.len()];
+
+/// Times [`REQUESTS`] of each of [`VERBS`] on ConfigMaps of namespace `ns` (created here,
+/// untimed, and deleted after), one request at a time through one typed client, as a
+/// controller's test sends them: creates of `lat-<i>`, gets and merge patches of each,
+/// lists of the namespace's ConfigMaps (all of them, about [`REQUESTS`]), then deletes.
+async fn latencies(config: &RestConfig, ns: &str) -> Result<Latencies, String> {
+    let rest = RestClient::new(config).map_err(|e| e.to_string())?;
+    let namespaces = ResourceClient::<Namespace>::cluster(rest.clone());
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": ns}})).map_err(|e| e.to_string())?;
+    namespaces
+        .create(&namespace, &CreateOptions::default())
+        .await
+        .map_err(|e| format!("namespace {ns}: {e}"))?;
+    let cms = ResourceClient::<ConfigMap>::namespaced(rest, ns);
+    let mut out: Latencies = Default::default();
+    let name = |i: usize| format!("lat-{i}");
+    let fail = |verb: &'static str| move |e: kubekit::rest::Error| format!("{verb}: {e}");
+    for i in 0..REQUESTS {
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name(i)},
+            "data": {"k": "v"}}))
+        .map_err(|e| e.to_string())?;
+        let t = Instant::now();
+        cms.create(&cm, &CreateOptions::default())
+            .await
+            .map_err(fail("create"))?;
+        out[0].push(t.elapsed());
+    }
+    for i in 0..REQUESTS {
+        let t = Instant::now();
+        cms.get(&name(i), &GetOptions::default())
+            .await
+            .map_err(fail("get"))?;
+        out[1].push(t.elapsed());
+    }
+    for i in 0..REQUESTS {
+        let patch = PatchBody::Merge(json!({"data": {"k": i.to_string()}}));
+        let t = Instant::now();
+        cms.patch(&name(i), &patch, &PatchOptions::default())
+            .await
+            .map_err(fail("patch"))?;
+        out[2].push(t.elapsed());
+    }
+    for _ in 0..REQUESTS {
+        let t = Instant::now();
+        cms.list(&ListOptions::default())
+            .await
+            .map_err(fail("list"))?;
+        out[3].push(t.elapsed());
+    }
+    for i in 0..REQUESTS {
+        let t = Instant::now();
+        cms.delete(&name(i), &DeleteOptions::default())
+            .await
+            .map_err(fail("delete"))?;
+        out[4].push(t.elapsed());
+    }
+    namespaces
+        .delete(ns, &DeleteOptions::default())
+        .await
+        .map_err(|e| format!("namespace {ns}: {e}"))?;
+    Ok(out)
+}
+
+/// The `q` quantile (0 to 1) of `values`, nearest rank.
+fn quantile(mut values: Vec<f64>, q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n => values[((q * n as f64).ceil() as usize).clamp(1, n) - 1],
+    }
 }
 
 /// Seconds, as a float.
@@ -291,16 +376,27 @@ pub fn run(opts: Options) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let mut fake = Figures::default();
     for run in 1..=opts.runs {
-        let (start, phases) = rt.block_on(async {
+        let (start, phases, timed) = rt.block_on(async {
             let started = Instant::now();
             let server = FakeApiServer::start()
                 .await
                 .map_err(|e| format!("fake: {e}"))?;
             let start = started.elapsed();
-            let phases = scenario(server.config(), &format!("bench-fake-{run}")).await;
+            let ns = format!("bench-fake-{run}");
+            let phases = scenario(server.config(), &ns).await;
+            let timed = match phases {
+                Ok(_) => latencies(&server.config(), &format!("{ns}-latency"))
+                    .await
+                    .map(Some),
+                Err(_) => Ok(None),
+            };
             server.shutdown().await;
-            phases.map(|p| (start, p))
+            let (phases, timed) = (phases?, timed?.unwrap_or_default());
+            Ok::<_, String>((start, phases, timed))
         })?;
+        for (all, one) in fake.latencies.iter_mut().zip(timed) {
+            all.extend(one);
+        }
         eprintln!(
             "fake run {run}: start {:.2} ms, {}",
             secs(start) * 1e3,
@@ -320,7 +416,7 @@ pub fn run(opts: Options) -> Result<(), String> {
     eprintln!("local control plane up in {:.1} s", secs(real_start));
     let mut real = Figures {
         start: vec![real_start],
-        runs: Vec::new(),
+        ..Figures::default()
     };
     let config = rt
         .block_on(RestConfig::from_kubeconfig(cp.kubeconfig_path()))
@@ -331,6 +427,10 @@ pub fn run(opts: Options) -> Result<(), String> {
         let phases = rt.block_on(scenario(config.clone(), &ns))?;
         eprintln!("real run {run}: {}", line(&phases));
         real.runs.push(phases);
+        let timed = rt.block_on(latencies(&config, &format!("{ns}-latency")))?;
+        for (all, one) in real.latencies.iter_mut().zip(timed) {
+            all.extend(one);
+        }
     }
 
     print_table(&opts, &fake, &real);
@@ -379,4 +479,27 @@ fn print_table(opts: &Options, fake: &Figures, real: &Figures) {
         start(fake) + scenario_total(fake),
         start(real) + scenario_total(real),
     );
+    println!();
+    println!(
+        "request latency: {REQUESTS} ConfigMap requests of each verb per run, one at a time, \
+         over all {runs} runs; milliseconds"
+    );
+    println!(
+        "{:<16}{:>11}{:>11}{:>11}{:>11}{:>15}",
+        "verb", "fake p50", "fake p99", "real p50", "real p99", "real/fake p50"
+    );
+    for (i, verb) in VERBS.iter().enumerate() {
+        let ms = |figures: &Figures| -> Vec<f64> {
+            figures.latencies[i]
+                .iter()
+                .map(|d| secs(*d) * 1e3)
+                .collect()
+        };
+        let (f50, f99) = (quantile(ms(fake), 0.5), quantile(ms(fake), 0.99));
+        let (r50, r99) = (quantile(ms(real), 0.5), quantile(ms(real), 0.99));
+        println!(
+            "{verb:<16}{f50:>11.3}{f99:>11.3}{r50:>11.3}{r99:>11.3}{:>15.1}",
+            r50 / f50
+        );
+    }
 }
