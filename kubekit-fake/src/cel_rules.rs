@@ -167,6 +167,31 @@ pub(crate) fn compile(source: &str) -> Result<Program, String> {
     Ok(program)
 }
 
+/// [`compile`]d programs by their source, per thread: rules are evaluated at every write
+/// of their objects, and parsing is most of a simple rule's cost. Cleared when it holds
+/// [`CACHED_PROGRAMS`].
+fn compiled(source: &str) -> Result<std::rc::Rc<Program>, String> {
+    thread_local! {
+        static PROGRAMS: std::cell::RefCell<HashMap<String, std::rc::Rc<Program>>> =
+            std::cell::RefCell::new(HashMap::new());
+    }
+    if let Some(program) = PROGRAMS.with(|p| p.borrow().get(source).cloned()) {
+        return Ok(program);
+    }
+    let program = std::rc::Rc::new(compile(source)?);
+    PROGRAMS.with(|p| {
+        let mut programs = p.borrow_mut();
+        if programs.len() >= CACHED_PROGRAMS {
+            programs.clear();
+        }
+        programs.insert(source.to_string(), program.clone());
+    });
+    Ok(program)
+}
+
+/// How many programs [`compiled`] keeps per thread.
+const CACHED_PROGRAMS: usize = 1024;
+
 /// A context with Kubernetes' functions the extensions lack.
 fn context() -> Context<'static, 'static> {
     let mut context = Context::with_env(env());
@@ -253,7 +278,7 @@ pub(crate) fn evaluate(source: &str, variables: &[(&str, &Value)]) -> Result<boo
 
 /// Evaluates `source` with `variables` (see [`evaluate`]) to a JSON value.
 pub(crate) fn evaluate_value(source: &str, variables: &[(&str, &Value)]) -> Result<Value, String> {
-    let program = compile(source)?;
+    let program = compiled(source)?;
     let mut context = context();
     for (name, value) in variables {
         context.add_variable_from_value(*name, to_cel(&Value::Null, value));
@@ -445,7 +470,7 @@ fn check_rule(
     path: &str,
 ) -> Option<Fault> {
     let source = rule["rule"].as_str().unwrap_or_default();
-    let program = match compile(source) {
+    let program = match compiled(source) {
         Ok(p) => p,
         Err(why) => return Some((path.to_string(), "FieldValueInvalid", why)),
     };
@@ -516,7 +541,7 @@ fn optional(s: &Value, old: Option<&Value>) -> Result<Cel, String> {
         }
         None => "optional.none()",
     };
-    compile(source)?
+    compiled(source)?
         .execute(&context)
         .map_err(|e| e.to_string())
 }
@@ -524,7 +549,7 @@ fn optional(s: &Value, old: Option<&Value>) -> Result<Cel, String> {
 /// A rule's `messageExpression`, when it evaluates to a string that is not empty.
 fn message(rule: &Value, context: &Context) -> Option<String> {
     let source = rule["messageExpression"].as_str()?;
-    match compile(source).ok()?.execute(context).ok()? {
+    match compiled(source).ok()?.execute(context).ok()? {
         Cel::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
         _ => None,
     }
