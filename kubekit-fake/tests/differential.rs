@@ -4520,7 +4520,14 @@ async fn validating_admission_policies_deny_and_warn_alike() {
         r.answer("a ConfigMap past its params", cms.create(json!({"metadata": {"name": "big", "labels": team}, "data": {"a": "1", "b": "2", "c": "3"}})).await);
         r.answer("a ConfigMap warned of", with_warnings(cms.req(t.rest.post()).body(&cm("unlabelled", json!({})))).await.map(|v| v["warnings"].clone()));
         cms.delete("limits", json!({})).await.expect("the params deleted");
-        r.answer("a ConfigMap without its params", cms.create(json!({"metadata": {"name": "orphan", "labels": team}, "data": {"a": "1"}})).await);
+        // The real server's policy plugin sees the params gone a moment later.
+        let orphan = json!({"metadata": {"name": "orphan", "labels": team}, "data": {"a": "1"}});
+        testenv::eventually(30, "the params gone for admission", || async {
+            let dry = cms.req(t.rest.post()).param("dryRun", "All").body(&orphan);
+            Res::send(dry).await.is_err().then_some(())
+        })
+        .await;
+        r.answer("a ConfigMap without its params", cms.create(orphan).await);
         for (plural, items) in [("validatingadmissionpolicybindings", &bindings), ("validatingadmissionpolicies", &policies)] {
             for item in items.iter() {
                 let name = item["metadata"]["name"].as_str().unwrap_or_default();
