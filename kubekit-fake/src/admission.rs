@@ -192,7 +192,7 @@ fn matching(
     let mut hooks = Vec::new();
     for config in &configs {
         for webhook in config["webhooks"].as_array().into_iter().flatten() {
-            if scope.selects(webhook, "rules") {
+            if scope.selects(webhook, Some("rules")) {
                 hooks.push(hook(store, webhook));
             }
         }
@@ -225,9 +225,10 @@ impl<'a> Scope<'a> {
 
     /// Whether `entry` (a webhook, a policy's `matchConstraints`, a binding's
     /// `matchResources`) selects the request: one of its rules under `rules` matches
-    /// (none under `excludeResourceRules` does), its `namespaceSelector` matches the
-    /// namespace's labels and its `objectSelector` the object's or the old object's.
-    pub(crate) fn selects(&self, entry: &Value, rules: &str) -> bool {
+    /// (any request when `rules` is `None`) and none under `excludeResourceRules` does,
+    /// its `namespaceSelector` matches the namespace's labels and its `objectSelector`
+    /// the object's or the old object's.
+    pub(crate) fn selects(&self, entry: &Value, rules: Option<&str>) -> bool {
         let selected = |key: &str, labels: Option<&BTreeMap<String, String>>| {
             let selector = &entry[key];
             selector.is_null() || labels.is_none_or(|l| selector_matches(selector, l))
@@ -244,7 +245,7 @@ impl<'a> Scope<'a> {
                 .flatten()
                 .any(|r| rule_matches(r, self.attrs))
         };
-        any_of(rules)
+        rules.is_none_or(any_of)
             && !any_of("excludeResourceRules")
             && selected("namespaceSelector", self.namespace_labels.as_ref())
             && by_object
@@ -611,12 +612,23 @@ pub(crate) async fn validate(
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> ApiResult<Vec<String>> {
-    let (warnings, hooks) = {
+    // What the policies and webhooks need is read under the store's lock; CEL runs and
+    // webhooks are called without it.
+    let (bound, namespace, hooks) = {
         let store = shared.store.lock();
-        let warnings = crate::policies::validate(&store, attrs, object, old)?;
+        let bound = crate::policies::bound(&store, attrs, object, old);
+        let namespace = match bound.is_empty() {
+            true => Value::Null,
+            false => crate::policies::namespace_object(&store, attrs),
+        };
         let plural = "validatingwebhookconfigurations";
-        (warnings, matching(&store, plural, attrs, (object, old)))
+        (
+            bound,
+            namespace,
+            matching(&store, plural, attrs, (object, old)),
+        )
     };
+    let warnings = crate::policies::validate(bound, attrs, object, old, namespace)?;
     // What refuses without a call comes first, as it does on the real server, where
     // the first answer of the webhooks running at once is the one given.
     let mut reviews = Vec::new();

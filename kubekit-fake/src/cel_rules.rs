@@ -6,9 +6,8 @@
 //!
 //! - **When a CRD is written**, each rule (and `messageExpression`) is compiled: a syntax
 //!   error or a call of a function CEL and Kubernetes do not have refuses the CRD with a
-//!   `422` on the rule's field. A rule that calls a Kubernetes library the fake does not
-//!   evaluate (quantities, URLs, IPs and CIDRs, semver, sets, named formats) refuses it
-//!   too, saying so, rather than being skipped.
+//!   `422` on the rule's field. There is no type checker: a call with arguments of the
+//!   wrong types, which the real server refuses here, fails when the rule is evaluated.
 //! - **When an object is written** (once its schema checks pass), every rule is evaluated
 //!   with `self` the value at its node, from the root's properties down: the node's rules
 //!   first, then its properties (in name order; the real server visits them in Go's map
@@ -23,11 +22,15 @@
 //! - **A rule that is false** is a fault at its node's path (with its `fieldPath`
 //!   appended): its `messageExpression`'s value, else its `message`, else `failed rule:
 //!   <rule>`, as `Invalid value: "<schema type>": ...` (or `Forbidden`, `Required`,
-//!   `Duplicate` per its `reason`). A rule that fails to evaluate is a fault too.
+//!   `Duplicate` per its `reason`). A rule that fails to evaluate is a fault at its node
+//!   whatever its `fieldPath` and `reason`: `Invalid value: "<schema type>": <error>
+//!   evaluating rule: <message or rule>`, as the real server words it.
 //! - **Functions**: CEL's standard library, optional values, the strings and lists
-//!   extensions, and of Kubernetes' libraries: regex (`find`, `findAll`) and lists
-//!   (`isSorted`, `sum`). Not done: the estimated and runtime cost limits, and the
-//!   libraries named above.
+//!   extensions, and Kubernetes' libraries: regex (`find`, `findAll`) and those of
+//!   `cel_library` (quantity, IP and CIDR, URL, semver, named formats, sets, lists).
+//! - **Not done**: the estimated and runtime cost limits. Where both sides of `&&` or
+//!   `||` fail, the error reported is the right one's (the `cel` crate's evaluation),
+//!   where cel-go reports the left one's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -40,25 +43,6 @@ use crate::status::shown;
 
 /// A failed check: field, cause reason, detail.
 pub(crate) type Fault = (String, &'static str, String);
-
-/// Kubernetes' CEL functions kubekit-fake does not evaluate.
-const NOT_EVALUATED: &[&str] = &[
-    "quantity",
-    "isQuantity",
-    "url",
-    "isURL",
-    "ip",
-    "isIP",
-    "cidr",
-    "isCIDR",
-    "semver",
-    "isSemver",
-    "validate",
-];
-
-/// Kubernetes' CEL libraries kubekit-fake does not evaluate that are called through a
-/// namespace (`sets.contains(...)`, `format.named(...)`).
-const NOT_EVALUATED_NAMESPACES: &[&str] = &["sets", "format"];
 
 /// The functions a rule may call (operators and macros aside): CEL's standard ones, the
 /// extensions' and Kubernetes' that kubekit-fake evaluates.
@@ -120,8 +104,6 @@ const KNOWN: &[&str] = &[
     // Kubernetes' regex and lists.
     "find",
     "findAll",
-    "isSorted",
-    "sum",
 ];
 
 /// CEL's environment: the standard library, optional values, strings and lists.
@@ -132,6 +114,9 @@ fn env() -> Arc<Env> {
         // Both register into a fresh environment; they cannot conflict.
         let _ = env.add_extension(cel::extensions::strings);
         let _ = env.add_extension(cel::extensions::lists);
+        // Kubernetes' libraries declare their own types and names: none is the
+        // standard library's or an extension's.
+        let _ = env.add_extension(crate::cel_library::register);
         Arc::new(env)
     })
     .clone()
@@ -143,22 +128,12 @@ pub(crate) fn compile(source: &str) -> Result<Program, String> {
         .compile(source)
         .map_err(|e| format!("compilation failed: {e}"))?;
     let references = program.references();
-    if let Some(namespace) = NOT_EVALUATED_NAMESPACES
-        .iter()
-        .find(|n| references.has_variable(n))
-    {
-        return Err(format!(
-            "kubekit-fake does not evaluate the Kubernetes CEL library '{namespace}'"
-        ));
-    }
     for function in references.functions() {
-        if function.starts_with(['_', '@', '!']) || KNOWN.contains(&function) {
+        if function.starts_with(['_', '@', '!'])
+            || KNOWN.contains(&function)
+            || crate::cel_library::functions().any(|f| f == function)
+        {
             continue;
-        }
-        if NOT_EVALUATED.contains(&function) {
-            return Err(format!(
-                "kubekit-fake does not evaluate the Kubernetes CEL function '{function}'"
-            ));
         }
         return Err(format!(
             "compilation failed: ERROR: <input>: undeclared reference to '{function}' (in container '')"
@@ -198,10 +173,6 @@ fn context() -> Context<'static, 'static> {
     // None of these names is an overload of the environment's.
     let _ = context.add_function("find", find);
     let _ = context.add_function("findAll", find_all);
-    let _ = context.add_function("isSorted", |This(list): This<Arc<Vec<Cel>>>| {
-        list.windows(2).all(|w| w[0] <= w[1])
-    });
-    let _ = context.add_function("sum", sum);
     context
 }
 
@@ -242,28 +213,6 @@ fn find_all(
         .map(|m| Cel::String(Arc::new(m.as_str().to_string())))
         .collect();
     Ok(Cel::List(Arc::new(found)))
-}
-
-/// `list.sum()` of ints, uints or doubles (0 for an empty list).
-fn sum(This(list): This<Arc<Vec<Cel>>>) -> Result<Cel, ExecutionError> {
-    let mut total = match list.first() {
-        Some(Cel::UInt(_)) => Cel::UInt(0),
-        Some(Cel::Float(_)) => Cel::Float(0.0),
-        _ => Cel::Int(0),
-    };
-    for item in list.iter() {
-        total = match (&total, item) {
-            (Cel::Int(a), Cel::Int(b)) => Cel::Int(a.checked_add(*b).ok_or_else(overflow)?),
-            (Cel::UInt(a), Cel::UInt(b)) => Cel::UInt(a.checked_add(*b).ok_or_else(overflow)?),
-            (Cel::Float(a), Cel::Float(b)) => Cel::Float(a + b),
-            _ => return Err(ExecutionError::function_error("sum", "no such overload")),
-        };
-    }
-    Ok(total)
-}
-
-fn overflow() -> ExecutionError {
-    ExecutionError::function_error("sum", "integer overflow")
 }
 
 /// Evaluates `source` to a boolean with `variables`, JSON values as CEL sees them without
@@ -502,7 +451,7 @@ fn check_rule(
             }
         }),
         Ok(other) => format!("rule did not evaluate to a boolean: {other:?}"),
-        Err(e) => format!("rule evaluation error: {e}"),
+        Err(e) => return Some(evaluation_error(s, rule, &e, path)),
     };
     let field = match rule["fieldPath"]
         .as_str()
@@ -529,6 +478,32 @@ fn check_rule(
         ),
     };
     Some((field, reason, detail))
+}
+
+/// A rule that failed to evaluate, as the real server reports it: at the rule's node
+/// (whatever its `fieldPath` and `reason`), with the node's schema type as the value and
+/// the rule's message, else the rule, naming it.
+fn evaluation_error(s: &Value, rule: &Value, e: &ExecutionError, path: &str) -> Fault {
+    let named = match rule["message"].as_str().map(str::trim) {
+        Some(message) if !message.is_empty() => message,
+        _ => rule["rule"].as_str().unwrap_or_default().trim(),
+    };
+    let error = crate::cel_library::message(e);
+    let detail = if error.starts_with("no such overload") {
+        format!(
+            "'{error}': call arguments did not match a supported operator, function or macro signature for rule: {named}"
+        )
+    } else {
+        format!("{error} evaluating rule: {named}")
+    };
+    let kind = shown(&Value::String(
+        s["type"].as_str().unwrap_or_default().to_string(),
+    ));
+    (
+        path.to_string(),
+        "FieldValueInvalid",
+        format!("Invalid value: {kind}: {detail}"),
+    )
 }
 
 /// `oldSelf` under `optionalOldSelf`: `optional.of(old)`, or `optional.none()`.
@@ -677,17 +652,17 @@ mod tests {
     }
 
     #[test]
-    fn rules_calling_unknown_or_unevaluated_functions_do_not_compile() {
+    fn rules_calling_unknown_functions_do_not_compile_and_kubernetes_libraries_do() {
         assert!(compile("self.size() > 1 && self.startsWith('a')").is_ok());
         let unknown = compile("self.frobnicate()").unwrap_err();
         assert!(
             unknown.contains("undeclared reference to 'frobnicate'"),
             "{unknown}"
         );
-        let quantity = compile("quantity(self) > 1").unwrap_err();
-        assert!(quantity.contains("does not evaluate"), "{quantity}");
-        let sets = compile("sets.contains(self, ['a'])").unwrap_err();
-        assert!(sets.contains("does not evaluate"), "{sets}");
+        assert!(compile("quantity(self).isLessThan(quantity('1Gi'))").is_ok());
+        assert!(compile("sets.contains(self, ['a']) && url(self.u).getHost() != ''").is_ok());
+        let unknown = compile("self.frobnicate(quantity('1'))").unwrap_err();
+        assert!(unknown.contains("'frobnicate'"), "{unknown}");
         let syntax = compile("self.a ==").unwrap_err();
         assert!(syntax.starts_with("compilation failed"), "{syntax}");
     }

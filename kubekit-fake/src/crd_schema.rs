@@ -179,27 +179,54 @@ pub(crate) fn default_and_validate(
     let Some(schema) = &info.validation else {
         return Ok(());
     };
-    validate(info, name, schema, obj, status_only)?;
-    // Its CEL rules, once the schema's checks pass.
-    let faults = crate::cel_rules::validate(schema, obj, old, status_only);
+    let mut faults = validate(schema, obj, status_only);
+    // Its CEL rules, unless a fault of the schema's checks blocks them (the real server's
+    // `hasBlockingErr`: a type, a missing field, a value not supported, too long or too
+    // many), which a cause of its own then says.
+    if has_rules(schema) {
+        let blocking = faults.iter().any(|(_, reason, _)| {
+            matches!(
+                *reason,
+                "FieldValueNotSupported"
+                    | "FieldValueRequired"
+                    | "FieldValueTooLong"
+                    | "FieldValueTooMany"
+                    | "FieldValueTypeInvalid"
+            )
+        });
+        if blocking {
+            faults.push((
+                "<nil>".into(),
+                "FieldValueInvalid",
+                "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+            ));
+        } else {
+            faults.extend(crate::cel_rules::validate(schema, obj, old, status_only));
+        }
+    }
     if faults.is_empty() {
         return Ok(());
     }
     Err(ApiError::invalid_fields(info, name, &faults))
 }
 
+/// Whether `schema` has CEL rules anywhere.
+fn has_rules(schema: &Value) -> bool {
+    match schema {
+        Value::Object(fields) => fields
+            .iter()
+            .any(|(k, v)| k == "x-kubernetes-validations" || has_rules(v)),
+        Value::Array(items) => items.iter().any(has_rules),
+        _ => false,
+    }
+}
+
 /// A failed check: field, cause reason, detail.
 type Fault = (String, &'static str, String);
 
-/// Checks `obj` (named `name`) against `schema`; with `status_only` its status only, as
-/// the status subresource does (messages then name fields from within the status).
-fn validate(
-    info: &ResourceInfo,
-    name: &str,
-    schema: &Value,
-    obj: &Value,
-    status_only: bool,
-) -> ApiResult<()> {
+/// The faults of `obj` against `schema`; with `status_only` of its status only, as the
+/// status subresource checks it (messages then name fields from within the status).
+fn validate(schema: &Value, obj: &Value, status_only: bool) -> Vec<Fault> {
     let mut faults = Vec::new();
     let props = schema["properties"].as_object();
     for (k, s) in props.into_iter().flatten() {
@@ -211,11 +238,7 @@ fn validate(
             check(s, v, k, msg_path, &mut faults);
         }
     }
-    if faults.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::invalid_fields(info, name, &faults))
-    }
+    faults
 }
 
 /// The JSON type of `v` as the validator names it.

@@ -340,12 +340,20 @@ pub fn check_allocations(
 }
 
 /// Refuses an update of `old` to `new` that the real server refuses: the data of an
-/// immutable ConfigMap or Secret, its `immutable` flag, a Secret's type.
+/// immutable ConfigMap or Secret, its `immutable` flag, a Secret's type, and a Pod's spec
+/// beyond what `pod_update` allows.
 pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -> ApiResult<()> {
-    if !info.builtin
-        || !info.group.is_empty()
-        || !matches!(info.kind.as_str(), "ConfigMap" | "Secret")
-    {
+    if !info.builtin || !info.group.is_empty() {
+        return Ok(());
+    }
+    if info.kind == "Pod" {
+        let faults = crate::pod_update::faults(old, new);
+        return match faults.is_empty() {
+            true => Ok(()),
+            false => Err(ApiError::invalid_fields(info, name, &faults)),
+        };
+    }
+    if !matches!(info.kind.as_str(), "ConfigMap" | "Secret") {
         return Ok(());
     }
     let mut faults = Vec::new();
@@ -492,7 +500,7 @@ fn policy_rule(rule: &Value, namespaced: bool, path: &str) -> Vec<Fault> {
 }
 
 /// `value` as Go's `json.Marshal` writes a bad value in a field error (maps sorted by key).
-fn go_json(value: &Value) -> String {
+pub(crate) fn go_json(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 

@@ -182,6 +182,7 @@
 //! and namespace deletion, which happen at once.
 
 mod admission;
+mod cel_library;
 mod cel_rules;
 mod crd_schema;
 mod cron;
@@ -193,6 +194,7 @@ mod fieldset;
 mod formats;
 mod managed;
 mod openapi;
+mod pod_update;
 mod policies;
 mod rbac;
 mod resources;

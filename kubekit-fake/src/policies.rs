@@ -44,16 +44,28 @@ struct Failure {
     reason: String,
 }
 
-/// Evaluates the policies bound to the request; returns the warnings of `Warn` bindings,
-/// or the first denial of a `Deny` binding.
-pub(crate) fn validate(
+/// A binding that selects the request, with what its policy's CEL needs from the store.
+pub(crate) struct Bound {
+    /// The policy's and the binding's names.
+    names: (String, String),
+    /// The policy's spec.
+    policy: Value,
+    /// The binding's `validationActions`.
+    actions: Vec<String>,
+    /// `params`, or the denial of a binding whose params were not found under `Deny`.
+    params: Result<Value, String>,
+}
+
+/// The bindings whose policies select the request, in name order, read from `store`
+/// (under its lock; [`validate`] evaluates them without it).
+pub(crate) fn bound(
     store: &Store,
     attrs: &Attributes,
     object: Option<&Value>,
     old: Option<&Value>,
-) -> ApiResult<Vec<String>> {
+) -> Vec<Bound> {
     if attrs.info.group == GROUP {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let stored = |plural: &str| {
         store
@@ -64,19 +76,11 @@ pub(crate) fn validate(
     };
     let bindings = stored("validatingadmissionpolicybindings");
     if bindings.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let policies = stored("validatingadmissionpolicies");
     let scope = Scope::new(store, attrs, (object, old));
-    let request = attrs.review("", object, old)["request"].take();
-    let namespace_object = store
-        .lookup("", "v1", "namespaces")
-        .filter(|_| attrs.info.namespaced)
-        .and_then(|ns| store.get(&ns, "", &attrs.namespace).ok())
-        .map(|ns| (*ns).clone())
-        .unwrap_or(Value::Null);
-    let mut warnings = Vec::new();
-    let mut denials = Vec::new();
+    let mut bound = Vec::new();
     for binding in &bindings {
         let spec = &binding["spec"];
         let policy_name = spec["policyName"].as_str().unwrap_or_default();
@@ -86,32 +90,71 @@ pub(crate) fn validate(
         else {
             continue;
         };
-        let narrowed = spec.get("matchResources").filter(|m| m.is_object());
-        let binding_selects = narrowed.is_none_or(|m| {
-            let any_rules = m["resourceRules"].as_array().is_some_and(|r| !r.is_empty());
-            let rules = if any_rules { "resourceRules" } else { "" };
-            if any_rules {
-                scope.selects(m, rules)
-            } else {
-                // No rules of its own: all its policy matches, narrowed by its selectors.
-                let everything = json!({"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
-                    "operations": ["*"], "resources": ["*", "*/*"]}]});
-                let mut m = m.clone();
-                m["resourceRules"] = everything["resourceRules"].clone();
-                scope.selects(&m, "resourceRules")
-            }
-        });
-        if !scope.selects(&policy["spec"]["matchConstraints"], "resourceRules") || !binding_selects
+        // A binding's `matchResources` narrows its policy's constraints; without rules of
+        // its own, by its selectors alone.
+        let binding_selects = spec
+            .get("matchResources")
+            .filter(|m| m.is_object())
+            .is_none_or(|m| {
+                let any_rules = m["resourceRules"].as_array().is_some_and(|r| !r.is_empty());
+                scope.selects(m, any_rules.then_some("resourceRules"))
+            });
+        if !binding_selects
+            || !scope.selects(&policy["spec"]["matchConstraints"], Some("resourceRules"))
         {
             continue;
         }
-        let names = (
-            policy_name,
-            binding["metadata"]["name"].as_str().unwrap_or_default(),
-        );
         let params = match params_of(store, attrs, &policy["spec"], spec) {
-            Ok(Some(params)) => params,
+            Ok(Some(params)) => Ok(params),
             Ok(None) => continue,
+            Err(message) => Err(message),
+        };
+        bound.push(Bound {
+            names: (
+                policy_name.to_string(),
+                binding["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            policy: policy["spec"].clone(),
+            actions: spec["validationActions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            params,
+        });
+    }
+    bound
+}
+
+/// Evaluates the policies of the [`bound`] bindings; returns the warnings of `Warn`
+/// bindings, or the first denial of a `Deny` binding.
+pub(crate) fn validate(
+    bound: Vec<Bound>,
+    attrs: &Attributes,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    namespace: Value,
+) -> ApiResult<Vec<String>> {
+    if bound.is_empty() {
+        return Ok(Vec::new());
+    }
+    let request = attrs.review("", object, old)["request"].take();
+    let mut warnings = Vec::new();
+    let mut denials = Vec::new();
+    for Bound {
+        names,
+        policy,
+        actions,
+        params,
+    } in bound
+    {
+        let params = match params {
+            Ok(params) => params,
             Err(message) => {
                 let reason = "Invalid".to_string();
                 denials.push((names, Failure { message, reason }));
@@ -123,31 +166,34 @@ pub(crate) fn validate(
             old: old.cloned().unwrap_or(Value::Null),
             request: request.clone(),
             params,
-            namespace: namespace_object.clone(),
+            namespace: namespace.clone(),
         };
-        let failures = evaluate(&policy["spec"], &inputs);
-        let actions: Vec<&str> = spec["validationActions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        for failure in failures {
-            if actions.contains(&"Warn") {
+        for failure in evaluate(&policy, &inputs) {
+            if actions.iter().any(|a| a == "Warn") {
                 warnings.push(format!(
                     "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
                     names.0, names.1, failure.message
                 ));
             }
-            if actions.contains(&"Deny") {
-                denials.push((names, failure));
+            if actions.iter().any(|a| a == "Deny") {
+                denials.push((names.clone(), failure));
             }
         }
     }
     match denials.into_iter().next() {
         None => Ok(warnings),
-        Some(((policy, binding), failure)) => Err(denied(attrs, policy, binding, failure)),
+        Some(((policy, binding), failure)) => Err(denied(attrs, &policy, &binding, failure)),
     }
+}
+
+/// The request's Namespace, as `namespaceObject` (null for a cluster-scoped request).
+pub(crate) fn namespace_object(store: &Store, attrs: &Attributes) -> Value {
+    store
+        .lookup("", "v1", "namespaces")
+        .filter(|_| attrs.info.namespaced)
+        .and_then(|ns| store.get(&ns, "", &attrs.namespace).ok())
+        .map(|ns| (*ns).clone())
+        .unwrap_or(Value::Null)
 }
 
 /// The values a policy's CEL sees.

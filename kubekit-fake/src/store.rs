@@ -765,6 +765,9 @@ impl Store {
                 };
             }
             defaults::apply(info, &mut new, Some(&old));
+            if info.builtin {
+                crate::workloads::admit_update(&info.group, &info.kind, &mut new);
+            }
             crd_schema::default_and_validate(info, name, (&mut new, Some(&old)), false)?;
             defaults::check_update(info, name, &old, &new)?;
             defaults::check_workload(info, name, &new, Some(&old))?;

@@ -187,8 +187,26 @@ impl Endpoint {
         answer
     }
 
-    /// TLS with the `caBundle`'s certificates as the only roots (the system's when empty).
+    /// TLS with the `caBundle`'s certificates as the only roots (the system's when empty),
+    /// built once per bundle: parsing the roots (the system's above all) costs more than a
+    /// webhook call.
     fn tls_config(&self) -> Result<Arc<rustls::ClientConfig>, String> {
+        static CONFIGS: std::sync::LazyLock<
+            parking_lot::Mutex<std::collections::HashMap<Vec<u8>, Arc<rustls::ClientConfig>>>,
+        > = std::sync::LazyLock::new(Default::default);
+        if let Some(config) = CONFIGS.lock().get(&self.ca_bundle) {
+            return Ok(config.clone());
+        }
+        let config = self.build_tls_config()?;
+        let mut configs = CONFIGS.lock();
+        if configs.len() >= CACHED_TLS_CONFIGS {
+            configs.clear();
+        }
+        configs.insert(self.ca_bundle.clone(), config.clone());
+        Ok(config)
+    }
+
+    fn build_tls_config(&self) -> Result<Arc<rustls::ClientConfig>, String> {
         let mut roots = rustls::RootCertStore::empty();
         if self.ca_bundle.iter().all(u8::is_ascii_whitespace) {
             roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
@@ -208,6 +226,9 @@ impl Endpoint {
         Ok(Arc::new(config))
     }
 }
+
+/// How many TLS configurations (one per distinct `caBundle`) are kept.
+const CACHED_TLS_CONFIGS: usize = 64;
 
 /// A failed dial in Go's words (`connect: connection refused`).
 fn go_dial_error(e: &std::io::Error) -> String {

@@ -415,23 +415,42 @@ fn admit_pod(obj: &mut Value) -> Result<(), String> {
     };
     default(spec, "priority", json!(priority));
     default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
-    if let Some(tolerations) = array_or_new(spec, "tolerations") {
-        for key in [
-            "node.kubernetes.io/not-ready",
-            "node.kubernetes.io/unreachable",
-        ] {
-            let tolerated = tolerations.iter().any(|t| {
-                let exists = t["operator"] == json!("Exists");
-                (t["key"] == json!(key) || (t["key"].is_null() && exists))
-                    && (t["effect"].is_null() || t["effect"] == json!("NoExecute"))
-            });
-            if !tolerated {
-                tolerations.push(json!({"key": key, "operator": "Exists",
-                                        "effect": "NoExecute", "tolerationSeconds": 300}));
-            }
+    default_tolerations(spec);
+    Ok(())
+}
+
+/// The `DefaultTolerationSeconds` admission plugin, on a Pod's creation and updates: a
+/// Pod that tolerates neither a not-ready nor an unreachable node (a toleration of the
+/// key, or of every key, with the `NoExecute` effect or every effect) tolerates each
+/// for 300 seconds.
+fn default_tolerations(spec: &mut Map<String, Value>) {
+    let Some(tolerations) = array_or_new(spec, "tolerations") else {
+        return;
+    };
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        let tolerated = tolerations.iter().any(|t| {
+            let any_key = t["key"].as_str().is_none_or(str::is_empty);
+            let any_effect = t["effect"].as_str().is_none_or(str::is_empty);
+            (t["key"] == json!(key) || any_key) && (t["effect"] == json!("NoExecute") || any_effect)
+        });
+        if !tolerated {
+            tolerations.push(json!({"key": key, "operator": "Exists",
+                                    "effect": "NoExecute", "tolerationSeconds": 300}));
         }
     }
-    Ok(())
+}
+
+/// What admission adds to an update of a built-in `kind` of `group` (not of a
+/// subresource): a Pod's default tolerations.
+pub fn admit_update(group: &str, kind: &str, obj: &mut Value) {
+    if (group, kind) == ("", "Pod")
+        && let Some(spec) = obj.as_object_mut().and_then(|root| object(root, "spec"))
+    {
+        default_tolerations(spec);
+    }
 }
 
 /// What a Pod's spec gets beyond a template's defaults: service links, requests copied

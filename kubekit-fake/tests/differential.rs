@@ -158,7 +158,9 @@ impl Record {
 impl Target {
     fn on(&self, resource: &str) -> Res<'_> {
         let (group, version) = match resource {
-            "widgets" | "gadgets" | "sprockets" | "stamps" | "bolts" | "gauges" => (GROUP, "v1"),
+            "widgets" | "gadgets" | "sprockets" | "stamps" | "bolts" | "gauges" | "probes" => {
+                (GROUP, "v1")
+            }
             "deployments"
             | "replicasets"
             | "statefulsets"
@@ -4443,6 +4445,144 @@ async fn crd_cel_rules_refuse_alike() {
             let body = crd(kind, rule);
             let created = create_cluster_scoped(t, "apiextensions.k8s.io", "customresourcedefinitions", &body).await;
             r.push(label, code_and_fields(created));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn pod_updates_change_only_what_the_real_server_allows_alike() {
+    differential("pod-updates", async |t: &Target, r: &mut Record| {
+        let pods = t.on("pods");
+        let pod = json!({"metadata": {"name": "p", "labels": {"a": "1"}}, "spec": {
+            "containers": [{"name": "c", "image": "nginx:1"}],
+            "activeDeadlineSeconds": 600,
+            "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}],
+            "schedulingGates": [{"name": "wait"}, {"name": "also"}]}});
+        pods.create(pod).await.expect("the pod");
+        // The code, and each cause's field, reason and first line: the real server follows
+        // a spec change's refusal with a Go diff of its internal types.
+        let refusal = |answer: kubekit::rest::Result<Value>| match answer {
+            Ok(v) => json!({"spec": v["spec"], "labels": v["metadata"]["labels"]}),
+            Err(e) => {
+                let status = e.status();
+                let causes = status.and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone()).unwrap_or_default();
+                json!({"code": status.and_then(|s| s.code),
+                    "causes": causes.iter().map(|c| json!([c.field, c.reason,
+                        c.message.as_deref().and_then(|m| m.lines().next())])).collect::<Vec<_>>()})
+            }
+        };
+        let steps = [
+            ("a new image, a label, a lower deadline, another toleration and a gate less", json!({
+                "metadata": {"labels": {"b": "2"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:2"}], "activeDeadlineSeconds": 300,
+                    "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60},
+                        {"key": "more", "operator": "Exists"}],
+                    "schedulingGates": [{"name": "also"}], "nodeSelector": {"disk": "ssd"}}})),
+            ("an environment variable", json!({"spec": {"containers": [{"name": "c", "image": "nginx:2", "env": [{"name": "X", "value": "1"}]}]}})),
+            ("a second container", json!({"spec": {"containers": [{"name": "c", "image": "nginx:2"}, {"name": "d", "image": "busybox"}]}})),
+            ("a higher deadline", json!({"spec": {"activeDeadlineSeconds": 900}})),
+            ("no deadline", json!({"spec": {"activeDeadlineSeconds": null}})),
+            ("a toleration less", json!({"spec": {"tolerations": [{"key": "more", "operator": "Exists"}]}})),
+            ("a new gate", json!({"spec": {"schedulingGates": [{"name": "also"}, {"name": "late"}]}})),
+            ("an empty image and another restart policy", json!({"spec": {"containers": [{"name": "c", "image": ""}], "restartPolicy": "Never"}})),
+            ("a node selector changed while gated", json!({"spec": {"nodeSelector": {"disk": "hdd"}}})),
+        ];
+        for (label, patch) in steps {
+            // A strategic merge patch, as kubectl sends, merges containers by name.
+            r.push(label, refusal(pods.patch("p", PatchType::StrategicMerge, patch).await));
+        }
+    })
+    .await;
+}
+
+/// Installs the Probe CRD: a property per Kubernetes CEL library, each with rules calling
+/// it (bounded, so that the real server's cost estimate allows them).
+async fn ensure_probes(t: &Target) {
+    let text = |rules: Value| json!({"type": "string", "maxLength": 64, "x-kubernetes-validations": rules});
+    let spec = json!({"type": "object", "properties": {
+        "memory": text(json!([
+            {"rule": "quantity(self).isLessThan(quantity('2Gi'))", "message": "memory must stay under 2Gi"},
+            {"rule": "sign(quantity(self)) > 0", "messageExpression": "'memory ' + self + ' is not positive'"}])),
+        "cpu": text(json!([
+            {"rule": "quantity(self).add(quantity('500m')).compareTo(quantity('1')) <= 0"},
+            {"rule": "!quantity(self).isInteger() || quantity(self).asInteger() <= 1"}])),
+        "units": text(json!([
+            {"rule": "quantity(self).sub(2).asApproximateFloat() < 10.0"},
+            {"rule": "quantity(self) == quantity('1k') || quantity(self).isInteger()"}])),
+        "address": text(json!([
+            {"rule": "isIP(self) && ip(self).family() == 4", "message": "an IPv4 address is expected"},
+            {"rule": "ip(self).isGlobalUnicast() && !ip(self).isLoopback()"},
+            {"rule": "ip.isCanonical(self)"}])),
+        "network": text(json!([
+            {"rule": "cidr(self).containsIP('10.0.0.1') && cidr(self).prefixLength() >= 8"},
+            {"rule": "string(cidr(self).masked()) == self", "message": "the network is not masked"},
+            {"rule": "!cidr(self).containsCIDR('10.96.0.0/12')", "message": "the network holds the service range"}])),
+        "version": text(json!([
+            {"rule": "isSemver(self, true)", "message": "not a semantic version"},
+            {"rule": "semver(self, true).isGreaterThan(semver('1.0.0')) && semver(self, true).major() < 3"},
+            {"rule": "semver(self).compareTo(semver('2.0.0-rc.1')) != 0"}])),
+        "endpoint": text(json!([
+            {"rule": "isURL(self) && url(self).getScheme() == 'https'", "message": "an https URL is expected"},
+            {"rule": "url(self).getPort() == '' || int(url(self).getPort()) > 1024"},
+            {"rule": "url(self).getHostname() != '10.0.0.1'", "message": "not on the service address"}])),
+        // Rules and messages the real server's cost estimate allows.
+        "host": text(json!([
+            {"rule": "!format.dns1123Label().validate(self).hasValue()",
+                "messageExpression": "format.dns1123Label().validate(self).value()[0]"},
+            {"rule": "!format.dns1035Label().validate(self).hasValue()", "message": "not a DNS-1035 label"}])),
+        "numbers": {"type": "array", "maxItems": 5, "items": {"type": "integer", "maximum": 100},
+            "x-kubernetes-validations": [
+                // Apart: where both sides of `&&` fail, cel-go reports the left one's error
+                // and the `cel` crate the right one's.
+                {"rule": "self.min() >= 0", "message": "numbers are not negative"},
+                {"rule": "self.max() <= 10"},
+                {"rule": "self.indexOf(3) != 0 && self.lastIndexOf(1) < 2"},
+                {"rule": "self.sum() < 20 && self.isSorted()"}]},
+        "zones": {"type": "array", "maxItems": 5, "items": {"type": "string", "maxLength": 10},
+            "x-kubernetes-validations": [
+                {"rule": "sets.contains(['a', 'b', 'c'], self)", "message": "unknown zone"},
+                {"rule": "!sets.intersects(self, ['x']) && !sets.equivalent(self, ['c'])"}]},
+    }});
+    let version = json!({"name": "v1", "served": true, "storage": true,
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}});
+    ensure_crd(t, "Probe", version).await;
+}
+
+#[tokio::test]
+async fn crd_rules_call_kubernetes_cel_libraries_alike() {
+    differential("cel-libraries", async |t: &Target, r: &mut Record| {
+        ensure_probes(t).await;
+        let probes = t.on("probes");
+        let probe = |name: &str, spec: Value| {
+            json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Probe", "metadata": {"name": name}, "spec": spec})
+        };
+        // The real server walks an object's fields in Go's map order: causes as a set.
+        let causes = |answer: kubekit::rest::Result<Value>| {
+            let mut causes: Vec<Value> = match answer {
+                Ok(v) => vec![v["spec"].clone()],
+                Err(e) => e.status().and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone())
+                    .unwrap_or_default().iter().map(|c| json!([c.field, c.reason, c.message])).collect(),
+            };
+            causes.sort_by_key(|c| c.to_string());
+            json!(causes)
+        };
+        let cases = [
+            ("good", json!({"endpoint": "https://example.com/api", "host": "web", "version": "1.2.3", "numbers": [1, 2, 3], "memory": "1.5Gi", "cpu": "250m", "units": "1k", "address": "192.168.1.10",
+                "network": "10.0.0.0/8", "zones": ["b", "a"]})),
+            ("big", json!({"endpoint": "http://example.com:8080/", "host": "Web_1", "version": "v3.0.0", "numbers": [3, 11, 9], "memory": "2049Mi", "cpu": "2", "units": "12", "address": "127.0.0.1",
+                "network": "10.0.0.0/8", "zones": ["c"]})),
+            ("zero", json!({"endpoint": "https://10.0.0.1:80/x?debug=1", "host": "1web", "version": "0.9.0", "numbers": [], "memory": "0", "cpu": "600m", "units": "1.5", "address": "2001:db8::1",
+                "network": "10.0.0.1/8", "zones": ["a", "x"]})),
+            ("malformed", json!({"endpoint": "not a url", "host": "-", "version": "1.2", "numbers": [1, 1, 1], "memory": "lots", "cpu": "1,5", "units": "2K", "address": "10.01.0.1",
+                "network": "10.0.0.0/33", "zones": ["d"]})),
+            ("odd", json!({"endpoint": "https://[::1]:9443/a%2Fb?x=1&x=2", "host": "", "version": "2.0.0-rc.1", "numbers": [2, 1], "memory": "1e3", "cpu": "-1", "units": "9999999999999999999999", "address": "::ffff:10.0.0.1",
+                "network": "0.0.0.0/0", "zones": []})),
+            ("noncanonical", json!({"endpoint": "/relative/path", "host": "a-very-long-name-that-goes-on-and-on-past-sixty-three-characters-x", "version": "1.2.3+build", "numbers": [0, 5, 14], "memory": "+100Mi", "cpu": ".5", "units": "3", "address": "10.0.0.1",
+                "network": "2001:db8::/32", "zones": ["a"]})),
+        ];
+        for (name, spec) in cases {
+            r.push(&format!("a probe that is {name}"), causes(probes.create(probe(name, spec)).await));
         }
     })
     .await;
