@@ -454,8 +454,8 @@ mod tests {
                 let mut v = v.clone();
                 let _ = prune(&info(), "v1", s, &mut v, FieldValidation::Strict);
                 default(s, &mut v);
-                let _ = validate(&info(), "g", s, &v, false);
-                let _ = validate(&info(), "g", s, &v, true);
+                let _ = validate(s, &v, false);
+                let _ = validate(s, &v, true);
             }
         }
     }
