@@ -116,9 +116,11 @@
 //!   see `cel_rules`: `message`, `messageExpression`, `reason`, `fieldPath`, transition
 //!   rules with `oldSelf` and `optionalOldSelf`), compiled when the CRD is written. Not
 //!   checked: some formats (`uri`, `email`, `duration`, ...), `multipleOf`,
-//!   `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, the CEL cost limits, and the
-//!   Kubernetes CEL libraries of quantities, URLs, IPs and CIDRs, semver, sets and named
-//!   formats (a rule calling them refuses its CRD, saying so).
+//!   `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, the CEL cost limits and type
+//!   checking. Rules call Kubernetes' CEL libraries (see `cel_library`).
+//! - Pod updates change only what the real server lets them (images, a lower
+//!   `activeDeadlineSeconds`, added tolerations, removed scheduling gates, ...; see
+//!   `pod_update`).
 //! - Protobuf: a create or update of a built-in kind may send protobuf, and a client that
 //!   asks for protobuf first (as kubekit's typed clients and client-go do) gets objects,
 //!   lists, errors and watch events of built-in kinds in protobuf, through
