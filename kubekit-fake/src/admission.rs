@@ -533,15 +533,24 @@ pub(crate) async fn mutate(
     mut object: Option<Value>,
     old: Option<&Value>,
 ) -> ApiResult<Option<Value>> {
-    let hooks = {
+    let (bound, namespace, hooks) = {
         let store = shared.store.lock();
-        matching(
-            &store,
-            "mutatingwebhookconfigurations",
-            attrs,
-            (object.as_ref(), old),
+        let kinds = crate::mutating_policies::MUTATING;
+        let bound = crate::policies::bound(&store, attrs, (object.as_ref(), old), kinds);
+        let namespace = match bound.is_empty() {
+            true => Value::Null,
+            false => crate::policies::namespace_object(&store, attrs),
+        };
+        let plural = "mutatingwebhookconfigurations";
+        (
+            bound,
+            namespace,
+            matching(&store, plural, attrs, (object.as_ref(), old)),
         )
     };
+    // MutatingAdmissionPolicies first, as the real server's plugins are ordered.
+    object = crate::mutating_policies::mutate(&bound, false, attrs, object, old, &namespace)?;
+    let before_webhooks = object.clone();
     let mut changed = Vec::with_capacity(hooks.len());
     for hook in &hooks {
         let before = object.clone();
@@ -555,6 +564,9 @@ pub(crate) async fn mutate(
         .filter(|(_, again)| *again)
     {
         object = call_mutating(hook, attrs, object, old).await?;
+    }
+    if object != before_webhooks {
+        object = crate::mutating_policies::mutate(&bound, true, attrs, object, old, &namespace)?;
     }
     Ok(object)
 }
@@ -616,7 +628,8 @@ pub(crate) async fn validate(
     // webhooks are called without it.
     let (bound, namespace, hooks) = {
         let store = shared.store.lock();
-        let bound = crate::policies::bound(&store, attrs, object, old);
+        let kinds = crate::policies::VALIDATING;
+        let bound = crate::policies::bound(&store, attrs, (object, old), kinds);
         let namespace = match bound.is_empty() {
             true => Value::Null,
             false => crate::policies::namespace_object(&store, attrs),
@@ -658,6 +671,7 @@ pub(crate) fn configured(store: &Store) -> bool {
         "mutatingwebhookconfigurations",
         "validatingwebhookconfigurations",
         "validatingadmissionpolicybindings",
+        "mutatingadmissionpolicybindings",
     ]
     .into_iter()
     .any(|plural| store.holds_any(GROUP, plural))

@@ -106,25 +106,33 @@ const KNOWN: &[&str] = &[
     "findAll",
 ];
 
-/// CEL's environment: the standard library, optional values, strings and lists.
+/// CEL's environment: the standard library, optional values, the strings and lists
+/// extensions and Kubernetes' libraries.
+fn base_env() -> Env {
+    let mut env = Env::stdlib();
+    // Both register into a fresh environment; they cannot conflict.
+    let _ = env.add_extension(cel::extensions::strings);
+    let _ = env.add_extension(cel::extensions::lists);
+    // Kubernetes' libraries declare their own types and names: none is the standard
+    // library's or an extension's.
+    let _ = env.add_extension(crate::cel_library::register);
+    env
+}
+
+/// [`base_env`], built once.
 fn env() -> Arc<Env> {
     static ENV: OnceLock<Arc<Env>> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let mut env = Env::stdlib();
-        // Both register into a fresh environment; they cannot conflict.
-        let _ = env.add_extension(cel::extensions::strings);
-        let _ = env.add_extension(cel::extensions::lists);
-        // Kubernetes' libraries declare their own types and names: none is the
-        // standard library's or an extension's.
-        let _ = env.add_extension(crate::cel_library::register);
-        Arc::new(env)
-    })
-    .clone()
+    ENV.get_or_init(|| Arc::new(base_env())).clone()
 }
 
 /// Compiles `source` and checks the functions it calls (see the module's docs).
 pub(crate) fn compile(source: &str) -> Result<Program, String> {
-    let program = env()
+    compile_in(&env(), source)
+}
+
+/// [`compile`] in `env`.
+fn compile_in(env: &Env, source: &str) -> Result<Program, String> {
+    let program = env
         .compile(source)
         .map_err(|e| format!("compilation failed: {e}"))?;
     let references = program.references();
@@ -142,18 +150,24 @@ pub(crate) fn compile(source: &str) -> Result<Program, String> {
     Ok(program)
 }
 
-/// [`compile`]d programs by their source, per thread: rules are evaluated at every write
-/// of their objects, and parsing is most of a simple rule's cost. Cleared when it holds
+/// A compiled program and the environment it runs in.
+type Compiled = (Arc<Env>, std::rc::Rc<Program>);
+
+/// Programs by their source, per thread: rules are evaluated at every write of their
+/// objects, and parsing is most of a simple rule's cost. Cleared when it holds
 /// [`CACHED_PROGRAMS`].
-fn compiled(source: &str) -> Result<std::rc::Rc<Program>, String> {
+fn cached(
+    source: &str,
+    build: impl FnOnce() -> Result<Compiled, String>,
+) -> Result<Compiled, String> {
     thread_local! {
-        static PROGRAMS: std::cell::RefCell<HashMap<String, std::rc::Rc<Program>>> =
+        static PROGRAMS: std::cell::RefCell<HashMap<String, Compiled>> =
             std::cell::RefCell::new(HashMap::new());
     }
     if let Some(program) = PROGRAMS.with(|p| p.borrow().get(source).cloned()) {
         return Ok(program);
     }
-    let program = std::rc::Rc::new(compile(source)?);
+    let program = build()?;
     PROGRAMS.with(|p| {
         let mut programs = p.borrow_mut();
         if programs.len() >= CACHED_PROGRAMS {
@@ -164,16 +178,85 @@ fn compiled(source: &str) -> Result<std::rc::Rc<Program>, String> {
     Ok(program)
 }
 
-/// How many programs [`compiled`] keeps per thread.
+/// [`compile`]d programs, [`cached`].
+fn compiled(source: &str) -> Result<std::rc::Rc<Program>, String> {
+    cached(source, || Ok((env(), std::rc::Rc::new(compile(source)?)))).map(|(_, p)| p)
+}
+
+/// How many programs [`cached`] keeps per thread.
 const CACHED_PROGRAMS: usize = 1024;
 
-/// A context with Kubernetes' functions the extensions lack.
+/// A context in [`env`] with Kubernetes' functions the extensions lack.
 fn context() -> Context<'static, 'static> {
-    let mut context = Context::with_env(env());
+    context_in(env())
+}
+
+/// [`context`] in `env`.
+fn context_in(env: Arc<Env>) -> Context<'static, 'static> {
+    let mut context = Context::with_env(env);
     // None of these names is an overload of the environment's.
     let _ = context.add_function("find", find);
     let _ = context.add_function("findAll", find_all);
     context
+}
+
+/// A struct type whose literals take any fields: `Object{...}`, `Object.spec{...}` and
+/// `JSONPatch{...}` in a MutatingAdmissionPolicy's expressions, which the real server
+/// types from the object's schema.
+struct Constructed(cel::common::types::Type);
+
+impl cel::StructType for Constructed {
+    fn get_type(&self) -> &cel::common::types::Type {
+        &self.0
+    }
+
+    fn new_value<'b, 'v>(
+        &self,
+        fields: std::collections::BTreeMap<String, cel::common::value::CowVal<'b, 'v>>,
+    ) -> Result<Box<dyn cel::common::value::Val + 'v>, ExecutionError> {
+        let mut value = cel::common::types::CelStruct::new(self.0.name().to_string());
+        for (name, field) in fields {
+            value.add_field_value(name, field);
+        }
+        Ok(Box::new(value))
+    }
+}
+
+/// The mutation expression `source` compiled in [`base_env`] with its struct literals'
+/// types (those named `Object...` and `JSONPatch`) declared, [`cached`].
+fn mutation_program(source: &str) -> Result<Compiled, String> {
+    static LITERAL: OnceLock<regex::Regex> = OnceLock::new();
+    let literal = LITERAL.get_or_init(|| {
+        regex::Regex::new(r"\b(Object(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*|JSONPatch)\s*\{")
+            .expect("a valid regex")
+    });
+    // Apart from rules of the same text, which compile in the shared environment.
+    cached(&format!("mutation:{source}"), || {
+        let mut env = base_env();
+        let mut names: Vec<String> = literal
+            .captures_iter(source)
+            .map(|c| c[1].split_whitespace().collect())
+            .collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            let declared = env.add_type(Constructed(cel::common::types::Type::new_struct(name)));
+            declared.map_err(|e| format!("compilation failed: {e}"))?;
+        }
+        let program = compile_in(&env, source)?;
+        Ok((Arc::new(env), std::rc::Rc::new(program)))
+    })
+}
+
+/// Evaluates a MutatingAdmissionPolicy's `applyConfiguration` or `jsonPatch` expression
+/// with `variables` (see [`evaluate`]): its value as JSON, a struct literal's as an
+/// object of its fields.
+pub(crate) fn evaluate_mutation(
+    source: &str,
+    variables: &[(&str, &Value)],
+) -> Result<Value, String> {
+    let (env, program) = mutation_program(source)?;
+    run(&program, context_in(env), source, variables)
 }
 
 fn regex(pattern: &str) -> Result<regex::Regex, ExecutionError> {
@@ -225,10 +308,23 @@ pub(crate) fn evaluate(source: &str, variables: &[(&str, &Value)]) -> Result<boo
     }
 }
 
+/// An evaluation of a CEL expression with variables bound: [`evaluate_value`] or
+/// [`evaluate_mutation`].
+pub(crate) type Evaluator = fn(&str, &[(&str, &Value)]) -> Result<Value, String>;
+
 /// Evaluates `source` with `variables` (see [`evaluate`]) to a JSON value.
 pub(crate) fn evaluate_value(source: &str, variables: &[(&str, &Value)]) -> Result<Value, String> {
     let program = compiled(source)?;
-    let mut context = context();
+    run(&program, context(), source, variables)
+}
+
+/// Runs `program` (of `source`) in `context` with `variables` bound.
+fn run(
+    program: &Program,
+    mut context: Context<'static, 'static>,
+    source: &str,
+    variables: &[(&str, &Value)],
+) -> Result<Value, String> {
     for (name, value) in variables {
         context.add_variable_from_value(*name, to_cel(&Value::Null, value));
     }
@@ -251,7 +347,7 @@ pub(crate) fn evaluate_value(source: &str, variables: &[(&str, &Value)]) -> Resu
                 None => e.to_string(),
             })
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(crate::cel_library::message(&e)),
     }
 }
 
@@ -279,6 +375,16 @@ fn from_cel(value: &Cel) -> Option<Value> {
             }
             Value::Object(fields)
         }
+        Cel::Struct(fields) => Value::Object(
+            fields
+                .field_values()
+                .iter()
+                .map(|(name, field)| {
+                    let field = Cel::try_from(field.as_ref()).ok()?;
+                    Some((name.clone(), from_cel(&field)?))
+                })
+                .collect::<Option<_>>()?,
+        ),
         _ => return None,
     })
 }

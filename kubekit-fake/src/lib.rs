@@ -165,8 +165,11 @@
 //!   `object`, `oldObject`, `request`, `params` (a binding's `paramRef`),
 //!   `namespaceObject` and `variables`, `matchConditions` honoured; a failed validation
 //!   denies with the real server's error and code (`Deny`) or warns (`Warn`). Not done:
-//!   `MutatingAdmissionPolicy`, the `authorizer` variable, a `paramRef` selector, type
-//!   checking and the policies' `status`, and the checks of their fields.
+//!   the `authorizer` variable, a `paramRef` selector, type checking and the policies'
+//!   `status`, and the checks of their fields.
+//! - `MutatingAdmissionPolicy`s and their bindings (see `mutating_policies`): matched
+//!   alike, their `ApplyConfiguration` and `JSONPatch` mutations applied before the
+//!   mutating webhooks (and after them with `reinvocationPolicy: IfNeeded`).
 //!
 //! The differential suite in `kubekit-fake/tests/differential.rs` runs the same scenarios
 //! against this server and the real kube-apiserver and requires the same answers.
@@ -195,6 +198,7 @@ mod faults;
 mod fieldset;
 mod formats;
 mod managed;
+mod mutating_policies;
 mod openapi;
 mod pod_update;
 mod policies;

@@ -454,6 +454,13 @@ fn compare(
     }
 }
 
+/// `config` merged into `live` (an object of the kind `info` serves) as a server-side
+/// apply merges them, without managed fields: what a MutatingAdmissionPolicy's
+/// `ApplyConfiguration` does.
+pub(crate) fn merged(live: &Value, config: &Value, info: &ResourceInfo) -> Value {
+    merge(Some(live), Some(config), &type_of(info)).unwrap_or_else(|| config.clone())
+}
+
 /// `r` merged into `l`: `r`'s values win; maps and structs merge key by key, associative
 /// lists and sets item by item (in the real server's order), leaves are replaced.
 fn merge(l: Option<&Value>, r: Option<&Value>, ty: &Value) -> Option<Value> {

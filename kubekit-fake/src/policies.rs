@@ -26,8 +26,8 @@
 //!   validation's `reason`, `Invalid` by default: 422); `Warn` adds a warning to the
 //!   answer; `Audit` does nothing (the fake keeps no audit log).
 //! - **Not done**: the `authorizer` variable, a `paramRef` `selector` (several params),
-//!   `auditAnnotations`, type checking and the policy's `status`, and
-//!   `MutatingAdmissionPolicy`.
+//!   `auditAnnotations`, type checking and the policy's `status`. MutatingAdmissionPolicies
+//!   share the matching, parameters and variables (see `mutating_policies`).
 
 use serde_json::{Value, json};
 
@@ -39,30 +39,37 @@ use crate::store::Store;
 const GROUP: &str = "admissionregistration.k8s.io";
 
 /// One failed validation: its message and reason.
-struct Failure {
-    message: String,
-    reason: String,
+pub(crate) struct Failure {
+    pub(crate) message: String,
+    pub(crate) reason: String,
 }
 
 /// A binding that selects the request, with what its policy's CEL needs from the store.
 pub(crate) struct Bound {
     /// The policy's and the binding's names.
-    names: (String, String),
+    pub(crate) names: (String, String),
     /// The policy's spec.
-    policy: Value,
-    /// The binding's `validationActions`.
-    actions: Vec<String>,
+    pub(crate) policy: Value,
+    /// The binding's `validationActions` (none for a mutating policy's).
+    pub(crate) actions: Vec<String>,
     /// `params`, or the denial of a binding whose params were not found under `Deny`.
-    params: Result<Value, String>,
+    pub(crate) params: Result<Value, String>,
 }
 
-/// The bindings whose policies select the request, in name order, read from `store`
-/// (under its lock; [`validate`] evaluates them without it).
+/// The kinds of admission policies: ValidatingAdmissionPolicies and their bindings.
+pub(crate) const VALIDATING: (&str, &str) = (
+    "validatingadmissionpolicies",
+    "validatingadmissionpolicybindings",
+);
+
+/// The bindings (of `kinds`: the policies' plural and their bindings') whose policies
+/// select the request, in name order, read from `store` (under its lock; [`validate`]
+/// and `mutating_policies::mutate` evaluate them without it).
 pub(crate) fn bound(
     store: &Store,
     attrs: &Attributes,
-    object: Option<&Value>,
-    old: Option<&Value>,
+    (object, old): (Option<&Value>, Option<&Value>),
+    (policies, bindings): (&str, &str),
 ) -> Vec<Bound> {
     if attrs.info.group == GROUP {
         return Vec::new();
@@ -74,11 +81,11 @@ pub(crate) fn bound(
             .map(|(_, objects)| objects)
             .unwrap_or_default()
     };
-    let bindings = stored("validatingadmissionpolicybindings");
+    let bindings = stored(bindings);
     if bindings.is_empty() {
         return Vec::new();
     }
-    let policies = stored("validatingadmissionpolicies");
+    let policies = stored(policies);
     let scope = Scope::new(store, attrs, (object, old));
     let mut bound = Vec::new();
     for binding in &bindings {
@@ -197,12 +204,12 @@ pub(crate) fn namespace_object(store: &Store, attrs: &Attributes) -> Value {
 }
 
 /// The values a policy's CEL sees.
-struct Inputs {
-    object: Value,
-    old: Value,
-    request: Value,
-    params: Value,
-    namespace: Value,
+pub(crate) struct Inputs {
+    pub(crate) object: Value,
+    pub(crate) old: Value,
+    pub(crate) request: Value,
+    pub(crate) params: Value,
+    pub(crate) namespace: Value,
 }
 
 /// The object a binding's `paramRef` names: `Some(Null)` for a policy without
@@ -244,60 +251,123 @@ fn params_of(
     }
 }
 
-/// The failed validations of `policy` (its spec) over `inputs`; none when a match
-/// condition is false.
-fn evaluate(policy: &Value, inputs: &Inputs) -> Vec<Failure> {
-    let ignore = policy["failurePolicy"] == "Ignore";
-    let mut variables = serde_json::Map::new();
-    let mut failures = Vec::new();
-    let error = |expression: &str, why: String| Failure {
+/// A policy's variables: the values of those that evaluate, by name, and why the others
+/// do not.
+#[derive(Default)]
+pub(crate) struct Variables {
+    values: serde_json::Map<String, Value>,
+    failed: Vec<(String, String)>,
+}
+
+/// Evaluates `expression` (with `evaluate`: `cel_rules::evaluate_value`, or
+/// `cel_rules::evaluate_mutation`) over `inputs` and `variables`.
+pub(crate) fn run(
+    expression: &str,
+    inputs: &Inputs,
+    variables: &Variables,
+    evaluate: cel_rules::Evaluator,
+) -> Result<Value, String> {
+    // As cel-go's lazy composition: the first variable read that failed to evaluate.
+    if let Some((name, why)) = variables
+        .failed
+        .iter()
+        .find(|(name, _)| reads(expression, name))
+    {
+        return Err(format!(
+            "composited variable \"{name}\" fails to evaluate: {why}"
+        ));
+    }
+    let variables = Value::Object(variables.values.clone());
+    let bound = [
+        ("object", &inputs.object),
+        ("oldObject", &inputs.old),
+        ("request", &inputs.request),
+        ("params", &inputs.params),
+        ("namespaceObject", &inputs.namespace),
+        ("variables", &variables),
+    ];
+    evaluate(expression, &bound)
+}
+
+/// An expression that could not be evaluated, in the real server's words.
+pub(crate) fn error(expression: &str, why: String) -> Failure {
+    Failure {
         message: format!("expression '{expression}' resulted in error: {why}"),
         reason: "Invalid".into(),
-    };
-    let run = |expression: &str, variables: &serde_json::Map<String, Value>| {
-        let variables = Value::Object(variables.clone());
-        let bound = [
-            ("object", &inputs.object),
-            ("oldObject", &inputs.old),
-            ("request", &inputs.request),
-            ("params", &inputs.params),
-            ("namespaceObject", &inputs.namespace),
-            ("variables", &variables),
-        ];
-        cel_rules::evaluate_value(expression, &bound)
-    };
+    }
+}
+
+/// A policy's (its spec's) `matchConditions` and `variables` over `inputs`: `Ok(None)`
+/// when a condition is false (the binding is skipped), the conditions that could not be
+/// evaluated (under `failurePolicy: Fail`), else the variables, in order (an expression
+/// that reads one that failed fails with its error, as in cel-go).
+pub(crate) fn conditions_and_variables(
+    policy: &Value,
+    inputs: &Inputs,
+) -> Result<Option<Variables>, Vec<Failure>> {
+    let ignore = policy["failurePolicy"] == "Ignore";
+    let mut variables = Variables::default();
+    let mut failures = Vec::new();
     for condition in policy["matchConditions"].as_array().into_iter().flatten() {
         let expression = condition["expression"].as_str().unwrap_or_default();
-        match run(expression, &variables).and_then(|v| v.as_bool().ok_or("not a boolean".into())) {
+        let value = run(expression, inputs, &variables, cel_rules::evaluate_value);
+        match value.and_then(|v| v.as_bool().ok_or("not a boolean".into())) {
             Ok(true) => {}
-            Ok(false) => return Vec::new(),
+            Ok(false) => return Ok(None),
             Err(why) if !ignore => failures.push(error(expression, why)),
             Err(_) => {}
         }
     }
     if !failures.is_empty() {
-        return failures;
+        return Err(failures);
     }
     for variable in policy["variables"].as_array().into_iter().flatten() {
         let name = variable["name"].as_str().unwrap_or_default().to_string();
         let expression = variable["expression"].as_str().unwrap_or_default();
-        // One that fails is left out: a validation that reads it fails then.
-        if let Ok(value) = run(expression, &variables) {
-            variables.insert(name, value);
+        match run(expression, inputs, &variables, cel_rules::evaluate_value) {
+            Ok(value) => {
+                variables.values.insert(name, value);
+            }
+            Err(why) => variables.failed.push((name, why)),
         }
     }
+    Ok(Some(variables))
+}
+
+/// Whether `expression` reads `variables.<name>`.
+fn reads(expression: &str, name: &str) -> bool {
+    let field = format!("variables.{name}");
+    expression.match_indices(&field).any(|(at, _)| {
+        let before = expression[..at].chars().next_back();
+        let after = expression[at + field.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// The failed validations of `policy` (its spec) over `inputs`; none when a match
+/// condition is false.
+fn evaluate(policy: &Value, inputs: &Inputs) -> Vec<Failure> {
+    let ignore = policy["failurePolicy"] == "Ignore";
+    let variables = match conditions_and_variables(policy, inputs) {
+        Ok(Some(variables)) => variables,
+        Ok(None) => return Vec::new(),
+        Err(failures) => return failures,
+    };
+    let run = |expression: &str| run(expression, inputs, &variables, cel_rules::evaluate_value);
+    let mut failures = Vec::new();
     for validation in policy["validations"].as_array().into_iter().flatten() {
         let expression = validation["expression"].as_str().unwrap_or_default();
         let reason = validation["reason"]
             .as_str()
             .unwrap_or("Invalid")
             .to_string();
-        match run(expression, &variables).and_then(|v| v.as_bool().ok_or("not a boolean".into())) {
+        match run(expression).and_then(|v| v.as_bool().ok_or("not a boolean".into())) {
             Ok(true) => {}
             Ok(false) => {
                 let from_expression = validation["messageExpression"]
                     .as_str()
-                    .and_then(|e| run(e, &variables).ok())
+                    .and_then(|e| run(e).ok())
                     .and_then(|v| v.as_str().map(str::trim).map(str::to_string))
                     .filter(|m| !m.is_empty());
                 let message = from_expression

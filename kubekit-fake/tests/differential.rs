@@ -4589,6 +4589,83 @@ async fn crd_rules_call_kubernetes_cel_libraries_alike() {
 }
 
 #[tokio::test]
+async fn mutating_admission_policies_mutate_alike() {
+    differential("mutating-policies", async |t: &Target, r: &mut Record| {
+        let group = "admissionregistration.k8s.io";
+        let ns_only = json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": t.ns}}});
+        let cms = t.on("configmaps");
+        let deployments = t.on("deployments");
+        let cm = |name: &str, data: Value| json!({"metadata": {"name": name}, "data": data});
+        let name = |suffix: &str| format!("{}-{suffix}", t.ns);
+        let rules = |group: &str, resources: &str| json!({"resourceRules": [{"apiGroups": [group], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": [resources]}]});
+        let apply = |expression: &str| json!({"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}});
+        let patch = |expression: &str| json!({"patchType": "JSONPatch", "jsonPatch": {"expression": expression}});
+        let policies = [
+            json!({"metadata": {"name": name("labels")}, "spec": {"matchConstraints": rules("", "configmaps"),
+                "matchConditions": [{"name": "not-skipped", "expression": "object.metadata.name != 'skip'"}],
+                "variables": [{"name": "owner", "expression": "'team-' + object.metadata.name"}],
+                "reinvocationPolicy": "Never",
+                "mutations": [
+                    apply("Object{metadata: Object.metadata{labels: {'mutated': 'yes', 'owner': variables.owner}}}"),
+                    patch("[JSONPatch{op: 'add', path: '/metadata/labels/' + jsonpatch.escapeKey('example.com/team'), value: 'x'}]"),
+                    patch("[JSONPatch{op: 'test', path: '/data/never', value: 'z'}, JSONPatch{op: 'remove', path: '/data/gone'}]")]}}),
+            json!({"metadata": {"name": name("init")}, "spec": {"reinvocationPolicy": "IfNeeded", "matchConstraints": rules("apps", "deployments"),
+                "mutations": [apply("Object{spec: Object.spec{template: Object.spec.template{spec: Object.spec.template.spec{initContainers: [Object.spec.template.spec.initContainers{name: 'init', image: 'busybox'}]}}}}")]}}),
+            json!({"metadata": {"name": name("strict")}, "spec": {"reinvocationPolicy": "IfNeeded", "matchConstraints": rules("", "configmaps"),
+                "matchConditions": [{"name": "bad-only", "expression": "object.metadata.name.startsWith('bad')"}],
+                "mutations": [apply("Object{data: {'k': object.data.missing}}")]}}),
+            json!({"metadata": {"name": name("lenient")}, "spec": {"reinvocationPolicy": "IfNeeded", "matchConstraints": rules("", "configmaps"),
+                "failurePolicy": "Ignore",
+                "mutations": [patch("[JSONPatch{op: 'replace', path: '/data/absent', value: 'y'}]")]}}),
+        ];
+        for p in &policies {
+            create_cluster_scoped(t, group, "mutatingadmissionpolicies", p).await.expect("a policy");
+        }
+        for p in &policies {
+            let policy = p["metadata"]["name"].clone();
+            let binding = json!({"metadata": {"name": policy}, "spec": {"policyName": policy, "matchResources": ns_only}});
+            create_cluster_scoped(t, group, "mutatingadmissionpolicybindings", &binding).await.expect("a binding");
+        }
+        // The real server's admission sees new policies a moment later.
+        testenv::eventually(60, "the policies in effect", || async {
+            let dry = cms.req(t.rest.post()).param("dryRun", "All").body(&cm("probe", json!({"gone": "1"})));
+            let labelled = Res::send(dry).await.is_ok_and(|c| c["metadata"]["labels"]["mutated"] == "yes");
+            let bad = cms.req(t.rest.post()).param("dryRun", "All").body(&cm("bad-probe", json!({})));
+            let refused = Res::send(bad).await.is_err();
+            let web = deployment("web-probe", json!([container("web", "nginx", &[], json!([]))]));
+            let dry = deployments.req(t.rest.post()).param("dryRun", "All").body(&web);
+            let init = Res::send(dry).await.is_ok_and(|d| !d["spec"]["template"]["spec"]["initContainers"].is_null());
+            (labelled && refused && init).then_some(())
+        })
+        .await;
+        let shown = |answer: kubekit::rest::Result<Value>| {
+            answer.map(|c| json!({"labels": c["metadata"]["labels"], "data": c["data"]}))
+        };
+        r.answer("a ConfigMap labelled and patched", shown(cms.create(cm("one", json!({"gone": "1", "kept": "2"}))).await));
+        r.answer("a ConfigMap its condition skips", shown(cms.create(cm("skip", json!({"gone": "1"}))).await));
+        r.answer("an update mutated again", shown(cms.patch("one", PatchType::Merge, json!({"metadata": {"labels": {"mutated": "no"}}, "data": {"more": "3"}})).await));
+        // The real server runs policies in no fixed order (Go's map order) and reports every
+        // failure: one fails here.
+        r.answer("a mutation that fails", cms.create(cm("bad", json!({"k": "v"}))).await);
+        let web = deployment("web", json!([container("web", "nginx", &[], json!([]))]));
+        r.answer("a Deployment given an init container", deployments.create(web).await.map(|d| d["spec"]["template"]["spec"].clone()));
+        let owned = |answer: kubekit::rest::Result<Value>| {
+            answer.map(|c| json!(c["metadata"]["managedFields"].as_array().into_iter().flatten()
+                .map(|m| json!([m["manager"], m["operation"], m["fieldsV1"]])).collect::<Vec<_>>()))
+        };
+        r.answer("what the mutations add is owned by no manager", owned(cms.get("one").await));
+        for (plural, suffix) in [("mutatingadmissionpolicybindings", ""), ("mutatingadmissionpolicies", "")] {
+            for p in &policies {
+                let name = format!("{}{suffix}", p["metadata"]["name"].as_str().unwrap_or_default());
+                t.rest.delete().group_version(group, "v1").resource(plural).name(&name).send().await.expect("deleted");
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn validating_admission_policies_deny_and_warn_alike() {
     differential("admission-policies", async |t: &Target, r: &mut Record| {
         let group = "admissionregistration.k8s.io";

@@ -1,7 +1,7 @@
 //! Kubernetes' CEL libraries (k8s.io/apiserver/pkg/cel/library, and cel-go's sets
 //! extension the real server adds), as overloads on the `cel` crate's environment: the
-//! quantity, IP and CIDR, URL, semver, named-format, sets and lists functions CRD rules,
-//! `matchConditions` and admission policies call.
+//! quantity, IP and CIDR, URL, semver, named-format, sets, lists and JSON Patch functions
+//! CRD rules, `matchConditions` and admission policies call.
 //!
 //! Each library's values (a `Quantity`, an `IP`, ...) are opaque CEL values of the real
 //! library's type name; their functions are overloads on that type, so `string(ip)` and
@@ -13,6 +13,7 @@ use cel::common::value::CowVal;
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
 
 mod format;
+mod jsonpatch;
 mod lists;
 mod net;
 mod quantity;
@@ -27,6 +28,7 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     url::register(env)?;
     semver::register(env)?;
     format::register(env)?;
+    jsonpatch::register(env)?;
     sets::register(env)?;
     lists::register(env)?;
     Ok(())
@@ -42,6 +44,7 @@ pub(crate) fn functions() -> impl Iterator<Item = &'static str> {
         url::FUNCTIONS,
         semver::FUNCTIONS,
         format::FUNCTIONS,
+        jsonpatch::FUNCTIONS,
         sets::FUNCTIONS,
         lists::FUNCTIONS,
     ]
