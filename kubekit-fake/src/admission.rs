@@ -533,21 +533,13 @@ pub(crate) async fn mutate(
     mut object: Option<Value>,
     old: Option<&Value>,
 ) -> ApiResult<Option<Value>> {
-    let (bound, namespace, hooks) = {
-        let store = shared.store.lock();
-        let kinds = crate::mutating_policies::MUTATING;
-        let bound = crate::policies::bound(&store, attrs, (object.as_ref(), old), kinds);
-        let namespace = match bound.is_empty() {
-            true => Value::Null,
-            false => crate::policies::namespace_object(&store, attrs),
-        };
-        let plural = "mutatingwebhookconfigurations";
-        (
-            bound,
-            namespace,
-            matching(&store, plural, attrs, (object.as_ref(), old)),
-        )
-    };
+    let (bound, namespace, hooks) = configured_for(
+        shared,
+        attrs,
+        (object.as_ref(), old),
+        crate::mutating_policies::MUTATING,
+        "mutatingwebhookconfigurations",
+    );
     // MutatingAdmissionPolicies first, as the real server's plugins are ordered.
     object = crate::mutating_policies::mutate(&bound, false, attrs, object, old, &namespace)?;
     let before_webhooks = object.clone();
@@ -626,21 +618,13 @@ pub(crate) async fn validate(
 ) -> ApiResult<Vec<String>> {
     // What the policies and webhooks need is read under the store's lock; CEL runs and
     // webhooks are called without it.
-    let (bound, namespace, hooks) = {
-        let store = shared.store.lock();
-        let kinds = crate::policies::VALIDATING;
-        let bound = crate::policies::bound(&store, attrs, (object, old), kinds);
-        let namespace = match bound.is_empty() {
-            true => Value::Null,
-            false => crate::policies::namespace_object(&store, attrs),
-        };
-        let plural = "validatingwebhookconfigurations";
-        (
-            bound,
-            namespace,
-            matching(&store, plural, attrs, (object, old)),
-        )
-    };
+    let (bound, namespace, hooks) = configured_for(
+        shared,
+        attrs,
+        (object, old),
+        crate::policies::VALIDATING,
+        "validatingwebhookconfigurations",
+    );
     let warnings = crate::policies::validate(bound, attrs, object, old, namespace)?;
     // What refuses without a call comes first, as it does on the real server, where
     // the first answer of the webhooks running at once is the one given.
@@ -662,6 +646,25 @@ pub(crate) async fn validate(
         result?;
     }
     Ok(warnings)
+}
+
+/// What admits the request, read under the store's lock: the policy bindings of `kinds`
+/// that select it, the request's Namespace for their `namespaceObject` (null without
+/// any), and the webhooks of the configurations of `plural` that match.
+fn configured_for(
+    shared: &Shared,
+    attrs: &Attributes,
+    objects: (Option<&Value>, Option<&Value>),
+    kinds: (&str, &str),
+    plural: &str,
+) -> (Vec<crate::policies::Bound>, Value, Vec<Hook>) {
+    let store = shared.store.lock();
+    let bound = crate::policies::bound(&store, attrs, objects, kinds);
+    let namespace = match bound.is_empty() {
+        true => Value::Null,
+        false => crate::policies::namespace_object(&store, attrs),
+    };
+    (bound, namespace, matching(&store, plural, attrs, objects))
 }
 
 /// Whether any webhook configuration or policy binding is stored (a request without any
