@@ -248,6 +248,12 @@ fn mutation_program(source: &str) -> Result<Compiled, String> {
     })
 }
 
+/// Compiles a MutatingAdmissionPolicy's `applyConfiguration` or `jsonPatch` expression
+/// (see [`compile`]), with its struct literals' types.
+pub(crate) fn compile_mutation(source: &str) -> Result<(), String> {
+    mutation_program(source).map(drop)
+}
+
 /// Evaluates a MutatingAdmissionPolicy's `applyConfiguration` or `jsonPatch` expression
 /// with `variables` (see [`evaluate`]): its value as JSON, a struct literal's as an
 /// object of its fields.

@@ -166,7 +166,7 @@
 //!   `namespaceObject` and `variables`, `matchConditions` honoured; a failed validation
 //!   denies with the real server's error and code (`Deny`) or warns (`Warn`). Not done:
 //!   the `authorizer` variable, a `paramRef` selector, type checking and the policies'
-//!   `status`, and the checks of their fields.
+//!   `status`. Policies and bindings are checked when written (see `policy_validation`).
 //! - `MutatingAdmissionPolicy`s and their bindings (see `mutating_policies`): matched
 //!   alike, their `ApplyConfiguration` and `JSONPatch` mutations applied before the
 //!   mutating webhooks (and after them with `reinvocationPolicy: IfNeeded`).
@@ -202,6 +202,7 @@ mod mutating_policies;
 mod openapi;
 mod pod_update;
 mod policies;
+mod policy_validation;
 mod rbac;
 mod resources;
 mod scale;

@@ -614,6 +614,7 @@ impl Store {
         }
         defaults::check_workload(info, &name, &obj, None)?;
         crate::admission::check_configuration(info, &name, &obj)?;
+        crate::policy_validation::check(info, &name, &obj)?;
         check_crd_rules(info, &name, &obj)?;
         if let Some(crd) = &crd {
             // Served at once: its names accepted and established, as the real server's
@@ -772,6 +773,7 @@ impl Store {
             defaults::check_update(info, name, &old, &new)?;
             defaults::check_workload(info, name, &new, Some(&old))?;
             crate::admission::check_configuration(info, name, &new)?;
+            crate::policy_validation::check(info, name, &new)?;
             check_crd_rules(info, name, &new)?;
             if let Some(w) = write {
                 omit_empty_metadata(&mut new);

@@ -4589,6 +4589,66 @@ async fn crd_rules_call_kubernetes_cel_libraries_alike() {
 }
 
 #[tokio::test]
+async fn admission_policies_and_bindings_are_validated_alike() {
+    differential("policy-validation", async |t: &Target, r: &mut Record| {
+        let group = "admissionregistration.k8s.io";
+        let rules = json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["configmaps"]}]});
+        let name = |suffix: &str| format!("{}-{suffix}", t.ns);
+        let invalid = [
+            ("validatingadmissionpolicies", "a policy without validations", json!({"metadata": {"name": name("empty")}, "spec": {"matchConstraints": rules}})),
+            ("validatingadmissionpolicies", "a policy without constraints", json!({"metadata": {"name": name("unconstrained")},
+                "spec": {"validations": [{"expression": "true"}]}})),
+            ("validatingadmissionpolicies", "a validation that does not compile, an unknown failure policy and reason", json!({"metadata": {"name": name("broken")},
+                "spec": {"matchConstraints": rules, "failurePolicy": "Maybe",
+                    "validations": [{"expression": "object.data =="}, {"expression": "true", "reason": "Teapot"}, {"expression": ""}]}})),
+            ("validatingadmissionpolicies", "variables without names or expressions", json!({"metadata": {"name": name("variables")},
+                "spec": {"matchConstraints": rules, "validations": [{"expression": "true"}],
+                    "variables": [{"name": "1bad", "expression": "1"}, {"name": "ok", "expression": ""}]}})),
+            ("validatingadmissionpolicies", "a param kind without its kind", json!({"metadata": {"name": name("params")},
+                "spec": {"matchConstraints": rules, "validations": [{"expression": "true"}], "paramKind": {"apiVersion": "v1"}}})),
+            ("validatingadmissionpolicybindings", "a binding without actions", json!({"metadata": {"name": name("noactions")},
+                "spec": {"policyName": "p"}})),
+            ("validatingadmissionpolicybindings", "a binding with repeated and unknown actions", json!({"metadata": {"name": name("actions")},
+                "spec": {"policyName": "p", "validationActions": ["Deny", "Deny", "Nope"]}})),
+            ("validatingadmissionpolicybindings", "a binding without its policy and a param reference without a name", json!({"metadata": {"name": name("nopolicy")},
+                "spec": {"validationActions": ["Deny"], "paramRef": {"namespace": "x"}}})),
+            ("mutatingadmissionpolicies", "a mutating policy without a reinvocation policy or mutations", json!({"metadata": {"name": name("mempty")},
+                "spec": {"matchConstraints": rules}})),
+            ("mutatingadmissionpolicies", "mutations of unknown or missing shapes", json!({"metadata": {"name": name("mshapes")},
+                "spec": {"matchConstraints": rules, "reinvocationPolicy": "Sometimes", "mutations": [
+                    {"patchType": "Merge"}, {"patchType": "ApplyConfiguration"}, {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'add',"}}]}})),
+            ("mutatingadmissionpolicybindings", "a mutating binding without its policy", json!({"metadata": {"name": name("mnopolicy")}, "spec": {}})),
+        ];
+        // Each refusal's causes (fields, reasons and messages), in the real server's order;
+        // of a compile error, what precedes the compiler's own words.
+        let causes = |answer: kubekit::rest::Result<Value>| match answer {
+            Ok(_) => json!("accepted"),
+            Err(e) => {
+                let status = e.status();
+                let causes = status.and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone()).unwrap_or_default();
+                let message = |m: &Option<String>| m.as_deref().map(|m| match m.split_once("compilation failed:") {
+                    Some((before, _)) => format!("{before}compilation failed: <the compiler's words>"),
+                    None => m.to_string(),
+                });
+                json!({"code": status.and_then(|s| s.code),
+                    "causes": causes.iter().map(|c| json!([c.field, c.reason, message(&c.message)])).collect::<Vec<_>>()})
+            }
+        };
+        for (plural, label, body) in invalid {
+            let answer = create_cluster_scoped(t, group, plural, &body).await;
+            let accepted = answer.is_ok();
+            r.push(label, causes(answer));
+            if accepted {
+                let name = body["metadata"]["name"].as_str().unwrap_or_default();
+                t.rest.delete().group_version(group, "v1").resource(plural).name(name).send().await.expect("deleted");
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn mutating_admission_policies_mutate_alike() {
     differential("mutating-policies", async |t: &Target, r: &mut Record| {
         let group = "admissionregistration.k8s.io";
