@@ -178,13 +178,14 @@
 //!
 //! Without [`FakeApiServer::with_rbac`], no authorization (every request is allowed:
 //! `kubectl auth can-i` says yes, a `SelfSubjectRulesReview` allows every verb on
-//! everything). No mutating admission policies, no other defaulting or validation (empty lists and maps are kept where the real server's
+//! everything). No other defaulting or validation (empty lists and maps are kept where the real server's
 //! encoding leaves them out), no OpenAPI v2, no
 //! YAML bodies other than apply configurations, no tables in watches (`kubectl get -w` prints names
 //! and ages), no periodic watch
 //! bookmarks, no controllers (a Deployment, StatefulSet, DaemonSet or Job makes no Pods, a
-//! Job gets no status) other than garbage collection
-//! and namespace deletion, which happen at once.
+//! Job gets no status; `testenv::ControllerManager` runs kube-controller-manager's beside
+//! it) other than garbage collection and namespace deletion, which happen at once unless
+//! [`FakeApiServer::set_own_garbage_collection`] leaves them to kube-controller-manager.
 
 mod admission;
 mod cel_library;
@@ -405,6 +406,18 @@ impl FakeApiServer {
         let mut kube = self.config().kube_config().clone();
         kube.auth_info.token = Some(token.into());
         kubekit::rest::RestConfig::from_kube(kube).with_rate_limit(-1.0, 0)
+    }
+
+    /// Turns off (or back on) what the fake does in place of kube-controller-manager's
+    /// garbage collector and namespace controller, for a test that runs them beside it
+    /// (see `testenv::ControllerManager`): with it off, the dependents of a deleted object
+    /// stay until a garbage collector deletes them, an object deleted in the foreground or
+    /// with `Orphan` keeps its finalizer until one removes it, and a deleted namespace
+    /// stays `Terminating` until a namespace controller empties it and removes its
+    /// `kubernetes` finalizer through `finalize`, as in a cluster. On by default: the fake
+    /// then does all of it at once.
+    pub fn set_own_garbage_collection(&self, on: bool) {
+        self.shared.store.lock().set_own_garbage_collection(on);
     }
 
     /// Drops the change history of every resource, as etcd's compaction does: watches and

@@ -229,6 +229,8 @@ struct Target {
     status: bool,
     /// The `scale` subresource (see `scale`).
     scale: bool,
+    /// A Namespace's `finalize` subresource (see `finalize`).
+    finalize: bool,
     /// `dryRun=All`: answer as if written, write nothing.
     dry_run: bool,
     query: HashMap<String, String>,
@@ -399,10 +401,12 @@ fn parse_target(
         _ => (None, None, None),
     };
     let info = info.ok_or_else(ApiError::no_route)?;
-    let (status, scale) = match sub {
-        None => (false, false),
-        Some("status") if info.status => (true, false),
-        Some("scale") if info.scale.is_some() => (false, true),
+    let is_namespaces = info.builtin && info.group.is_empty() && info.plural == "namespaces";
+    let (status, scale, finalize) = match sub {
+        None => (false, false, false),
+        Some("status") if info.status => (true, false, false),
+        Some("scale") if info.scale.is_some() => (false, true, false),
+        Some("finalize") if is_namespaces => (false, false, true),
         Some(_) => return Err(ApiError::no_route()),
     };
     if !info.namespaced && !ns.is_empty() {
@@ -415,6 +419,7 @@ fn parse_target(
         name: name.map(str::to_string),
         status,
         scale,
+        finalize,
         dry_run: query.get("dryRun").is_some_and(|d| d == "All"),
         query,
         manager: String::new(),
@@ -492,6 +497,8 @@ async fn serve_resource(
     };
     let allowed = if target.scale {
         discovery::SUBRESOURCE_VERBS.contains(&verb)
+    } else if target.finalize {
+        verb == "update"
     } else {
         target.info.verbs.iter().any(|v| v == verb)
     };
@@ -552,6 +559,7 @@ async fn serve_resource(
     }
     let result = match verb {
         _ if target.scale => scale(shared, &target, verb, &content_type, &body).await,
+        _ if target.finalize => finalize(shared, &target, &content_type, &body).await,
         "get" => get(shared, &target),
         "list" => list(shared, &target),
         "create" => match object_body(&target, &content_type, &body) {
@@ -1655,6 +1663,30 @@ async fn scale(
     })
     .await?;
     Ok((200, unwritten(shared, t, scale::of(paths, &updated))))
+}
+
+/// `PUT /api/v1/namespaces/<name>/finalize`, which kube-controller-manager's namespace
+/// controller calls once it has emptied a namespace being deleted: the namespace's
+/// `spec.finalizers` become the body's (the rest stays as stored; the body's
+/// resourceVersion, if any, must be the stored one), and a namespace being deleted
+/// without finalizers left is removed. Not admitted by webhooks or policies.
+async fn finalize(shared: &Arc<Shared>, t: &Target, content_type: &str, body: &[u8]) -> Answer {
+    let sent = object_body(t, content_type, body)?;
+    let rv = sent["metadata"]["resourceVersion"]
+        .as_str()
+        .filter(|v| !v.is_empty());
+    let finalizers = sent["spec"]["finalizers"].clone();
+    if t.dry_run {
+        let stored = shared.store.lock().get(&t.info, &t.ns, name(t))?;
+        let mut shown = (*stored).clone();
+        shown["spec"]["finalizers"] = finalizers;
+        return Ok((200, shown));
+    }
+    let updated = shared
+        .store
+        .lock()
+        .finalize_namespace(&t.info, name(t), finalizers, rv)?;
+    Ok((200, (*updated).clone()))
 }
 
 /// `415 UnsupportedMediaType` for a patch type the fake does not apply to `t`: strategic

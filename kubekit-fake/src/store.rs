@@ -119,6 +119,9 @@ pub struct Store {
     /// Garbage collection is running: the deletes and updates it makes do not start it
     /// again (its loop goes on until nothing changes), so it never recurses.
     collecting: bool,
+    /// Whether the store collects garbage and empties deleted namespaces itself (see
+    /// [`set_own_garbage_collection`](Self::set_own_garbage_collection)).
+    own_garbage_collection: bool,
 }
 
 const FOREGROUND: &str = "foregroundDeletion";
@@ -324,6 +327,7 @@ impl Store {
             resources: resources::builtin(),
             tables: HashMap::new(),
             collecting: false,
+            own_garbage_collection: true,
         }
     }
 
@@ -509,6 +513,11 @@ impl Store {
             .expect("namespaces are built in");
         let namespace = self.get(&namespaces, "", ns)?;
         if meta(&namespace).get("deletionTimestamp").is_some() {
+            // With the cause clients look for (kube-controller-manager's root-CA publisher
+            // does not retry on it).
+            let mut details = crate::status::details(info, name);
+            details["causes"] = json!([{"reason": "NamespaceTerminating",
+                "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]);
             return Err(ApiError::new(
                 403,
                 "Forbidden",
@@ -516,7 +525,8 @@ impl Store {
                     "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
                     info.qualified()
                 ),
-            ));
+            )
+            .with_details(details));
         }
         Ok(())
     }
@@ -820,7 +830,17 @@ impl Store {
         if result == *stored_old {
             return Some(stored_old);
         }
-        if meta(&result).get("deletionTimestamp").is_some() && finalizers(&result).is_empty() {
+        // A namespace also waits for the finalizers of its spec (kube-controller-manager's
+        // namespace controller removes `kubernetes` through `finalize`).
+        let spec_finalizing = info.builtin
+            && info.plural == "namespaces"
+            && result["spec"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty());
+        if meta(&result).get("deletionTimestamp").is_some()
+            && finalizers(&result).is_empty()
+            && !spec_finalizing
+        {
             // The update deletes the object; like the real server, it answers with the
             // object at its last stored resourceVersion.
             self.write(&info, EventType::Deleted, result.clone(), Some(stored_old));
@@ -828,6 +848,43 @@ impl Store {
             return Some(Arc::new(result));
         }
         Some(self.write(&info, EventType::Modified, result, Some(stored_old)))
+    }
+
+    /// A Namespace's `finalize` subresource: its `spec.finalizers` set to `spec_finalizers`
+    /// (`resource_version`, when given, must be the stored one); a namespace being deleted
+    /// that has no finalizer left is removed.
+    pub(crate) fn finalize_namespace(
+        &mut self,
+        info: &ResourceInfo,
+        name: &str,
+        spec_finalizers: Value,
+        resource_version: Option<&str>,
+    ) -> ApiResult<Arc<Value>> {
+        let old = self.get(info, "", name)?;
+        if resource_version.is_some_and(|rv| meta_str(&old, "resourceVersion") != Some(rv)) {
+            return Err(ApiError::stale(info, name));
+        }
+        let mut new = (*old).clone();
+        match spec_finalizers {
+            Value::Null => {
+                if let Some(spec) = new["spec"].as_object_mut() {
+                    spec.remove("finalizers");
+                }
+            }
+            given => new["spec"]["finalizers"] = given,
+        }
+        if new == *old {
+            return Ok(old);
+        }
+        let none_left = new["spec"]["finalizers"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+            && finalizers(&new).is_empty();
+        if meta(&new).get("deletionTimestamp").is_some() && none_left {
+            self.write(info, EventType::Deleted, new.clone(), Some(old));
+            return Ok(Arc::new(new));
+        }
+        Ok(self.write(info, EventType::Modified, new, Some(old)))
     }
 
     /// Deletes `name`, or marks it for deletion when finalizers (its own, or those the
@@ -931,11 +988,18 @@ impl Store {
     /// being deleted in the foreground, orphans the dependents of objects deleted with
     /// `Orphan`, and removes their finalizers when done. Runs until nothing changes.
     fn collect_garbage(&mut self) {
-        if std::mem::replace(&mut self.collecting, true) {
+        if !self.own_garbage_collection || std::mem::replace(&mut self.collecting, true) {
             return;
         }
         self.collect_garbage_steps();
         self.collecting = false;
+    }
+
+    /// Turns the store's own garbage collection and namespace emptying on (the default) or
+    /// off, for a kube-controller-manager running beside it to do them as in a cluster.
+    pub(crate) fn set_own_garbage_collection(&mut self, on: bool) {
+        self.own_garbage_collection = on;
+        self.collect_garbage();
     }
 
     /// The loop of [`collect_garbage`](Self::collect_garbage).

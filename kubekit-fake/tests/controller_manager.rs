@@ -2,69 +2,84 @@
 //! scripts) against the fake: its default controllers make the ReplicaSets and Pods of a
 //! Deployment, the Pods of a StatefulSet, a DaemonSet (on a Node) and a Job, and the
 //! EndpointSlice of a Service, and its log has no error the fake causes. Garbage
-//! collection and namespace deletion are the fake's own (done at once), checked after.
+//! collection and namespace deletion are the fake's own (done at once) in the first test,
+//! kube-controller-manager's in the second (`set_own_garbage_collection(false)`).
 
 mod common;
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Output;
 
 use kubekit_fake::FakeApiServer;
-use testenv::eventually;
+use testenv::{ControllerManager, eventually};
 
-use common::{bin_dir, kubectl_output};
+use common::kubectl_output;
 
-/// kube-controller-manager, killed when dropped.
-struct ControllerManager(Child);
-
-impl Drop for ControllerManager {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// The fake (with its own garbage collection or without), kube-controller-manager
+/// running against it, and a runtime to wait in.
+struct Cluster {
+    runtime: tokio::runtime::Runtime,
+    server: FakeApiServer,
+    kcm: ControllerManager,
 }
 
-/// Starts kube-controller-manager on `kubeconfig`, logging into `dir/kcm.log`, with a
-/// service-account key and a root CA made by openssl in `dir`.
-fn start_controller_manager(kubeconfig: &Path, dir: &Path) -> ControllerManager {
-    let openssl = |args: &[&str]| {
-        let ok = Command::new("openssl").args(args).current_dir(dir).output();
-        assert!(ok.is_ok_and(|o| o.status.success()), "openssl {args:?}");
-    };
-    openssl(&["genrsa", "-out", "sa.key", "2048"]);
-    openssl(&[
-        "req", "-x509", "-new", "-key", "sa.key", "-subj", "/CN=ca", "-days", "1", "-out", "ca.crt",
-    ]);
-    let log = std::fs::File::create(dir.join("kcm.log")).expect("a log file");
-    let child = Command::new(bin_dir().join("kube-controller-manager"))
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args([
-            "--bind-address",
-            "127.0.0.1",
-            "--secure-port",
-            "0",
-            "--leader-elect=false",
-        ])
-        .args([
-            "--service-account-private-key-file",
-            "sa.key",
-            "--root-ca-file",
-            "ca.crt",
-        ])
-        .args([
-            "--service-cluster-ip-range",
-            "10.0.0.0/24",
-            "--cluster-name",
-            "kubekit-fake",
-        ])
-        .args(["--v", "1"])
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start kube-controller-manager");
-    ControllerManager(child)
+impl Cluster {
+    fn start(own_garbage_collection: bool) -> Self {
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let server = runtime
+            .block_on(FakeApiServer::start())
+            .expect("the fake starts");
+        server.set_own_garbage_collection(own_garbage_collection);
+        let kubeconfig = server.kubeconfig_path();
+        let dir = kubeconfig
+            .parent()
+            .expect("the fake's directory")
+            .join("kcm");
+        let kcm = ControllerManager::start(kubeconfig, &dir).expect("kube-controller-manager");
+        Self {
+            runtime,
+            server,
+            kcm,
+        }
+    }
+
+    fn kubectl(&self, args: &[&str], stdin: &str) -> Output {
+        kubectl_output(self.server.kubeconfig_path(), args, stdin)
+    }
+
+    /// `kubectl` that must succeed.
+    fn run(&self, args: &[&str], stdin: &str) {
+        let out = self.kubectl(args, stdin);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// How many objects `kubectl get <what> -l <selector>` lists.
+    fn count(&self, what: &str, selector: &str) -> usize {
+        let out = self.kubectl(&["get", what, "-l", selector, "-o", "name"], "");
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    }
+
+    fn wait(&self, secs: u64, what: &str, done: impl Fn(&Self) -> bool) {
+        self.runtime.block_on(eventually(secs, what, || async {
+            done(self).then_some(())
+        }));
+    }
+
+    /// Requires kube-controller-manager's log to have no error the fake causes.
+    fn assert_no_errors(&self) {
+        assert_eq!(
+            self.kcm.errors(),
+            Vec::<String>::new(),
+            "kube-controller-manager's errors"
+        );
+    }
+
+    fn finish(self) {
+        self.runtime.block_on(self.server.shutdown());
+    }
 }
 
 const WORKLOADS: &str = r#"
@@ -118,89 +133,103 @@ spec:
   ports: [{port: 80}]
 "#;
 
-/// kube-controller-manager's log lines of errors, but those it logs against the real
-/// kube-apiserver too: its consistency check's requeue of a key whose informer has not
-/// yet seen the controller's own write (`read version: N is not as new as written
-/// version: M`, seen with these workloads on testenv's kube-apiserver 1.37.2), and its
-/// note on an empty static manifest.
-fn errors(log: &str) -> Vec<&str> {
-    log.lines()
-        .filter(|l| l.starts_with('E'))
-        .filter(|l| !l.contains("is not as new as written version"))
-        .filter(|l| !l.contains("The manifest file is empty"))
-        .collect()
-}
-
 #[test]
 fn kube_controller_manager_runs_deployments_stateful_sets_daemon_sets_jobs_and_endpoint_slices_on_the_fake()
  {
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let server = runtime
-        .block_on(FakeApiServer::start())
-        .expect("the fake starts");
-    let kubeconfig = server.kubeconfig_path().to_path_buf();
-    let dir = kubeconfig
-        .parent()
-        .expect("the fake's directory")
-        .join("kcm");
-    std::fs::create_dir_all(&dir).expect("a directory");
-    let _kcm = start_controller_manager(&kubeconfig, &dir);
-    let kubectl = |args: &[&str], stdin: &str| kubectl_output(&kubeconfig, args, stdin);
-    let applied = kubectl(&["apply", "-f", "-"], WORKLOADS);
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
-    let names = |what: &str, selector: &str| {
-        let out = kubectl(&["get", what, "-l", selector, "-o", "name"], "");
-        String::from_utf8_lossy(&out.stdout).lines().count()
-    };
-    runtime.block_on(eventually(60, "the controllers' objects", || async {
-        let made = [
-            names("replicasets", "app=web") == 1,
-            names("pods", "app=web") == 2,
-            names("pods", "app=db") == 2,
-            names("pods", "app=agent") == 1,
-            names("pods", "batch.kubernetes.io/job-name=once") == 1,
-            names("endpointslices", "kubernetes.io/service-name=web") == 1,
-        ];
-        made.iter().all(|m| *m).then_some(())
-    }));
-    let log = std::fs::read_to_string(dir.join("kcm.log")).expect("the log");
-    assert_eq!(
-        errors(&log),
-        Vec::<&str>::new(),
-        "kube-controller-manager's errors"
-    );
-
-    // Deleting the Deployment collects its ReplicaSet and Pods; deleting a namespace, its
-    // content.
-    let deleted = kubectl(&["delete", "deployment", "web"], "");
-    assert!(deleted.status.success());
-    runtime.block_on(eventually(
-        30,
-        "the Deployment's dependents collected",
-        || async {
-            (names("replicasets", "app=web") == 0 && names("pods", "app=web") == 0).then_some(())
-        },
-    ));
-    assert!(
-        kubectl(&["create", "namespace", "doomed"], "")
-            .status
-            .success()
-    );
-    assert!(
-        kubectl(&["-n", "doomed", "create", "configmap", "c"], "")
-            .status
-            .success()
-    );
-    assert!(
-        kubectl(&["delete", "namespace", "doomed"], "")
-            .status
-            .success()
-    );
-    let gone = kubectl(&["get", "namespace", "doomed"], "");
+    let cluster = Cluster::start(true);
+    cluster.run(&["apply", "-f", "-"], WORKLOADS);
+    cluster.wait(60, "the controllers' objects", |c| {
+        [
+            c.count("replicasets", "app=web") == 1,
+            c.count("pods", "app=web") == 2,
+            c.count("pods", "app=db") == 2,
+            c.count("pods", "app=agent") == 1,
+            c.count("pods", "batch.kubernetes.io/job-name=once") == 1,
+            c.count("endpointslices", "kubernetes.io/service-name=web") == 1,
+        ]
+        .iter()
+        .all(|m| *m)
+    });
+    cluster.assert_no_errors();
+    // The fake collects the Deployment's dependents and empties the namespace at once
+    // (which makes kube-controller-manager's controllers log objects gone under them).
+    cluster.run(&["delete", "deployment", "web"], "");
+    cluster.wait(30, "the Deployment's dependents collected", |c| {
+        c.count("replicasets", "app=web") == 0 && c.count("pods", "app=web") == 0
+    });
+    cluster.run(&["create", "namespace", "doomed"], "");
+    cluster.run(&["-n", "doomed", "create", "configmap", "c"], "");
+    cluster.run(&["delete", "namespace", "doomed"], "");
+    let gone = cluster.kubectl(&["get", "namespace", "doomed"], "");
     assert!(!gone.status.success(), "the namespace is gone");
-    runtime.block_on(server.shutdown());
+    cluster.finish();
+}
+
+#[test]
+fn kube_controller_manager_collects_garbage_and_deletes_namespaces_when_the_fake_does_not() {
+    let cluster = Cluster::start(false);
+    cluster.run(&["apply", "-f", "-"], WORKLOADS);
+    cluster.wait(60, "the Deployment's ReplicaSet and Pods", |c| {
+        c.count("replicasets", "app=web") == 1 && c.count("pods", "app=web") == 2
+    });
+    // Deleted in the background: its garbage collector deletes the dependents.
+    cluster.run(&["delete", "deployment", "web", "--wait=false"], "");
+    cluster.wait(60, "the Deployment's dependents collected", |c| {
+        c.count("replicasets", "app=web") == 0 && c.count("pods", "app=web") == 0
+    });
+    // In the foreground: the owner keeps a finalizer until the collector has deleted its
+    // dependent (ConfigMaps: no controller of theirs races the collector).
+    cluster.run(&["create", "configmap", "parent"], "");
+    let parent = cluster.kubectl(
+        &[
+            "get",
+            "configmap",
+            "parent",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ],
+        "",
+    );
+    let uid = String::from_utf8_lossy(&parent.stdout).to_string();
+    let child = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: child\n  ownerReferences: \
+         [{{apiVersion: v1, kind: ConfigMap, name: parent, uid: {uid}, blockOwnerDeletion: true}}]\n"
+    );
+    cluster.run(&["apply", "-f", "-"], &child);
+    cluster.run(
+        &[
+            "delete",
+            "configmap",
+            "parent",
+            "--cascade=foreground",
+            "--wait=false",
+        ],
+        "",
+    );
+    cluster.wait(60, "the owner and its dependent gone", |c| {
+        let gone = |name: &str| !c.kubectl(&["get", "configmap", name], "").status.success();
+        gone("parent") && gone("child")
+    });
+    // A namespace stays Terminating until its controller empties and finalizes it.
+    cluster.run(&["create", "namespace", "doomed"], "");
+    cluster.run(&["-n", "doomed", "create", "configmap", "c"], "");
+    cluster.run(&["delete", "namespace", "doomed", "--wait=false"], "");
+    let phase = cluster.kubectl(
+        &[
+            "get",
+            "namespace",
+            "doomed",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+        "",
+    );
+    assert_eq!(String::from_utf8_lossy(&phase.stdout), "Terminating");
+    cluster.wait(60, "the namespace emptied and removed", |c| {
+        !c.kubectl(&["get", "namespace", "doomed"], "")
+            .status
+            .success()
+    });
+    cluster.assert_no_errors();
+    cluster.finish();
 }

@@ -26,6 +26,8 @@
 //!   started with the control plane stops every process and removes its directory.
 //! - A control plane that cannot start makes [`control_plane`] panic with the failing
 //!   component's log tail and how to build the binaries; tests never skip silently.
+//! - [`ControllerManager`] runs the pinned kube-controller-manager against any server,
+//!   kubekit-fake's above all, for a controller's tests to meet the real controllers.
 //! - If `KUBEKIT_TESTENV_RAN` names a file, one line is appended to it for each control
 //!   plane started, so a CI script can prove that the control-plane tests really ran.
 //!
@@ -44,6 +46,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
+
+mod controller_manager;
+
+pub use controller_manager::ControllerManager;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -179,6 +185,25 @@ pub fn repo_root() -> PathBuf {
         .parent()
         .expect("testenv lives one level below the repository root")
         .to_path_buf()
+}
+
+/// The directory of the pinned control-plane binaries (kube-apiserver, etcd,
+/// kube-controller-manager, kubectl, ...), built first if need be by
+/// `scripts/build-control-plane.sh`, which prints it last.
+///
+/// # Errors
+///
+/// The script fails (its error output is the message).
+pub fn bin_dir() -> Result<PathBuf, String> {
+    let out = Command::new("bash")
+        .arg(repo_root().join("scripts/build-control-plane.sh"))
+        .output()
+        .map_err(|e| format!("run build-control-plane.sh: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    Ok(PathBuf::from(stdout.lines().last().unwrap_or_default()))
 }
 
 impl ControlPlane {

@@ -20,19 +20,7 @@ pub fn kubectl_output(kubeconfig: &Path, args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().expect("kubectl")
 }
 
-/// The directory of the pinned control-plane binaries, built if need be
-/// (`scripts/build-control-plane.sh` prints it last).
+/// The directory of the pinned control-plane binaries, built if need be.
 pub fn bin_dir() -> std::path::PathBuf {
-    let root = testenv::repo_root();
-    let bin = Command::new("bash")
-        .arg(root.join("scripts/build-control-plane.sh"))
-        .output()
-        .expect("run build-control-plane.sh");
-    assert!(
-        bin.status.success(),
-        "{}",
-        String::from_utf8_lossy(&bin.stderr)
-    );
-    let dir = String::from_utf8_lossy(&bin.stdout);
-    std::path::PathBuf::from(dir.lines().last().unwrap_or_default())
+    testenv::bin_dir().unwrap_or_else(|e| panic!("the control-plane binaries: {e}"))
 }
