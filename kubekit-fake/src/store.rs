@@ -865,13 +865,13 @@ impl Store {
             return Err(ApiError::stale(info, name));
         }
         let mut new = (*old).clone();
-        match spec_finalizers {
-            Value::Null => {
-                if let Some(spec) = new["spec"].as_object_mut() {
-                    spec.remove("finalizers");
-                }
+        // No list, or an empty one (which the real server does not store either).
+        if spec_finalizers.as_array().is_none_or(Vec::is_empty) {
+            if let Some(spec) = new["spec"].as_object_mut() {
+                spec.remove("finalizers");
             }
-            given => new["spec"]["finalizers"] = given,
+        } else {
+            new["spec"]["finalizers"] = spec_finalizers;
         }
         if new == *old {
             return Ok(old);

@@ -4589,6 +4589,56 @@ async fn crd_rules_call_kubernetes_cel_libraries_alike() {
 }
 
 #[tokio::test]
+async fn namespaces_terminate_and_finalize_alike() {
+    differential("namespace-lifecycle", async |t: &Target, r: &mut Record| {
+        let namespaces = |r: Request| r.group_version("", "v1").resource("namespaces");
+        let doomed = format!("{}-doomed", t.ns);
+        let created = Res::send(namespaces(t.rest.post()).body(&json!({"metadata": {"name": doomed}}))).await;
+        r.answer("a namespace", created.map(|n| json!({"spec": n["spec"], "status": n["status"]})));
+        // What holds it: a ConfigMap with a finalizer no controller removes.
+        let held = json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}, "data": {"k": "v"}});
+        let cms = |r: Request| r.group_version("", "v1").namespace(&doomed).resource("configmaps");
+        Res::send(cms(t.rest.post()).body(&held)).await.expect("the held ConfigMap");
+        let deleted = Res::send(namespaces(t.rest.delete()).name(&doomed)).await;
+        r.answer("the namespace deleted", deleted.map(|n| json!({"phase": n["status"]["phase"],
+            "finalizers": n["spec"]["finalizers"], "deleting": n["metadata"]["deletionTimestamp"].is_string()})));
+        // The real server's namespace controller deletes the content a moment later.
+        testenv::eventually(60, "the held ConfigMap being deleted", || async {
+            let got = Res::send(cms(t.rest.get()).name("held")).await.ok()?;
+            got["metadata"]["deletionTimestamp"].is_string().then_some(())
+        })
+        .await;
+        let refused = Res::send(cms(t.rest.post()).body(&json!({"metadata": {"name": "late"}}))).await;
+        r.answer("content created while it terminates", refused);
+        let finalize = |body: Value| namespaces(t.rest.put()).name(&doomed).subresource("finalize").body(&body);
+        let stale = json!({"metadata": {"name": doomed, "resourceVersion": "1"}, "spec": {"finalizers": []}});
+        r.answer("a finalize with a stale resourceVersion", Res::send(finalize(stale)).await);
+        let unknown = Res::send(namespaces(t.rest.put()).name(&doomed).subresource("finalise").body(&json!({}))).await;
+        r.answer("an unknown subresource", unknown);
+        // Released: the namespace goes once it is empty.
+        let release = json!({"metadata": {"finalizers": null}});
+        let patched = Res::send(cms(t.rest.patch(PatchType::Merge)).name("held").body(&release)).await;
+        r.answer("the ConfigMap released", patched.map(|c| c["metadata"]["name"].clone()));
+        let gone = testenv::eventually(60, "the namespace gone", || async {
+            match Res::send(namespaces(t.rest.get()).name(&doomed)).await {
+                Err(e) if e.is_not_found() => Some(json!("gone")),
+                _ => None,
+            }
+        })
+        .await;
+        r.push("the namespace once empty", gone);
+        // An active namespace's finalizers, emptied through finalize.
+        let kept = format!("{}-kept", t.ns);
+        Res::send(namespaces(t.rest.post()).body(&json!({"metadata": {"name": kept}}))).await.expect("a namespace");
+        let body = json!({"metadata": {"name": kept}, "spec": {"finalizers": []}});
+        let finalized = Res::send(namespaces(t.rest.put()).name(&kept).subresource("finalize").body(&body)).await;
+        r.answer("an active namespace finalized", finalized.map(|n| json!({"spec": n["spec"], "phase": n["status"]["phase"]})));
+        Res::send(namespaces(t.rest.delete()).name(&kept)).await.expect("deleted");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn admission_policies_and_bindings_are_validated_alike() {
     differential("policy-validation", async |t: &Target, r: &mut Record| {
         let group = "admissionregistration.k8s.io";
