@@ -50,6 +50,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
         return;
     }
     match info.kind.as_str() {
+        "LimitRange" => crate::limit_ranges::default_items(obj),
         "Namespace" => {
             let name = obj["metadata"]["name"].clone();
             if !obj["metadata"]["labels"].is_object() {

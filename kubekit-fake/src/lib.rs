@@ -118,6 +118,8 @@
 //!   checked: some formats (`uri`, `email`, `duration`, ...), `multipleOf`,
 //!   `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, the CEL cost limits and type
 //!   checking. Rules call Kubernetes' CEL libraries (see `cel_library`).
+//! - LimitRanges default and bound the Pods and PersistentVolumeClaims created in their
+//!   namespace, as the LimitRanger admission plugin does (see `limit_ranges`).
 //! - Pod updates change only what the real server lets them (images, a lower
 //!   `activeDeadlineSeconds`, added tolerations, removed scheduling gates, ...; see
 //!   `pod_update`).
@@ -198,6 +200,7 @@ mod events;
 mod faults;
 mod fieldset;
 mod formats;
+mod limit_ranges;
 mod managed;
 mod mutating_policies;
 mod openapi;

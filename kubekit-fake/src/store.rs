@@ -618,6 +618,12 @@ impl Store {
                     .with_details(json!({"kind": info.plural, "name": name}))
             })?;
         }
+        if info.builtin
+            && info.group.is_empty()
+            && matches!(info.kind.as_str(), "Pod" | "PersistentVolumeClaim")
+        {
+            self.limit_ranges_admit(info, ns, &name, &mut obj)?;
+        }
         if info.builtin && info.group.is_empty() && info.kind == "Service" {
             let (ips, ports) = self.allocated_to_services(info);
             defaults::allocate(&mut obj, &ips, &ports);
@@ -954,6 +960,45 @@ impl Store {
         }
         self.collect_garbage();
         Ok(result)
+    }
+
+    /// The LimitRanger admission plugin on `obj`, a Pod or PersistentVolumeClaim `name`
+    /// being created in `ns` (see `limit_ranges`): its defaults set, or the real server's
+    /// `403` for what breaches the namespace's LimitRanges.
+    fn limit_ranges_admit(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        obj: &mut Value,
+    ) -> ApiResult<()> {
+        let Some(limit_ranges) = self.lookup("", "v1", "limitranges") else {
+            return Ok(());
+        };
+        let ranges: Vec<Value> = self
+            .table_ref(&limit_ranges)
+            .map(|t| {
+                t.objects
+                    .iter()
+                    .filter(|((namespace, _), _)| namespace == ns)
+                    .map(|(_, lr)| (**lr).clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        let breaches = crate::limit_ranges::admit(&info.kind, obj, &ranges);
+        if breaches.is_empty() {
+            return Ok(());
+        }
+        let message = format!(
+            "{} \"{name}\" is forbidden: {}",
+            info.qualified(),
+            crate::limit_ranges::refusal(&breaches)
+        );
+        Err(ApiError::new(403, "Forbidden", message)
+            .with_details(json!({"kind": info.plural, "name": name})))
     }
 
     /// The cluster IPs and node ports the stored Services hold.

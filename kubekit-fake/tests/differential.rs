@@ -4589,6 +4589,52 @@ async fn crd_rules_call_kubernetes_cel_libraries_alike() {
 }
 
 #[tokio::test]
+async fn limit_ranges_default_and_bound_pods_alike() {
+    differential("limit-ranges", async |t: &Target, r: &mut Record| {
+        let ranges = t.on("limitranges");
+        let limits = json!([
+            {"type": "Container", "max": {"cpu": "1", "memory": "1Gi"}, "min": {"cpu": "50m"},
+                "defaultRequest": {"memory": "64Mi"}, "maxLimitRequestRatio": {"cpu": "4"}},
+            {"type": "Pod", "max": {"memory": "1536Mi"}},
+            {"type": "PersistentVolumeClaim", "max": {"storage": "2Gi"}, "min": {"storage": "1Gi"}},
+        ]);
+        let stored = ranges.create(json!({"metadata": {"name": "bounds"}, "spec": {"limits": limits}})).await;
+        r.answer("a LimitRange as stored", stored.map(|l| l["spec"].clone()));
+        let pods = t.on("pods");
+        let pod = |name: &str, containers: Value| json!({"metadata": {"name": name}, "spec": {"containers": containers}});
+        let shown = |answer: kubekit::rest::Result<Value>| answer.map(|p| json!({
+            "annotations": p["metadata"]["annotations"],
+            "resources": p["spec"]["containers"].as_array().into_iter().flatten().map(|c| c["resources"].clone()).collect::<Vec<_>>(),
+            "init": p["spec"]["initContainers"].as_array().into_iter().flatten().map(|c| c["resources"].clone()).collect::<Vec<_>>()}));
+        r.answer("a Pod given its defaults", shown(pods.create(pod("plain", json!([{"name": "a", "image": "nginx"}]))).await));
+        r.answer("a Pod that sets some of them", shown(pods.create(pod("partial", json!([{"name": "a", "image": "nginx",
+            "resources": {"requests": {"cpu": "500m"}, "limits": {"memory": "256Mi"}}}]))).await));
+        r.answer("a container over the maximum", pods.create(pod("big", json!([{"name": "a", "image": "nginx",
+            "resources": {"limits": {"cpu": "2", "memory": "512Mi"}}}]))).await);
+        r.answer("a limit too far above its request", pods.create(pod("ratio", json!([{"name": "a", "image": "nginx",
+            "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "800m"}}}]))).await);
+        r.answer("a request under the minimum", pods.create(pod("small", json!([{"name": "a", "image": "nginx",
+            "resources": {"requests": {"cpu": "10m"}, "limits": {"cpu": "20m"}}}]))).await);
+        r.answer("containers summed past the Pod's maximum", pods.create(pod("sum", json!([
+            {"name": "a", "image": "nginx", "resources": {"limits": {"memory": "1Gi"}}},
+            {"name": "b", "image": "nginx", "resources": {"limits": {"memory": "1Gi"}}}]))).await);
+        let mut with_init = pod("init", json!([{"name": "a", "image": "nginx"}]));
+        with_init["spec"]["initContainers"] = json!([{"name": "setup", "image": "busybox"}]);
+        r.answer("an init container given defaults", shown(pods.create(with_init).await));
+        let claims = t.on("persistentvolumeclaims");
+        let claim = |name: &str, size: &str| json!({"metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}}}});
+        r.answer("a claim within bounds", claims.create(claim("fits", "1536Mi")).await.map(|c| c["spec"]["resources"].clone()));
+        r.answer("a claim over the maximum", claims.create(claim("huge", "5Gi")).await);
+        r.answer("a claim under the minimum", claims.create(claim("tiny", "100Mi")).await);
+        // Updates are not checked: only creates are.
+        r.answer("a Pod's image changed under a LimitRange", pods.patch("plain", PatchType::StrategicMerge,
+            json!({"spec": {"containers": [{"name": "a", "image": "nginx:2"}]}})).await.map(|p| p["spec"]["containers"][0]["image"].clone()));
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn namespaces_terminate_and_finalize_alike() {
     differential("namespace-lifecycle", async |t: &Target, r: &mut Record| {
         let namespaces = |r: Request| r.group_version("", "v1").resource("namespaces");

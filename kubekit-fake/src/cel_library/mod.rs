@@ -16,7 +16,7 @@ mod format;
 mod jsonpatch;
 mod lists;
 mod net;
-mod quantity;
+pub(crate) mod quantity;
 mod semver;
 mod sets;
 mod url;

@@ -366,10 +366,14 @@ fn interpret(suffix: &str) -> Option<(u32, i32, Format)> {
     Some((10, parsed as i32, Format::Exponent))
 }
 
+/// How a quantity is written: decimal SI suffixes, binary SI suffixes, or an exponent.
 #[derive(PartialEq, Clone, Copy)]
 enum Format {
+    /// `k`, `M`, `m`, ...
     Decimal,
+    /// `Ki`, `Mi`, ...
     Binary,
+    /// `e3`, ...
     Exponent,
 }
 
@@ -466,6 +470,109 @@ fn exact(value: &str, base: u32, exponent: i32, format: Format) -> Result<Quanti
     Ok(Quantity::Dec {
         unscaled: if negative { -unscaled } else { unscaled },
         exponent,
+    })
+}
+
+/// The text of quantity `s` as the real server writes it back (Go's `Quantity.String()`:
+/// binary SI while the value is a whole multiple of 1024 of at least 1024, else decimal
+/// SI or an exponent, its mantissa without trailing zeros and its exponent a multiple of
+/// three), or `None` when `s` is not a quantity.
+pub(crate) fn canonical(s: &str) -> Option<String> {
+    let q = parse(s).ok()?;
+    let format = match split(s).ok().and_then(|p| interpret(p.suffix)) {
+        Some((_, _, format)) if s != "0" => format,
+        _ => Format::Decimal,
+    };
+    let (m, e) = q.parts();
+    Some(canonical_text(m, e, format))
+}
+
+/// [`canonical`] of `m × 10^e` written in `format`.
+fn canonical_text(m: BigInt, e: i32, format: Format) -> String {
+    if m.is_zero() {
+        return "0".into();
+    }
+    if format == Format::Binary {
+        let whole = match u32::try_from(e) {
+            Ok(up) => Some(&m * pow10(up)),
+            Err(_) => {
+                let down = pow10(e.unsigned_abs());
+                (&m % &down).is_zero().then(|| &m / &down)
+            }
+        };
+        if let Some(mut n) = whole.filter(|n| n.abs() >= BigInt::from(1024)) {
+            let mut k = 0;
+            let kibi = BigInt::from(1024);
+            while k < 6 && (&n % &kibi).is_zero() {
+                n /= &kibi;
+                k += 1;
+            }
+            return format!("{n}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][k]);
+        }
+    }
+    let (mut m, mut e) = (m, e);
+    let ten = BigInt::from(10);
+    while (&m % &ten).is_zero() {
+        m /= &ten;
+        e += 1;
+    }
+    let r = e.rem_euclid(3);
+    m *= pow10(r.unsigned_abs());
+    e -= r;
+    let suffix = match format {
+        Format::Exponent if e == 0 => String::new(),
+        Format::Exponent => format!("e{e}"),
+        _ => match e {
+            -9 => "n",
+            -6 => "u",
+            -3 => "m",
+            3 => "k",
+            6 => "M",
+            9 => "G",
+            12 => "T",
+            15 => "P",
+            18 => "E",
+            _ => "",
+        }
+        .to_string(),
+    };
+    format!("{m}{suffix}")
+}
+
+/// A quantity of `milli` thousandths as the real server writes it back, of a binary SI
+/// quantity when `binary` (a sum keeps the format of the first quantity it adds).
+pub(crate) fn canonical_of_milli(milli: &BigInt, binary: bool) -> String {
+    let format = if binary {
+        Format::Binary
+    } else {
+        Format::Decimal
+    };
+    canonical_text(milli.clone(), -3, format)
+}
+
+/// Whether quantity `s` is written with a binary SI suffix (`Ki`, `Mi`, ...).
+pub(crate) fn is_binary(s: &str) -> bool {
+    split(s)
+        .ok()
+        .and_then(|p| interpret(p.suffix))
+        .is_some_and(|(_, _, format)| format == Format::Binary)
+}
+
+/// Quantity `s` in thousandths, rounded up (Go's `MilliValue`), or `None` when it is not
+/// a quantity.
+pub(crate) fn milli(s: &str) -> Option<BigInt> {
+    let (m, e) = parse(s).ok()?.parts();
+    Some(match u32::try_from(e + 3) {
+        Ok(up) => m * pow10(up),
+        Err(_) => {
+            let down = pow10((e + 3).unsigned_abs());
+            let (q, r) = (&m / &down, &m % &down);
+            if r.is_zero() || m.sign() == num_bigint::Sign::Minus {
+                q
+            } else {
+                q + 1
+            }
+        }
     })
 }
 
@@ -660,5 +767,47 @@ mod tests {
         ] {
             assert_eq!(eval(source), Ok(want), "{source}");
         }
+    }
+}
+
+#[cfg(test)]
+mod canonical_tests {
+    use super::{canonical, milli};
+    use num_bigint::BigInt;
+
+    /// The texts apimachinery's `Quantity.String()` gives these (v0.37.2).
+    #[test]
+    fn quantities_are_written_back_as_the_real_server_writes_them() {
+        for (given, want) in [
+            ("1000m", "1"),
+            ("1500m", "1500m"),
+            ("0.5", "500m"),
+            ("1024Mi", "1Gi"),
+            ("1536Mi", "1536Mi"),
+            ("1.5Gi", "1536Mi"),
+            ("512", "512"),
+            ("100Ki", "100Ki"),
+            ("0.5Ki", "512"),
+            ("1e3", "1e3"),
+            ("1000", "1k"),
+            ("2000000", "2M"),
+            ("0", "0"),
+            ("0Mi", "0"),
+            ("1200k", "1200k"),
+            ("1.5e3", "1500"),
+            ("2048", "2048"),
+            ("1023Ki", "1023Ki"),
+        ] {
+            assert_eq!(canonical(given).as_deref(), Some(want), "{given}");
+        }
+        assert_eq!(canonical("lots"), None);
+    }
+
+    #[test]
+    fn milli_values_round_up() {
+        assert_eq!(milli("1"), Some(BigInt::from(1000)));
+        assert_eq!(milli("250m"), Some(BigInt::from(250)));
+        assert_eq!(milli("1n"), Some(BigInt::from(1)));
+        assert_eq!(milli("1Ki"), Some(BigInt::from(1_024_000)));
     }
 }
