@@ -119,7 +119,9 @@
 //!   `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, the CEL cost limits and type
 //!   checking. Rules call Kubernetes' CEL libraries (see `cel_library`).
 //! - LimitRanges default and bound the Pods and PersistentVolumeClaims created in their
-//!   namespace, as the LimitRanger admission plugin does (see `limit_ranges`).
+//!   namespace, as the LimitRanger admission plugin does (see `limit_ranges`);
+//!   ResourceQuotas keep their status and refuse what would exceed them, as the quota
+//!   controller and the ResourceQuota plugin do (see `quotas`).
 //! - Pod updates change only what the real server lets them (images, a lower
 //!   `activeDeadlineSeconds`, added tolerations, removed scheduling gates, ...; see
 //!   `pod_update`).
@@ -207,6 +209,7 @@ mod openapi;
 mod pod_update;
 mod policies;
 mod policy_validation;
+mod quotas;
 mod rbac;
 mod resources;
 mod scale;

@@ -17,6 +17,8 @@
 //!
 //! Not done: pod-level resources (`spec.resources`) and Pod overhead in the `Pod` sums.
 
+use std::collections::BTreeMap;
+
 use num_bigint::BigInt;
 use serde_json::{Map, Value, json};
 
@@ -106,7 +108,7 @@ fn shown(q: &Value) -> String {
 }
 
 /// A quantity in thousandths (numbers as written in JSON too).
-fn thousandths(q: &Value) -> Option<BigInt> {
+pub(crate) fn thousandths(q: &Value) -> Option<BigInt> {
     match q {
         Value::String(s) => milli(s),
         Value::Number(n) => milli(&n.to_string()),
@@ -208,11 +210,11 @@ fn pod_breaches(pod: &Value, item: &Value) -> Vec<String> {
     breaches
 }
 
-/// A Pod's requests or limits: its containers' summed, or an init container's where
-/// larger, per resource (each written in the format of the quantity it took first, as a
-/// Go quantity sum keeps it).
-fn pod_total(pod: &Value, key: &str) -> Value {
-    let mut total: std::collections::BTreeMap<String, (BigInt, bool)> = Default::default();
+/// A Pod's requests or limits (`key`) per resource, in thousandths: its containers'
+/// summed, or an init container's where larger; with whether each is written in binary
+/// SI (the format of the quantity it took first, as a Go quantity sum keeps it).
+pub(crate) fn pod_resources(pod: &Value, key: &str) -> BTreeMap<String, (BigInt, bool)> {
+    let mut total: BTreeMap<String, (BigInt, bool)> = BTreeMap::new();
     let containers = pod["spec"]["containers"].as_array().into_iter().flatten();
     for container in containers {
         for (resource, q) in entries(&container["resources"][key]) {
@@ -237,8 +239,13 @@ fn pod_total(pod: &Value, key: &str) -> Value {
             }
         }
     }
+    total
+}
+
+/// [`pod_resources`] as quantities written back.
+fn pod_total(pod: &Value, key: &str) -> Value {
     Value::Object(
-        total
+        pod_resources(pod, key)
             .into_iter()
             .map(|(k, (v, binary))| (k, json!(canonical_of_milli(&v, binary))))
             .collect(),

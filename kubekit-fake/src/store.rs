@@ -480,6 +480,12 @@ impl Store {
         {
             table.compacted = old.rv;
         }
+        if info.namespaced && self.holds_any("", "resourcequotas") {
+            let ns = meta_str(&object, "namespace")
+                .unwrap_or_default()
+                .to_string();
+            self.refresh_quotas(&ns);
+        }
         object
     }
 
@@ -623,6 +629,10 @@ impl Store {
             && matches!(info.kind.as_str(), "Pod" | "PersistentVolumeClaim")
         {
             self.limit_ranges_admit(info, ns, &name, &mut obj)?;
+        }
+        self.quotas_admit(info, ns, &name, &obj, None)?;
+        if info.builtin && info.group.is_empty() && info.kind == "ResourceQuota" {
+            obj["status"] = crate::quotas::status(&obj, &self.objects_in(ns));
         }
         if info.builtin && info.group.is_empty() && info.kind == "Service" {
             let (ips, ports) = self.allocated_to_services(info);
@@ -787,6 +797,7 @@ impl Store {
             }
             crd_schema::default_and_validate(info, name, (&mut new, Some(&old)), false)?;
             defaults::check_update(info, name, &old, &new)?;
+            self.quotas_admit(info, ns, name, &new, Some(&old))?;
             defaults::check_workload(info, name, &new, Some(&old))?;
             crate::admission::check_configuration(info, name, &new)?;
             crate::policy_validation::check(info, name, &new)?;
@@ -999,6 +1010,77 @@ impl Store {
         );
         Err(ApiError::new(403, "Forbidden", message)
             .with_details(json!({"kind": info.plural, "name": name})))
+    }
+
+    /// The ResourceQuotas of namespace `ns`.
+    fn quotas_in(&self, ns: &str) -> Vec<Value> {
+        let Some(quotas) = self.lookup("", "v1", "resourcequotas") else {
+            return Vec::new();
+        };
+        self.table_ref(&quotas)
+            .map(|t| {
+                t.objects
+                    .iter()
+                    .filter(|((namespace, _), _)| namespace == ns)
+                    .map(|(_, q)| (**q).clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Every object of namespace `ns`, with its resource.
+    fn objects_in(&self, ns: &str) -> Vec<(ResourceInfo, Arc<Value>)> {
+        self.all_objects()
+            .into_iter()
+            .filter(|(info, o)| info.namespaced && meta_str(o, "namespace") == Some(ns))
+            .collect()
+    }
+
+    /// The ResourceQuota admission plugin on `obj`, `name` of `info` being created in
+    /// `ns` (`old` is `None`) or replacing `old` (see `quotas`): the real server's `403`
+    /// when a quota of the namespace refuses it.
+    fn quotas_admit(
+        &self,
+        info: &ResourceInfo,
+        ns: &str,
+        name: &str,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> ApiResult<()> {
+        if !info.namespaced || !self.holds_any("", "resourcequotas") {
+            return Ok(());
+        }
+        let quotas = self.quotas_in(ns);
+        match crate::quotas::refusal(info, obj, old, &quotas) {
+            None => Ok(()),
+            Some(why) => {
+                let message = format!("{} \"{name}\" is forbidden: {why}", info.qualified());
+                Err(ApiError::new(403, "Forbidden", message)
+                    .with_details(json!({"kind": info.plural, "name": name})))
+            }
+        }
+    }
+
+    /// Brings the status of namespace `ns`'s ResourceQuotas up to date with its objects,
+    /// as kube-controller-manager's quota controller does.
+    fn refresh_quotas(&mut self, ns: &str) {
+        let Some(info) = self.lookup("", "v1", "resourcequotas") else {
+            return;
+        };
+        let quotas = self.quotas_in(ns);
+        if quotas.is_empty() {
+            return;
+        }
+        let objects = self.objects_in(ns);
+        for quota in quotas {
+            let status = crate::quotas::status(&quota, &objects);
+            if quota["status"] != status {
+                let old = Arc::new(quota.clone());
+                let mut updated = quota;
+                updated["status"] = status;
+                self.write(&info, EventType::Modified, updated, Some(old));
+            }
+        }
     }
 
     /// The cluster IPs and node ports the stored Services hold.

@@ -4589,6 +4589,46 @@ async fn crd_rules_call_kubernetes_cel_libraries_alike() {
 }
 
 #[tokio::test]
+async fn resource_quotas_count_and_refuse_alike() {
+    differential("resource-quotas", async |t: &Target, r: &mut Record| {
+        let quotas = t.on("resourcequotas");
+        let hard = json!({"pods": "2", "requests.cpu": "1", "limits.memory": "1Gi", "count/secrets": "1",
+            "services.nodeports": "1"});
+        quotas.create(json!({"metadata": {"name": "bounds"}, "spec": {"hard": hard}})).await.expect("a quota");
+        // The real server's quota controller fills the status a moment later.
+        let quotas = &quotas;
+        let settled = |want: Value| async move {
+            testenv::eventually(60, "the quota's usage", || async {
+                let q = quotas.get("bounds").await.ok()?;
+                want.as_object()?.iter().all(|(k, v)| q["status"]["used"][k] == *v).then(|| q["status"].clone())
+            })
+            .await
+        };
+        r.push("the quota's status", settled(json!({"pods": "0"})).await);
+        let pods = t.on("pods");
+        let pod = |name: &str, resources: Value| json!({"metadata": {"name": name},
+            "spec": {"containers": [{"name": "a", "image": "nginx", "resources": resources}]}});
+        let sized = json!({"requests": {"cpu": "500m"}, "limits": {"memory": "512Mi"}});
+        r.answer("a Pod without what the quota bounds", pods.create(pod("bare", json!({}))).await);
+        r.answer("a Pod within the quota", pods.create(pod("one", sized.clone())).await.map(|p| p["metadata"]["name"].clone()));
+        r.answer("a second Pod", pods.create(pod("two", sized.clone())).await.map(|p| p["metadata"]["name"].clone()));
+        r.answer("a Pod past the quota", pods.create(pod("three", sized.clone())).await);
+        r.push("the quota's status when full", settled(json!({"pods": "2"})).await);
+        let secrets = t.on("secrets");
+        r.answer("a first Secret", secrets.create(json!({"metadata": {"name": "s1"}, "stringData": {"k": "v"}})).await.map(|s| s["type"].clone()));
+        r.answer("a Secret past its count", secrets.create(json!({"metadata": {"name": "s2"}, "stringData": {"k": "v"}})).await);
+        let services = t.on("services");
+        let node_ports = json!({"metadata": {"name": "np"}, "spec": {"type": "NodePort", "selector": {"app": "x"},
+            "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}]}});
+        r.answer("a Service with more node ports than allowed", services.create(node_ports).await);
+        pods.delete("one", json!({"gracePeriodSeconds": 0})).await.expect("deleted");
+        r.push("the quota's status after a delete", settled(json!({"pods": "1"})).await);
+        r.answer("a Pod once there is room", pods.create(pod("four", sized)).await.map(|p| p["metadata"]["name"].clone()));
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn limit_ranges_default_and_bound_pods_alike() {
     differential("limit-ranges", async |t: &Target, r: &mut Record| {
         let ranges = t.on("limitranges");
