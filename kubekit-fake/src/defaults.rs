@@ -46,6 +46,13 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     if info.group == RBAC && info.kind.ends_with("RoleBinding") && obj.is_object() {
         binding(obj);
     }
+    if info.group == "scheduling.k8s.io"
+        && info.kind == "PriorityClass"
+        && obj.is_object()
+        && obj["preemptionPolicy"].is_null()
+    {
+        obj["preemptionPolicy"] = json!("PreemptLowerPriority");
+    }
     if !info.group.is_empty() || !obj.is_object() {
         return;
     }

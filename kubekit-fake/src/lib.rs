@@ -299,6 +299,13 @@ impl FakeApiServer {
         for ns in INITIAL_NAMESPACES {
             seed(&mut store, &namespaces, json!({"metadata": {"name": ns}}))?;
         }
+        // The priority classes kube-apiserver bootstraps.
+        let classes = lookup(&store, "scheduling.k8s.io", "priorityclasses")?;
+        for (name, value, description) in workloads::SYSTEM_PRIORITY_CLASSES {
+            let class =
+                json!({"metadata": {"name": name}, "value": value, "description": description});
+            seed(&mut store, &classes, class)?;
+        }
         // What kube-apiserver writes when it starts, and kube-controller-manager reads.
         let configmaps = lookup(&store, "", "configmaps")?;
         let since = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();

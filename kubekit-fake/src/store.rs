@@ -618,11 +618,14 @@ impl Store {
             w.track_update(None, &mut obj);
         }
         if info.builtin {
-            crate::workloads::admit(&info.group, &info.kind, &mut obj).map_err(|why| {
-                let message = format!("{} \"{name}\" is forbidden: {why}", info.qualified());
-                ApiError::new(403, "Forbidden", message)
-                    .with_details(json!({"kind": info.plural, "name": name}))
-            })?;
+            let classes = self.priority_classes();
+            crate::workloads::admit(&info.group, &info.kind, &mut obj, &classes).map_err(
+                |why| {
+                    let message = format!("{} \"{name}\" is forbidden: {why}", info.qualified());
+                    ApiError::new(403, "Forbidden", message)
+                        .with_details(json!({"kind": info.plural, "name": name}))
+                },
+            )?;
         }
         if info.builtin
             && info.group.is_empty()
@@ -1010,6 +1013,16 @@ impl Store {
         );
         Err(ApiError::new(403, "Forbidden", message)
             .with_details(json!({"kind": info.plural, "name": name})))
+    }
+
+    /// The stored PriorityClasses.
+    fn priority_classes(&self) -> Vec<Value> {
+        self.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+            .and_then(|info| {
+                self.table_ref(&info)
+                    .map(|t| t.objects.values().map(|c| (**c).clone()).collect())
+            })
+            .unwrap_or_default()
     }
 
     /// The ResourceQuotas of namespace `ns`.

@@ -300,22 +300,32 @@ fn image_tag(image: &str) -> Option<&str> {
     Some(last.split_once(':').map_or("latest", |(_, tag)| tag))
 }
 
-/// The priority classes every cluster has, and their values.
-const SYSTEM_PRIORITY_CLASSES: &[(&str, i64)] = &[
-    ("system-cluster-critical", 2_000_000_000),
-    ("system-node-critical", 2_000_001_000),
+/// The priority classes every cluster is bootstrapped with: name, value and description.
+pub const SYSTEM_PRIORITY_CLASSES: &[(&str, i64, &str)] = &[
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
 ];
 
 /// What the real server adds to an object being created after the write's fields are
-/// recorded (so no manager owns them): to a Pod, by admission, the priority of its
-/// priority class (the system ones; none is the default, priority 0) and the preemption
-/// policy, and the `DefaultTolerationSeconds` tolerations (a priority class the fake does
-/// not know is refused, with the reason the real server gives); to a Job, its generated
+/// recorded (so no manager owns them): to a Pod, by admission, the priority and
+/// preemption policy of its priority class among `classes` (the stored PriorityClasses;
+/// without a name, the global default one with the lowest value, else priority 0), and
+/// the `DefaultTolerationSeconds` tolerations (an unknown class, or a priority or policy
+/// of the Pod's own that differs from its class's, is refused with the reason the real
+/// server gives); to a Job, its generated
 /// selector and labels (see [`generate_job_selector`]); to a DaemonSet, its first
 /// template generation (the `deprecated.daemonset.template.generation` annotation).
-pub fn admit(group: &str, kind: &str, obj: &mut Value) -> Result<(), String> {
+pub fn admit(group: &str, kind: &str, obj: &mut Value, classes: &[Value]) -> Result<(), String> {
     match (group, kind) {
-        ("", "Pod") => admit_pod(obj),
+        ("", "Pod") => admit_pod(obj, classes),
         ("batch", "Job") => {
             generate_job_selector(obj);
             // As the object read back from storage is defaulted.
@@ -402,19 +412,55 @@ fn generate_job_selector(obj: &mut Value) {
 }
 
 /// [`admit`] of a Pod.
-fn admit_pod(obj: &mut Value) -> Result<(), String> {
+fn admit_pod(obj: &mut Value, classes: &[Value]) -> Result<(), String> {
     let Some(spec) = obj.as_object_mut().and_then(|root| object(root, "spec")) else {
         return Ok(());
     };
-    let priority = match spec.get("priorityClassName").and_then(Value::as_str) {
-        None | Some("") => 0,
-        Some(class) => match SYSTEM_PRIORITY_CLASSES.iter().find(|(c, _)| *c == class) {
-            Some((_, value)) => *value,
-            None => return Err(format!("no PriorityClass with name {class} was found")),
-        },
+    let named = spec
+        .get("priorityClassName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty());
+    let class = match named {
+        Some(name) => Some(
+            classes
+                .iter()
+                .find(|c| c["metadata"]["name"] == name)
+                .ok_or_else(|| format!("no PriorityClass with name {name} was found"))?,
+        ),
+        None => classes
+            .iter()
+            .filter(|c| c["globalDefault"] == true)
+            .min_by_key(|c| c["value"].as_i64().unwrap_or_default()),
     };
-    default(spec, "priority", json!(priority));
-    default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    let (name, priority, policy) = match class {
+        Some(c) => (
+            c["metadata"]["name"].clone(),
+            c["value"].as_i64().unwrap_or_default(),
+            c["preemptionPolicy"]
+                .as_str()
+                .unwrap_or("PreemptLowerPriority"),
+        ),
+        None => (Value::Null, 0, "PreemptLowerPriority"),
+    };
+    if let Some(given) = spec.get("priority").and_then(Value::as_i64)
+        && given != priority
+    {
+        return Err(format!(
+            "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {priority} from the given PriorityClass name"
+        ));
+    }
+    if let Some(given) = spec.get("preemptionPolicy").and_then(Value::as_str)
+        && given != policy
+    {
+        return Err(format!(
+            "the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {policy} from the given PriorityClass name"
+        ));
+    }
+    if named.is_none() && name.is_string() {
+        spec.insert("priorityClassName".into(), name);
+    }
+    spec.insert("priority".into(), json!(priority));
+    spec.insert("preemptionPolicy".into(), json!(policy));
     default_tolerations(spec);
     Ok(())
 }
@@ -771,13 +817,13 @@ mod tests {
             ] {
                 let mut obj = body.clone();
                 apply(group, kind, &mut obj, None);
-                let _ = admit(group, kind, &mut obj);
+                let _ = admit(group, kind, &mut obj, &[]);
                 apply(group, kind, &mut obj, Some(&body));
             }
         }
         let mut pod = json!({"spec": {"containers": [1], "tolerations": "all"}});
         apply("", "Pod", &mut pod, None);
-        admit("", "Pod", &mut pod).expect("no priority class");
+        admit("", "Pod", &mut pod, &[]).expect("no priority class");
         assert_eq!(pod["spec"]["containers"], json!([1]));
         assert_eq!(pod["spec"]["tolerations"], "all");
         assert_eq!(pod["status"]["qosClass"], "BestEffort");

@@ -4589,6 +4589,98 @@ async fn crd_rules_call_kubernetes_cel_libraries_alike() {
 }
 
 #[tokio::test]
+async fn priority_classes_set_pods_priorities_alike() {
+    differential("priority-classes", async |t: &Target, r: &mut Record| {
+        let classes = |r: Request| {
+            r.group_version("scheduling.k8s.io", "v1")
+                .resource("priorityclasses")
+        };
+        for system in ["system-node-critical", "system-cluster-critical"] {
+            let got = Res::send(classes(t.rest.get()).name(system)).await;
+            r.answer(
+                system,
+                got.map(|c| {
+                    json!([
+                        c["value"],
+                        c["description"],
+                        c["preemptionPolicy"],
+                        c["globalDefault"]
+                    ])
+                }),
+            );
+        }
+        // No global default here: the real control plane is shared by concurrent scenarios.
+        let name = format!("{}-batch", t.ns);
+        let class = json!({"metadata": {"name": name}, "value": 1000, "preemptionPolicy": "Never"});
+        let created = Res::send(classes(t.rest.post()).body(&class)).await;
+        r.answer(
+            "a PriorityClass",
+            created.map(|c| json!([c["value"], c["preemptionPolicy"], c["globalDefault"]])),
+        );
+        let pods = t.on("pods");
+        let pod = |pod_name: &str, extra: Value| {
+            let mut spec = json!({"containers": [{"name": "a", "image": "nginx"}]});
+            for (k, v) in extra.as_object().into_iter().flatten() {
+                spec[k] = v.clone();
+            }
+            json!({"metadata": {"name": pod_name}, "spec": spec})
+        };
+        let priority = |answer: kubekit::rest::Result<Value>| {
+            answer.map(|p| {
+                json!([
+                    p["spec"]["priorityClassName"],
+                    p["spec"]["priority"],
+                    p["spec"]["preemptionPolicy"]
+                ])
+            })
+        };
+        r.answer(
+            "a Pod without a class",
+            priority(pods.create(pod("plain", json!({}))).await),
+        );
+        r.answer(
+            "a Pod of the class",
+            priority(
+                pods.create(pod("batch", json!({"priorityClassName": name})))
+                    .await,
+            ),
+        );
+        r.answer(
+            "a Pod of a system class",
+            priority(
+                pods.create(pod(
+                    "critical",
+                    json!({"priorityClassName": "system-cluster-critical"}),
+                ))
+                .await,
+            ),
+        );
+        r.answer(
+            "a Pod of no such class",
+            pods.create(pod("lost", json!({"priorityClassName": "nope"})))
+                .await,
+        );
+        r.answer(
+            "a Pod with a priority of its own",
+            pods.create(pod(
+                "pushy",
+                json!({"priorityClassName": name, "priority": 5}),
+            ))
+            .await,
+        );
+        r.answer(
+            "a Pod with a preemption policy of its own",
+            pods.create(pod("polite", json!({"preemptionPolicy": "Never"})))
+                .await,
+        );
+        Res::send(classes(t.rest.delete()).name(&name))
+            .await
+            .expect("deleted");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn resource_quotas_count_and_refuse_alike() {
     differential("resource-quotas", async |t: &Target, r: &mut Record| {
         let quotas = t.on("resourcequotas");
