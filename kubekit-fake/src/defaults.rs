@@ -46,6 +46,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     if info.group == RBAC && info.kind.ends_with("RoleBinding") && obj.is_object() {
         binding(obj);
     }
+    crate::kinds::defaults(info, obj);
     if info.group == "scheduling.k8s.io"
         && info.kind == "PriorityClass"
         && obj.is_object()

@@ -202,6 +202,7 @@ mod events;
 mod faults;
 mod fieldset;
 mod formats;
+mod kinds;
 mod limit_ranges;
 mod managed;
 mod mutating_policies;

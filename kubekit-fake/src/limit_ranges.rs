@@ -27,24 +27,37 @@ use crate::cel_library::quantity::{canonical, canonical_of_milli, is_binary, mil
 /// The annotation that says what LimitRanger set.
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
 
-/// The defaults of a LimitRange's `Container` items (`SetDefaults_LimitRangeItem`).
+/// The defaults of a LimitRange's `Container` items (`SetDefaults_LimitRangeItem`); a map
+/// that stays empty is not written, as the real server does not store one.
 pub(crate) fn default_items(limit_range: &mut Value) {
-    let Some(items) = limit_range["spec"]["limits"].as_array_mut() else {
-        return;
-    };
-    for item in items.iter_mut().filter(|i| i["type"] == "Container") {
+    let items = limit_range
+        .get_mut("spec")
+        .and_then(|spec| spec.get_mut("limits"))
+        .and_then(Value::as_array_mut);
+    for item in items.into_iter().flatten() {
+        let Some(item) = item
+            .as_object_mut()
+            .filter(|i| i.get("type") == Some(&json!("Container")))
+        else {
+            continue;
+        };
         for (from, to) in [
             ("max", "default"),
             ("default", "defaultRequest"),
             ("min", "defaultRequest"),
         ] {
-            let source = item[from].as_object().cloned().unwrap_or_default();
-            if !item[to].is_object() {
-                item[to] = json!({});
+            let source = item
+                .get(from)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            if !item.get(to).is_none_or(Value::is_object) {
+                continue;
             }
             for (resource, quantity) in source {
-                if item[to].get(&resource).is_none() {
-                    item[to][&resource] = quantity;
+                let target = item.entry(to).or_insert_with(|| json!({}));
+                if let Some(target) = target.as_object_mut() {
+                    target.entry(resource).or_insert(quantity);
                 }
             }
         }
@@ -55,40 +68,39 @@ pub(crate) fn default_items(limit_range: &mut Value) {
 /// namespace's `limit_ranges`: the Pod's defaults set, then every breach, in the real
 /// server's words (none: admitted).
 pub(crate) fn admit(kind: &str, obj: &mut Value, limit_ranges: &[Value]) -> Vec<String> {
-    let items: Vec<&Value> = limit_ranges
-        .iter()
-        .flat_map(|l| l["spec"]["limits"].as_array().into_iter().flatten())
-        .collect();
-    match kind {
-        "Pod" => {
-            for limit_range in limit_ranges {
-                set_defaults(obj, limit_range);
-            }
-            let mut breaches = Vec::new();
-            for item in &items {
-                breaches.extend(pod_breaches(obj, item));
-            }
-            breaches
+    if kind == "Pod" {
+        for limit_range in limit_ranges {
+            set_defaults(obj, limit_range);
         }
-        "PersistentVolumeClaim" => {
-            let requests = &obj["spec"]["resources"]["requests"];
-            let mut breaches = Vec::new();
-            for item in items
-                .iter()
-                .filter(|i| i["type"] == "PersistentVolumeClaim")
-            {
-                let kind = "PersistentVolumeClaim";
-                for (resource, bound) in entries(&item["min"]) {
-                    breaches.extend(min(kind, resource, bound, requests, &Value::Null));
-                }
-                for (resource, bound) in entries(&item["max"]) {
-                    breaches.extend(max_request(kind, resource, bound, requests));
-                }
-            }
-            breaches
-        }
-        _ => Vec::new(),
     }
+    // The first LimitRange with breaches refuses, as Go's plugin returns there.
+    for limit_range in limit_ranges {
+        let items = limit_range["spec"]["limits"]
+            .as_array()
+            .into_iter()
+            .flatten();
+        let mut breaches = Vec::new();
+        for item in items {
+            match kind {
+                "Pod" => breaches.extend(pod_breaches(obj, item)),
+                "PersistentVolumeClaim" if item["type"] == "PersistentVolumeClaim" => {
+                    let requests = &obj["spec"]["resources"]["requests"];
+                    let kind = "PersistentVolumeClaim";
+                    for (resource, bound) in entries(&item["min"]) {
+                        breaches.extend(min(kind, resource, bound, requests, &Value::Null));
+                    }
+                    for (resource, bound) in entries(&item["max"]) {
+                        breaches.extend(max_request(kind, resource, bound, requests));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !breaches.is_empty() {
+            return breaches;
+        }
+    }
+    Vec::new()
 }
 
 fn entries(v: &Value) -> impl Iterator<Item = (&str, &Value)> {
@@ -140,20 +152,32 @@ fn set_defaults(pod: &mut Value, limit_range: &Value) {
         ("containers", "container"),
         ("initContainers", "init container"),
     ] {
-        let Some(containers) = pod["spec"][list].as_array_mut() else {
-            continue;
-        };
-        for container in containers {
-            let name = container["name"].as_str().unwrap_or_default().to_string();
+        let containers = pod
+            .get_mut("spec")
+            .and_then(|spec| spec.get_mut(list))
+            .and_then(Value::as_array_mut);
+        for container in containers.into_iter().flatten() {
+            let Some(container) = container.as_object_mut() else {
+                continue;
+            };
+            let name = container
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let resources = container.entry("resources").or_insert_with(|| json!({}));
+            let Some(resources) = resources.as_object_mut() else {
+                continue;
+            };
             let mut set = |key: &str, defaults: &Map<String, Value>| {
-                let resources = &mut container["resources"];
-                if !resources[key].is_object() {
-                    resources[key] = json!({});
-                }
                 let mut added: Vec<&str> = Vec::new();
                 for (k, v) in defaults {
-                    if resources[key].get(k).is_none() {
-                        resources[key][k] = v.clone();
+                    let list = resources.entry(key).or_insert_with(|| json!({}));
+                    let Some(list) = list.as_object_mut() else {
+                        break;
+                    };
+                    if !list.contains_key(k) {
+                        list.insert(k.clone(), v.clone());
                         added.push(k);
                     }
                 }
@@ -169,12 +193,17 @@ fn set_defaults(pod: &mut Value, limit_range: &Value) {
             }
         }
     }
-    if !notes.is_empty() {
-        if !pod["metadata"]["annotations"].is_object() {
-            pod["metadata"]["annotations"] = json!({});
+    let metadata = pod
+        .as_object_mut()
+        .map(|p| p.entry("metadata").or_insert_with(|| json!({})));
+    if let Some(metadata) = metadata.and_then(Value::as_object_mut)
+        && !notes.is_empty()
+    {
+        let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(annotations) = annotations.as_object_mut() {
+            let note = format!("LimitRanger plugin set: {}", notes.join("; "));
+            annotations.insert(ANNOTATION.into(), json!(note));
         }
-        let note = format!("LimitRanger plugin set: {}", notes.join("; "));
-        pod["metadata"]["annotations"][ANNOTATION] = json!(note);
     }
 }
 
@@ -210,33 +239,53 @@ fn pod_breaches(pod: &Value, item: &Value) -> Vec<String> {
     breaches
 }
 
-/// A Pod's requests or limits (`key`) per resource, in thousandths: its containers'
-/// summed, or an init container's where larger; with whether each is written in binary
-/// SI (the format of the quantity it took first, as a Go quantity sum keeps it).
+/// A Pod's requests or limits (`key`) per resource, in thousandths: its containers' and
+/// sidecars' summed, or an init container's (with the sidecars before it) where larger;
+/// with whether each is written in binary SI (the format of the quantity it took first,
+/// as a Go quantity sum keeps it).
 pub(crate) fn pod_resources(pod: &Value, key: &str) -> BTreeMap<String, (BigInt, bool)> {
-    let mut total: BTreeMap<String, (BigInt, bool)> = BTreeMap::new();
-    let containers = pod["spec"]["containers"].as_array().into_iter().flatten();
-    for container in containers {
+    type Total = BTreeMap<String, (BigInt, bool)>;
+    // Adds `container`'s resources to `total`; a first one gives a sum its format.
+    let add = |total: &mut Total, container: &Value| {
         for (resource, q) in entries(&container["resources"][key]) {
             let (sum, binary) = total.entry(resource.to_string()).or_default();
-            let value = thousandths(q).unwrap_or_default();
             if *sum == BigInt::default() {
                 *binary = q.as_str().is_some_and(is_binary);
             }
-            *sum += value;
+            *sum += thousandths(q).unwrap_or_default();
         }
+    };
+    let mut total = Total::new();
+    for container in pod["spec"]["containers"].as_array().into_iter().flatten() {
+        add(&mut total, container);
     }
-    let inits = pod["spec"]["initContainers"]
+    // Sidecars (init containers that restart) run beside the rest; each other init
+    // container runs alone beside the sidecars started before it (Go's `PodRequests`).
+    let mut sidecars = Total::new();
+    let mut init_peak = Total::new();
+    for container in pod["spec"]["initContainers"]
         .as_array()
         .into_iter()
-        .flatten();
-    for container in inits {
-        for (resource, q) in entries(&container["resources"][key]) {
-            let value = thousandths(q).unwrap_or_default();
-            let (sum, binary) = total.entry(resource.to_string()).or_default();
-            if value > *sum {
-                (*sum, *binary) = (value, q.as_str().is_some_and(is_binary));
+        .flatten()
+    {
+        if container["restartPolicy"] == "Always" {
+            add(&mut total, container);
+            add(&mut sidecars, container);
+        } else {
+            let mut running = sidecars.clone();
+            add(&mut running, container);
+            for (resource, (value, binary)) in running {
+                let (peak, peak_binary) = init_peak.entry(resource).or_default();
+                if value > *peak {
+                    (*peak, *peak_binary) = (value, binary);
+                }
             }
+        }
+    }
+    for (resource, (value, binary)) in init_peak {
+        let (sum, sum_binary) = total.entry(resource).or_default();
+        if value > *sum {
+            (*sum, *sum_binary) = (value, binary);
         }
     }
     total
@@ -361,11 +410,24 @@ fn ratio(
     })
 }
 
-/// The real server's refusal message of `breaches` (one, or `[a, b]`).
+/// The real server's refusal message of `breaches` (Go's aggregate error: each distinct
+/// message once; one, or `[a, b]`).
 pub(crate) fn refusal(breaches: &[String]) -> String {
-    match breaches {
-        [one] => one.clone(),
-        all => format!("[{}]", all.join(", ")),
+    let mut distinct: Vec<&String> = Vec::new();
+    for b in breaches {
+        if !distinct.contains(&b) {
+            distinct.push(b);
+        }
+    }
+    match distinct.as_slice() {
+        [one] => (*one).clone(),
+        all => format!(
+            "[{}]",
+            all.iter()
+                .map(|b| b.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 

@@ -69,6 +69,7 @@ pub(crate) fn mutate(
         let ignore = policy["failurePolicy"] == "Ignore";
         let params = match params {
             Ok(params) => params.clone(),
+            Err(_) if ignore => continue,
             Err(message) => {
                 let failure = Failure {
                     message: message.clone(),
@@ -160,7 +161,8 @@ fn apply(
 /// One JSON Patch operation on `doc`, as the real server's JSON Patch library applies it:
 /// `replace` of a key an object lacks adds it; a `test` of a value, or of a key its
 /// object lacks, fails the patch (`Err(None)`); an operation whose path is not there is
-/// an error in that library's words.
+/// an error (in that library's words for `add` and `test`, in the same form for the
+/// others, whose words differ).
 fn patch_one(doc: &mut Value, op: json_patch::PatchOperation) -> Result<(), Option<String>> {
     use json_patch::PatchOperation as Op;
     let (name, path) = match &op {
@@ -185,7 +187,7 @@ fn patch_one(doc: &mut Value, op: json_patch::PatchOperation) -> Result<(), Opti
         op => op,
     };
     let is_test = matches!(op, Op::Test(_));
-    if is_test && !there && parent {
+    if is_test && !there && parent_is_object {
         return Err(None);
     }
     match json_patch::patch(doc, &[op]) {

@@ -88,10 +88,18 @@ pub(crate) fn faults(old: &Value, new: &Value) -> Vec<Fault> {
     if pruned(old_spec) == pruned(new_spec) {
         return faults;
     }
+    // A spec or container that is not an object is refused by the schema checks.
+    if !new_spec.is_object() {
+        return faults;
+    }
     let mut munged = new_spec.clone();
     for list in ["containers", "initContainers"] {
-        for (i, container) in items(&old_spec[list]).iter().enumerate() {
-            munged[list][i]["image"] = container["image"].clone();
+        let old_items = items(&old_spec[list]);
+        let new_items = munged.get_mut(list).and_then(Value::as_array_mut);
+        for (container, old) in new_items.into_iter().flatten().zip(old_items) {
+            if let Some(container) = container.as_object_mut() {
+                container.insert("image".into(), old["image"].clone());
+            }
         }
     }
     for field in ["activeDeadlineSeconds", "schedulingGates", "tolerations"] {
@@ -113,7 +121,12 @@ pub(crate) fn faults(old: &Value, new: &Value) -> Vec<Fault> {
                     }
                 }
             }
-            kept => munged["affinity"]["nodeAffinity"] = kept.clone(),
+            kept => match munged["affinity"].as_object_mut() {
+                Some(affinity) => {
+                    affinity.insert("nodeAffinity".into(), kept.clone());
+                }
+                None => munged["affinity"] = json!({"nodeAffinity": kept}),
+            },
         }
     }
     let (before, after) = (pruned(old_spec), pruned(&munged));
@@ -200,14 +213,31 @@ fn node_selector_additions(old: &Value, new: &Value) -> Option<Fault> {
     })
 }
 
-/// `v` without its nulls and empty lists, which Go's semantic equality does not tell
-/// from absent fields.
+/// `v` without its nulls, empty lists and empty maps, which Go's semantic equality does
+/// not tell from absent fields (but the structs a pointer holds, which it does).
 fn pruned(v: &Value) -> Value {
+    const POINTED: &[&str] = &[
+        "securityContext",
+        "affinity",
+        "nodeAffinity",
+        "podAffinity",
+        "podAntiAffinity",
+        "dnsConfig",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+    ];
+    let empty = |k: &str, v: &Value| {
+        v.is_null()
+            || v.as_array().is_some_and(Vec::is_empty)
+            || (v.as_object().is_some_and(Map::is_empty) && !POINTED.contains(&k))
+    };
     match v {
         Value::Object(fields) => Value::Object(
             fields
                 .iter()
-                .filter(|(_, v)| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+                .filter(|(k, v)| !empty(k, v))
                 .map(|(k, v)| (k.clone(), pruned(v)))
                 .collect::<Map<_, _>>(),
         ),

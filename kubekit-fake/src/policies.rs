@@ -162,6 +162,8 @@ pub(crate) fn validate(
     {
         let params = match params {
             Ok(params) => params,
+            // A binding's configuration error is a failure of its policy's.
+            Err(_) if policy["failurePolicy"] == "Ignore" => continue,
             Err(message) => {
                 let reason = "Invalid".to_string();
                 denials.push((names, Failure { message, reason }));
@@ -315,7 +317,8 @@ pub(crate) fn conditions_and_variables(
             Ok(true) => {}
             Ok(false) => return Ok(None),
             Err(why) if !ignore => failures.push(error(expression, why)),
-            Err(_) => {}
+            // Under `Ignore`, a condition that fails skips the binding.
+            Err(_) => return Ok(None),
         }
     }
     if !failures.is_empty() {

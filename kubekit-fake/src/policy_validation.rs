@@ -148,11 +148,7 @@ fn policy(spec: &Value, mutating: bool) -> Vec<Fault> {
             faults.push(required("spec.matchConstraints.resourceRules", ""));
         }
         if mutating {
-            let operations = rules.iter().flat_map(|r| items(&r["operations"]));
-            faults.extend(operations.filter_map(|op| {
-                let field = "spec.matchConstraints.resourceRules.operations";
-                not_supported(field, op, &["CREATE", "UPDATE"])
-            }));
+            faults.extend(mutating_operations(rules, "spec.matchConstraints"));
         }
     }
     for (i, variable) in items(&spec["variables"]).iter().enumerate() {
@@ -279,6 +275,17 @@ fn mutations(spec: &Value, faults: &mut Vec<Fault>) {
     }
 }
 
+/// The operations of a mutating policy's or binding's `rules` (at `at`) it may not
+/// match: none but creates, updates and connects.
+fn mutating_operations(rules: &[Value], at: &str) -> Vec<Fault> {
+    let field = format!("{at}.resourceRules.operations");
+    rules
+        .iter()
+        .flat_map(|r| items(&r["operations"]))
+        .filter_map(|op| not_supported(&field, op, &["*", "CONNECT", "CREATE", "UPDATE"]))
+        .collect()
+}
+
 /// A binding's spec (a mutating policy's with `mutating`).
 fn binding(spec: &Value, mutating: bool) -> Vec<Fault> {
     let mut faults = Vec::new();
@@ -325,6 +332,10 @@ fn binding(spec: &Value, mutating: bool) -> Vec<Fault> {
             )),
         }
     }
+    if mutating {
+        let rules = items(&spec["matchResources"]["resourceRules"]);
+        faults.extend(mutating_operations(rules, "spec.matchResources"));
+    }
     if !mutating {
         let actions = items(&spec["validationActions"]);
         let mut seen: Vec<&str> = Vec::new();
@@ -340,8 +351,7 @@ fn binding(spec: &Value, mutating: bool) -> Vec<Fault> {
         }
         if seen.contains(&"Deny") && seen.contains(&"Warn") {
             let why = "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)";
-            let value = format!("[{}]", seen.join(" "));
-            let detail = format!("Invalid value: {value}: {why}");
+            let detail = format!("Invalid value: {}: {why}", spec["validationActions"]);
             faults.push(("spec.validationActions".into(), "FieldValueInvalid", detail));
         }
         if seen.is_empty() {
@@ -378,7 +388,7 @@ mod tests {
         assert!(
             found[3]
                 .2
-                .starts_with("Invalid value: [Deny Warn]: must not contain both")
+                .starts_with("Invalid value: [\"Deny\",\"Warn\"]: must not contain both")
         );
     }
 
@@ -393,7 +403,7 @@ mod tests {
     #[test]
     fn mutating_policies_take_only_create_and_update_and_one_shape_per_mutation() {
         let spec = json!({"reinvocationPolicy": "Never",
-            "matchConstraints": {"resourceRules": [{"operations": ["CREATE", "DELETE"]}]},
+            "matchConstraints": {"resourceRules": [{"operations": ["*", "DELETE"]}]},
             "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"},
                 "applyConfiguration": {"expression": "Object{}"}}]});
         assert_eq!(

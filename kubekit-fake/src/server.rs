@@ -1676,16 +1676,11 @@ async fn finalize(shared: &Arc<Shared>, t: &Target, content_type: &str, body: &[
         .as_str()
         .filter(|v| !v.is_empty());
     let finalizers = sent["spec"]["finalizers"].clone();
-    if t.dry_run {
-        let stored = shared.store.lock().get(&t.info, &t.ns, name(t))?;
-        let mut shown = (*stored).clone();
-        shown["spec"]["finalizers"] = finalizers;
-        return Ok((200, shown));
-    }
-    let updated = shared
-        .store
-        .lock()
-        .finalize_namespace(&t.info, name(t), finalizers, rv)?;
+    let updated =
+        shared
+            .store
+            .lock()
+            .finalize_namespace(&t.info, name(t), finalizers, rv, t.dry_run)?;
     Ok((200, (*updated).clone()))
 }
 

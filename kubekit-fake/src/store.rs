@@ -642,6 +642,9 @@ impl Store {
             defaults::allocate(&mut obj, &ips, &ports);
         }
         defaults::check_workload(info, &name, &obj, None)?;
+        if info.builtin {
+            crate::kinds::check(info, &name, &obj)?;
+        }
         crate::admission::check_configuration(info, &name, &obj)?;
         crate::policy_validation::check(info, &name, &obj)?;
         check_crd_rules(info, &name, &obj)?;
@@ -802,6 +805,9 @@ impl Store {
             defaults::check_update(info, name, &old, &new)?;
             self.quotas_admit(info, ns, name, &new, Some(&old))?;
             defaults::check_workload(info, name, &new, Some(&old))?;
+            if info.builtin {
+                crate::kinds::check(info, name, &new)?;
+            }
             crate::admission::check_configuration(info, name, &new)?;
             crate::policy_validation::check(info, name, &new)?;
             check_crd_rules(info, name, &new)?;
@@ -872,13 +878,14 @@ impl Store {
 
     /// A Namespace's `finalize` subresource: its `spec.finalizers` set to `spec_finalizers`
     /// (`resource_version`, when given, must be the stored one); a namespace being deleted
-    /// that has no finalizer left is removed.
+    /// that has no finalizer left is removed. With `dry_run`, the answer without a write.
     pub(crate) fn finalize_namespace(
         &mut self,
         info: &ResourceInfo,
         name: &str,
         spec_finalizers: Value,
         resource_version: Option<&str>,
+        dry_run: bool,
     ) -> ApiResult<Arc<Value>> {
         let old = self.get(info, "", name)?;
         if resource_version.is_some_and(|rv| meta_str(&old, "resourceVersion") != Some(rv)) {
@@ -895,6 +902,9 @@ impl Store {
         }
         if new == *old {
             return Ok(old);
+        }
+        if dry_run {
+            return Ok(Arc::new(new));
         }
         let none_left = new["spec"]["finalizers"]
             .as_array()

@@ -171,6 +171,8 @@ impl Target {
             "roles" | "rolebindings" => ("rbac.authorization.k8s.io", "v1"),
             "networkpolicies" | "ingresses" => ("networking.k8s.io", "v1"),
             "poddisruptionbudgets" => ("policy", "v1"),
+            "leases" => ("coordination.k8s.io", "v1"),
+            "horizontalpodautoscalers" => ("autoscaling", "v2"),
             _ => ("", "v1"),
         };
         Res {
@@ -4583,6 +4585,49 @@ async fn crd_rules_call_kubernetes_cel_libraries_alike() {
         ];
         for (name, spec) in cases {
             r.push(&format!("a probe that is {name}"), causes(probes.create(probe(name, spec)).await));
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn everyday_kinds_are_validated_alike() {
+    differential("kinds-validation", async |t: &Target, r: &mut Record| {
+        let cases = [
+            ("leases", "a lease of no duration", json!({"metadata": {"name": "l0"}, "spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}})),
+            ("leases", "a valid lease", json!({"metadata": {"name": "l1"}, "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}})),
+            ("poddisruptionbudgets", "a budget with both bounds", json!({"metadata": {"name": "p0"},
+                "spec": {"minAvailable": 1, "maxUnavailable": 1, "selector": {"matchLabels": {"app": "x"}}}})),
+            ("poddisruptionbudgets", "a budget of a negative percentage", json!({"metadata": {"name": "p1"},
+                "spec": {"maxUnavailable": "-10%", "selector": {"matchLabels": {"app": "x"}}}})),
+            ("poddisruptionbudgets", "a valid budget", json!({"metadata": {"name": "p2"},
+                "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "x"}}}})),
+            ("horizontalpodautoscalers", "an autoscaler whose minimum exceeds its maximum", json!({"metadata": {"name": "h0"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 5, "maxReplicas": 2}})),
+            ("horizontalpodautoscalers", "a valid autoscaler", json!({"metadata": {"name": "h1"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3}})),
+            ("ingresses", "an ingress path without its type", json!({"metadata": {"name": "i0"}, "spec": {"rules": [{"host": "a.example.com",
+                "http": {"paths": [{"path": "/", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})),
+            ("ingresses", "an ingress of a bad host", json!({"metadata": {"name": "i1"}, "spec": {"rules": [{"host": "A_B",
+                "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})),
+            ("ingresses", "a valid ingress", json!({"metadata": {"name": "i2"}, "spec": {"rules": [{"host": "a.example.com",
+                "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})),
+            ("networkpolicies", "a network policy of a bad port", json!({"metadata": {"name": "n0"}, "spec": {"podSelector": {},
+                "ingress": [{"ports": [{"protocol": "TCP", "port": 70000}]}]}})),
+            ("networkpolicies", "a valid network policy", json!({"metadata": {"name": "n1"}, "spec": {"podSelector": {"matchLabels": {"app": "x"}},
+                "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": {}}], "ports": [{"port": 80}]}]}})),
+        ];
+        let causes = |answer: kubekit::rest::Result<Value>| match answer {
+            Ok(v) => json!({"spec": v["spec"]}),
+            Err(e) => {
+                let status = e.status();
+                let causes = status.and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone()).unwrap_or_default();
+                json!({"code": status.and_then(|s| s.code), "message": status.and_then(|s| s.message.clone()),
+                    "causes": causes.iter().map(|c| json!([c.field, c.reason, c.message])).collect::<Vec<_>>()})
+            }
+        };
+        for (plural, label, body) in cases {
+            r.push(label, causes(t.on(plural).create(body).await));
         }
     })
     .await;

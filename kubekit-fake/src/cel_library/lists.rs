@@ -1,5 +1,6 @@
-//! Kubernetes' lists library (`lists.go`, at the version kube-apiserver 1.37 declares),
-//! as member functions of lists:
+//! Kubernetes' lists library (`lists.go`, at the version kube-apiserver 1.37 compiles new
+//! expressions with: its compatibility version, 1.36, before `includes`), as member
+//! functions of lists:
 //!
 //! - `isSorted()`: no element above the next; `min()` and `max()`: the first smallest or
 //!   largest element, an error (`min called on empty list`) on an empty list. Of ints,
@@ -7,8 +8,7 @@
 //! - `sum()`: of ints, uints, doubles or durations, checked for overflow (`integer
 //!   overflow`, `unsigned integer overflow`); `0` for an empty list.
 //! - `indexOf(x)` and `lastIndexOf(x)`: the first or last index of an element equal to
-//!   `x` (CEL's equality: `1 == 1.0`), or -1; `includes(x)`: whether a list has an
-//!   element equal to `x`, or another receiver equals `x`.
+//!   `x` (CEL's equality: `1 == 1.0`), or -1.
 //!
 //! There is no type checker: as cel-go does at runtime for a list whose element type it
 //! does not know, the first element picks the overload (`no such overload: sum(list)` if
@@ -28,15 +28,7 @@ use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
 use super::{fail, overloads};
 
 /// The functions [`register`] declares, as a program's references name them.
-pub(super) const FUNCTIONS: &[&str] = &[
-    "isSorted",
-    "sum",
-    "min",
-    "max",
-    "indexOf",
-    "lastIndexOf",
-    "includes",
-];
+pub(super) const FUNCTIONS: &[&str] = &["isSorted", "sum", "min", "max", "indexOf", "lastIndexOf"];
 
 /// Declares the library's overloads on `env`.
 pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
@@ -47,7 +39,6 @@ pub(super) fn register(env: &mut Env) -> Result<(), DeclarationError> {
         member "max" "list_max" (LIST_TYPE) => max;
         member "indexOf" "list_a_index_of_int" (LIST_TYPE, DYN_TYPE) => index_of;
         member "lastIndexOf" "list_a_last_index_of_int" (LIST_TYPE, DYN_TYPE) => last_index_of;
-        member "includes" "list_includes_dyn_dyn" (DYN_TYPE, DYN_TYPE) => includes;
     )
 }
 
@@ -255,14 +246,6 @@ fn last_index_of(args: &[Cel]) -> Result<Cel, ExecutionError> {
     Ok(index(items.iter().rposition(|x| x == item)))
 }
 
-fn includes(args: &[Cel]) -> Result<Cel, ExecutionError> {
-    Ok(Cel::Bool(match args {
-        [Cel::List(items), item] => items.contains(item),
-        [target, item] => target == item,
-        _ => return Err(fail("includes takes one argument")),
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     //! Every expectation here is what cel-go v0.29.2 with k8s.io/apiserver v0.37.2's
@@ -272,7 +255,7 @@ mod tests {
 
     use serde_json::json;
 
-    use crate::cel_rules::{evaluate, evaluate_value};
+    use crate::cel_rules::evaluate_value;
 
     fn check_all(cases: &[(&str, serde_json::Value)]) {
         for (source, want) in cases {
@@ -486,18 +469,5 @@ mod tests {
                 json!(true),
             ),
         ]);
-    }
-
-    #[test]
-    fn includes_finds_an_element_or_an_equal_value() {
-        for (source, want) in [
-            ("[1, 2, 3].includes(2)", true),
-            ("[1, 2, 3].includes(4)", false),
-            ("[1, 2].includes(2.0)", true),
-            ("'model-a'.includes('model-a')", true),
-            ("'model-a'.includes('model-b')", false),
-        ] {
-            assert_eq!(evaluate(source, &[]), Ok(want), "{source}");
-        }
     }
 }

@@ -8,6 +8,8 @@
 //! `string(1)` are both CEL's `string`. A function refusing its input fails the
 //! evaluation with the real library's text ([`fail`]), which the rule's fault reports.
 
+use std::sync::LazyLock;
+
 use cel::common::types::Type;
 use cel::common::value::CowVal;
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
@@ -145,31 +147,54 @@ pub(crate) fn opaque_type(name: &'static str) -> Type {
     Type::new_opaque_type(name)
 }
 
-/// `s` quoted as Go's `strconv.Quote` quotes it: printable characters as they are,
-/// quotes and backslashes escaped, control characters as `\n`, `\t`, ... or `\x..`.
+/// `s` quoted as Go's `strconv.Quote` quotes it (see [`go_quote_bytes`]).
 pub(crate) fn go_quote(s: &str) -> String {
-    let mut quoted = String::with_capacity(s.len() + 2);
-    quoted.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\u{7}' => quoted.push_str("\\a"),
-            '\u{8}' => quoted.push_str("\\b"),
-            '\u{c}' => quoted.push_str("\\f"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            '\u{b}' => quoted.push_str("\\v"),
-            c if (c as u32) < 0x80 && c.is_ascii_control() => {
-                quoted.push_str(&format!("\\x{:02x}", c as u32));
+    go_quote_bytes(s.as_bytes())
+}
+
+/// `bytes` as Go's `strconv.Quote` writes them: in double quotes, `"` and `\` escaped,
+/// characters Go does not print as `\a`, `\n`, ..., `\xNN`, `\uNNNN` or `\UNNNNNNNN`,
+/// and bytes that are not UTF-8 as `\xNN`.
+pub(crate) fn go_quote_bytes(bytes: &[u8]) -> String {
+    let mut out = String::from("\"");
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' | '\\' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c if printable(c) => out.push(c),
+                '\u{7}' => out.push_str("\\a"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{b}' => out.push_str("\\v"),
+                c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+                c if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
             }
-            c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),
-            c => quoted.push(c),
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
         }
     }
-    quoted.push('"');
-    quoted
+    out.push('"');
+    out
+}
+
+/// Go's `unicode.IsPrint`: a letter, mark, number, punctuation or symbol, or a space.
+fn printable(c: char) -> bool {
+    static GRAPHIC: LazyLock<Option<regex::Regex>> =
+        LazyLock::new(|| regex::Regex::new(r"^[\p{L}\p{M}\p{N}\p{P}\p{S}]$").ok());
+    if c.is_ascii() {
+        return (' '..='~').contains(&c);
+    }
+    GRAPHIC
+        .as_ref()
+        .is_some_and(|re| re.is_match(c.encode_utf8(&mut [0; 4])))
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@
 //! ten, any other (long, finer than nano, or a fraction with a binary suffix) as an exact
 //! decimal rounded up to nano, and `isInteger()` is only ever true of the first kind, as
 //! in Go. Sums stay integers until they overflow. Not done: quantities of more than
-//! [`MAX_DIGITS`] digits, and arithmetic on values whose exponents lie more than
-//! [`MAX_EXPONENT_GAP`] apart, are refused rather than expanded.
+//! [`MAX_DIGITS`] digits (counted in nanos), and arithmetic on values whose exponents lie
+//! more than [`MAX_EXPONENT_GAP`] apart, are refused rather than expanded; a value finer
+//! than a nano is one nano whatever its digits.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -211,8 +212,8 @@ fn int_add(a: i64, e: i32, b: i64, f: i32) -> Option<Quantity> {
         (_, 0) => (a, e),
         (0, _) => (b, f),
         _ if e == f => (a.checked_add(b)?, e),
-        _ if e > f => (scaled(a, e - f)?.checked_add(b)?, f),
-        _ => (a.checked_add(scaled(b, f - e)?)?, e),
+        _ if e > f => (scaled(a, e.checked_sub(f)?)?.checked_add(b)?, f),
+        _ => (a.checked_add(scaled(b, f.checked_sub(e)?)?)?, e),
     };
     Some(Quantity::Int { value, exponent })
 }
@@ -440,9 +441,15 @@ fn exact(value: &str, base: u32, exponent: i32, format: Format) -> Result<Quanti
     // approximate float shows.
     if !unscaled.is_zero() {
         if exp < -9 {
-            let divisor = pow10(u32::try_from(-9 - exp).map_err(|_| NUMERIC)?);
-            let (q, r) = (&unscaled / &divisor, &unscaled % &divisor);
-            unscaled = if r.is_zero() { q } else { q + 1 };
+            let down = u32::try_from(-9 - exp).map_err(|_| NUMERIC)?;
+            unscaled = if u64::from(down) > unscaled.to_string().len() as u64 {
+                // Finer than a nano by more digits than it has: one nano, rounded up.
+                BigInt::from(1u8)
+            } else {
+                let divisor = pow10(down);
+                let (q, r) = (&unscaled / &divisor, &unscaled % &divisor);
+                if r.is_zero() { q } else { q + 1 }
+            };
         } else {
             let up = u32::try_from(exp + 9).map_err(|_| NUMERIC)?;
             if up > MAX_DIGITS {
@@ -489,14 +496,16 @@ pub(crate) fn canonical(s: &str) -> Option<String> {
 
 /// [`canonical`] of `m × 10^e` written in `format`.
 fn canonical_text(m: BigInt, e: i32, format: Format) -> String {
+    let e = i64::from(e);
     if m.is_zero() {
         return "0".into();
     }
-    if format == Format::Binary {
+    // A binary SI form is only sought for values of at most some forty digits.
+    if format == Format::Binary && e <= 40 {
         let whole = match u32::try_from(e) {
             Ok(up) => Some(&m * pow10(up)),
             Err(_) => {
-                let down = pow10(e.unsigned_abs());
+                let down = pow10(u32::try_from(e.unsigned_abs()).unwrap_or(u32::MAX));
                 (&m % &down).is_zero().then(|| &m / &down)
             }
         };
@@ -517,7 +526,7 @@ fn canonical_text(m: BigInt, e: i32, format: Format) -> String {
         e += 1;
     }
     let r = e.rem_euclid(3);
-    m *= pow10(r.unsigned_abs());
+    m *= pow10(u32::try_from(r).unwrap_or_default());
     e -= r;
     let suffix = match format {
         Format::Exponent if e == 0 => String::new(),
@@ -562,10 +571,26 @@ pub(crate) fn is_binary(s: &str) -> bool {
 /// a quantity.
 pub(crate) fn milli(s: &str) -> Option<BigInt> {
     let (m, e) = parse(s).ok()?.parts();
-    Some(match u32::try_from(e + 3) {
+    let shift = i64::from(e) + 3;
+    Some(match u32::try_from(shift) {
+        // Values past `MILLI_CAP` digits are held at it: they only ever compare with
+        // bounds people write.
+        Ok(up) if i64::from(up) + m.to_string().len() as i64 > MILLI_CAP => {
+            let cap = pow10(MILLI_CAP as u32);
+            if m.sign() == num_bigint::Sign::Minus {
+                -cap
+            } else {
+                cap
+            }
+        }
         Ok(up) => m * pow10(up),
         Err(_) => {
-            let down = pow10((e + 3).unsigned_abs());
+            // Quantities are held in nanos: at most six digits go.
+            let down = pow10(
+                u32::try_from(shift.unsigned_abs())
+                    .unwrap_or(u32::MAX)
+                    .min(12),
+            );
             let (q, r) = (&m / &down, &m % &down);
             if r.is_zero() || m.sign() == num_bigint::Sign::Minus {
                 q
@@ -575,6 +600,9 @@ pub(crate) fn milli(s: &str) -> Option<BigInt> {
         }
     })
 }
+
+/// The most digits [`milli`] gives.
+const MILLI_CAP: i64 = 60;
 
 fn value(q: Quantity) -> Cel {
     Cel::Opaque(Arc::new(q))
@@ -801,6 +829,16 @@ mod canonical_tests {
             assert_eq!(canonical(given).as_deref(), Some(want), "{given}");
         }
         assert_eq!(canonical("lots"), None);
+    }
+
+    #[test]
+    fn extreme_exponents_neither_panic_nor_expand() {
+        assert_eq!(canonical("1e-2000000000").as_deref(), Some("1e-9"));
+        assert!(milli("1e2000000000").is_none_or(|m| m.to_string().len() <= 62));
+        assert!(milli("1e2147483647").is_none_or(|m| m.to_string().len() <= 62));
+        let _ = canonical("10e2147483647");
+        let _ = canonical("1e-2147483648");
+        assert_eq!(milli("1e-2000000000"), Some(BigInt::from(1)));
     }
 
     #[test]

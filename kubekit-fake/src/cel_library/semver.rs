@@ -130,13 +130,13 @@ fn parse_uint(s: &str) -> Result<u64, String> {
     if s.is_empty() {
         return Err(format!(
             "strconv.ParseUint: parsing {}: invalid syntax",
-            quote(s)
+            super::go_quote(s)
         ));
     }
     s.parse().map_err(|_| {
         format!(
             "strconv.ParseUint: parsing {}: value out of range",
-            quote(s)
+            super::go_quote(s)
         )
     })
 }
@@ -147,13 +147,13 @@ fn number(s: &str, what: &str, capitalised: &str) -> Result<u64, String> {
     if !digits_only(s) {
         return Err(format!(
             "Invalid character(s) found in {what} number {}",
-            quote(s)
+            super::go_quote(s)
         ));
     }
     if leading_zero(s) {
         return Err(format!(
             "{capitalised} number must not contain leading zeroes {}",
-            quote(s)
+            super::go_quote(s)
         ));
     }
     parse_uint(s)
@@ -168,7 +168,7 @@ fn prerelease(s: &str) -> Result<Identifier, String> {
         if leading_zero(s) {
             return Err(format!(
                 "Numeric PreRelease version must not contain leading zeroes {}",
-                quote(s)
+                super::go_quote(s)
             ));
         }
         return parse_uint(s).map(Identifier::Numeric);
@@ -178,7 +178,7 @@ fn prerelease(s: &str) -> Result<Identifier, String> {
     }
     Err(format!(
         "Invalid character(s) found in prerelease {}",
-        quote(s)
+        super::go_quote(s)
     ))
 }
 
@@ -215,7 +215,7 @@ fn parse(s: &str) -> Result<Semver, String> {
         if !alphanumeric(b) {
             return Err(format!(
                 "Invalid character(s) found in build meta data {}",
-                quote(b)
+                super::go_quote(b)
             ));
         }
     }
@@ -253,39 +253,6 @@ fn normalize_and_parse(s: &str) -> Result<Semver, String> {
         parts.resize(3, "0".to_string());
     }
     parse(&parts.join("."))
-}
-
-/// Go's `%q` of `s`: quoted, with `"` and `\` escaped, and the characters Go does not
-/// print (controls, format characters, separators and spaces other than ` `, private
-/// use) escaped as `\n`, `\x1b`, `\u00a0`, `\U000e0001`.
-fn quote(s: &str) -> String {
-    let mut quoted = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\u{7}' => quoted.push_str("\\a"),
-            '\u{8}' => quoted.push_str("\\b"),
-            '\u{c}' => quoted.push_str("\\f"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            '\u{b}' => quoted.push_str("\\v"),
-            c if c < ' ' || c == '\u{7f}' => quoted.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c if c.is_ascii() || printable(c) => quoted.push(c),
-            c if u32::from(c) < 0x10000 => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => quoted.push_str(&format!("\\U{:08x}", u32::from(c))),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
-/// Whether Go's `unicode.IsPrint` holds for `c`: Rust's debug escaping keeps the same
-/// characters (after a first one, where combining marks are kept too).
-fn printable(c: char) -> bool {
-    let pair: String = ['a', c].into_iter().collect();
-    pair.escape_debug().nth(1) == Some(c)
 }
 
 /// The version `semver(s)` or `semver(s, normalize)` reads from `args`, or blang's (or

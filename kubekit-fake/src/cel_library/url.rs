@@ -25,13 +25,13 @@
 //! the `regex` crate's, which may be a later Unicode version.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use cel::common::types::{STRING_TYPE, Type};
 use cel::objects::Opaque;
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
 
-use super::{fail, opaque, opaque_type, overloads, text};
+use super::{fail, go_quote_bytes, opaque, opaque_type, overloads, text};
 
 /// The functions [`register`] declares, as a program's references name them.
 pub(super) const FUNCTIONS: &[&str] = &[
@@ -296,7 +296,7 @@ fn parse_reference(raw: &str) -> Result<Url, String> {
 
 /// A Go `*url.Error` of the `parse` operation, as its `Error()` writes it.
 fn url_error(raw: &str, why: &str) -> String {
-    format!("parse {}: {why}", go_quote(raw.as_bytes()))
+    format!("parse {}: {why}", go_quote_bytes(raw.as_bytes()))
 }
 
 /// Go's `url.parse`: a request's URL (absolute URL or absolute path) when `via_request`,
@@ -428,7 +428,7 @@ fn parse_host(scheme: &str, host: &str) -> Result<Vec<u8>, String> {
             if !valid_optional_port(colon_port.as_bytes()) {
                 return Err(format!(
                     "invalid port {} after host",
-                    go_quote(colon_port.as_bytes())
+                    go_quote_bytes(colon_port.as_bytes())
                 ));
             }
             let colon_port = unescape(colon_port.as_bytes(), Mode::Host)?;
@@ -465,7 +465,7 @@ fn parse_host(scheme: &str, host: &str) -> Result<Vec<u8>, String> {
                 if !valid_optional_port(colon_port.as_bytes()) {
                     return Err(format!(
                         "invalid port {} after host",
-                        go_quote(colon_port.as_bytes())
+                        go_quote_bytes(colon_port.as_bytes())
                     ));
                 }
             }
@@ -612,7 +612,7 @@ fn unescape(text: &[u8], mode: Mode) -> Result<Vec<u8>, String> {
                     text.get(i + 2).copied().and_then(unhex),
                 ) else {
                     let bad = &text[i..text.len().min(i + 3)];
-                    return Err(format!("invalid URL escape {}", go_quote(bad)));
+                    return Err(format!("invalid URL escape {}", go_quote_bytes(bad)));
                 };
                 let escaped = &text[i..i + 3];
                 let byte = high << 4 | low;
@@ -626,7 +626,7 @@ fn unescape(text: &[u8], mode: Mode) -> Result<Vec<u8>, String> {
                     _ => false,
                 };
                 if refused {
-                    return Err(format!("invalid URL escape {}", go_quote(escaped)));
+                    return Err(format!("invalid URL escape {}", go_quote_bytes(escaped)));
                 }
                 out.push(byte);
                 i += 3;
@@ -637,7 +637,10 @@ fn unescape(text: &[u8], mode: Mode) -> Result<Vec<u8>, String> {
             }
             c => {
                 if matches!(mode, Mode::Host | Mode::Zone) && c < 0x80 && should_escape(c, mode) {
-                    return Err(format!("invalid character {} in host name", go_quote(&[c])));
+                    return Err(format!(
+                        "invalid character {} in host name",
+                        go_quote_bytes(&[c])
+                    ));
                 }
                 out.push(c);
                 i += 1;
@@ -663,9 +666,9 @@ fn parse_addr(address: &[u8]) -> Result<bool, String> {
 
 /// A `netip.ParseAddr` error, as Go writes it.
 fn addr_error(address: &[u8], why: &str, at: &[u8]) -> String {
-    let mut text = format!("ParseAddr({}): {why}", go_quote(address));
+    let mut text = format!("ParseAddr({}): {why}", go_quote_bytes(address));
     if !at.is_empty() {
-        text.push_str(&format!(" (at {})", go_quote(at)));
+        text.push_str(&format!(" (at {})", go_quote_bytes(at)));
     }
     text
 }
@@ -802,51 +805,6 @@ fn parse_ipv6(address: &[u8]) -> Result<(), String> {
         (false, Some(_)) => err("the :: must expand to at least one field of zeros", b""),
         _ => Ok(()),
     }
-}
-
-/// `bytes` as Go's `strconv.Quote` writes them: in double quotes, `"` and `\` escaped,
-/// characters Go does not print as `\a`, `\n`, ..., `\xNN`, `\uNNNN` or `\UNNNNNNNN`,
-/// and bytes that are not UTF-8 as `\xNN`.
-fn go_quote(bytes: &[u8]) -> String {
-    let mut out = String::from("\"");
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' | '\\' => {
-                    out.push('\\');
-                    out.push(c);
-                }
-                c if printable(c) => out.push(c),
-                '\u{7}' => out.push_str("\\a"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{b}' => out.push_str("\\v"),
-                c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-                c if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-                c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
-            }
-        }
-        for byte in chunk.invalid() {
-            out.push_str(&format!("\\x{byte:02x}"));
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `unicode.IsPrint`: a letter, mark, number, punctuation or symbol, or a space.
-fn printable(c: char) -> bool {
-    static GRAPHIC: LazyLock<Option<regex::Regex>> =
-        LazyLock::new(|| regex::Regex::new(r"^[\p{L}\p{M}\p{N}\p{P}\p{S}]$").ok());
-    if c.is_ascii() {
-        return (' '..='~').contains(&c);
-    }
-    GRAPHIC
-        .as_ref()
-        .is_some_and(|re| re.is_match(c.encode_utf8(&mut [0; 4])))
 }
 
 #[cfg(test)]
