@@ -7,7 +7,9 @@
 //! - **When a CRD is written**, each rule (and `messageExpression`) is compiled: a syntax
 //!   error or a call of a function CEL and Kubernetes do not have refuses the CRD with a
 //!   `422` on the rule's field. There is no type checker: a call with arguments of the
-//!   wrong types, which the real server refuses here, fails when the rule is evaluated.
+//!   wrong types, which the real server refuses here, fails when the rule is evaluated;
+//!   and a library function called without its namespace (`named(...)` for
+//!   `format.named(...)`) passes the check and fails when evaluated too.
 //! - **When an object is written** (once its schema checks pass), every rule is evaluated
 //!   with `self` the value at its node, from the root's properties down: the node's rules
 //!   first, then its properties (in name order; the real server visits them in Go's map

@@ -15,7 +15,10 @@
 //! - Quantities compare in thousandths, as Go's `MilliValue` does, and are written as the
 //!   real server writes them back.
 //!
-//! Not done: pod-level resources (`spec.resources`) and Pod overhead in the `Pod` sums.
+//! Not done: pod-level resources (`spec.resources`) and Pod overhead in the `Pod` sums;
+//! the checks of PersistentVolumeClaim updates; and the plugin's place in the admission
+//! chain: it runs when the object is stored, after MutatingAdmissionPolicies and mutating
+//! webhooks, where the real server runs it before them (they do not see its defaults).
 
 use std::collections::BTreeMap;
 
