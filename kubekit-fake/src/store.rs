@@ -873,7 +873,13 @@ impl Store {
             self.collect_garbage();
             return Some(Arc::new(result));
         }
-        Some(self.write(&info, EventType::Modified, result, Some(stored_old)))
+        let terminating = meta(&result).get("deletionTimestamp").is_some();
+        let written = self.write(&info, EventType::Modified, result, Some(stored_old));
+        if terminating {
+            // A finalizer gone may let garbage collection finish (a namespace's removal).
+            self.collect_garbage();
+        }
+        Some(written)
     }
 
     /// A Namespace's `finalize` subresource: its `spec.finalizers` set to `spec_finalizers`
@@ -1347,6 +1353,40 @@ mod tests {
         let ns = s.lookup("", "v1", "namespaces").unwrap();
         s.delete(&ns, "", "ns", &DeleteRequest::default()).unwrap();
         assert!(s.snapshot(&cm, Some("ns"), None).unwrap().1.is_empty());
+        assert_eq!(s.get(&ns, "", "ns").unwrap_err().code, 404);
+    }
+
+    #[test]
+    fn a_namespace_held_by_its_own_finalizer_goes_once_it_is_removed() {
+        let mut s = Store::new();
+        let ns = s.lookup("", "v1", "namespaces").unwrap();
+        let held = json!({"metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
+        s.create(&ns, "", held, None).unwrap();
+        s.delete(&ns, "", "held", &DeleteRequest::default())
+            .unwrap();
+        let mut terminating = (*s.get(&ns, "", "held").unwrap()).clone();
+        assert_eq!(terminating["status"]["phase"], "Terminating");
+        terminating["metadata"]["finalizers"] = json!([]);
+        s.update(&ns, "", "held", terminating, false, None).unwrap();
+        assert_eq!(s.get(&ns, "", "held").unwrap_err().code, 404);
+    }
+
+    #[test]
+    fn without_its_own_collection_a_namespace_waits_for_finalize() {
+        let (mut s, cm) = setup();
+        s.set_own_garbage_collection(false);
+        create_configmaps(&mut s, &cm, 1);
+        let ns = s.lookup("", "v1", "namespaces").unwrap();
+        s.delete(&ns, "", "ns", &DeleteRequest::default()).unwrap();
+        assert_eq!(s.snapshot(&cm, Some("ns"), None).unwrap().1.len(), 1);
+        s.delete(&cm, "ns", "cm-0", &DeleteRequest::default())
+            .unwrap();
+        assert_eq!(
+            s.get(&ns, "", "ns").unwrap()["status"]["phase"],
+            "Terminating"
+        );
+        s.finalize_namespace(&ns, "ns", json!([]), None, false)
+            .unwrap();
         assert_eq!(s.get(&ns, "", "ns").unwrap_err().code, 404);
     }
 

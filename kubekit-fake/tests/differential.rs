@@ -4591,6 +4591,54 @@ async fn crd_rules_call_kubernetes_cel_libraries_alike() {
 }
 
 #[tokio::test]
+async fn policies_call_kubernetes_cel_libraries_alike() {
+    differential("policy-libraries", async |t: &Target, r: &mut Record| {
+        let group = "admissionregistration.k8s.io";
+        let name = format!("{}-limits", t.ns);
+        let policy = json!({"metadata": {"name": name}, "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["pods"]}]},
+            "variables": [{"name": "limited", "expression":
+                "object.spec.containers.filter(c, has(c.resources) && has(c.resources.limits) && 'cpu' in c.resources.limits)"}],
+            "validations": [
+                {"expression": "variables.limited.all(c, quantity(c.resources.limits.cpu).isLessThan(quantity('2')))",
+                    "message": "a container may use less than 2 CPUs"},
+                {"expression": "!has(object.metadata.annotations) || !('endpoint' in object.metadata.annotations) || (isURL(object.metadata.annotations['endpoint']) && url(object.metadata.annotations['endpoint']).getScheme() == 'https')",
+                    "messageExpression": "'not an https endpoint: ' + object.metadata.name"},
+                {"expression": "!has(object.metadata.labels) || !('version' in object.metadata.labels) || isSemver(object.metadata.labels['version'], true)",
+                    "message": "the version label is no semantic version", "reason": "Forbidden"}]}});
+        let binding = json!({"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": t.ns}}}}});
+        create_cluster_scoped(t, group, "validatingadmissionpolicies", &policy).await.expect("a policy");
+        create_cluster_scoped(t, group, "validatingadmissionpolicybindings", &binding).await.expect("a binding");
+        let pods = t.on("pods");
+        let pod = |pod_name: &str, cpu: &str, meta: Value| {
+            let mut metadata = meta;
+            metadata["name"] = json!(pod_name);
+            json!({"metadata": metadata, "spec": {"containers": [{"name": "a", "image": "nginx",
+                "resources": {"limits": {"cpu": cpu}}}]}})
+        };
+        // The real server's policy plugin sees new policies a moment later.
+        testenv::eventually(60, "the policy in effect", || async {
+            let dry = pods.req(t.rest.post()).param("dryRun", "All").body(&pod("probe", "3", json!({})));
+            Res::send(dry).await.is_err().then_some(())
+        })
+        .await;
+        let name_of = |answer: kubekit::rest::Result<Value>| answer.map(|p| p["metadata"]["name"].clone());
+        r.answer("a Pod within the CPU bound", name_of(pods.create(pod("small", "1500m", json!({}))).await));
+        r.answer("a Pod past it", pods.create(pod("big", "2", json!({}))).await);
+        r.answer("an http endpoint", pods.create(pod("plain", "1", json!({"annotations": {"endpoint": "http://a.example.com"}}))).await);
+        r.answer("an https endpoint", name_of(pods.create(pod("secure", "1", json!({"annotations": {"endpoint": "https://a.example.com/x"}}))).await));
+        r.answer("a version label that is no semver", pods.create(pod("odd", "1", json!({"labels": {"version": "one"}}))).await);
+        r.answer("a version label that normalizes", name_of(pods.create(pod("v", "1", json!({"labels": {"version": "v1.2"}}))).await));
+        for (plural, item) in [("validatingadmissionpolicybindings", &name), ("validatingadmissionpolicies", &name)] {
+            t.rest.delete().group_version(group, "v1").resource(plural).name(item).send().await.expect("deleted");
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn everyday_kinds_are_validated_alike() {
     differential("kinds-validation", async |t: &Target, r: &mut Record| {
         let cases = [
