@@ -18,7 +18,7 @@ use cel::common::types::{STRING_TYPE, Type};
 use cel::objects::Opaque;
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
 
-use super::{fail, go_quote, opaque, opaque_type, overloads, text};
+use super::{fail, go_quote, go_quote_bytes, opaque, opaque_type, overloads, text};
 
 /// The functions [`register`] declares (`ip.isCanonical` as `isCanonical`).
 pub(super) const FUNCTIONS: &[&str] = &[
@@ -107,54 +107,51 @@ fn cidr_value(cidr: Cidr) -> Cel {
 }
 
 /// A Go `netip.ParseAddr` error: `ParseAddr("<in>"): <msg>[ (at "<at>")]`.
-fn addr_error(input: &str, msg: &str, at: &str) -> String {
-    let at = match at {
-        "" => String::new(),
-        at => format!(" (at {})", go_quote(at)),
-    };
-    format!("ParseAddr({}): {msg}{at}", go_quote(input))
+fn addr_error(input: &[u8], msg: &str, at: &[u8]) -> String {
+    let mut text = format!("ParseAddr({}): {msg}", go_quote_bytes(input));
+    if !at.is_empty() {
+        text.push_str(&format!(" (at {})", go_quote_bytes(at)));
+    }
+    text
 }
 
-/// `s` as Go's `netip.ParseAddr` reads it: the address and its zone (empty when none), or
-/// its error text.
-fn parse_addr(s: &str) -> Result<(IpAddr, &str), String> {
-    for c in s.bytes() {
+/// `address` as Go's `netip.ParseAddr` reads it: the address and its zone (empty when
+/// none), or its error text. Bytes, as a URL's unescaped host may hold any.
+pub(super) fn parse_addr(address: &[u8]) -> Result<(IpAddr, &[u8]), String> {
+    for &c in address {
         match c {
-            b'.' => return parse_v4(s, s).map(|ip| (IpAddr::V4(ip), "")),
-            b':' => return parse_v6(s).map(|(ip, zone)| (IpAddr::V6(ip), zone)),
-            b'%' => return Err(addr_error(s, "missing IPv6 address", "")),
+            b'.' => return parse_v4(address, address).map(|ip| (IpAddr::V4(ip), &b""[..])),
+            b':' => return parse_v6(address).map(|(ip, zone)| (IpAddr::V6(ip), zone)),
+            b'%' => return Err(addr_error(address, "missing IPv6 address", b"")),
             _ => {}
         }
     }
-    Err(addr_error(s, "unable to parse IP", ""))
+    Err(addr_error(address, "unable to parse IP", b""))
 }
 
-/// The IPv4 address `s` (part of `input`, for the error texts).
-fn parse_v4(input: &str, s: &str) -> Result<Ipv4Addr, String> {
-    let b = s.as_bytes();
+/// The IPv4 address `s` (part of `input`, for the error texts), as Go's
+/// `parseIPv4Fields` reads it.
+fn parse_v4(input: &[u8], s: &[u8]) -> Result<Ipv4Addr, String> {
     let mut fields = [0u8; 4];
     let (mut val, mut pos, mut digits) = (0u32, 0usize, 0usize);
-    for (i, &c) in b.iter().enumerate() {
+    for (i, &c) in s.iter().enumerate() {
         if c.is_ascii_digit() {
             if digits == 1 && val == 0 {
-                return Err(addr_error(
-                    input,
-                    "IPv4 field has octet with leading zero",
-                    "",
-                ));
+                let msg = "IPv4 field has octet with leading zero";
+                return Err(addr_error(input, msg, b""));
             }
             val = val * 10 + u32::from(c - b'0');
             digits += 1;
             if val > 255 {
-                return Err(addr_error(input, "IPv4 field has value >255", ""));
+                return Err(addr_error(input, "IPv4 field has value >255", b""));
             }
         } else if c == b'.' {
-            if i == 0 || i == b.len() - 1 || b[i - 1] == b'.' {
+            if i == 0 || i == s.len() - 1 || s[i - 1] == b'.' {
                 let msg = "IPv4 field must have at least one digit";
                 return Err(addr_error(input, msg, &s[i..]));
             }
             if pos == 3 {
-                return Err(addr_error(input, "IPv4 address too long", ""));
+                return Err(addr_error(input, "IPv4 address too long", b""));
             }
             fields[pos] = val as u8;
             (pos, val, digits) = (pos + 1, 0, 0);
@@ -163,22 +160,23 @@ fn parse_v4(input: &str, s: &str) -> Result<Ipv4Addr, String> {
         }
     }
     if pos < 3 {
-        return Err(addr_error(input, "IPv4 address too short", ""));
+        return Err(addr_error(input, "IPv4 address too short", b""));
     }
     fields[3] = val as u8;
     Ok(Ipv4Addr::from(fields))
 }
 
 /// The IPv6 address `input` and its zone, as Go's `parseIPv6` reads them.
-fn parse_v6(input: &str) -> Result<(Ipv6Addr, &str), String> {
-    let (mut s, zone) = match input.split_once('%') {
-        Some((_, "")) => return Err(addr_error(input, "zone must be a non-empty string", "")),
-        Some((s, zone)) => (s, zone),
-        None => (input, ""),
+fn parse_v6(input: &[u8]) -> Result<(Ipv6Addr, &[u8]), String> {
+    let err = |msg: &str, at: &[u8]| Err(addr_error(input, msg, at));
+    let (mut s, zone): (&[u8], &[u8]) = match input.iter().position(|&c| c == b'%') {
+        Some(i) if i + 1 == input.len() => return err("zone must be a non-empty string", b""),
+        Some(i) => (&input[..i], &input[i + 1..]),
+        None => (input, b""),
     };
     let mut ip = [0u8; 16];
     let mut ellipsis: Option<usize> = None;
-    if let Some(rest) = s.strip_prefix("::") {
+    if let Some(rest) = s.strip_prefix(b"::") {
         ellipsis = Some(0);
         s = rest;
         if s.is_empty() {
@@ -189,38 +187,30 @@ fn parse_v6(input: &str) -> Result<(Ipv6Addr, &str), String> {
     while i < 16 {
         let mut off = 0;
         let mut acc = 0u32;
-        for c in s.bytes() {
-            let Some(digit) = char::from(c).to_digit(16) else {
-                break;
-            };
+        while let Some(digit) = s.get(off).and_then(|&c| char::from(c).to_digit(16)) {
             acc = (acc << 4) + digit;
             if off > 3 {
-                return Err(addr_error(
-                    input,
-                    "each group must have 4 or less digits",
-                    s,
-                ));
+                return err("each group must have 4 or less digits", s);
             }
             if acc > u32::from(u16::MAX) {
-                return Err(addr_error(input, "IPv6 field has value >=2^16", s));
+                return err("IPv6 field has value >=2^16", s);
             }
             off += 1;
         }
         if off == 0 {
-            let msg = "each colon-separated field must have at least one digit";
-            return Err(addr_error(input, msg, s));
+            return err("each colon-separated field must have at least one digit", s);
         }
-        if s.as_bytes().get(off) == Some(&b'.') {
+        if s.get(off) == Some(&b'.') {
             if ellipsis.is_none() && i != 12 {
                 let msg = "embedded IPv4 address must replace the final 2 fields of the address";
-                return Err(addr_error(input, msg, s));
+                return err(msg, s);
             }
             if i + 4 > 16 {
                 let msg = "too many hex fields to fit an embedded IPv4 at the end of the address";
-                return Err(addr_error(input, msg, s));
+                return err(msg, s);
             }
             ip[i..i + 4].copy_from_slice(&parse_v4(input, s)?.octets());
-            s = "";
+            s = b"";
             i += 4;
             break;
         }
@@ -231,19 +221,15 @@ fn parse_v6(input: &str) -> Result<(Ipv6Addr, &str), String> {
         if s.is_empty() {
             break;
         }
-        if !s.starts_with(':') {
-            return Err(addr_error(input, "unexpected character, want colon", s));
+        if s[0] != b':' {
+            return err("unexpected character, want colon", s);
         } else if s.len() == 1 {
-            return Err(addr_error(
-                input,
-                "colon must be followed by more characters",
-                s,
-            ));
+            return err("colon must be followed by more characters", s);
         }
         s = &s[1..];
-        if s.starts_with(':') {
+        if s[0] == b':' {
             if ellipsis.is_some() {
-                return Err(addr_error(input, "multiple :: in address", s));
+                return err("multiple :: in address", s);
             }
             ellipsis = Some(i);
             s = &s[1..];
@@ -253,7 +239,7 @@ fn parse_v6(input: &str) -> Result<(Ipv6Addr, &str), String> {
         }
     }
     if !s.is_empty() {
-        return Err(addr_error(input, "trailing garbage after address", s));
+        return err("trailing garbage after address", s);
     }
     match ellipsis {
         Some(at) if i < 16 => {
@@ -261,11 +247,8 @@ fn parse_v6(input: &str) -> Result<(Ipv6Addr, &str), String> {
             ip.copy_within(at..i, at + n);
             ip[at..at + n].fill(0);
         }
-        None if i < 16 => return Err(addr_error(input, "address string too short", "")),
-        Some(_) => {
-            let msg = "the :: must expand to at least one field of zeros";
-            return Err(addr_error(input, msg, ""));
-        }
+        None if i < 16 => return err("address string too short", b""),
+        Some(_) => return err("the :: must expand to at least one field of zeros", b""),
         None => {}
     }
     Ok((Ipv6Addr::from(ip), zone))
@@ -273,7 +256,7 @@ fn parse_v6(input: &str) -> Result<(Ipv6Addr, &str), String> {
 
 /// `raw` as the library's `parseIPAddr` takes it: no zone, no IPv4-mapped IPv6.
 fn parse_ip(raw: &str) -> Result<IpAddr, String> {
-    let (ip, zone) = parse_addr(raw).map_err(|e| {
+    let (ip, zone) = parse_addr(raw.as_bytes()).map_err(|e| {
         format!(
             "IP Address {} parse error during conversion from string: {e}",
             go_quote(raw)
@@ -309,7 +292,7 @@ fn parse_cidr(raw: &str) -> Result<Cidr, String> {
     let Some((addr, bits)) = raw.rsplit_once('/') else {
         return Err(prefix_error("no '/'"));
     };
-    let (ip, zone) = parse_addr(addr).map_err(|e| prefix_error(&e))?;
+    let (ip, zone) = parse_addr(addr.as_bytes()).map_err(|e| prefix_error(&e))?;
     if ip.is_ipv6() && !zone.is_empty() {
         return Err(prefix_error("IPv6 zones cannot be present in a prefix"));
     }
