@@ -122,6 +122,9 @@ pub struct Store {
     /// Whether the store collects garbage and empties deleted namespaces itself (see
     /// [`set_own_garbage_collection`](Self::set_own_garbage_collection)).
     own_garbage_collection: bool,
+    /// ResourceQuotas' statuses are being written (see `refresh_quotas`): those writes do
+    /// not refresh them again.
+    refreshing_quotas: bool,
 }
 
 const FOREGROUND: &str = "foregroundDeletion";
@@ -328,6 +331,7 @@ impl Store {
             tables: HashMap::new(),
             collecting: false,
             own_garbage_collection: true,
+            refreshing_quotas: false,
         }
     }
 
@@ -363,8 +367,8 @@ impl Store {
     /// resource: asked at every write).
     pub(crate) fn holds_any(&self, group: &str, plural: &str) -> bool {
         self.tables
-            .iter()
-            .any(|((g, p), table)| g == group && p == plural && !table.objects.is_empty())
+            .get(&(group.to_string(), plural.to_string()))
+            .is_some_and(|table| !table.objects.is_empty())
     }
 
     /// The object `name` in `ns` (`""` for cluster-scoped).
@@ -480,7 +484,7 @@ impl Store {
         {
             table.compacted = old.rv;
         }
-        if info.namespaced && self.holds_any("", "resourcequotas") {
+        if info.namespaced && !self.refreshing_quotas && self.holds_any("", "resourcequotas") {
             let ns = meta_str(&object, "namespace")
                 .unwrap_or_default()
                 .to_string();
@@ -618,7 +622,12 @@ impl Store {
             w.track_update(None, &mut obj);
         }
         if info.builtin {
-            let classes = self.priority_classes();
+            let is_pod = info.group.is_empty() && info.kind == "Pod";
+            let classes = if is_pod {
+                self.priority_classes()
+            } else {
+                Vec::new()
+            };
             crate::workloads::admit(&info.group, &info.kind, &mut obj, &classes).map_err(
                 |why| {
                     let message = format!("{} \"{name}\" is forbidden: {why}", info.qualified());
@@ -1101,6 +1110,8 @@ impl Store {
             return;
         }
         let objects = self.objects_in(ns);
+        // The status writes change no usage: they need no refresh of their own.
+        self.refreshing_quotas = true;
         for quota in quotas {
             let status = crate::quotas::status(&quota, &objects);
             if quota["status"] != status {
@@ -1110,6 +1121,7 @@ impl Store {
                 self.write(&info, EventType::Modified, updated, Some(old));
             }
         }
+        self.refreshing_quotas = false;
     }
 
     /// The cluster IPs and node ports the stored Services hold.
