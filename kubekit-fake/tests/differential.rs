@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::StatusCause;
 use kubekit::rest::{PatchType, Request, RestClient, RestConfig, WatchEvent};
 use kubekit_fake::FakeApiServer;
 use serde_json::{Value, json};
@@ -4387,19 +4388,35 @@ fn gauge(name: &str, spec: Value) -> Value {
     json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Gauge", "metadata": {"name": name}, "spec": spec})
 }
 
+/// The causes of a refusal's status (none without them).
+fn causes_of(e: &kubekit::rest::Error) -> Vec<StatusCause> {
+    e.status()
+        .and_then(|s| s.details.as_ref())
+        .and_then(|d| d.causes.clone())
+        .unwrap_or_default()
+}
+
+/// A refusal's causes as a set of `[field, reason, message]`, sorted (the real server
+/// walks an object's fields in Go's map order, which varies), or what `shown` shows of
+/// an accepted object.
+fn cause_set(answer: kubekit::rest::Result<Value>, shown: impl FnOnce(Value) -> Value) -> Value {
+    let mut causes: Vec<Value> = match answer {
+        Ok(v) => vec![shown(v)],
+        Err(e) => causes_of(&e)
+            .iter()
+            .map(|c| json!([c.field, c.reason, c.message]))
+            .collect(),
+    };
+    causes.sort_by_key(|c| c.to_string());
+    json!(causes)
+}
+
 /// The code and the fields of a refusal (the CEL compilers' own words differ).
 fn code_and_fields(answer: kubekit::rest::Result<Value>) -> Value {
     match answer {
         Ok(_) => json!("accepted"),
-        Err(e) => {
-            let status = e.status();
-            let causes = status
-                .and_then(|s| s.details.as_ref())
-                .and_then(|d| d.causes.clone())
-                .unwrap_or_default();
-            json!({"code": status.and_then(|s| s.code),
-                "fields": causes.iter().map(|c| c.field.clone()).collect::<Vec<_>>()})
-        }
+        Err(e) => json!({"code": e.status().and_then(|s| s.code),
+            "fields": causes_of(&e).iter().map(|c| c.field.clone()).collect::<Vec<_>>()}),
     }
 }
 
@@ -4416,18 +4433,7 @@ async fn crd_cel_rules_refuse_alike() {
         r.answer("min over max", gauges.create(gauge("inverted", inverted)).await);
         let broken = json!({"name": "one", "min": 1, "max": 5, "size": 3, "ratio": 2, "mode": "off",
             "tags": ["b", "A"], "labels": {"x": "long"}});
-        // The real server walks an object's fields in Go's map order, which varies: the
-        // causes are compared as a set.
-        let causes = |answer: kubekit::rest::Result<Value>| {
-            let mut causes: Vec<Value> = match answer {
-                Ok(v) => vec![v],
-                Err(e) => e.status().and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone())
-                    .unwrap_or_default().iter().map(|c| json!([c.field, c.reason, c.message])).collect(),
-            };
-            causes.sort_by_key(|c| c.to_string());
-            json!(causes)
-        };
-        r.push("every rule broken at once", causes(gauges.create(gauge("broken", broken)).await));
+        r.push("every rule broken at once", cause_set(gauges.create(gauge("broken", broken)).await, |v| v));
         let mut renamed = gauges.get("one").await.expect("one");
         renamed["spec"]["name"] = json!("g-two");
         r.answer("a transition rule", gauges.update("one", &renamed, false).await);
@@ -4467,8 +4473,7 @@ async fn pod_updates_change_only_what_the_real_server_allows_alike() {
         let refusal = |answer: kubekit::rest::Result<Value>| match answer {
             Ok(v) => json!({"spec": v["spec"], "labels": v["metadata"]["labels"]}),
             Err(e) => {
-                let status = e.status();
-                let causes = status.and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone()).unwrap_or_default();
+                let (status, causes) = (e.status(), causes_of(&e));
                 json!({"code": status.and_then(|s| s.code),
                     "causes": causes.iter().map(|c| json!([c.field, c.reason,
                         c.message.as_deref().and_then(|m| m.lines().next())])).collect::<Vec<_>>()})
@@ -4559,16 +4564,7 @@ async fn crd_rules_call_kubernetes_cel_libraries_alike() {
         let probe = |name: &str, spec: Value| {
             json!({"apiVersion": format!("{GROUP}/v1"), "kind": "Probe", "metadata": {"name": name}, "spec": spec})
         };
-        // The real server walks an object's fields in Go's map order: causes as a set.
-        let causes = |answer: kubekit::rest::Result<Value>| {
-            let mut causes: Vec<Value> = match answer {
-                Ok(v) => vec![v["spec"].clone()],
-                Err(e) => e.status().and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone())
-                    .unwrap_or_default().iter().map(|c| json!([c.field, c.reason, c.message])).collect(),
-            };
-            causes.sort_by_key(|c| c.to_string());
-            json!(causes)
-        };
+        let causes = |answer| cause_set(answer, |v| v["spec"].clone());
         let cases = [
             ("good", json!({"endpoint": "https://example.com/api", "host": "web", "version": "1.2.3", "numbers": [1, 2, 3], "memory": "1.5Gi", "cpu": "250m", "units": "1k", "address": "192.168.1.10",
                 "network": "10.0.0.0/8", "zones": ["b", "a"]})),
@@ -4668,8 +4664,7 @@ async fn everyday_kinds_are_validated_alike() {
         let causes = |answer: kubekit::rest::Result<Value>| match answer {
             Ok(v) => json!({"spec": v["spec"]}),
             Err(e) => {
-                let status = e.status();
-                let causes = status.and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone()).unwrap_or_default();
+                let (status, causes) = (e.status(), causes_of(&e));
                 json!({"code": status.and_then(|s| s.code), "message": status.and_then(|s| s.message.clone()),
                     "causes": causes.iter().map(|c| json!([c.field, c.reason, c.message])).collect::<Vec<_>>()})
             }
@@ -4946,8 +4941,7 @@ async fn admission_policies_and_bindings_are_validated_alike() {
         let causes = |answer: kubekit::rest::Result<Value>| match answer {
             Ok(_) => json!("accepted"),
             Err(e) => {
-                let status = e.status();
-                let causes = status.and_then(|s| s.details.as_ref()).and_then(|d| d.causes.clone()).unwrap_or_default();
+                let (status, causes) = (e.status(), causes_of(&e));
                 let message = |m: &Option<String>| m.as_deref().map(|m| match m.split_once("compilation failed:") {
                     Some((before, _)) => format!("{before}compilation failed: <the compiler's words>"),
                     None => m.to_string(),
