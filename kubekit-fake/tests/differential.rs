@@ -17,6 +17,12 @@
 
 mod common;
 
+// Scenarios by topic, beside those of this file.
+mod admission;
+mod cel_cost;
+mod kinds;
+mod machinery;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -174,6 +180,10 @@ impl Target {
             "poddisruptionbudgets" => ("policy", "v1"),
             "leases" => ("coordination.k8s.io", "v1"),
             "horizontalpodautoscalers" => ("autoscaling", "v2"),
+            "endpointslices" => ("discovery.k8s.io", "v1"),
+            "csistoragecapacities" => ("storage.k8s.io", "v1"),
+            "localsubjectaccessreviews" => ("authorization.k8s.io", "v1"),
+            "resourceclaims" | "resourceclaimtemplates" => ("resource.k8s.io", "v1"),
             _ => ("", "v1"),
         };
         Res {

@@ -1,0 +1,1 @@
+//! Scenarios of admission and authorization: webhooks, admission policies and RBAC.
