@@ -50,11 +50,13 @@
 //!   [`check_configuration`]); `MutatingAdmissionPolicy`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::cel_library::authz;
 use crate::rbac::UserInfo;
 use crate::resources::ResourceInfo;
 use crate::selectors::{labels, selector_matches};
@@ -170,6 +172,8 @@ struct Hook {
     reinvoke: bool,
     /// Its `matchConditions`: names and CEL expressions.
     conditions: Vec<(String, String)>,
+    /// The `authorizer` variables of its `matchConditions`: the request's.
+    authorizer: authz::Variables,
 }
 
 /// The webhooks of the configurations of `plural` that match the request.
@@ -178,6 +182,7 @@ fn matching(
     plural: &str,
     attrs: &Attributes,
     (object, old): (Option<&Value>, Option<&Value>),
+    authorizer: &authz::Variables,
 ) -> Vec<Hook> {
     if attrs.info.group == GROUP {
         return Vec::new();
@@ -193,7 +198,7 @@ fn matching(
     for config in &configs {
         for webhook in config["webhooks"].as_array().into_iter().flatten() {
             if scope.selects(webhook, Some("rules")) {
-                hooks.push(hook(store, webhook));
+                hooks.push(hook(store, webhook, authorizer.clone()));
             }
         }
     }
@@ -306,7 +311,7 @@ fn rule_matches(rule: &Value, attrs: &Attributes) -> bool {
 }
 
 /// A matching webhook, its endpoint resolved.
-fn hook(store: &Store, webhook: &Value) -> Hook {
+fn hook(store: &Store, webhook: &Value, authorizer: authz::Variables) -> Hook {
     let text = |key: &str| webhook[key].as_str().unwrap_or_default();
     let timeout = Duration::from_secs(webhook["timeoutSeconds"].as_u64().unwrap_or(10));
     let client = &webhook["clientConfig"];
@@ -335,6 +340,7 @@ fn hook(store: &Store, webhook: &Value) -> Hook {
                 (text("name"), text("expression"))
             })
             .collect(),
+        authorizer,
     }
 }
 
@@ -528,20 +534,21 @@ fn url_faults(url: &str) -> Vec<String> {
 /// Runs the mutating webhooks that match on `object` (`None` on a delete) and returns it
 /// as they left it.
 pub(crate) async fn mutate(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     attrs: &Attributes,
     mut object: Option<Value>,
     old: Option<&Value>,
 ) -> ApiResult<Option<Value>> {
-    let (bound, namespace, hooks) = configured_for(
+    let (bound, namespace, hooks, authorizer) = configured_for(
         shared,
         attrs,
         (object.as_ref(), old),
         crate::mutating_policies::MUTATING,
         "mutatingwebhookconfigurations",
     );
+    let policies = (&namespace, &authorizer);
     // MutatingAdmissionPolicies first, as the real server's plugins are ordered.
-    object = crate::mutating_policies::mutate(&bound, false, attrs, object, old, &namespace)?;
+    object = crate::mutating_policies::mutate(&bound, false, attrs, object, old, policies)?;
     let before_webhooks = object.clone();
     let mut changed = Vec::with_capacity(hooks.len());
     for hook in &hooks {
@@ -558,7 +565,7 @@ pub(crate) async fn mutate(
         object = call_mutating(hook, attrs, object, old).await?;
     }
     if object != before_webhooks {
-        object = crate::mutating_policies::mutate(&bound, true, attrs, object, old, &namespace)?;
+        object = crate::mutating_policies::mutate(&bound, true, attrs, object, old, policies)?;
     }
     Ok(object)
 }
@@ -611,21 +618,21 @@ async fn call_mutating(
 /// first, else the first refusal in their order is the answer. Returns the policies'
 /// warnings.
 pub(crate) async fn validate(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     attrs: &Attributes,
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> ApiResult<Vec<String>> {
     // What the policies and webhooks need is read under the store's lock; CEL runs and
     // webhooks are called without it.
-    let (bound, namespace, hooks) = configured_for(
+    let (bound, namespace, hooks, authorizer) = configured_for(
         shared,
         attrs,
         (object, old),
         crate::policies::VALIDATING,
         "validatingwebhookconfigurations",
     );
-    let warnings = crate::policies::validate(bound, attrs, object, old, namespace)?;
+    let warnings = crate::policies::validate(bound, attrs, object, old, namespace, &authorizer)?;
     // What refuses without a call comes first, as it does on the real server, where
     // the first answer of the webhooks running at once is the one given.
     let mut reviews = Vec::new();
@@ -650,21 +657,38 @@ pub(crate) async fn validate(
 
 /// What admits the request, read under the store's lock: the policy bindings of `kinds`
 /// that select it, the request's Namespace for their `namespaceObject` (null without
-/// any), and the webhooks of the configurations of `plural` that match.
+/// any), the webhooks of the configurations of `plural` that match, and the `authorizer`
+/// variables of their CEL.
 fn configured_for(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     attrs: &Attributes,
     objects: (Option<&Value>, Option<&Value>),
     kinds: (&str, &str),
     plural: &str,
-) -> (Vec<crate::policies::Bound>, Value, Vec<Hook>) {
+) -> (Vec<crate::policies::Bound>, Value, Vec<Hook>, authz::Variables) {
+    let authorizer = authorizer_of(shared, attrs);
     let store = shared.store.lock();
     let bound = crate::policies::bound(&store, attrs, objects, kinds);
     let namespace = match bound.is_empty() {
         true => Value::Null,
         false => crate::policies::namespace_object(&store, attrs),
     };
-    (bound, namespace, matching(&store, plural, attrs, objects))
+    let hooks = matching(&store, plural, attrs, objects, &authorizer);
+    (bound, namespace, hooks, authorizer)
+}
+
+/// The `authorizer` variables of the request's CEL: its user's, asked of the fake's
+/// authorizer (see `cel_library::authz`).
+fn authorizer_of(shared: &Arc<Shared>, attrs: &Attributes) -> authz::Variables {
+    let request = crate::rbac::Attributes {
+        group: attrs.info.group.clone(),
+        resource: attrs.info.plural.clone(),
+        subresource: attrs.subresource.clone(),
+        namespace: attrs.namespace.clone(),
+        name: attrs.name.clone(),
+        ..Default::default()
+    };
+    authz::variables(shared.clone(), &attrs.user, &request)
 }
 
 /// Whether any webhook configuration or policy binding is stored (a request without any
@@ -755,7 +779,7 @@ fn conditions_match(hook: &Hook, attrs: &Attributes, request: &Value) -> ApiResu
     ];
     let mut errors = Vec::new();
     for (_, expression) in &hook.conditions {
-        match crate::cel_rules::evaluate(expression, &variables) {
+        match crate::cel_rules::evaluate_with(expression, &variables, &hook.authorizer) {
             Ok(true) => {}
             Ok(false) => return Ok(false),
             Err(why) => errors.push(format!(

@@ -262,9 +262,10 @@ pub(crate) fn compile_mutation(source: &str) -> Result<(), String> {
 pub(crate) fn evaluate_mutation(
     source: &str,
     variables: &[(&str, &Value)],
+    opaque: &[(&str, Cel)],
 ) -> Result<Value, String> {
     let (env, program) = mutation_program(source)?;
-    run(&program, context_in(env), source, variables)
+    run(&program, context_in(env), source, (variables, opaque))
 }
 
 fn regex(pattern: &str) -> Result<regex::Regex, ExecutionError> {
@@ -309,32 +310,58 @@ fn find_all(
 /// Evaluates `source` to a boolean with `variables`, JSON values as CEL sees them without
 /// a schema (admission's `object`, `oldObject`, `request`): its result, or why there is
 /// none.
+#[cfg(test)]
 pub(crate) fn evaluate(source: &str, variables: &[(&str, &Value)]) -> Result<bool, String> {
-    match evaluate_value(source, variables)? {
+    evaluate_with(source, variables, &[])
+}
+
+/// [`evaluate`] with `opaque` bound too: values of Kubernetes' libraries.
+pub(crate) fn evaluate_with(
+    source: &str,
+    variables: &[(&str, &Value)],
+    opaque: &[(&str, Cel)],
+) -> Result<bool, String> {
+    match evaluate_value_with(source, variables, opaque)? {
         Value::Bool(b) => Ok(b),
         other => Err(format!("expected a boolean, got {other}")),
     }
 }
 
-/// An evaluation of a CEL expression with variables bound: [`evaluate_value`] or
+/// An evaluation of a CEL expression with variables bound (JSON values, and values of
+/// Kubernetes' libraries such as the `authorizer`): [`evaluate_value_with`] or
 /// [`evaluate_mutation`].
-pub(crate) type Evaluator = fn(&str, &[(&str, &Value)]) -> Result<Value, String>;
+pub(crate) type Evaluator =
+    fn(&str, &[(&str, &Value)], &[(&str, Cel)]) -> Result<Value, String>;
 
 /// Evaluates `source` with `variables` (see [`evaluate`]) to a JSON value.
+#[cfg(test)]
 pub(crate) fn evaluate_value(source: &str, variables: &[(&str, &Value)]) -> Result<Value, String> {
-    let program = compiled(source)?;
-    run(&program, context(), source, variables)
+    evaluate_value_with(source, variables, &[])
 }
 
-/// Runs `program` (of `source`) in `context` with `variables` bound.
+/// [`evaluate_value`] with `opaque` bound too: values of Kubernetes' libraries.
+pub(crate) fn evaluate_value_with(
+    source: &str,
+    variables: &[(&str, &Value)],
+    opaque: &[(&str, Cel)],
+) -> Result<Value, String> {
+    let program = compiled(source)?;
+    run(&program, context(), source, (variables, opaque))
+}
+
+/// Runs `program` (of `source`) in `context` with `variables` (JSON values) and `opaque`
+/// (library values) bound.
 fn run(
     program: &Program,
     mut context: Context<'static, 'static>,
     source: &str,
-    variables: &[(&str, &Value)],
+    (variables, opaque): (&[(&str, &Value)], &[(&str, Cel)]),
 ) -> Result<Value, String> {
     for (name, value) in variables {
         context.add_variable_from_value(*name, to_cel(&Value::Null, value));
+    }
+    for (name, value) in opaque {
+        context.add_variable_from_value(*name, value.clone());
     }
     match program.execute(&context) {
         Ok(value) => from_cel(&value).ok_or_else(|| format!("a value JSON cannot hold: {value:?}")),

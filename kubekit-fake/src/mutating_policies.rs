@@ -30,6 +30,7 @@
 use serde_json::{Value, json};
 
 use crate::admission::Attributes;
+use crate::cel_library::authz;
 use crate::cel_rules;
 use crate::policies::{self, Bound, Failure, Inputs};
 use crate::status::{ApiError, ApiResult, details};
@@ -49,7 +50,7 @@ pub(crate) fn mutate(
     attrs: &Attributes,
     object: Option<Value>,
     old: Option<&Value>,
-    namespace: &Value,
+    (namespace, authorizer): (&Value, &authz::Variables),
 ) -> ApiResult<Option<Value>> {
     let Some(mut object) = object else {
         return Ok(None);
@@ -68,7 +69,7 @@ pub(crate) fn mutate(
         }
         let ignore = policy["failurePolicy"] == "Ignore";
         let params = match params {
-            Ok(params) => params.clone(),
+            Ok(params) => params,
             Err(_) if ignore => continue,
             Err(message) => {
                 let failure = Failure {
@@ -79,29 +80,30 @@ pub(crate) fn mutate(
                 continue;
             }
         };
-        let mut inputs = Inputs {
-            object: object.clone(),
-            old: old.cloned().unwrap_or(Value::Null),
-            request: request.clone(),
-            params,
-            namespace: namespace.clone(),
-        };
-        let variables = match policies::conditions_and_variables(policy, &inputs) {
-            Ok(Some(variables)) => variables,
-            Ok(None) => continue,
-            Err(found) => {
-                failures.extend(found.into_iter().map(|f| (names.clone(), f)));
-                continue;
+        for params in params {
+            let mut inputs = Inputs {
+                object,
+                old: old.cloned().unwrap_or(Value::Null),
+                request: request.clone(),
+                params: params.clone(),
+                namespace: namespace.clone(),
+                authorizer: authorizer.clone(),
+            };
+            match policies::conditions_and_variables(policy, &inputs) {
+                Ok(Some(variables)) => {
+                    for mutation in policy["mutations"].as_array().into_iter().flatten() {
+                        match apply(mutation, &inputs, &variables, &attrs.info) {
+                            Ok(mutated) => inputs.object = mutated,
+                            Err(_) if ignore => {}
+                            Err(failure) => failures.push((names.clone(), failure)),
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(found) => failures.extend(found.into_iter().map(|f| (names.clone(), f))),
             }
-        };
-        for mutation in policy["mutations"].as_array().into_iter().flatten() {
-            match apply(mutation, &inputs, &variables, &attrs.info) {
-                Ok(mutated) => inputs.object = mutated,
-                Err(_) if ignore => {}
-                Err(failure) => failures.push((names.clone(), failure)),
-            }
+            object = inputs.object;
         }
-        object = inputs.object;
     }
     match failures.is_empty() {
         true => Ok(Some(object)),

@@ -10,12 +10,14 @@
 //! - **Matching**: `resourceRules` (with `resourceNames`) and `excludeResourceRules`,
 //!   `namespaceSelector` and `objectSelector`, as webhooks are matched; a binding's
 //!   `matchResources` narrows its policy's constraints. Bindings in name order.
-//! - **Parameters**: a policy with a `paramKind` reads the object its binding's `paramRef`
-//!   names (`name`, and `namespace` or the request's for a namespaced kind) as `params`;
-//!   with none found, `parameterNotFoundAction: Deny` refuses the request and `Allow`
-//!   skips the binding.
-//! - **CEL**: `object`, `oldObject`, `request`, `params`, `namespaceObject` and
-//!   `variables` (the policy's `variables`, evaluated in order). `matchConditions` that
+//! - **Parameters**: a policy with a `paramKind` is evaluated once for each object its
+//!   binding's `paramRef` gives, as `params`: the one it names (`name`) or those its
+//!   `selector` selects, in its `namespace` or the request's for a namespaced kind; with
+//!   none found, `parameterNotFoundAction: Deny` refuses the request and `Allow` skips
+//!   the binding. Without `paramRef`, `params` is null.
+//! - **CEL**: `object`, `oldObject`, `request`, `params`, `namespaceObject`,
+//!   `authorizer` (see `cel_library::authz`) and `variables` (the policy's `variables`,
+//!   evaluated in order). `matchConditions` that
 //!   are false skip the binding. A `validations` expression that is false fails with its
 //!   `message`, its `messageExpression`'s value, or `failed expression: <expression>`;
 //!   one that cannot be evaluated fails under `failurePolicy: Fail` (the default) with
@@ -25,13 +27,14 @@
 //!   '<policy>' with binding '<binding>' denied request: <message>`, code by the
 //!   validation's `reason`, `Invalid` by default: 422); `Warn` adds a warning to the
 //!   answer; `Audit` does nothing (the fake keeps no audit log).
-//! - **Not done**: the `authorizer` variable, a `paramRef` `selector` (several params),
-//!   `auditAnnotations`, type checking and the policy's `status`. MutatingAdmissionPolicies
+//! - **Not done**: `auditAnnotations`, type checking and the policy's `status`. MutatingAdmissionPolicies
 //!   share the matching, parameters and variables (see `mutating_policies`).
 
 use serde_json::{Value, json};
 
 use crate::admission::{Attributes, Scope};
+use crate::cel_library::authz;
+use crate::selectors::{labels, selector_matches};
 use crate::cel_rules;
 use crate::status::{ApiError, ApiResult, details};
 use crate::store::Store;
@@ -52,8 +55,9 @@ pub(crate) struct Bound {
     pub(crate) policy: Value,
     /// The binding's `validationActions` (none for a mutating policy's).
     pub(crate) actions: Vec<String>,
-    /// `params`, or the denial of a binding whose params were not found under `Deny`.
-    pub(crate) params: Result<Value, String>,
+    /// The values of `params` the policy is evaluated with (one per param object), or
+    /// the binding's configuration error (see `params_of`).
+    pub(crate) params: Result<Vec<Value>, String>,
 }
 
 /// The kinds of admission policies: ValidatingAdmissionPolicies and their bindings.
@@ -112,9 +116,8 @@ pub(crate) fn bound(
             continue;
         }
         let params = match params_of(store, attrs, &policy["spec"], spec) {
-            Ok(Some(params)) => Ok(params),
-            Ok(None) => continue,
-            Err(message) => Err(message),
+            Ok(params) if params.is_empty() => continue,
+            found => found,
         };
         bound.push(Bound {
             names: (
@@ -146,6 +149,7 @@ pub(crate) fn validate(
     object: Option<&Value>,
     old: Option<&Value>,
     namespace: Value,
+    authorizer: &authz::Variables,
 ) -> ApiResult<Vec<String>> {
     if bound.is_empty() {
         return Ok(Vec::new());
@@ -170,22 +174,25 @@ pub(crate) fn validate(
                 continue;
             }
         };
-        let inputs = Inputs {
-            object: object.cloned().unwrap_or(Value::Null),
-            old: old.cloned().unwrap_or(Value::Null),
-            request: request.clone(),
-            params,
-            namespace: namespace.clone(),
-        };
-        for failure in evaluate(&policy, &inputs) {
-            if actions.iter().any(|a| a == "Warn") {
-                warnings.push(format!(
-                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
-                    names.0, names.1, failure.message
-                ));
-            }
-            if actions.iter().any(|a| a == "Deny") {
-                denials.push((names.clone(), failure));
+        for params in params {
+            let inputs = Inputs {
+                object: object.cloned().unwrap_or(Value::Null),
+                old: old.cloned().unwrap_or(Value::Null),
+                request: request.clone(),
+                params,
+                namespace: namespace.clone(),
+                authorizer: authorizer.clone(),
+            };
+            for failure in evaluate(&policy, &inputs) {
+                if actions.iter().any(|a| a == "Warn") {
+                    warnings.push(format!(
+                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                        names.0, names.1, failure.message
+                    ));
+                }
+                if actions.iter().any(|a| a == "Deny") {
+                    denials.push((names.clone(), failure));
+                }
             }
         }
     }
@@ -212,45 +219,76 @@ pub(crate) struct Inputs {
     pub(crate) request: Value,
     pub(crate) params: Value,
     pub(crate) namespace: Value,
+    /// `authorizer` and `authorizer.requestResource`.
+    pub(crate) authorizer: authz::Variables,
 }
 
-/// The object a binding's `paramRef` names: `Some(Null)` for a policy without
-/// `paramKind`, `None` to skip the binding (none found, `Allow`), the message of a
-/// denial when none is found under `Deny`.
+/// The objects a binding's `paramRef` gives its policy, as the real server's
+/// `CollectParams` collects them: `[Null]` for a policy without `paramKind` or a binding
+/// without `paramRef`; the object it names, or those its `selector` selects (in name
+/// order), in its `namespace` or else the request's for a namespaced kind; none (the
+/// binding is skipped) when none is found under `parameterNotFoundAction: Allow`. The
+/// error is the binding's configuration error (none found under `Deny`, a namespace
+/// that cannot be).
 fn params_of(
     store: &Store,
     attrs: &Attributes,
     policy: &Value,
     binding: &Value,
-) -> Result<Option<Value>, String> {
-    let kind = &policy["paramKind"];
-    if kind.is_null() {
-        return Ok(Some(Value::Null));
+) -> Result<Vec<Value>, String> {
+    let (kind, reference) = (&policy["paramKind"], &binding["paramRef"]);
+    if kind.is_null() || reference.is_null() {
+        return Ok(vec![Value::Null]);
     }
-    let reference = &binding["paramRef"];
-    let not_found = || {
-        match reference["parameterNotFoundAction"].as_str() {
-        Some("Allow") => Ok(None),
-        _ => Err("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".to_string()),
-    }
-    };
     let api_version = kind["apiVersion"].as_str().unwrap_or_default();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let info = store.resources().iter().find(|r| {
         r.group == group && r.kind == kind["kind"] && r.versions.iter().any(|v| v == version)
     });
-    let (Some(info), Some(name)) = (info, reference["name"].as_str()) else {
-        return not_found();
+    let given_namespace = reference["namespace"].as_str().filter(|ns| !ns.is_empty());
+    let found = match info {
+        None => Vec::new(),
+        Some(info) if !info.namespaced && given_namespace.is_some() => {
+            return Err(configuration(
+                "paramRef.namespace must not be provided for a cluster-scoped `paramKind`",
+            ));
+        }
+        Some(info) => {
+            let ns = match (info.namespaced, given_namespace) {
+                (false, _) => "",
+                (true, Some(ns)) => ns,
+                (true, None) if !attrs.namespace.is_empty() => attrs.namespace.as_str(),
+                (true, None) => {
+                    return Err(configuration(
+                        "cannot use namespaced paramRef in policy binding that matches cluster-scoped resources",
+                    ));
+                }
+            };
+            match (reference["name"].as_str(), &reference["selector"]) {
+                (Some(name), _) => store.get(info, ns, name).map(|p| vec![(*p).clone()]).unwrap_or_default(),
+                (None, selector) if selector.is_object() => store
+                    .snapshot(info, info.namespaced.then_some(ns), None)
+                    .map(|(_, objects)| objects)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|p| selector_matches(selector, &labels(p)))
+                    .map(|p| (**p).clone())
+                    .collect(),
+                (None, _) => Vec::new(),
+            }
+        }
     };
-    let ns = match reference["namespace"].as_str() {
-        Some(ns) if !ns.is_empty() => ns,
-        _ if info.namespaced => attrs.namespace.as_str(),
-        _ => "",
-    };
-    match store.get(info, ns, name) {
-        Ok(found) => Ok(Some((*found).clone())),
-        Err(_) => not_found(),
+    if found.is_empty() && reference["parameterNotFoundAction"] != "Allow" {
+        return Err(configuration(
+            "no params found for policy binding with `Deny` parameterNotFoundAction",
+        ));
     }
+    Ok(found)
+}
+
+/// A binding's configuration error, as the real server words it.
+fn configuration(why: &str) -> String {
+    format!("failed to configure binding: {why}")
 }
 
 /// A policy's variables: the values of those that evaluate, by name, and why the others
@@ -288,7 +326,7 @@ pub(crate) fn run(
         ("namespaceObject", &inputs.namespace),
         ("variables", &variables),
     ];
-    evaluate(expression, &bound)
+    evaluate(expression, &bound, &inputs.authorizer)
 }
 
 /// An expression that could not be evaluated, in the real server's words.
@@ -312,7 +350,7 @@ pub(crate) fn conditions_and_variables(
     let mut failures = Vec::new();
     for condition in policy["matchConditions"].as_array().into_iter().flatten() {
         let expression = condition["expression"].as_str().unwrap_or_default();
-        let value = run(expression, inputs, &variables, cel_rules::evaluate_value);
+        let value = run(expression, inputs, &variables, cel_rules::evaluate_value_with);
         match value.and_then(|v| v.as_bool().ok_or("not a boolean".into())) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
@@ -327,7 +365,7 @@ pub(crate) fn conditions_and_variables(
     for variable in policy["variables"].as_array().into_iter().flatten() {
         let name = variable["name"].as_str().unwrap_or_default().to_string();
         let expression = variable["expression"].as_str().unwrap_or_default();
-        match run(expression, inputs, &variables, cel_rules::evaluate_value) {
+        match run(expression, inputs, &variables, cel_rules::evaluate_value_with) {
             Ok(value) => {
                 variables.values.insert(name, value);
             }
@@ -357,7 +395,8 @@ fn evaluate(policy: &Value, inputs: &Inputs) -> Vec<Failure> {
         Ok(None) => return Vec::new(),
         Err(failures) => return failures,
     };
-    let run = |expression: &str| run(expression, inputs, &variables, cel_rules::evaluate_value);
+    let run =
+        |expression: &str| run(expression, inputs, &variables, cel_rules::evaluate_value_with);
     let mut failures = Vec::new();
     for validation in policy["validations"].as_array().into_iter().flatten() {
         let expression = validation["expression"].as_str().unwrap_or_default();

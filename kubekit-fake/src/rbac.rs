@@ -110,7 +110,7 @@ impl Tokens {
 }
 
 /// What a request asks to do, as the authorizer sees it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Attributes {
     pub(crate) verb: String,
     /// Empty for a request of a non-resource path.

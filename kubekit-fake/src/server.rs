@@ -78,6 +78,17 @@ pub(crate) struct Shared {
     pub(crate) last_modes: rbac::LastModes,
 }
 
+/// The authorizer of admission's CEL (`authorizer.check(...)`): RBAC's decision when the
+/// fake authorizes requests, else every request is allowed.
+impl crate::cel_library::authz::Authorize for Shared {
+    fn authorize(&self, user: &rbac::UserInfo, attrs: &rbac::Attributes) -> rbac::Decision {
+        match self.rbac {
+            true => rbac::authorize(&self.store.lock(), user, attrs),
+            false => rbac::Decision::Allowed(String::new()),
+        }
+    }
+}
+
 impl Shared {
     /// Runs `f` on the store under its lock and tells watches if it wrote.
     pub(crate) fn write<T>(&self, f: impl FnOnce(&mut Store) -> T) -> T {

@@ -1,9 +1,10 @@
 //! The pinned kube-controller-manager (a real client-go program, built by testenv's
 //! scripts) against the fake: its default controllers make the ReplicaSets and Pods of a
-//! Deployment, the Pods of a StatefulSet, a DaemonSet (on a Node) and a Job, and the
-//! EndpointSlice of a Service, and its log has no error the fake causes. Garbage
-//! collection and namespace deletion are the fake's own (done at once) in the first test,
-//! kube-controller-manager's in the second (`set_own_garbage_collection(false)`).
+//! Deployment, the Pods of a StatefulSet, a DaemonSet (on a Node) and a Job, the Job of a
+//! CronJob at the next minute and its Pod, and the EndpointSlice of a Service, and its log
+//! has no error the fake causes. Garbage collection and namespace deletion are the fake's
+//! own (done at once) in the first test, kube-controller-manager's in the second
+//! (`set_own_garbage_collection(false)`).
 
 mod common;
 
@@ -125,6 +126,17 @@ spec:
   template:
     spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}
 ---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tick, namespace: default}
+spec:
+  schedule: "* * * * *"
+  jobTemplate:
+    metadata: {labels: {app: tick}}
+    spec:
+      template:
+        spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}
+---
 apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: default}
@@ -134,7 +146,7 @@ spec:
 "#;
 
 #[test]
-fn kube_controller_manager_runs_deployments_stateful_sets_daemon_sets_jobs_and_endpoint_slices_on_the_fake()
+fn kube_controller_manager_runs_deployments_stateful_sets_daemon_sets_jobs_cron_jobs_and_endpoint_slices_on_the_fake()
  {
     let cluster = Cluster::start(true);
     cluster.run(&["apply", "-f", "-"], WORKLOADS);
@@ -149,6 +161,10 @@ fn kube_controller_manager_runs_deployments_stateful_sets_daemon_sets_jobs_and_e
         ]
         .iter()
         .all(|m| *m)
+    });
+    // The CronJob's first Job comes at the next minute's start.
+    cluster.wait(75, "the CronJob's Job and its Pod", |c| {
+        c.count("jobs", "app=tick") == 1 && c.count("pods", "app=tick") == 1
     });
     cluster.assert_no_errors();
     // The fake collects the Deployment's dependents and empties the namespace at once

@@ -18,9 +18,13 @@
 mod common;
 
 // Scenarios by topic, beside those of this file.
+#[path = "differential/admission.rs"]
 mod admission;
+#[path = "differential/cel_cost.rs"]
 mod cel_cost;
+#[path = "differential/kinds.rs"]
 mod kinds;
+#[path = "differential/machinery.rs"]
 mod machinery;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -4430,6 +4434,44 @@ fn code_and_fields(answer: kubekit::rest::Result<Value>) -> Value {
     }
 }
 
+/// Creates each `(plural, label, body)` of `group`/v1, cluster-scoped, and records the
+/// refusal's causes (fields, reasons and messages, in the server's order; of a CEL compile
+/// error, what precedes the compiler's own words), or `accepted` (and deletes the object).
+async fn refusals_of_cluster_scoped<const N: usize>(
+    t: &Target,
+    r: &mut Record,
+    group: &str,
+    bodies: [(&str, &str, Value); N],
+) {
+    let causes = |answer: kubekit::rest::Result<Value>| match answer {
+        Ok(_) => json!("accepted"),
+        Err(e) => {
+            let (status, causes) = (e.status(), causes_of(&e));
+            let message = |m: &Option<String>| {
+                m.as_deref()
+                    .map(|m| match m.split_once("compilation failed:") {
+                        Some((before, _)) => {
+                            format!("{before}compilation failed: <the compiler's words>")
+                        }
+                        None => m.to_string(),
+                    })
+            };
+            json!({"code": status.and_then(|s| s.code),
+                "causes": causes.iter().map(|c| json!([c.field, c.reason, message(&c.message)])).collect::<Vec<_>>()})
+        }
+    };
+    for (plural, label, body) in bodies {
+        let answer = create_cluster_scoped(t, group, plural, &body).await;
+        let accepted = answer.is_ok();
+        r.push(label, causes(answer));
+        if accepted {
+            let name = body["metadata"]["name"].as_str().unwrap_or_default();
+            let delete = t.rest.delete().group_version(group, "v1").resource(plural).name(name);
+            delete.send().await.expect("deleted");
+        }
+    }
+}
+
 #[tokio::test]
 async fn crd_cel_rules_refuse_alike() {
     differential("cel-rules", async |t: &Target, r: &mut Record| {
@@ -4946,29 +4988,7 @@ async fn admission_policies_and_bindings_are_validated_alike() {
                     {"patchType": "Merge"}, {"patchType": "ApplyConfiguration"}, {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'add',"}}]}})),
             ("mutatingadmissionpolicybindings", "a mutating binding without its policy", json!({"metadata": {"name": name("mnopolicy")}, "spec": {}})),
         ];
-        // Each refusal's causes (fields, reasons and messages), in the real server's order;
-        // of a compile error, what precedes the compiler's own words.
-        let causes = |answer: kubekit::rest::Result<Value>| match answer {
-            Ok(_) => json!("accepted"),
-            Err(e) => {
-                let (status, causes) = (e.status(), causes_of(&e));
-                let message = |m: &Option<String>| m.as_deref().map(|m| match m.split_once("compilation failed:") {
-                    Some((before, _)) => format!("{before}compilation failed: <the compiler's words>"),
-                    None => m.to_string(),
-                });
-                json!({"code": status.and_then(|s| s.code),
-                    "causes": causes.iter().map(|c| json!([c.field, c.reason, message(&c.message)])).collect::<Vec<_>>()})
-            }
-        };
-        for (plural, label, body) in invalid {
-            let answer = create_cluster_scoped(t, group, plural, &body).await;
-            let accepted = answer.is_ok();
-            r.push(label, causes(answer));
-            if accepted {
-                let name = body["metadata"]["name"].as_str().unwrap_or_default();
-                t.rest.delete().group_version(group, "v1").resource(plural).name(name).send().await.expect("deleted");
-            }
-        }
+        refusals_of_cluster_scoped(t, r, group, invalid).await;
     })
     .await;
 }

@@ -1,7 +1,8 @@
 //! Kubernetes' CEL libraries (k8s.io/apiserver/pkg/cel/library, and cel-go's sets
 //! extension the real server adds), as overloads on the `cel` crate's environment: the
 //! quantity, IP and CIDR, URL, semver, named-format, sets, lists and JSON Patch functions
-//! CRD rules, `matchConditions` and admission policies call.
+//! CRD rules, `matchConditions` and admission policies call, and the authorizer of the
+//! latter two.
 //!
 //! Each library's values (a `Quantity`, an `IP`, ...) are opaque CEL values of the real
 //! library's type name; their functions are overloads on that type, so `string(ip)` and
@@ -14,6 +15,7 @@ use cel::common::types::Type;
 use cel::common::value::CowVal;
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
 
+pub(crate) mod authz;
 mod format;
 mod jsonpatch;
 mod lists;
@@ -33,6 +35,7 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     jsonpatch::register(env)?;
     sets::register(env)?;
     lists::register(env)?;
+    authz::register(env)?;
     Ok(())
 }
 
@@ -49,6 +52,7 @@ pub(crate) fn functions() -> impl Iterator<Item = &'static str> {
         jsonpatch::FUNCTIONS,
         sets::FUNCTIONS,
         lists::FUNCTIONS,
+        authz::FUNCTIONS,
     ]
     .into_iter()
     .flatten()
