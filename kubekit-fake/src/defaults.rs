@@ -42,11 +42,12 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     if !info.builtin {
         return;
     }
+    without_nulls(obj);
     crate::workloads::apply(&info.group, &info.kind, obj, old);
     if info.group == RBAC && info.kind.ends_with("RoleBinding") && obj.is_object() {
         binding(obj);
     }
-    crate::kinds::defaults(info, obj);
+    crate::kinds::defaults(info, obj, old);
     if info.group == "scheduling.k8s.io"
         && info.kind == "PriorityClass"
         && obj.is_object()
@@ -57,6 +58,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     if !info.group.is_empty() || !obj.is_object() {
         return;
     }
+    crate::core_kinds::defaults(&info.kind, obj);
     match info.kind.as_str() {
         "LimitRange" => crate::limit_ranges::default_items(obj),
         "Namespace" => {
@@ -93,11 +95,30 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
                     obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text));
                 }
             }
+            // Empty data is not kept.
+            if obj["data"].as_object().is_some_and(Map::is_empty)
+                && let Some(m) = obj.as_object_mut()
+            {
+                m.remove("data");
+            }
             if obj["type"].as_str().is_none_or(str::is_empty) {
                 obj["type"] = json!("Opaque");
             }
         }
         "Service" => service(obj, old),
+        _ => {}
+    }
+}
+
+/// Drops the fields of `value` (and of its objects, at any depth) that are `null`: a
+/// built-in kind's decoder leaves them unset, and they are not shown.
+fn without_nulls(value: &mut Value) {
+    match value {
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(without_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_nulls),
         _ => {}
     }
 }

@@ -7,7 +7,8 @@
 //! `deprecatedFirstTimestamp` ↔ `firstTimestamp`, `deprecatedLastTimestamp` ↔
 //! `lastTimestamp`, `deprecatedCount` ↔ `count`; the others (`action`, `reason`, `type`,
 //! `eventTime`, `series`, `related`, `reportingInstance`) keep their names. As the real
-//! server shows them, the times a form has are `null` when unset and a source `{}`.
+//! server shows them, the times a form has are `null` when unset and a source `{}`; a core
+//! Event's reporting component and instance are empty strings when unset.
 
 use serde_json::{Map, Value};
 
@@ -88,6 +89,9 @@ pub(crate) fn shown(info: &ResourceInfo, stored: &Value) -> Value {
         if !is_events_v1(info) {
             m.entry("involvedObject")
                 .or_insert_with(|| Value::Object(Map::new()));
+            for reporter in ["reportingComponent", "reportingInstance"] {
+                m.entry(reporter).or_insert_with(|| Value::from(""));
+            }
         }
     }
     obj

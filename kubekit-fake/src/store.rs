@@ -635,6 +635,9 @@ impl Store {
                         .with_details(json!({"kind": info.plural, "name": name}))
                 },
             )?;
+            if info.group.is_empty() {
+                crate::core_kinds::admit(&info.kind, &mut obj);
+            }
         }
         if info.builtin
             && info.group.is_empty()
@@ -652,7 +655,7 @@ impl Store {
         }
         defaults::check_workload(info, &name, &obj, None)?;
         if info.builtin {
-            crate::kinds::check(info, &name, &obj)?;
+            crate::kinds::check(info, &name, &obj, None)?;
         }
         crate::admission::check_configuration(info, &name, &obj)?;
         crate::policy_validation::check(info, &name, &obj)?;
@@ -815,7 +818,7 @@ impl Store {
             self.quotas_admit(info, ns, name, &new, Some(&old))?;
             defaults::check_workload(info, name, &new, Some(&old))?;
             if info.builtin {
-                crate::kinds::check(info, name, &new)?;
+                crate::kinds::check(info, name, &new, Some(&old))?;
             }
             crate::admission::check_configuration(info, name, &new)?;
             crate::policy_validation::check(info, name, &new)?;
@@ -941,6 +944,14 @@ impl Store {
         name: &str,
         req: &DeleteRequest,
     ) -> ApiResult<Deleted> {
+        if info.builtin && crate::kinds::is_system_priority_class(info, name) {
+            let message = format!(
+                "{} \"{name}\" is forbidden: this is a system priority class and cannot be deleted",
+                info.qualified()
+            );
+            return Err(ApiError::new(403, "Forbidden", message)
+                .with_details(json!({"name": name, "group": info.group, "kind": info.plural})));
+        }
         let old = self.get(info, ns, name)?;
         let check = |label: &str, want: &Option<String>, field: &str| match want {
             Some(want) if meta_str(&old, field) != Some(want.as_str()) => {

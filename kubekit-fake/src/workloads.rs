@@ -1,5 +1,6 @@
 //! What the real server defaults in Pods and in the workloads the fake serves that hold a
-//! Pod template (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs), as
+//! Pod template (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs,
+//! ReplicationControllers), as
 //! the differential suite compares it (`pods_and_workloads_are_defaulted_alike`,
 //! `stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike`):
 //!
@@ -19,7 +20,9 @@
 //!   StatefulSet's pod management and claim retention policies and service name; a Job's
 //!   completions, parallelism, backoff limit, completion mode, suspension, pod replacement
 //!   policy and `manualSelector`, and its labels, when it has none, from its template; a
-//!   CronJob's concurrency policy, suspension and history limits) and, on create, the
+//!   CronJob's concurrency policy, suspension and history limits; a ReplicationController's
+//!   replicas, and its selector and labels from its template's labels when it has none)
+//!   and, on create, the
 //!   empty status the real server starts them with (its zero counters, as Go encodes
 //!   them);
 //! - after the fields of a create are recorded ([`admit`]): a Job's generated selector and
@@ -70,6 +73,30 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value, old: Option<&Value>) {
         ("apps", "ReplicaSet") => workload(root, creating, json!({"replicas": 0}), |spec| {
             default(spec, "replicas", json!(1));
         }),
+        ("", "ReplicationController") => {
+            // Its selector, and its own labels, are its template's labels when it has none.
+            let labels = root
+                .get("spec")
+                .map(|spec| spec["template"]["metadata"]["labels"].clone())
+                .filter(Value::is_object);
+            if let Some(labels) = labels {
+                let empty =
+                    |v: Option<&Value>| v.and_then(Value::as_object).is_none_or(Map::is_empty);
+                if let Some(spec) = object(root, "spec")
+                    && empty(spec.get("selector"))
+                {
+                    spec.insert("selector".into(), labels.clone());
+                }
+                if let Some(metadata) = object_or_new(root, "metadata")
+                    && empty(metadata.get("labels"))
+                {
+                    metadata.insert("labels".into(), labels);
+                }
+            }
+            workload(root, creating, json!({"replicas": 0}), |spec| {
+                default(spec, "replicas", json!(1));
+            });
+        }
         ("apps", "StatefulSet") => {
             let status = json!({"availableReplicas": 0, "replicas": 0});
             workload(root, creating, status, |spec| {
@@ -503,6 +530,19 @@ pub fn admit_update(group: &str, kind: &str, obj: &mut Value) {
 /// from limits, and pod-level requests (see [`pod_level_requests`]).
 fn pod_only(spec: &mut Map<String, Value>) {
     default(spec, "enableServiceLinks", json!(true));
+    // `serviceAccount` is the deprecated name of `serviceAccountName`, read when the new
+    // one is not given and always shown alike.
+    let named = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(account) =
+        named(spec.get("serviceAccountName")).or(named(spec.get("serviceAccount")))
+    {
+        spec.insert("serviceAccountName".into(), json!(account));
+        spec.insert("serviceAccount".into(), json!(account));
+    }
     pod_level_requests(spec);
     for list in ["containers", "initContainers"] {
         for container in objects(spec, list) {
