@@ -35,6 +35,9 @@ const MAX_DATA: usize = 1024 * 1024;
 /// (`StorageObjectInUseProtection`), the `node.kubernetes.io/not-ready` taint of a Node
 /// (`TaintNodesByCondition`).
 pub(crate) fn admit(kind: &str, obj: &mut Value) {
+    if kind == "PersistentVolumeClaim" {
+        claim_sources(&mut obj["spec"]);
+    }
     let finalizer = match kind {
         "PersistentVolume" => "kubernetes.io/pv-protection",
         "PersistentVolumeClaim" => "kubernetes.io/pvc-protection",
@@ -73,6 +76,30 @@ pub(crate) fn admit(kind: &str, obj: &mut Value) {
 /// and the time of that phase; a claim's volume mode and phase; a new Node's status as
 /// the real server shows it unset (its kubelet's port 0, its node info's empty strings).
 pub(crate) fn defaults(kind: &str, obj: &mut Value) {
+    match kind {
+        "Node" => {
+            // `podCIDR` wins over a different first `podCIDRs`, and is that first one.
+            let spec = &mut obj["spec"];
+            let first = |spec: &Value| {
+                spec["podCIDRs"]
+                    .get(0)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            };
+            if let Some(cidr) = spec["podCIDR"]
+                .as_str()
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+                && first(spec).as_deref() != Some(cidr.as_str())
+            {
+                spec["podCIDRs"] = json!([cidr]);
+            }
+            if let Some(first) = first(spec) {
+                spec["podCIDR"] = json!(first);
+            }
+        }
+        _ => {}
+    }
     match kind {
         "Node" if obj["status"].is_null() => {
             let info = [
@@ -151,7 +178,26 @@ pub(crate) fn faults(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Fault>
             }
         }
         "ReplicationController" => replication_controller(&obj["spec"]),
-        "PersistentVolume" => persistent_volume(&obj["spec"]),
+        "PersistentVolume" => {
+            let mut faults = persistent_volume(&obj["spec"]);
+            if old.is_some_and(|o| pv_source(o) != pv_source(obj)) {
+                // The real server adds a Go diff of the two sources.
+                let why = "spec.persistentvolumesource is immutable after creation";
+                faults.push(crate::kinds::forbidden("spec.persistentvolumesource", why));
+            }
+            faults
+        }
+        "PersistentVolumeClaim" => {
+            let mut faults = claim(&obj["spec"]);
+            if old.is_some_and(|o| o["spec"] != obj["spec"]) {
+                // The real server adds a Go diff of the two specs; an unbound claim's spec
+                // never changes.
+                let why = "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims";
+                faults.push(crate::kinds::forbidden("spec", why));
+            }
+            faults
+        }
+        "Node" => node(obj, old),
         _ => Vec::new(),
     }
 }
@@ -215,8 +261,9 @@ const ACCESS_MODES: &[&str] = &[
     "ReadWriteOncePod",
 ];
 
-/// The faults of the access modes of a volume or claim (at `spec`).
-fn access_mode_faults(spec: &Value, at: &str) -> Vec<Fault> {
+/// The faults of the access modes of a volume or claim (at `spec`); `none` is the
+/// detail of their absence.
+fn access_mode_faults(spec: &Value, at: &str, none: &str) -> Vec<Fault> {
     let mut faults = Vec::new();
     let modes = spec["accessModes"]
         .as_array()
@@ -224,7 +271,7 @@ fn access_mode_faults(spec: &Value, at: &str) -> Vec<Fault> {
         .unwrap_or_default();
     let field = format!("{at}.accessModes");
     if modes.is_empty() {
-        faults.push(required(&field, ""));
+        faults.push(required(&field, none));
     }
     let (mut once_pod, mut others) = (false, false);
     for mode in modes {
@@ -276,7 +323,7 @@ fn backsteps(field: &str, path: &Value) -> Option<Fault> {
 }
 
 fn persistent_volume(spec: &Value) -> Vec<Fault> {
-    let mut faults = access_mode_faults(spec, "spec");
+    let mut faults = access_mode_faults(spec, "spec", "");
     let capacity = spec["capacity"].as_object();
     if capacity.is_none_or(|c| c.is_empty()) {
         faults.push(required("spec.capacity", ""));
@@ -359,6 +406,172 @@ fn persistent_volume(spec: &Value) -> Vec<Fault> {
             mode,
             &["Block", "Filesystem"],
         ));
+    }
+    faults
+}
+
+/// The volume source of a PersistentVolume's spec: its fields of `PV_SOURCES`.
+fn pv_source(obj: &Value) -> Value {
+    let mut spec = obj["spec"].clone();
+    if let Some(s) = spec.as_object_mut() {
+        s.retain(|k, _| PV_SOURCES.iter().any(|(key, _)| key == k));
+    }
+    spec
+}
+
+fn claim(spec: &Value) -> Vec<Fault> {
+    let mut faults = access_mode_faults(spec, "spec", "at least 1 access mode is required");
+    let storage = &spec["resources"]["requests"]["storage"];
+    match storage.as_str() {
+        None => faults.push(required("spec.resources[storage]", "")),
+        Some(q)
+            if q.starts_with('-')
+                || q.trim_start_matches('+')
+                    .trim_start_matches(['0', '.'])
+                    .is_empty() =>
+        {
+            faults.push(invalid(
+                "spec.resources[storage]",
+                storage,
+                "must be greater than zero",
+            ));
+        }
+        Some(_) => {}
+    }
+    let class = &spec["storageClassName"];
+    if let Some(name) = class.as_str().filter(|c| !c.is_empty()) {
+        for why in kubekit::validation::dns1123_subdomain(name) {
+            faults.push(invalid("spec.storageClassName", class, &why));
+        }
+    }
+    let mode = &spec["volumeMode"];
+    if mode
+        .as_str()
+        .is_some_and(|m| !matches!(m, "Block" | "Filesystem"))
+    {
+        faults.push(not_supported(
+            "spec.volumeMode",
+            mode,
+            &["Block", "Filesystem"],
+        ));
+    }
+    for source in ["dataSource", "dataSourceRef"] {
+        let reference = &spec[source];
+        if reference.is_object() {
+            for field in ["name", "kind"] {
+                if reference[field].as_str().is_none_or(str::is_empty) {
+                    faults.push(required(&format!("spec.{source}.{field}"), ""));
+                }
+            }
+        }
+    }
+    faults
+}
+
+/// Fills a claim's data sources as the real server does: a source of a kind it does not
+/// know without an API group is dropped, `dataSourceRef` is `dataSource` when unset, and
+/// both show their API group (`null` when unset).
+fn claim_sources(spec: &mut Value) {
+    let Some(m) = spec.as_object_mut() else {
+        return;
+    };
+    if let Some(source) = m.get("dataSource").filter(|s| s.is_object()) {
+        let known = matches!(source["kind"].as_str(), Some("PersistentVolumeClaim"));
+        if source["apiGroup"].as_str().is_none_or(str::is_empty) && !known {
+            m.remove("dataSource");
+        }
+    }
+    if let Some(source) = m.get("dataSource").cloned()
+        && !m.get("dataSourceRef").is_some_and(Value::is_object)
+    {
+        m.insert("dataSourceRef".into(), source);
+    }
+    for field in ["dataSource", "dataSourceRef"] {
+        if let Some(reference) = m.get_mut(field).and_then(Value::as_object_mut) {
+            reference.entry("apiGroup").or_insert(Value::Null);
+        }
+    }
+}
+
+/// The effects of a taint.
+const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+fn node(obj: &Value, old: Option<&Value>) -> Vec<Fault> {
+    let spec = &obj["spec"];
+    let mut faults = Vec::new();
+    let cidrs = spec["podCIDRs"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut families = Vec::new();
+    for (i, cidr) in cidrs.iter().enumerate() {
+        match crate::networking_kinds::parse_cidr(cidr.as_str().unwrap_or_default()) {
+            None => faults.push(invalid(
+                format!("spec.podCIDRs[{i}]"),
+                cidr,
+                "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+            )),
+            Some((ip, _)) => families.push(ip.is_ipv4()),
+        }
+    }
+    if cidrs.len() > 1
+        && faults.is_empty()
+        && (cidrs.len() > 2 || families.first() == families.get(1))
+    {
+        let shown = crate::defaults::go_json(&spec["podCIDRs"]);
+        let why = "may specify no more than one CIDR for each IP family";
+        faults.push(crate::kinds::invalid_as("spec.podCIDRs", &shown, why));
+    }
+    let taints = spec["taints"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for (i, taint) in taints.iter().enumerate() {
+        // The real server names the taints' path so.
+        let at = format!("metadata.taints[{i}]");
+        let key = taint["key"].as_str().unwrap_or_default();
+        for why in crate::kinds::qualified_name_errors(key) {
+            faults.push(invalid(format!("{at}.key"), &Value::from(key), &why));
+        }
+        if let Some(value) = taint["value"].as_str() {
+            for why in crate::cel_library::label_value_errors(value) {
+                faults.push(invalid(format!("{at}.value"), &taint["value"], &why));
+            }
+        }
+        let effect = &taint["effect"];
+        match effect.as_str().unwrap_or_default() {
+            "" => faults.push(required(&format!("{at}.effect"), "")),
+            e if !TAINT_EFFECTS.contains(&e) => {
+                faults.push(not_supported(
+                    &format!("{at}.effect"),
+                    effect,
+                    TAINT_EFFECTS,
+                ));
+            }
+            _ => {}
+        }
+        let same = |t: &Value| t["key"] == taint["key"] && t["effect"] == taint["effect"];
+        if taints[..i].iter().any(same) {
+            let shown = format!(
+                "{{\"Key\":{},\"Value\":{},\"Effect\":{},\"TimeAdded\":null}}",
+                Value::from(key),
+                Value::from(taint["value"].as_str().unwrap_or_default()),
+                Value::from(effect.as_str().unwrap_or_default()),
+            );
+            let detail =
+                format!("Duplicate value: {shown}: taints must be unique by key and effect pair");
+            faults.push((at, "FieldValueDuplicate", detail));
+        }
+    }
+    if let Some(old) = old {
+        let before = old["spec"]["podCIDRs"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if !before.is_empty() && before != cidrs {
+            let why = "node updates may not change podCIDR except from \"\" to valid";
+            faults.push(crate::kinds::forbidden("spec.podCIDRs", why));
+        }
     }
     faults
 }

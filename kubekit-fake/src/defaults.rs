@@ -412,6 +412,13 @@ pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -
     if faults.is_empty() {
         return Ok(());
     }
+    // The object's own checks follow, in one answer.
+    let own = crate::core_kinds::faults(&info.kind, new, Some(old));
+    let mut faults: Vec<Fault> = faults
+        .into_iter()
+        .map(|(f, r, d)| (f.to_string(), r, d))
+        .collect();
+    faults.extend(own);
     Err(ApiError::invalid_fields(info, name, &faults))
 }
 
@@ -572,6 +579,7 @@ pub fn check_workload(
                     faults.push(required(&at("image")));
                 }
             }
+            faults.extend(crate::pod_spec::faults(&obj["spec"]));
         }
         ("apps", kind @ ("Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")) => {
             let spec = &obj["spec"];

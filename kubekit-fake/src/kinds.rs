@@ -57,6 +57,7 @@ pub(crate) fn defaults(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>
             }
         }
         ("scheduling.k8s.io", "PriorityClass") => {
+            set_default(obj, "value", json!(0));
             // `globalDefault: false` is not kept (Go omits it).
             if obj["globalDefault"] == json!(false)
                 && let Some(m) = obj.as_object_mut()
@@ -64,13 +65,8 @@ pub(crate) fn defaults(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>
                 m.remove("globalDefault");
             }
         }
-        ("coordination.k8s.io", "Lease") => {
-            // Fields of coordinated leader election, a feature the real server has off.
-            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.remove("strategy");
-                spec.remove("preferredHolder");
-            }
-        }
+        // On create, after the fields are recorded (see `prepare_for_create`).
+        ("coordination.k8s.io", "Lease") if old.is_some() => without_disabled_lease_fields(obj),
         ("storage.k8s.io", "StorageClass") => {
             set_default(obj, "reclaimPolicy", json!("Delete"));
             set_default(obj, "volumeBindingMode", json!("Immediate"));
@@ -126,6 +122,27 @@ pub(crate) fn defaults(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>
                 };
             }
         }
+        _ => {}
+    }
+}
+
+/// Drops a Lease's fields of coordinated leader election, a feature the real server has
+/// off.
+fn without_disabled_lease_fields(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("strategy");
+        spec.remove("preferredHolder");
+    }
+}
+
+/// What the real server's strategies change in `obj`, of `info`'s kind, being created,
+/// after its fields are recorded in managedFields (so the fields they drop stay recorded,
+/// and those they add are not): core kinds' (see `core_kinds::admit`), a Lease's disabled
+/// fields dropped.
+pub(crate) fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
+    match (info.group.as_str(), info.kind.as_str()) {
+        ("", kind) => crate::core_kinds::admit(kind, obj),
+        ("coordination.k8s.io", "Lease") => without_disabled_lease_fields(obj),
         _ => {}
     }
 }
@@ -273,6 +290,18 @@ const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
     ("system-node-critical", 2_000_001_000),
     ("system-cluster-critical", 2_000_000_000),
 ];
+
+/// Whether `info`'s objects keep the generation 1 of their create whatever changes: the
+/// real server's strategy of PriorityClasses never bumps it.
+pub(crate) fn keeps_first_generation(info: &ResourceInfo) -> bool {
+    info.group == "scheduling.k8s.io" && info.plural == "priorityclasses"
+}
+
+/// Whether `info`'s objects are created without a generation and get one when their spec
+/// changes (1, then bumped): CSIDrivers.
+pub(crate) fn generation_from_first_change(info: &ResourceInfo) -> bool {
+    info.group == "storage.k8s.io" && info.plural == "csidrivers"
+}
 
 /// Whether `name` of `info` is one of the system PriorityClasses, which are never deleted.
 pub(crate) fn is_system_priority_class(info: &ResourceInfo, name: &str) -> bool {

@@ -210,6 +210,7 @@ mod managed;
 mod mutating_policies;
 mod networking_kinds;
 mod openapi;
+mod pod_spec;
 mod pod_update;
 mod policies;
 mod policy_validation;

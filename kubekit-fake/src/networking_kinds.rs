@@ -111,7 +111,7 @@ pub(crate) fn ingress_backend(backend: &Value, at: &str) -> Vec<Fault> {
             match service["name"].as_str().unwrap_or_default() {
                 "" => faults.push(required(&format!("{at}.service.name"), "")),
                 name => {
-                    for why in kubekit::validation::dns1035_label(name) {
+                    for why in kubekit::validation::dns1123_label(name) {
                         faults.push(invalid(
                             format!("{at}.service.name"),
                             &service["name"],
@@ -231,6 +231,25 @@ pub(crate) fn ingress_spec_after_rules(spec: &Value) -> Vec<Fault> {
 /// The faults of the label keys of `selector` (a `LabelSelector`) at `at`.
 pub(crate) fn selector_faults(selector: &Value, at: &str) -> Vec<Fault> {
     let mut faults = Vec::new();
+    let expressions = selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten();
+    for (i, expression) in expressions.enumerate() {
+        let field = format!("{at}.matchExpressions[{i}].values");
+        let none = expression["values"].as_array().is_none_or(Vec::is_empty);
+        match expression["operator"].as_str().unwrap_or_default() {
+            "In" | "NotIn" if none => faults.push(required(
+                &field,
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            "Exists" | "DoesNotExist" if !none => faults.push(forbidden(
+                &field,
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            _ => {}
+        }
+    }
     for key in selector["matchLabels"]
         .as_object()
         .into_iter()
@@ -525,67 +544,6 @@ fn endpoint_slice(obj: &Value, old: Option<&Value>) -> Vec<Fault> {
         Some(k) if !kinds.contains(&k) => faults.push(not_supported("addressType", kind, &kinds)),
         Some(_) => {}
     }
-    let kind = kind.as_str().unwrap_or_default();
-    for (i, endpoint) in obj["endpoints"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let at = format!("endpoints[{i}]");
-        let addresses = endpoint["addresses"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        if addresses.is_empty() {
-            faults.push(required(&format!("{at}.addresses"), ""));
-        }
-        for (j, address) in addresses.iter().enumerate() {
-            let text = address.as_str().unwrap_or_default();
-            let parsed = text.parse::<IpAddr>().ok();
-            match kind {
-                "IPv4" | "IPv6" => {
-                    let field = format!("{at}.addresses[{j}]");
-                    let family_ok = parsed.is_some_and(|ip| ip.is_ipv4() == (kind == "IPv4"));
-                    if parsed.is_none() {
-                        faults.push(invalid(&field, address, "must be a valid IP address"));
-                    } else if !family_ok {
-                        let why = format!("must be an {kind} address");
-                        faults.push(invalid(format!("{at}.addresses"), address, &why));
-                    }
-                    if let Some(ip) = parsed {
-                        for why in endpoint_ip_errors(ip, text) {
-                            faults.push(invalid(&field, address, &why));
-                        }
-                    }
-                }
-                "FQDN" => {
-                    for why in kubekit::validation::dns1123_subdomain(text) {
-                        faults.push(invalid(format!("{at}.addresses[{j}]"), address, &why));
-                    }
-                }
-                _ => {}
-            }
-        }
-        if let Some(node) = endpoint["nodeName"].as_str() {
-            for why in kubekit::validation::dns1123_subdomain(node) {
-                faults.push(invalid(
-                    format!("{at}.nodeName"),
-                    &endpoint["nodeName"],
-                    &why,
-                ));
-            }
-        }
-        if let Some(host) = endpoint["hostname"].as_str() {
-            for why in kubekit::validation::dns1123_label(host) {
-                faults.push(invalid(
-                    format!("{at}.hostname"),
-                    &endpoint["hostname"],
-                    &why,
-                ));
-            }
-        }
-    }
     let mut names = Vec::new();
     for (i, port) in obj["ports"].as_array().into_iter().flatten().enumerate() {
         let at = format!("ports[{i}]");
@@ -607,6 +565,80 @@ fn endpoint_slice(obj: &Value, old: Option<&Value>) -> Vec<Fault> {
                 PROTOCOLS,
             ));
         }
+    }
+    let kind = kind.as_str().unwrap_or_default();
+    let mut endpoint_faults = Vec::new();
+    for (i, endpoint) in obj["endpoints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let at = format!("endpoints[{i}]");
+        let addresses = endpoint["addresses"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if addresses.is_empty() {
+            endpoint_faults.push(required(&format!("{at}.addresses"), ""));
+        }
+        for (j, address) in addresses.iter().enumerate() {
+            let text = address.as_str().unwrap_or_default();
+            let parsed = text.parse::<IpAddr>().ok();
+            match kind {
+                "IPv4" | "IPv6" => {
+                    let field = format!("{at}.addresses[{j}]");
+                    let family_ok = parsed.is_some_and(|ip| ip.is_ipv4() == (kind == "IPv4"));
+                    if parsed.is_none() {
+                        endpoint_faults.push(invalid(
+                            &field,
+                            address,
+                            "must be a valid IP address",
+                        ));
+                    } else if !family_ok {
+                        let why = format!("must be an {kind} address");
+                        endpoint_faults.push(invalid(format!("{at}.addresses"), address, &why));
+                    }
+                    if let Some(ip) = parsed {
+                        for why in endpoint_ip_errors(ip, text) {
+                            endpoint_faults.push(invalid(&field, address, &why));
+                        }
+                    }
+                }
+                "FQDN" => {
+                    for why in kubekit::validation::dns1123_subdomain(text) {
+                        endpoint_faults.push(invalid(
+                            format!("{at}.addresses[{j}]"),
+                            address,
+                            &why,
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(node) = endpoint["nodeName"].as_str() {
+            for why in kubekit::validation::dns1123_subdomain(node) {
+                endpoint_faults.push(invalid(
+                    format!("{at}.nodeName"),
+                    &endpoint["nodeName"],
+                    &why,
+                ));
+            }
+        }
+        if let Some(host) = endpoint["hostname"].as_str() {
+            for why in kubekit::validation::dns1123_label(host) {
+                endpoint_faults.push(invalid(
+                    format!("{at}.hostname"),
+                    &endpoint["hostname"],
+                    &why,
+                ));
+            }
+        }
+    }
+    // An update that leaves the endpoints as they were does not check them again.
+    if old.is_none_or(|o| o["endpoints"] != obj["endpoints"]) {
+        faults.extend(endpoint_faults);
     }
     if let Some(old) = old
         && old["addressType"] != obj["addressType"]

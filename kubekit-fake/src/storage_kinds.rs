@@ -63,7 +63,8 @@ pub(crate) fn faults(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Fault>
                 faults.extend(immutable("spec.attachedRequired", &spec["attachRequired"]));
             }
             if old["volumeLifecycleModes"] != spec["volumeLifecycleModes"] {
-                faults.push(immutable_declared("spec.volumeLifecycleModes"));
+                let modes = &spec["volumeLifecycleModes"];
+                faults.extend(immutable("spec.volumeLifecycleModes", modes));
             }
         }
         "CSIStorageCapacity" => {
@@ -175,7 +176,7 @@ fn volume_attachment(spec: &Value) -> Vec<Fault> {
     }
     let node = spec["nodeName"].as_str().unwrap_or_default();
     for why in kubekit::validation::dns1123_subdomain(node) {
-        faults.push(invalid("spec.nodeName", &spec["nodeName"], &why));
+        faults.push(invalid("spec.nodeName", &Value::from(node), &why));
     }
     if let Some(pv) = pv.as_str().filter(|p| !p.is_empty()) {
         for why in kubekit::validation::dns1123_subdomain(pv) {

@@ -8,7 +8,8 @@
 //!   `terminationGracePeriodSeconds`; each container's and init container's
 //!   `imagePullPolicy` (from the image's tag), termination message path and policy,
 //!   `resources`, ports' protocol, probes' periods, thresholds and HTTP path and scheme,
-//!   `fieldRef.apiVersion`; volumes' `defaultMode` and a host path's `type`;
+//!   `fieldRef.apiVersion`; volumes' `defaultMode` and a host path's `type`, and an
+//!   `emptyDir` for a volume of no source;
 //! - a Pod itself also: `enableServiceLinks`, requests copied from limits, pod-level
 //!   requests (from the containers' or the pod-level limits), and on create
 //!   a status of `phase: Pending` with its QoS class; and on create, after its fields are
@@ -259,6 +260,10 @@ fn pod_spec(spec: &mut Map<String, Value>) {
         }
     }
     for volume in objects(spec, "volumes") {
+        // A volume of no source is an empty directory.
+        if !crate::pod_spec::has_source(&Value::Object(volume.clone())) {
+            volume.insert("emptyDir".into(), json!({}));
+        }
         for source in ["configMap", "secret", "projected", "downwardAPI"] {
             if let Some(source) = object(volume, source) {
                 default(source, "defaultMode", json!(420));

@@ -1,0 +1,357 @@
+//! Checks of a Pod's volumes, volume mounts, probes, security contexts and resources,
+//! as kube-apiserver 1.37's `ValidatePodSpec` makes them, with its fields, reasons and
+//! messages.
+//!
+//! # Contract
+//!
+//! - **Volumes**: DNS-label names, each once; one source each (a volume without one is
+//!   an `emptyDir`, see `workloads`); a host path without `..` and of a known type; a
+//!   Secret's name; config map, Secret and downward API items at relative paths without
+//!   `..`, modes in 0..0777; an `emptyDir` size limit not negative.
+//! - **Mounts**: of a volume of the Pod, each path once, a `subPath` that is relative and
+//!   without `..`.
+//! - **Probes**: one handler each, periods and thresholds not negative, a liveness or
+//!   startup probe's success threshold 1, ports in 1..65535 or port names.
+//! - **Security contexts**: users and groups in 0..2147483647, a seccomp profile of a
+//!   known type (`Localhost` with its profile).
+//! - **Resources**: quantities not negative, requests no greater than limits.
+//! - Not done: the other checks of a Pod spec (environment, ports, affinity, topology
+//!   spread, names of resources, hugepages, privileged containers, ...).
+
+use serde_json::Value;
+
+use crate::kinds::{Fault, duplicate, forbidden, invalid, not_supported, required};
+
+/// The volume sources, in the order the real server counts them.
+const SOURCES: &[&str] = &[
+    "emptyDir",
+    "hostPath",
+    "gitRepo",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "flocker",
+    "persistentVolumeClaim",
+    "rbd",
+    "cinder",
+    "cephfs",
+    "quobyte",
+    "downwardAPI",
+    "fc",
+    "flexVolume",
+    "configMap",
+    "azureFile",
+    "vsphereVolume",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "azureDisk",
+    "storageos",
+    "projected",
+    "scaleIO",
+    "csi",
+    "ephemeral",
+    "image",
+];
+
+/// Whether `volume` names any source.
+pub(crate) fn has_source(volume: &Value) -> bool {
+    SOURCES.iter().any(|s| !volume[*s].is_null())
+}
+
+/// The faults of a Pod's `spec`, at `spec`.
+pub(crate) fn faults(spec: &Value) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    let volumes = spec["volumes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut names = Vec::new();
+    for (i, volume) in volumes.iter().enumerate() {
+        let at = format!("spec.volumes[{i}]");
+        let name = volume["name"].as_str().unwrap_or_default();
+        if name.is_empty() {
+            faults.push(required(&format!("{at}.name"), ""));
+        } else {
+            for why in kubekit::validation::dns1123_label(name) {
+                faults.push(invalid(format!("{at}.name"), &volume["name"], &why));
+            }
+        }
+        if names.contains(&name) {
+            faults.push(duplicate(&format!("{at}.name"), &volume["name"]));
+        }
+        names.push(name);
+        faults.extend(volume_source(volume, &at));
+    }
+    for list in ["initContainers", "containers"] {
+        let containers = spec[list].as_array().into_iter().flatten();
+        for (i, container) in containers.enumerate() {
+            let at = format!("spec.{list}[{i}]");
+            faults.extend(mounts(container, &names, &at));
+            for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+                if container[probe].is_object() {
+                    faults.extend(self::probe(
+                        probe,
+                        &container[probe],
+                        &format!("{at}.{probe}"),
+                    ));
+                }
+            }
+            faults.extend(resources(
+                &container["resources"],
+                &format!("{at}.resources"),
+            ));
+            let context = &container["securityContext"];
+            faults.extend(security_context(context, &format!("{at}.securityContext")));
+        }
+    }
+    faults.extend(security_context(
+        &spec["securityContext"],
+        "spec.securityContext",
+    ));
+    faults
+}
+
+/// A path's fault when it climbs.
+fn backsteps(field: String, path: &Value) -> Option<Fault> {
+    let text = path.as_str().unwrap_or_default();
+    text.split('/')
+        .any(|part| part == "..")
+        .then(|| invalid(field, path, "must not contain '..'"))
+}
+
+/// The faults of a relative path of an item (`validateLocalDescendingPath`).
+fn descending(field: String, path: &Value) -> Vec<Fault> {
+    let text = path.as_str().unwrap_or_default();
+    if text.starts_with('/') {
+        return vec![invalid(field, path, "must be a relative path")];
+    }
+    backsteps(field, path).into_iter().collect()
+}
+
+/// The faults of a file mode at `field` (`validateMode`).
+fn mode(field: String, mode: &Value) -> Option<Fault> {
+    let why = "must be a number between 0 and 0777 (octal), both inclusive";
+    mode.as_i64()
+        .filter(|m| !(0..=0o777).contains(m))
+        .map(|_| invalid(field, mode, why))
+}
+
+const HOST_PATH_TYPES: &[&str] = &[
+    "",
+    "BlockDevice",
+    "CharDevice",
+    "Directory",
+    "DirectoryOrCreate",
+    "File",
+    "FileOrCreate",
+    "Socket",
+];
+
+fn volume_source(volume: &Value, at: &str) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    let mut count = 0;
+    for source in SOURCES {
+        let value = &volume[*source];
+        if value.is_null() {
+            continue;
+        }
+        let at = format!("{at}.{source}");
+        if count > 0 {
+            faults.push(forbidden(&at, "may not specify more than 1 volume type"));
+            continue;
+        }
+        count += 1;
+        match *source {
+            "emptyDir" => {
+                let limit = &value["sizeLimit"];
+                if limit.as_str().is_some_and(|l| l.starts_with('-')) {
+                    let why = "SizeLimit field must be a valid resource quantity";
+                    faults.push(forbidden(&format!("{at}.sizeLimit"), why));
+                }
+            }
+            "hostPath" => match value["path"].as_str().unwrap_or_default() {
+                "" => faults.push(required(&format!("{at}.path"), "")),
+                _ => {
+                    faults.extend(backsteps(format!("{at}.path"), &value["path"]));
+                    let kind = &value["type"];
+                    if kind.as_str().is_some_and(|k| !HOST_PATH_TYPES.contains(&k)) {
+                        faults.push(not_supported(&format!("{at}.type"), kind, HOST_PATH_TYPES));
+                    }
+                }
+            },
+            "secret" | "configMap" => {
+                if *source == "secret" && value["secretName"].as_str().is_none_or(str::is_empty) {
+                    faults.push(required(&format!("{at}.secretName"), ""));
+                }
+                faults.extend(mode(format!("{at}.defaultMode"), &value["defaultMode"]));
+                let items = value["items"].as_array().into_iter().flatten();
+                for (i, item) in items.enumerate() {
+                    let item_at = format!("{at}.items[{i}]");
+                    faults.extend(descending(format!("{item_at}.path"), &item["path"]));
+                    faults.extend(mode(format!("{item_at}.mode"), &item["mode"]));
+                }
+            }
+            _ => {}
+        }
+    }
+    faults
+}
+
+fn mounts(container: &Value, volumes: &[&str], at: &str) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    let mut paths = Vec::new();
+    let mounts = container["volumeMounts"].as_array().into_iter().flatten();
+    for (i, mount) in mounts.enumerate() {
+        let mount_at = format!("{at}.volumeMounts[{i}]");
+        let name = mount["name"].as_str().unwrap_or_default();
+        if name.is_empty() {
+            faults.push(required(&format!("{mount_at}.name"), ""));
+        } else if !volumes.contains(&name) {
+            let detail = format!("Not found: {}", kubekit::validation::quote(name));
+            faults.push((format!("{mount_at}.name"), "FieldValueNotFound", detail));
+        }
+        let path = &mount["mountPath"];
+        match path.as_str().unwrap_or_default() {
+            "" => faults.push(required(&format!("{mount_at}.mountPath"), "")),
+            p if paths.contains(&p) => {
+                faults.push(invalid(
+                    format!("{mount_at}.mountPath"),
+                    path,
+                    "must be unique",
+                ));
+            }
+            p => paths.push(p),
+        }
+        // The real server names the sub-path without the mount's index.
+        let sub = &mount["subPath"];
+        if sub.as_str().is_some_and(|s| !s.is_empty()) {
+            faults.extend(descending(format!("{at}.volumeMounts.subPath"), sub));
+        }
+    }
+    faults
+}
+
+/// The handlers of a probe.
+const HANDLERS: &[&str] = &["exec", "httpGet", "tcpSocket", "grpc"];
+
+fn probe(kind: &str, probe: &Value, at: &str) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    let mut handlers = 0;
+    for handler in HANDLERS {
+        let value = &probe[*handler];
+        if value.is_null() {
+            continue;
+        }
+        let handler_at = format!("{at}.{handler}");
+        if handlers > 0 {
+            faults.push(forbidden(
+                &handler_at,
+                "may not specify more than 1 handler type",
+            ));
+            continue;
+        }
+        handlers += 1;
+        if matches!(*handler, "httpGet" | "tcpSocket") {
+            let port = &value["port"];
+            let errors = match port {
+                Value::String(name) => crate::networking_kinds::port_name_errors(name),
+                _ => crate::core_kinds::port_errors(port),
+            };
+            for why in errors {
+                faults.push(invalid(format!("{handler_at}.port"), port, &why));
+            }
+        }
+    }
+    if handlers == 0 {
+        faults.push(required(at, "must specify a handler type"));
+    }
+    for field in [
+        "initialDelaySeconds",
+        "timeoutSeconds",
+        "periodSeconds",
+        "successThreshold",
+        "failureThreshold",
+    ] {
+        let value = &probe[field];
+        if value.as_i64().is_some_and(|v| v < 0) {
+            let why = "must be greater than or equal to 0";
+            faults.push(invalid(format!("{at}.{field}"), value, why));
+        }
+    }
+    let success = &probe["successThreshold"];
+    if kind != "readinessProbe" && success.as_i64().is_some_and(|s| s != 1) {
+        faults.push(invalid(
+            format!("{at}.successThreshold"),
+            success,
+            "must be 1",
+        ));
+    }
+    faults
+}
+
+fn security_context(context: &Value, at: &str) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    for field in ["runAsUser", "runAsGroup"] {
+        let value = &context[field];
+        if value
+            .as_i64()
+            .is_some_and(|v| !(0..=2_147_483_647).contains(&v))
+        {
+            let why = "must be between 0 and 2147483647, inclusive";
+            faults.push(invalid(format!("{at}.{field}"), value, why));
+        }
+    }
+    let profile = &context["seccompProfile"];
+    if profile.is_object() {
+        let kind = &profile["type"];
+        match kind.as_str().unwrap_or_default() {
+            "Localhost"
+                if profile["localhostProfile"]
+                    .as_str()
+                    .is_none_or(str::is_empty) =>
+            {
+                let why = "must be set when seccomp type is Localhost";
+                faults.push(required(
+                    &format!("{at}.seccompProfile.localhostProfile"),
+                    why,
+                ));
+            }
+            "Localhost" | "RuntimeDefault" | "Unconfined" => {}
+            _ => faults.push(not_supported(
+                &format!("{at}.seccompProfile.type"),
+                kind,
+                &["Localhost", "RuntimeDefault", "Unconfined"],
+            )),
+        }
+    }
+    faults
+}
+
+fn resources(resources: &Value, at: &str) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    for list in ["limits", "requests"] {
+        for (name, quantity) in resources[list].as_object().into_iter().flatten() {
+            if quantity.as_str().is_some_and(|q| q.starts_with('-')) {
+                let why = "must be greater than or equal to 0";
+                faults.push(invalid(format!("{at}.{list}[{name}]"), quantity, why));
+            }
+        }
+    }
+    let milli = |q: &Value| q.as_str().and_then(crate::cel_library::quantity::milli);
+    for (name, request) in resources["requests"].as_object().into_iter().flatten() {
+        let limit = &resources["limits"][name];
+        if let (Some(r), Some(l)) = (milli(request), milli(limit))
+            && r > l
+        {
+            let why = format!(
+                "must be less than or equal to {name} limit of {}",
+                limit.as_str().unwrap_or_default()
+            );
+            faults.push(invalid(format!("{at}.requests"), request, &why));
+        }
+    }
+    faults
+}
