@@ -38,9 +38,8 @@ pub(crate) fn defaults(kind: &str, obj: &mut Value, old: Option<&Value>) {
             None => obj["status"] = json!({}),
         },
         "FlowSchema" | "ResourceClaim" => {
-            let spec = &mut obj["spec"];
-            if kind == "FlowSchema"
-                && spec.is_object()
+            let spec = obj.get_mut("spec").filter(|s| s.is_object());
+            if let Some(spec) = spec.filter(|_| kind == "FlowSchema")
                 && spec["matchingPrecedence"].as_i64().unwrap_or(0) == 0
             {
                 spec["matchingPrecedence"] = json!(1000);
@@ -50,17 +49,16 @@ pub(crate) fn defaults(kind: &str, obj: &mut Value, old: Option<&Value>) {
             }
         }
         "PriorityLevelConfiguration" => {
-            let limited = &mut obj["spec"]["limited"];
-            if !limited.is_object() {
+            let Some(limited) = obj.pointer_mut("/spec/limited").filter(|l| l.is_object()) else {
                 return;
-            }
+            };
             for (field, value) in [("nominalConcurrencyShares", 30), ("lendablePercent", 0)] {
                 if limited[field].is_null() {
                     limited[field] = json!(value);
                 }
             }
-            let queuing = &mut limited["limitResponse"]["queuing"];
-            if queuing.is_object() {
+            let queuing = limited.pointer_mut("/limitResponse/queuing");
+            if let Some(queuing) = queuing.filter(|q| q.is_object()) {
                 for (field, value) in [("handSize", 8), ("queues", 64), ("queueLengthLimit", 50)] {
                     if queuing[field].as_i64().unwrap_or(0) == 0 {
                         queuing[field] = json!(value);
@@ -71,14 +69,13 @@ pub(crate) fn defaults(kind: &str, obj: &mut Value, old: Option<&Value>) {
         _ => {}
     }
     if kind == "ResourceClaim" {
-        let requests = obj["spec"]["devices"]
-            .get_mut("requests")
+        let requests = obj
+            .pointer_mut("/spec/devices/requests")
             .and_then(Value::as_array_mut);
         for request in requests.into_iter().flatten() {
-            let exactly = &mut request["exactly"];
-            if !exactly.is_object() {
+            let Some(exactly) = request.get_mut("exactly").filter(|e| e.is_object()) else {
                 continue;
-            }
+            };
             if exactly["allocationMode"].is_null() {
                 exactly["allocationMode"] = json!("ExactCount");
             }
@@ -351,4 +348,40 @@ fn json_in_order(request: &Value) -> String {
         request["name"],
         fields.join(",")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_device_request_is_shown_as_go_marshals_it() {
+        let request = json!({"exactly": {"count": 1, "allocationMode": "ExactCount", "deviceClassName": "gpu"}, "name": "a"});
+        assert_eq!(
+            json_in_order(&request),
+            r#"{"name":"a","exactly":{"deviceClassName":"gpu","allocationMode":"ExactCount","count":1}}"#
+        );
+    }
+
+    #[test]
+    fn claims_get_one_device_by_default_and_levels_their_queuing() {
+        let mut claim = json!({"spec": {"devices": {"requests": [{"name": "a", "exactly": {"count": 0}}, {"name": "b"}]}}});
+        defaults("ResourceClaim", &mut claim, None);
+        assert_eq!(
+            claim["spec"]["devices"]["requests"][0]["exactly"],
+            json!({"allocationMode": "ExactCount", "count": 1})
+        );
+        assert_eq!(claim["status"], json!({}));
+        let mut level = json!({"spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {"queues": 2}}}}});
+        defaults("PriorityLevelConfiguration", &mut level, None);
+        assert_eq!(
+            level["spec"]["limited"]["limitResponse"]["queuing"],
+            json!({"queues": 2, "handSize": 8, "queueLengthLimit": 50})
+        );
+        assert_eq!(level["spec"]["limited"]["nominalConcurrencyShares"], 30);
+        let mut odd = json!({"spec": 1});
+        defaults("PriorityLevelConfiguration", &mut odd, None);
+        defaults("ResourceClaim", &mut odd, None);
+        assert_eq!(odd["spec"], 1);
+    }
 }

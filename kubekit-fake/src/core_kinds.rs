@@ -18,9 +18,31 @@
 //!   reports them.
 //! - **Endpoints**: each subset has addresses; addresses are IPs outside the unspecified,
 //!   loopback and link-local ranges, with DNS-label hostnames and node names; ports are
-//!   named when there are several, in 1..65535, of a known protocol.
+//!   named when there are several, in 1..65535, of a known protocol (`TCP` by default);
+//!   no empty subsets are kept. An update that leaves the subsets alone is not checked.
+//! - **ReplicationControllers**: replicas and `minReadySeconds` not negative, a selector
+//!   (by default its template's labels, see `workloads`) that the template's labels
+//!   match, a template whose Pods restart `Always`, without `activeDeadlineSeconds`.
+//! - **PersistentVolumes**: access modes (known, `ReadWriteOncePod` alone), a `storage`
+//!   capacity, one volume source (a host path or local path without `..`, a local volume
+//!   with node affinity, an NFS server and absolute path, a CSI volume handle), a known
+//!   reclaim policy (`Retain` by default) and volume mode (`Filesystem`); the source never
+//!   changes (the real server adds a Go diff to the message); a new volume is `Pending`
+//!   since the time of its create, with the `kubernetes.io/pv-protection` finalizer.
+//! - **PersistentVolumeClaims**: access modes, a storage request above zero, a class
+//!   that is a DNS subdomain, a known volume mode (`Filesystem`), data sources with a
+//!   kind and name (`dataSourceRef` copied from `dataSource`, a source of an unknown
+//!   kind without an API group dropped); the spec of an unbound claim never changes; a
+//!   new claim is `Pending`, with the `kubernetes.io/pvc-protection` finalizer.
+//! - **Nodes**: pod CIDRs (valid, one per family; `podCIDR` is the first, and wins over a
+//!   different one), taints (qualified keys, label values, known effects, one per key and
+//!   effect), under `metadata.taints` as the real server names them; pod CIDRs never
+//!   change once set; a new Node has the `node.kubernetes.io/not-ready` taint and the
+//!   unset status the real server shows.
 //!
-//! Values of the wrong JSON type are left to the decoding the fake does not do.
+//! Values of the wrong JSON type are left to the decoding the fake does not do. Not done:
+//! the volume sources' own checks beyond those named, node affinity's terms, a Node's
+//! status and resources.
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -35,8 +57,10 @@ const MAX_DATA: usize = 1024 * 1024;
 /// (`StorageObjectInUseProtection`), the `node.kubernetes.io/not-ready` taint of a Node
 /// (`TaintNodesByCondition`).
 pub(crate) fn admit(kind: &str, obj: &mut Value) {
-    if kind == "PersistentVolumeClaim" {
-        claim_sources(&mut obj["spec"]);
+    if kind == "PersistentVolumeClaim"
+        && let Some(spec) = obj.get_mut("spec")
+    {
+        claim_sources(spec);
     }
     let finalizer = match kind {
         "PersistentVolume" => "kubernetes.io/pv-protection",
@@ -46,27 +70,26 @@ pub(crate) fn admit(kind: &str, obj: &mut Value) {
                 obj["spec"] = json!({});
             }
             let taint = json!({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"});
-            let spec = &mut obj["spec"];
-            if !spec["taints"].is_array() {
-                spec["taints"] = json!([]);
-            }
-            let taints = spec["taints"].as_array_mut().expect("an array");
             let same = |t: &Value| t["key"] == taint["key"] && t["effect"] == taint["effect"];
-            if !taints.iter().any(same) {
-                taints.push(taint);
-            }
+            push_unless(&mut obj["spec"]["taints"], taint.clone(), same);
             return;
         }
         _ => return,
     };
-    if !obj["metadata"]["finalizers"].is_array() {
-        obj["metadata"]["finalizers"] = json!([]);
+    let finalizers = &mut obj["metadata"]["finalizers"];
+    push_unless(finalizers, json!(finalizer), |f| f == finalizer);
+}
+
+/// Appends `item` to the array `list` (made one when it is not) unless one of its items
+/// is `same`.
+fn push_unless(list: &mut Value, item: Value, same: impl Fn(&Value) -> bool) {
+    if !list.is_array() {
+        *list = json!([]);
     }
-    let finalizers = obj["metadata"]["finalizers"]
-        .as_array_mut()
-        .expect("an array");
-    if !finalizers.iter().any(|f| f == finalizer) {
-        finalizers.push(json!(finalizer));
+    if let Some(items) = list.as_array_mut()
+        && !items.iter().any(same)
+    {
+        items.push(item);
     }
 }
 
@@ -76,10 +99,11 @@ pub(crate) fn admit(kind: &str, obj: &mut Value) {
 /// and the time of that phase; a claim's volume mode and phase; a new Node's status as
 /// the real server shows it unset (its kubelet's port 0, its node info's empty strings).
 pub(crate) fn defaults(kind: &str, obj: &mut Value) {
-    match kind {
-        "Node" => {
-            // `podCIDR` wins over a different first `podCIDRs`, and is that first one.
-            let spec = &mut obj["spec"];
+    if kind == "Node"
+        && let Some(spec) = obj.get_mut("spec").filter(|s| s.is_object())
+    {
+        // `podCIDR` wins over a different first `podCIDRs`, and is that first one.
+        {
             let first = |spec: &Value| {
                 spec["podCIDRs"]
                     .get(0)
@@ -98,7 +122,6 @@ pub(crate) fn defaults(kind: &str, obj: &mut Value) {
                 spec["podCIDR"] = json!(first);
             }
         }
-        _ => {}
     }
     match kind {
         "Node" if obj["status"].is_null() => {
@@ -1017,4 +1040,68 @@ pub(crate) fn endpoint_ip_errors(ip: std::net::IpAddr, text: &str) -> Vec<String
             .push("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".into());
     }
     errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_keys_are_checked_as_apimachinery_checks_them() {
+        assert!(config_key_errors("a.b-c_D").is_empty());
+        assert_eq!(config_key_errors("."), ["must not be '.'"]);
+        assert_eq!(config_key_errors(".."), ["must not be '..'"]);
+        assert_eq!(config_key_errors("..a"), ["must not start with '..'"]);
+        assert!(config_key_errors("a b")[0].starts_with("a valid config key"));
+        assert_eq!(config_key_errors(&"k".repeat(254)).len(), 1);
+    }
+
+    #[test]
+    fn docker_configs_must_be_json_objects_with_go_s_errors() {
+        assert_eq!(json_object_error(b"{\"auths\":{}}"), None);
+        assert_eq!(
+            json_object_error(b"{").as_deref(),
+            Some("unexpected end of JSON input")
+        );
+        assert_eq!(
+            json_object_error(b"[]").as_deref(),
+            Some("json: cannot unmarshal array into Go value of type map[string]interface {}")
+        );
+    }
+
+    #[test]
+    fn endpoint_ips_may_not_be_loopback_or_link_local() {
+        let errors = |ip: &str| endpoint_ip_errors(ip.parse().expect("an IP"), ip).len();
+        assert_eq!(errors("10.1.0.1"), 0);
+        for bad in [
+            "0.0.0.0",
+            "127.0.0.2",
+            "169.254.1.1",
+            "224.0.0.1",
+            "::1",
+            "fe80::1",
+            "ff02::1",
+        ] {
+            assert_eq!(errors(bad), 1, "{bad}");
+        }
+        assert_eq!(errors("224.0.1.1"), 0);
+    }
+
+    #[test]
+    fn a_node_s_pod_cidr_wins_over_a_different_first_of_its_list() {
+        let mut node =
+            json!({"spec": {"podCIDR": "10.0.1.0/24", "podCIDRs": ["10.0.2.0/24", "fd00::/64"]}});
+        defaults("Node", &mut node);
+        assert_eq!(node["spec"]["podCIDRs"], json!(["10.0.1.0/24"]));
+        let mut listed = json!({"spec": {"podCIDRs": ["10.0.2.0/24"]}});
+        defaults("Node", &mut listed);
+        assert_eq!(listed["spec"]["podCIDR"], "10.0.2.0/24");
+        let mut odd = json!({"spec": "x"});
+        defaults("Node", &mut odd);
+        admit("Node", &mut odd);
+        assert_eq!(
+            odd["spec"]["taints"][0]["key"],
+            "node.kubernetes.io/not-ready"
+        );
+    }
 }

@@ -5,14 +5,17 @@
 //! - a Namespace gets the label `kubernetes.io/metadata.name` (its name, restored on every
 //!   write), the finalizer `kubernetes` and `status.phase: Active` when created; an update
 //!   keeps its finalizers;
+//! - a built-in object's `null` fields are dropped, as the real server's decoding leaves
+//!   them unset;
 //! - a Secret's `stringData` is merged into its `data` (base64) and dropped, its `type` is
-//!   `Opaque` when unset;
+//!   `Opaque` when unset, an empty `data` is dropped;
 //! - a Service gets its type (`ClusterIP`), session affinity, ports' protocol and target
 //!   port, internal traffic policy, IP family fields, an empty load-balancer status, and
 //!   (see [`allocate`]) a cluster IP from `10.0.0.0/24` and node ports from 30000, kept
 //!   by an update that leaves them out;
 //! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
-//!   Secret's type never changes;
+//!   Secret's type never changes (with the Secret's own faults, see `core_kinds`, in the
+//!   same answer);
 //! - a Pod has containers, each with a name of its own and an image; a Deployment's
 //!   selector matches its template's labels and never changes;
 //! - (in `stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike`) a

@@ -97,8 +97,8 @@ pub(crate) fn shown(info: &ResourceInfo, stored: &Value) -> Value {
     obj
 }
 
-/// An Event written through `info`'s API, in the stored (core) form, without the nulls
-/// and empty source the API shows.
+/// An Event written through `info`'s API, in the stored (core) form, without the nulls,
+/// empty source and empty reporting fields the API shows.
 pub(crate) fn stored(info: &ResourceInfo, written: Value) -> Value {
     if !is_event(info) {
         return written;
@@ -112,7 +112,8 @@ pub(crate) fn stored(info: &ResourceInfo, written: Value) -> Value {
         m.retain(|k, v| {
             !(v.is_null()
                 || (k == "source" && v.as_object().is_some_and(Map::is_empty))
-                || (k == "count" && v.as_i64() == Some(0)))
+                || (k == "count" && v.as_i64() == Some(0))
+                || (matches!(k.as_str(), "reportingComponent" | "reportingInstance") && v == ""))
         });
     }
     obj

@@ -1,14 +1,27 @@
-//! Defaults and checks of everyday built-in kinds outside the core group, as
-//! kube-apiserver 1.37 has them: Leases (`leaseDurationSeconds` above 0,
-//! `leaseTransitions` not negative), PodDisruptionBudgets (one of `minAvailable` and
-//! `maxUnavailable`, each a count or a percentage up to 100%), HorizontalPodAutoscalers
-//! (`minReplicas` 1 and a CPU utilization target of 80% by default, `maxReplicas` at
-//! least `minReplicas`), Ingresses (a `pathType` on each path, absolute paths, hosts that
-//! are DNS names) and NetworkPolicies (ports in 1..65535, `TCP` and the policy types by
-//! default). Each fault with the real server's field, reason and text.
+//! Defaults and checks of built-in kinds outside the core group, as kube-apiserver 1.37
+//! has them, and the dispatch to the modules of the others (`core_kinds`, `pod_spec`,
+//! `storage_kinds`, `networking_kinds`, `cluster_kinds`):
 //!
-//! Not done: the other checks of these kinds (metrics of autoscalers, Ingress backends and
-//! TLS, NetworkPolicy peers and CIDRs, selectors' own syntax).
+//! - Leases (`leaseDurationSeconds` above 0, `leaseTransitions` not negative; the fields
+//!   of coordinated leader election, off on the real server, dropped after the fields
+//!   are recorded);
+//! - PodDisruptionBudgets (one of `minAvailable` and `maxUnavailable`, each a count or a
+//!   percentage up to 100%);
+//! - HorizontalPodAutoscalers (`minReplicas` 1 and a CPU utilization target of 80% by
+//!   default, `maxReplicas` at least `minReplicas`);
+//! - Ingresses (a `pathType` on each path, absolute paths, hosts that are DNS names or
+//!   wildcards, and see `networking_kinds`) and NetworkPolicies (ports, peers, policy
+//!   types: see `networking_kinds`; `TCP` and the policy types by default);
+//! - PriorityClasses (a value up to 10^9 unless a system class, the `system-` prefix
+//!   reserved, a known preemption policy; value and preemption policy immutable; the
+//!   system classes never deleted; the generation of the create kept);
+//! - RuntimeClasses (a DNS-label handler that never changes, an overhead not negative,
+//!   valid node selectors and tolerations);
+//! - the defaults of StorageClasses, CSIDrivers, VolumeAttachments and EndpointSlices.
+//!
+//! Each fault with the real server's field, reason and text; the immutable fields that
+//! declarative validation guards are reported without their value (`Invalid value:
+//! null`), as there. Not done: the metrics of autoscalers, selectors' own syntax.
 
 use serde_json::{Value, json};
 
@@ -51,10 +64,8 @@ pub(crate) fn defaults(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>
                 set_default(port, "protocol", json!("TCP"));
             }
         }
-        ("storage.k8s.io", "VolumeAttachment") => {
-            if obj["status"].is_null() {
-                obj["status"] = json!({"attached": false});
-            }
+        ("storage.k8s.io", "VolumeAttachment") if obj["status"].is_null() => {
+            obj["status"] = json!({"attached": false});
         }
         ("scheduling.k8s.io", "PriorityClass") => {
             set_default(obj, "value", json!(0));

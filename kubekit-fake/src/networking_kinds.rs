@@ -50,8 +50,10 @@ pub(crate) fn faults(kind: &str, name: &str, obj: &Value, old: Option<&Value>) -
 pub(crate) fn defaults(kind: &str, obj: &mut Value) {
     match kind {
         "IngressClass" => {
-            let params = &mut obj["spec"]["parameters"];
-            if params.is_object() && params["scope"].is_null() {
+            let params = obj.pointer_mut("/spec/parameters");
+            if let Some(params) = params.filter(|p| p.is_object())
+                && params["scope"].is_null()
+            {
                 params["scope"] = json!("Cluster");
             }
         }
@@ -646,4 +648,52 @@ fn endpoint_slice(obj: &Value, old: Option<&Value>) -> Vec<Fault> {
         faults.push(immutable_declared("addressType"));
     }
     faults
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidrs_parse_and_exceptions_must_lie_strictly_inside() {
+        assert_eq!(parse_cidr("10.0.0.0/8").map(|c| c.1), Some(8));
+        for bad in [
+            "10.0.0.0",
+            "10.0.0.0/33",
+            "10.0.0.0/+8",
+            "fd00::/129",
+            "x/1",
+        ] {
+            assert_eq!(parse_cidr(bad), None, "{bad}");
+        }
+        let peer = |except: &str| json!({"ipBlock": {"cidr": "10.0.0.0/16", "except": [except]}});
+        assert!(network_policy_peer(&peer("10.0.1.0/24"), "p").is_empty());
+        for outside in ["10.0.0.0/16", "10.1.0.0/24", "10.0.0.0/8", "fd00::/64"] {
+            assert_eq!(
+                network_policy_peer(&peer(outside), "p").len(),
+                1,
+                "{outside}"
+            );
+        }
+    }
+
+    #[test]
+    fn service_cidrs_have_no_host_bits_and_one_range_per_family() {
+        let faults = |cidrs: Value| service_cidr(&json!({"cidrs": cidrs})).len();
+        assert_eq!(faults(json!(["10.96.0.0/16", "fd00::/108"])), 0);
+        assert_eq!(faults(json!(["10.96.0.1/16"])), 1);
+        assert_eq!(faults(json!(["10.96.0.0/16", "10.97.0.0/16"])), 1);
+    }
+
+    #[test]
+    fn port_names_and_wildcard_hosts_are_checked_as_apimachinery_checks_them() {
+        assert!(port_name_errors("http-alt").is_empty());
+        assert_eq!(port_name_errors("HTTP_1").len(), 2);
+        assert_eq!(
+            port_name_errors("a--b"),
+            ["must not contain consecutive hyphens"]
+        );
+        assert!(host_errors("*.example.com").is_empty());
+        assert_eq!(host_errors("a.*.example.com").len(), 1);
+    }
 }

@@ -355,3 +355,42 @@ fn resources(resources: &Value, at: &str) -> Vec<Fault> {
     }
     faults
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_second_volume_source_and_mounts_of_no_volume_are_refused() {
+        let spec = json!({"volumes": [{"name": "v", "hostPath": {"path": "/x"}, "emptyDir": {}}],
+            "containers": [{"name": "c", "volumeMounts": [{"name": "w", "mountPath": "/d", "subPath": "../e"}]}]});
+        let fields: Vec<String> = faults(&spec).into_iter().map(|f| f.0).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.volumes[0].hostPath",
+                "spec.containers[0].volumeMounts[0].name",
+                "spec.containers[0].volumeMounts.subPath"
+            ]
+        );
+        assert!(has_source(&json!({"name": "v", "csi": {}})));
+        assert!(!has_source(&json!({"name": "v"})));
+    }
+
+    #[test]
+    fn probes_need_one_handler_and_requests_stay_within_limits() {
+        let spec = json!({"containers": [{"name": "c",
+            "livenessProbe": {"successThreshold": 2},
+            "resources": {"requests": {"cpu": "1500m"}, "limits": {"cpu": "1"}}}]});
+        let details: Vec<String> = faults(&spec).into_iter().map(|f| f.2).collect();
+        assert_eq!(
+            details,
+            [
+                "Required value: must specify a handler type",
+                "Invalid value: 2: must be 1",
+                "Invalid value: \"1500m\": must be less than or equal to cpu limit of 1"
+            ]
+        );
+    }
+}

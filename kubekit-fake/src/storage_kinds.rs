@@ -213,11 +213,13 @@ fn capacity(obj: &Value) -> Vec<Fault> {
     for why in kubekit::validation::dns1123_subdomain(class) {
         faults.push(invalid("storageClassName", &Value::from(class), &why));
     }
-    for field in ["capacity"] {
-        let value = &obj[field];
-        if value.as_str().is_some_and(|q| q.starts_with('-')) {
-            faults.push(invalid(field, value, "must be greater than or equal to 0"));
-        }
+    let capacity = &obj["capacity"];
+    if capacity.as_str().is_some_and(|q| q.starts_with('-')) {
+        faults.push(invalid(
+            "capacity",
+            capacity,
+            "must be greater than or equal to 0",
+        ));
     }
     faults
 }
