@@ -14,9 +14,11 @@
 //!   startup probe's success threshold 1, ports in 1..65535 or port names.
 //! - **Security contexts**: users and groups in 0..2147483647, a seccomp profile of a
 //!   known type (`Localhost` with its profile).
-//! - **Resources**: quantities not negative, requests no greater than limits.
+//! - **Resources**: standard or qualified names, quantities not negative, requests no
+//!   greater than limits (equal to them, and with them, for resources that cannot be
+//!   overcommitted: extended resources, hugepages), hugepages in whole pages.
 //! - Not done: the other checks of a Pod spec (environment, ports, affinity, topology
-//!   spread, names of resources, hugepages, privileged containers, ...).
+//!   spread, privileged containers, hugepages without cpu or memory, ...).
 
 use serde_json::Value;
 
@@ -330,28 +332,88 @@ fn security_context(context: &Value, at: &str) -> Vec<Fault> {
     faults
 }
 
+/// Whether a resource may be requested beyond its limit (a native resource that is not
+/// hugepages).
+fn overcommits(name: &str) -> bool {
+    let native = !name.contains('/') || name.contains("kubernetes.io/");
+    native && !name.starts_with("hugepages-")
+}
+
+/// The faults of a container's resource `name` at `field` (`ValidateContainerResourceName`).
+fn resource_name(name: &str, field: &str) -> Vec<Fault> {
+    let standard =
+        matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-");
+    if name.contains('/') || standard {
+        return Vec::new();
+    }
+    let shown = Value::from(name);
+    vec![
+        invalid(
+            field,
+            &shown,
+            "must be a standard resource type or fully qualified",
+        ),
+        invalid(field, &shown, "must be a standard resource for containers"),
+    ]
+}
+
+/// The fault of a hugepages quantity that is not a positive multiple of its page size.
+fn hugepages(name: &str, quantity: &Value, field: &str) -> Option<Fault> {
+    let size = name.strip_prefix("hugepages-")?;
+    let milli = |q: &str| crate::cel_library::quantity::milli(q);
+    let (Some(size), Some(value)) = (milli(size), quantity.as_str().and_then(milli)) else {
+        return None;
+    };
+    let zero = num_bigint::BigInt::from(0);
+    let divisible = size > zero && value > zero && (&value % &size) == zero;
+    let text = quantity.as_str().unwrap_or_default();
+    (!divisible).then(|| {
+        invalid(
+            field,
+            quantity,
+            &format!("{text} is not positive integer multiple of {name}"),
+        )
+    })
+}
+
 fn resources(resources: &Value, at: &str) -> Vec<Fault> {
     let mut faults = Vec::new();
-    for list in ["limits", "requests"] {
-        for (name, quantity) in resources[list].as_object().into_iter().flatten() {
-            if quantity.as_str().is_some_and(|q| q.starts_with('-')) {
-                let why = "must be greater than or equal to 0";
-                faults.push(invalid(format!("{at}.{list}[{name}]"), quantity, why));
-            }
-        }
+    let (limits, requests) = (&resources["limits"], &resources["requests"]);
+    let negative = |field: String, quantity: &Value| {
+        quantity
+            .as_str()
+            .is_some_and(|q| q.starts_with('-'))
+            .then(|| invalid(field, quantity, "must be greater than or equal to 0"))
+    };
+    for (name, quantity) in limits.as_object().into_iter().flatten() {
+        let field = format!("{at}.limits[{name}]");
+        faults.extend(resource_name(name, &field));
+        faults.extend(negative(field.clone(), quantity));
+        faults.extend(hugepages(name, quantity, &field));
     }
     let milli = |q: &Value| q.as_str().and_then(crate::cel_library::quantity::milli);
-    for (name, request) in resources["requests"].as_object().into_iter().flatten() {
-        let limit = &resources["limits"][name];
-        if let (Some(r), Some(l)) = (milli(request), milli(limit))
-            && r > l
-        {
-            let why = format!(
-                "must be less than or equal to {name} limit of {}",
-                limit.as_str().unwrap_or_default()
-            );
-            faults.push(invalid(format!("{at}.requests"), request, &why));
+    for (name, request) in requests.as_object().into_iter().flatten() {
+        let field = format!("{at}.requests[{name}]");
+        faults.extend(resource_name(name, &field));
+        faults.extend(negative(field.clone(), request));
+        let limit = &limits[name];
+        let shown_limit = limit.as_str().unwrap_or_default();
+        match (milli(request), milli(limit)) {
+            (Some(r), Some(l)) if r != l && !overcommits(name) => {
+                let why = format!("must be equal to {name} limit of {shown_limit}");
+                faults.push(invalid(format!("{at}.requests"), request, &why));
+            }
+            (Some(r), Some(l)) if r > l => {
+                let why = format!("must be less than or equal to {name} limit of {shown_limit}");
+                faults.push(invalid(format!("{at}.requests"), request, &why));
+            }
+            _ if limit.is_null() && !overcommits(name) => {
+                let why = "Limit must be set for non overcommitable resources";
+                faults.push(required(&format!("{at}.limits"), why));
+            }
+            _ => {}
         }
+        faults.extend(hugepages(name, request, &field));
     }
     faults
 }

@@ -1004,6 +1004,12 @@ async fn pod_probes_security_contexts_and_resources_are_checked_alike() {
             ("a localhost seccomp without a profile", pod("localhost", json!({"securityContext": {"seccompProfile": {"type": "Localhost"}}}), json!({}))),
             ("a limit below the request", pod("limit", json!({}), json!({"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}))),
             ("a negative request", pod("negative", json!({}), json!({"resources": {"requests": {"memory": "-1"}}}))),
+            ("an unknown resource", pod("unknown", json!({}), json!({"resources": {"requests": {"gpus": "1"}}}))),
+            ("an extended resource without a limit", pod("extended", json!({}), json!({"resources": {"requests": {"example.com/gpu": "1"}}}))),
+            ("an extended resource requested below its limit", pod("extended-below", json!({}),
+                json!({"resources": {"requests": {"example.com/gpu": "1"}, "limits": {"example.com/gpu": "2"}}}))),
+            ("a fractional hugepage", pod("hugepages", json!({}), json!({"resources": {"requests": {"hugepages-2Mi": "1Mi", "memory": "1Gi"}, "limits": {"hugepages-2Mi": "1Mi", "memory": "1Gi"}}}))),
+            ("whole hugepages", pod("whole-hugepages", json!({}), json!({"resources": {"requests": {"hugepages-2Mi": "4Mi", "memory": "1Gi"}, "limits": {"hugepages-2Mi": "4Mi", "memory": "1Gi"}}}))),
         ]).await;
         let created = pods.create(pod("probed", json!({}), json!({"livenessProbe": http.clone(), "readinessProbe": {"tcpSocket": {"port": 80}},
             "startupProbe": {"exec": {"command": ["true"]}}, "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}))).await;
