@@ -20,13 +20,17 @@
 //!   unique DNS-label names, each `exactly` (a device class; `ExactCount`, count 1, by
 //!   default; no count with `All`) or `firstAvailable`; the spec never changes; an empty
 //!   status.
+//! - **The `approval` subresource** of a CertificateSigningRequest changes its conditions
+//!   only (see [`approve`]).
 //! - Not done: the CEL selectors' compilation (a selector that does not compile is
-//!   accepted), the CSR's parsing beyond its PEM block, the `approval` subresource.
+//!   accepted), the CSR's parsing beyond its PEM block.
 
 use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::kinds::{Fault, duplicate, immutable_declared, invalid, not_supported, required};
+use crate::resources::ResourceInfo;
+use crate::status::{ApiError, ApiResult};
 
 /// Fills the defaults of `obj`, of `kind`, being created (`old` is `None`) or replacing
 /// `old`.
@@ -105,6 +109,107 @@ pub(crate) fn faults(kind: &str, name: &str, obj: &Value, old: Option<&Value>) -
         }
         _ => Vec::new(),
     }
+}
+
+/// A write `sent` of the `approval` subresource of `old`, a CertificateSigningRequest
+/// named `name`, as the real server's approval strategy makes it: `old` with the sent
+/// conditions (each dated: `lastUpdateTime` when unset, `lastTransitionTime` when new or
+/// changed) and resourceVersion; refused when a condition has no type or status, an
+/// `Approved` and a `Denied` condition come together, a type repeats, or an `Approved`,
+/// `Denied` or `Failed` condition is removed. The object keeps no managedFields, as on
+/// the real server.
+pub(crate) fn approve(
+    info: &ResourceInfo,
+    name: &str,
+    old: &Value,
+    sent: &Value,
+) -> ApiResult<Value> {
+    let mut new = old.clone();
+    let empty = Vec::new();
+    let before = old["status"]["conditions"].as_array().unwrap_or(&empty);
+    let now = crate::store::now();
+    let mut conditions = sent["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for condition in conditions.iter_mut().filter(|c| c.is_object()) {
+        let previous = before.iter().find(|b| b["type"] == condition["type"]);
+        if condition["lastUpdateTime"]
+            .as_str()
+            .is_none_or(str::is_empty)
+        {
+            condition["lastUpdateTime"] = json!(now);
+        }
+        if condition["lastTransitionTime"]
+            .as_str()
+            .is_none_or(str::is_empty)
+        {
+            condition["lastTransitionTime"] = match previous {
+                Some(p) if p["status"] == condition["status"] => p["lastTransitionTime"].clone(),
+                _ => json!(now),
+            };
+        }
+    }
+    let faults = condition_faults(&conditions, before);
+    if !faults.is_empty() {
+        return Err(ApiError::invalid_fields(info, name, &faults));
+    }
+    if !new["status"].is_object() {
+        new["status"] = json!({});
+    }
+    new["status"]["conditions"] = Value::Array(conditions);
+    new["metadata"]["resourceVersion"] = sent["metadata"]["resourceVersion"].clone();
+    // The real server records no manager of it, and drops the object's managedFields.
+    if let Some(meta) = new["metadata"].as_object_mut() {
+        meta.remove("managedFields");
+    }
+    Ok(new)
+}
+
+/// The faults of a request's `conditions` replacing those `before`.
+fn condition_faults(conditions: &[Value], before: &[Value]) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    let at = "status.conditions";
+    let mut seen: Vec<&Value> = Vec::new();
+    let (mut approved, mut denied) = (false, false);
+    for (i, condition) in conditions.iter().enumerate() {
+        let kind = &condition["type"];
+        if kind.as_str().is_none_or(str::is_empty) {
+            faults.push(required(&format!("{at}[{i}].type"), ""));
+        }
+        let status = &condition["status"];
+        let only_true = matches!(kind.as_str(), Some("Approved" | "Denied" | "Failed"));
+        let allowed: &[&str] = match only_true {
+            true => &["True"],
+            false => &["False", "True", "Unknown"],
+        };
+        match status.as_str().unwrap_or_default() {
+            "" => faults.push(required(&format!("{at}[{i}].status"), "")),
+            s if !allowed.contains(&s) => {
+                faults.push(not_supported(&format!("{at}[{i}].status"), status, allowed));
+            }
+            _ => {}
+        }
+        approved |= kind == "Approved";
+        denied |= kind == "Denied";
+        if seen.contains(&kind) {
+            faults.push(duplicate(&format!("{at}[{i}].type"), kind));
+        }
+        seen.push(kind);
+    }
+    if approved && denied {
+        // As declarative validation reports it.
+        let detail = r#"Invalid value: "{conditions[{\"type\": \"Approved\"}], conditions[{\"type\": \"Denied\"}]}": must specify at most one of: `conditions[{"type": "Approved"}]`, `conditions[{"type": "Denied"}]`"#;
+        faults.push((at.into(), "FieldValueInvalid", detail.into()));
+    }
+    for kind in ["Approved", "Denied", "Failed"] {
+        let count = |list: &[Value]| list.iter().filter(|c| c["type"] == kind).count();
+        if count(conditions) < count(before) {
+            let why = format!("updates may not remove a condition of type {kind:?}");
+            faults.push(crate::kinds::forbidden(at, &why));
+        }
+    }
+    faults
 }
 
 /// The key usages a certificate may ask for.
@@ -353,6 +458,36 @@ fn json_in_order(request: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn approvals_date_their_conditions_and_never_remove_a_decision() {
+        let info = crate::resources::builtin_of("certificates.k8s.io", "CertificateSigningRequest");
+        let old = json!({"metadata": {"resourceVersion": "1"}, "spec": {"usages": ["a"]}, "status": {"certificate": "c"}});
+        let sent = json!({"metadata": {"resourceVersion": "1"}, "spec": {"usages": ["b"]},
+            "status": {"certificate": "x", "conditions": [{"type": "Approved", "status": "True"}]}});
+        let approved = approve(&info, "r", &old, &sent).expect("approved");
+        assert_eq!(approved["spec"], old["spec"]);
+        assert_eq!(approved["status"]["certificate"], "c");
+        let condition = &approved["status"]["conditions"][0];
+        assert!(
+            condition["lastUpdateTime"].is_string() && condition["lastTransitionTime"].is_string()
+        );
+        let odd = json!({"status": {"conditions": [{"type": "Maybe", "status": "True"}]}});
+        let refused = approve(&info, "r", &approved, &odd).expect_err("refused");
+        assert!(
+            refused
+                .message
+                .contains("may not remove a condition of type \"Approved\"")
+        );
+        let both = json!({"status": {"conditions": [{"type": "Approved", "status": "True"},
+            {"type": "Denied", "status": "False"}]}});
+        let faults = condition_faults(
+            both["status"]["conditions"].as_array().expect("a list"),
+            &[],
+        );
+        let fields: Vec<&str> = faults.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(fields, ["status.conditions[1].status", "status.conditions"]);
+    }
 
     #[test]
     fn a_repeated_device_request_is_shown_as_go_marshals_it() {

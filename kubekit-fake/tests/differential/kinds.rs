@@ -727,7 +727,8 @@ async fn flow_schemas_and_priority_levels_are_defaulted_and_checked_alike() {
             ("a lendable percent above 100", level(6, json!({"type": "Limited", "limited": {"lendablePercent": 101}}))),
         ]).await;
         let schema = |i: usize, spec: Value| json!({"metadata": {"name": schema_names[i]}, "spec": spec});
-        let rule = json!([{"subjects": [{"kind": "User", "user": {"name": "alice"}}],
+        // A user of no other scenario: the schema classifies the shared server's requests.
+        let rule = json!([{"subjects": [{"kind": "User", "user": {"name": unique(t, "flow-user")}}],
             "resourceRules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "namespaces": ["*"]}]}]);
         let created = schemas.create(schema(0, json!({"priorityLevelConfiguration": {"name": level_names[0]}, "rules": rule}))).await;
         r.answer("a flow schema with no precedence", spec_only(created));
@@ -749,7 +750,7 @@ async fn flow_schemas_and_priority_levels_are_defaulted_and_checked_alike() {
 const CSR: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIWk1JR0FBZ0VBTUI0eERqQU1CZ05WQkFNTUJXRnNhV05sTVF3d0NnWURWUVFLREFOa1pYWXdXVEFUQmdjcQpoa2pPUFFJQkJnZ3Foa2pPUFFNQkJ3TkNBQVM3ODZSQzU3cHUrcjhpNmdzZ2NuSE4xMmplSU1UM09tSTNvQlpuCjhua2hJZkM0U3o4VVRuMkFPOTYwclpvbnVNYzNBSmJLUXBFTFJnY2pSeVlncW1JSm9BQXdDZ1lJS29aSXpqMEUKQXdJRFNBQXdSUUlnTjEyRlgwd3ZYeDJweXBGK0d3V0tmaFlrUnpRWGVrM3dzbzVLd01jQVM3WUNJUUR1Yk9RNgpJbXJiUHNZUUltNFQ0d2FsYTlTdGJzZFNUOVduZFhVTU0ycWJsdz09Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=";
 
 #[tokio::test]
-async fn certificate_signing_requests_are_checked_and_keep_their_spec_alike() {
+async fn certificate_signing_requests_are_checked_approved_and_keep_their_spec_alike() {
     differential("k-csrs", async |t: &Target, r: &mut Record| {
         let csrs = cluster(t, "certificates.k8s.io", "v1", "certificatesigningrequests");
         let names: Vec<String> = (0..10).map(|i| unique(t, &format!("csr{i}"))).collect();
@@ -779,6 +780,21 @@ async fn certificate_signing_requests_are_checked_and_keep_their_spec_alike() {
         for (label, body) in cases {
             r.answer(label, spec_and_status(csrs.create(body).await));
         }
+        let approval = |kind: &str, reason: &str| json!({"status": {"conditions": [
+            {"type": kind, "status": "True", "reason": reason, "message": "by the test"}]}});
+        let approved = csrs.merge(&names[0], Some("approval"), approval("Approved", "TestApproved")).await;
+        r.answer("approved", spec_and_status(approved));
+        // The real server drops them.
+        let managers = csrs.get(&names[0]).await;
+        let managers = managers.map(|c| json!({"managedFields": c["metadata"]["managedFields"]}));
+        r.answer("the managers of the approved request", managers);
+        let both = json!({"status": {"conditions": [{"type": "Approved", "status": "True", "reason": "TestApproved"},
+            {"type": "Denied", "status": "True", "reason": "TestDenied"}]}});
+        r.answer("approved and denied", csrs.merge(&names[0], Some("approval"), both).await);
+        let odd = csrs.merge(&names[0], Some("approval"), approval("Maybe", "Unsure")).await;
+        r.answer("its approval replaced by an odd condition", odd);
+        let denied = csrs.merge(&names[9], Some("approval"), approval("Denied", "TestDenied")).await;
+        r.answer("another request denied", spec_and_status(denied));
         let spec_changed = csrs.merge(&names[0], None, json!({"spec": {"usages": ["server auth"]}})).await;
         r.answer("its spec changed", spec_and_status(spec_changed));
         let status_changed = csrs.merge(&names[0], None, json!({"status": {"certificate": b64("x")}})).await;
