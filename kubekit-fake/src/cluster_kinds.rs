@@ -16,14 +16,15 @@
 //!   queue length (50) by default.
 //! - **FlowSchemas**: a precedence of at most 10000 (1000 by default), a priority level,
 //!   a distinguisher `ByUser` or `ByNamespace`, rules with subjects; an empty status.
-//! - **DeviceClasses**: selectors with a CEL expression. **ResourceClaims**: requests of
+//! - **DeviceClasses**: selectors with a CEL expression that compiles (the compiler's
+//!   words are the `cel` crate's, not cel-go's). **ResourceClaims**: requests of
 //!   unique DNS-label names, each `exactly` (a device class; `ExactCount`, count 1, by
 //!   default; no count with `All`) or `firstAvailable`; the spec never changes; an empty
 //!   status.
 //! - **The `approval` subresource** of a CertificateSigningRequest changes its conditions
 //!   only (see [`approve`]).
-//! - Not done: the CEL selectors' compilation (a selector that does not compile is
-//!   accepted), the CSR's parsing beyond its PEM block.
+//! - Not done: the CEL selectors' type checking and cost, the CSR's parsing beyond its
+//!   PEM block.
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -373,8 +374,14 @@ fn device_class(spec: &Value) -> Vec<Fault> {
         .flatten()
         .enumerate()
     {
-        if !selector["cel"].is_object() {
+        let cel = &selector["cel"];
+        if !cel.is_object() {
             faults.push(required(&format!("spec.selectors[{i}].cel"), ""));
+        } else if let Some(expression) = cel["expression"].as_str()
+            && let Err(why) = crate::cel_rules::compile(expression)
+        {
+            let field = format!("spec.selectors[{i}].cel.expression");
+            faults.push(invalid(field, &cel["expression"], &why));
         }
     }
     faults

@@ -338,7 +338,7 @@ const PV_SOURCES: &[(&str, &str)] = &[
 ];
 
 /// A path's fault when it climbs (`validatePathNoBacksteps`).
-fn backsteps(field: &str, path: &Value) -> Option<Fault> {
+pub(crate) fn backsteps(field: &str, path: &Value) -> Option<Fault> {
     let text = path.as_str().unwrap_or_default();
     text.split('/')
         .any(|part| part == "..")

@@ -22,6 +22,7 @@
 
 use serde_json::Value;
 
+use crate::core_kinds::backsteps;
 use crate::kinds::{Fault, duplicate, forbidden, invalid, not_supported, required};
 
 /// The volume sources, in the order the real server counts them.
@@ -116,21 +117,13 @@ pub(crate) fn faults(spec: &Value) -> Vec<Fault> {
     faults
 }
 
-/// A path's fault when it climbs.
-fn backsteps(field: String, path: &Value) -> Option<Fault> {
-    let text = path.as_str().unwrap_or_default();
-    text.split('/')
-        .any(|part| part == "..")
-        .then(|| invalid(field, path, "must not contain '..'"))
-}
-
 /// The faults of a relative path of an item (`validateLocalDescendingPath`).
 fn descending(field: String, path: &Value) -> Vec<Fault> {
     let text = path.as_str().unwrap_or_default();
     if text.starts_with('/') {
         return vec![invalid(field, path, "must be a relative path")];
     }
-    backsteps(field, path).into_iter().collect()
+    backsteps(&field, path).into_iter().collect()
 }
 
 /// The faults of a file mode at `field` (`validateMode`).
@@ -177,7 +170,7 @@ fn volume_source(volume: &Value, at: &str) -> Vec<Fault> {
             "hostPath" => match value["path"].as_str().unwrap_or_default() {
                 "" => faults.push(required(&format!("{at}.path"), "")),
                 _ => {
-                    faults.extend(backsteps(format!("{at}.path"), &value["path"]));
+                    faults.extend(backsteps(&format!("{at}.path"), &value["path"]));
                     let kind = &value["type"];
                     if kind.as_str().is_some_and(|k| !HOST_PATH_TYPES.contains(&k)) {
                         faults.push(not_supported(&format!("{at}.type"), kind, HOST_PATH_TYPES));

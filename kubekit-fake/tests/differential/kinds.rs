@@ -942,6 +942,9 @@ async fn device_classes_and_resource_claims_are_checked_alike() {
             ("a class with a selector", class(0, json!({"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}))),
             ("a selector without an expression", class(2, json!({"selectors": [{}]}))),
         ]).await;
+        // The CEL compilers' own words differ.
+        let broken = class(1, json!({"selectors": [{"cel": {"expression": "device.driver =="}}]}));
+        r.push("a selector that does not compile", code_and_fields(classes.create(broken).await));
         let claim = |name: &str, requests: Value| json!({"metadata": {"name": name}, "spec": {"devices": {"requests": requests}}});
         let exactly = |extra: Value| with(&json!({"deviceClassName": names[0]}), extra);
         claims.create_each(r, vec![
