@@ -5,14 +5,17 @@
 //! - a Namespace gets the label `kubernetes.io/metadata.name` (its name, restored on every
 //!   write), the finalizer `kubernetes` and `status.phase: Active` when created; an update
 //!   keeps its finalizers;
+//! - a built-in object's `null` fields are dropped, as the real server's decoding leaves
+//!   them unset;
 //! - a Secret's `stringData` is merged into its `data` (base64) and dropped, its `type` is
-//!   `Opaque` when unset;
+//!   `Opaque` when unset, an empty `data` is dropped;
 //! - a Service gets its type (`ClusterIP`), session affinity, ports' protocol and target
 //!   port, internal traffic policy, IP family fields, an empty load-balancer status, and
 //!   (see [`allocate`]) a cluster IP from `10.0.0.0/24` and node ports from 30000, kept
 //!   by an update that leaves them out;
 //! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
-//!   Secret's type never changes;
+//!   Secret's type never changes (with the Secret's own faults, see `core_kinds`, in the
+//!   same answer);
 //! - a Pod has containers, each with a name of its own and an image; a Deployment's
 //!   selector matches its template's labels and never changes;
 //! - (in `stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike`) a
@@ -42,11 +45,12 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     if !info.builtin {
         return;
     }
+    without_nulls(obj);
     crate::workloads::apply(&info.group, &info.kind, obj, old);
     if info.group == RBAC && info.kind.ends_with("RoleBinding") && obj.is_object() {
         binding(obj);
     }
-    crate::kinds::defaults(info, obj);
+    crate::kinds::defaults(info, obj, old);
     if info.group == "scheduling.k8s.io"
         && info.kind == "PriorityClass"
         && obj.is_object()
@@ -57,6 +61,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     if !info.group.is_empty() || !obj.is_object() {
         return;
     }
+    crate::core_kinds::defaults(&info.kind, obj);
     match info.kind.as_str() {
         "LimitRange" => crate::limit_ranges::default_items(obj),
         "Namespace" => {
@@ -93,11 +98,30 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
                     obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text));
                 }
             }
+            // Empty data is not kept.
+            if obj["data"].as_object().is_some_and(Map::is_empty)
+                && let Some(m) = obj.as_object_mut()
+            {
+                m.remove("data");
+            }
             if obj["type"].as_str().is_none_or(str::is_empty) {
                 obj["type"] = json!("Opaque");
             }
         }
         "Service" => service(obj, old),
+        _ => {}
+    }
+}
+
+/// Drops the fields of `value` (and of its objects, at any depth) that are `null`: a
+/// built-in kind's decoder leaves them unset, and they are not shown.
+fn without_nulls(value: &mut Value) {
+    match value {
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(without_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_nulls),
         _ => {}
     }
 }
@@ -391,6 +415,13 @@ pub fn check_update(info: &ResourceInfo, name: &str, old: &Value, new: &Value) -
     if faults.is_empty() {
         return Ok(());
     }
+    // The object's own checks follow, in one answer.
+    let own = crate::core_kinds::faults(&info.kind, new, Some(old));
+    let mut faults: Vec<Fault> = faults
+        .into_iter()
+        .map(|(f, r, d)| (f.to_string(), r, d))
+        .collect();
+    faults.extend(own);
     Err(ApiError::invalid_fields(info, name, &faults))
 }
 
@@ -551,6 +582,7 @@ pub fn check_workload(
                     faults.push(required(&at("image")));
                 }
             }
+            faults.extend(crate::pod_spec::faults(&obj["spec"]));
         }
         ("apps", kind @ ("Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")) => {
             let spec = &obj["spec"];

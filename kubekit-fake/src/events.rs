@@ -7,7 +7,8 @@
 //! `deprecatedFirstTimestamp` ↔ `firstTimestamp`, `deprecatedLastTimestamp` ↔
 //! `lastTimestamp`, `deprecatedCount` ↔ `count`; the others (`action`, `reason`, `type`,
 //! `eventTime`, `series`, `related`, `reportingInstance`) keep their names. As the real
-//! server shows them, the times a form has are `null` when unset and a source `{}`.
+//! server shows them, the times a form has are `null` when unset and a source `{}`; a core
+//! Event's reporting component and instance are empty strings when unset.
 
 use serde_json::{Map, Value};
 
@@ -88,13 +89,16 @@ pub(crate) fn shown(info: &ResourceInfo, stored: &Value) -> Value {
         if !is_events_v1(info) {
             m.entry("involvedObject")
                 .or_insert_with(|| Value::Object(Map::new()));
+            for reporter in ["reportingComponent", "reportingInstance"] {
+                m.entry(reporter).or_insert_with(|| Value::from(""));
+            }
         }
     }
     obj
 }
 
-/// An Event written through `info`'s API, in the stored (core) form, without the nulls
-/// and empty source the API shows.
+/// An Event written through `info`'s API, in the stored (core) form, without the nulls,
+/// empty source and empty reporting fields the API shows.
 pub(crate) fn stored(info: &ResourceInfo, written: Value) -> Value {
     if !is_event(info) {
         return written;
@@ -108,7 +112,8 @@ pub(crate) fn stored(info: &ResourceInfo, written: Value) -> Value {
         m.retain(|k, v| {
             !(v.is_null()
                 || (k == "source" && v.as_object().is_some_and(Map::is_empty))
-                || (k == "count" && v.as_i64() == Some(0)))
+                || (k == "count" && v.as_i64() == Some(0))
+                || (matches!(k.as_str(), "reportingComponent" | "reportingInstance") && v == ""))
         });
     }
     obj

@@ -53,7 +53,14 @@
 //!   Job's generated selector and labels, its restart policy and its immutable selector, a
 //!   CronJob's schedule (present, of valid cron syntax, no time zone) and its Jobs'
 //!   restart policy, a DaemonSet's template
-//!   generation, a ControllerRevision's data and revision.
+//!   generation, a ControllerRevision's data and revision; a built-in body's `null`
+//!   fields dropped. The checks and defaults of the other kinds the real server validates
+//!   by themselves (ConfigMap keys and sizes, Secret types, Events through both APIs,
+//!   Endpoints, ReplicationControllers, PersistentVolumes and claims, Nodes, Pods'
+//!   volumes, mounts, probes, security contexts and resources; storage, networking,
+//!   discovery, scheduling, node, flow control, certificates, coordination and resource
+//!   kinds) are in `core_kinds`, `pod_spec`, `storage_kinds`, `networking_kinds`,
+//!   `cluster_kinds` and `kinds`, each with what it leaves out.
 //! - Verbs: create (`generateName`, `uid`, `creationTimestamp`, `generation`), get, list
 //!   (label selectors; field selectors on the fields the real server selects on: the
 //!   metadata, a Pod's `spec.nodeName`, `status.phase`, ..., an Event's `involvedObject.*`,
@@ -194,6 +201,8 @@
 mod admission;
 mod cel_library;
 mod cel_rules;
+mod cluster_kinds;
+mod core_kinds;
 mod crd_schema;
 mod cron;
 mod defaults;
@@ -206,7 +215,9 @@ mod kinds;
 mod limit_ranges;
 mod managed;
 mod mutating_policies;
+mod networking_kinds;
 mod openapi;
+mod pod_spec;
 mod pod_update;
 mod policies;
 mod policy_validation;
@@ -218,6 +229,7 @@ mod selectors;
 mod server;
 mod smp;
 mod status;
+mod storage_kinds;
 mod store;
 mod tables;
 mod watch;

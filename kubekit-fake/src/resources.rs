@@ -187,6 +187,15 @@ const BEHAVIOUR: &[(&str, &str, bool, bool)] = &[
     ("batch", "jobs", true, false),
     ("batch", "cronjobs", true, false),
     ("apiextensions.k8s.io", "customresourcedefinitions", true, true),
+    ("", "replicationcontrollers", true, false),
+    ("networking.k8s.io", "ingresses", true, false),
+    ("networking.k8s.io", "ingressclasses", true, false),
+    ("networking.k8s.io", "networkpolicies", true, false),
+    ("discovery.k8s.io", "endpointslices", true, false),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas", true, false),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations", true, false),
+    ("resource.k8s.io", "deviceclasses", true, false),
+    ("scheduling.k8s.io", "priorityclasses", true, false),
 ];
 
 /// The built-in resources: every one the pinned release serves with the verbs of

@@ -242,6 +242,9 @@ struct Target {
     scale: bool,
     /// A Namespace's `finalize` subresource (see `finalize`).
     finalize: bool,
+    /// A CertificateSigningRequest's `approval` subresource: a write of its status (so
+    /// `status` too) that changes only its conditions (see `cluster_kinds::approve`).
+    approval: bool,
     /// `dryRun=All`: answer as if written, write nothing.
     dry_run: bool,
     query: HashMap<String, String>,
@@ -293,6 +296,7 @@ impl Target {
             info: self.info.clone(),
             version: self.version.clone(),
             subresource: match (self.status, self.scale) {
+                _ if self.approval => "approval".into(),
                 (true, _) => "status".into(),
                 (_, true) => "scale".into(),
                 _ => String::new(),
@@ -413,9 +417,11 @@ fn parse_target(
     };
     let info = info.ok_or_else(ApiError::no_route)?;
     let is_namespaces = info.builtin && info.group.is_empty() && info.plural == "namespaces";
+    let is_csrs = info.builtin && info.plural == "certificatesigningrequests";
     let (status, scale, finalize) = match sub {
         None => (false, false, false),
         Some("status") if info.status => (true, false, false),
+        Some("approval") if is_csrs => (true, false, false),
         Some("scale") if info.scale.is_some() => (false, true, false),
         Some("finalize") if is_namespaces => (false, false, true),
         Some(_) => return Err(ApiError::no_route()),
@@ -431,6 +437,7 @@ fn parse_target(
         status,
         scale,
         finalize,
+        approval: sub == Some("approval"),
         dry_run: query.get("dryRun").is_some_and(|d| d == "All"),
         query,
         manager: String::new(),
@@ -1169,7 +1176,8 @@ async fn admitted_write(
     let prepare = |store: &Store, draft: &Draft, object: Value| match draft.old {
         None => store.prepare_create(&t.info, &t.ns, object, draft.track.then_some(&write)),
         Some(_) => {
-            let track = draft.track.then_some(&write);
+            // The real server keeps no managedFields through `approval` (see `approve`).
+            let track = (draft.track && !t.approval).then_some(&write);
             store.prepare_update(&t.info, &t.ns, name(t), object, t.status, track)
         }
     };
@@ -1177,6 +1185,9 @@ async fn admitted_write(
     // the store is given the object with it applied.
     let stored_from = |sent: Value, old: Option<&Value>| match (&t.info.scale, t.scale, old) {
         (Some(paths), true, Some(old)) => scale::apply(&t.info, paths, old.clone(), &sent),
+        (_, _, Some(old)) if t.approval => {
+            crate::cluster_kinds::approve(&t.info, name(t), old, &sent)
+        }
         _ => Ok(sent),
     };
     let commit = |store: &mut Store, prepared: Prepared| match prepared.previous {

@@ -147,6 +147,7 @@ pub(crate) fn path_segment(name: &str) -> Vec<String> {
 
 /// The name rules of `info`'s objects, as the real server's: a Namespace's and a
 /// Service's name is a DNS-1123 label (1.37 accepts `1svc`), a CRD's `<plural>.<group>`,
+/// an IPAddress's an IP (checked with its kind),
 /// RBAC's roles' and bindings' and ClusterTrustBundles' one path segment, every other name a
 /// DNS-1123 subdomain;
 /// a `generateName` is checked as a prefix (a trailing `-` allowed), and the name
@@ -158,6 +159,8 @@ fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
         ("rbac.authorization.k8s.io", _) => path_segment,
         // `<signer name, '/' as ':'>:<suffix>`, one path segment.
         ("certificates.k8s.io", "ClusterTrustBundle") => path_segment,
+        // An IP, in its canonical form (see `networking_kinds`).
+        ("networking.k8s.io", "IPAddress") => |_| Vec::new(),
         _ => dns1123_subdomain,
     };
     let invalid = |field: &'static str, value: &str, errs: Vec<String>| {
@@ -194,7 +197,12 @@ fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
     if faults.is_empty() {
         return Ok(());
     }
-    Err(ApiError::invalid_fields(info, name, &faults))
+    // An `events.k8s.io` Event is refused as the core Event it is kept as.
+    let mut info = info.clone();
+    if crate::events::is_events_v1(&info) {
+        info.group = String::new();
+    }
+    Err(ApiError::invalid_fields(&info, name, &faults))
 }
 
 /// Refuses a CRD whose CEL rules do not compile (see `cel_rules::compile`).
@@ -635,6 +643,7 @@ impl Store {
                         .with_details(json!({"kind": info.plural, "name": name}))
                 },
             )?;
+            crate::kinds::prepare_for_create(info, &mut obj);
         }
         if info.builtin
             && info.group.is_empty()
@@ -652,7 +661,7 @@ impl Store {
         }
         defaults::check_workload(info, &name, &obj, None)?;
         if info.builtin {
-            crate::kinds::check(info, &name, &obj)?;
+            crate::kinds::check(info, &name, &obj, None)?;
         }
         crate::admission::check_configuration(info, &name, &obj)?;
         crate::policy_validation::check(info, &name, &obj)?;
@@ -815,7 +824,7 @@ impl Store {
             self.quotas_admit(info, ns, name, &new, Some(&old))?;
             defaults::check_workload(info, name, &new, Some(&old))?;
             if info.builtin {
-                crate::kinds::check(info, name, &new)?;
+                crate::kinds::check(info, name, &new, Some(&old))?;
             }
             crate::admission::check_configuration(info, name, &new)?;
             crate::policy_validation::check(info, name, &new)?;
@@ -824,7 +833,10 @@ impl Store {
                 omit_empty_metadata(&mut new);
                 w.track_update(Some(&old), &mut new);
             }
-            if info.generation && spec_of(&old) != spec_of(&new) {
+            if (info.generation || crate::kinds::generation_from_first_change(info))
+                && spec_of(&old) != spec_of(&new)
+                && !crate::kinds::keeps_first_generation(info)
+            {
                 let g = meta(&old)["generation"].as_i64().unwrap_or(0) + 1;
                 meta_mut(&mut new).insert("generation".into(), json!(g));
             }
@@ -941,6 +953,14 @@ impl Store {
         name: &str,
         req: &DeleteRequest,
     ) -> ApiResult<Deleted> {
+        if info.builtin && crate::kinds::is_system_priority_class(info, name) {
+            let message = format!(
+                "{} \"{name}\" is forbidden: this is a system priority class and cannot be deleted",
+                info.qualified()
+            );
+            return Err(ApiError::new(403, "Forbidden", message)
+                .with_details(json!({"name": name, "group": info.group, "kind": info.plural})));
+        }
         let old = self.get(info, ns, name)?;
         let check = |label: &str, want: &Option<String>, field: &str| match want {
             Some(want) if meta_str(&old, field) != Some(want.as_str()) => {

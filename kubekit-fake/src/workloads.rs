@@ -1,5 +1,6 @@
 //! What the real server defaults in Pods and in the workloads the fake serves that hold a
-//! Pod template (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs), as
+//! Pod template (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs,
+//! ReplicationControllers), as
 //! the differential suite compares it (`pods_and_workloads_are_defaulted_alike`,
 //! `stateful_sets_daemon_sets_jobs_and_revisions_are_defaulted_and_checked_alike`):
 //!
@@ -7,7 +8,8 @@
 //!   `terminationGracePeriodSeconds`; each container's and init container's
 //!   `imagePullPolicy` (from the image's tag), termination message path and policy,
 //!   `resources`, ports' protocol, probes' periods, thresholds and HTTP path and scheme,
-//!   `fieldRef.apiVersion`; volumes' `defaultMode` and a host path's `type`;
+//!   `fieldRef.apiVersion`; volumes' `defaultMode` and a host path's `type`, and an
+//!   `emptyDir` for a volume of no source;
 //! - a Pod itself also: `enableServiceLinks`, requests copied from limits, pod-level
 //!   requests (from the containers' or the pod-level limits), and on create
 //!   a status of `phase: Pending` with its QoS class; and on create, after its fields are
@@ -19,7 +21,9 @@
 //!   StatefulSet's pod management and claim retention policies and service name; a Job's
 //!   completions, parallelism, backoff limit, completion mode, suspension, pod replacement
 //!   policy and `manualSelector`, and its labels, when it has none, from its template; a
-//!   CronJob's concurrency policy, suspension and history limits) and, on create, the
+//!   CronJob's concurrency policy, suspension and history limits; a ReplicationController's
+//!   replicas, and its selector and labels from its template's labels when it has none)
+//!   and, on create, the
 //!   empty status the real server starts them with (its zero counters, as Go encodes
 //!   them);
 //! - after the fields of a create are recorded ([`admit`]): a Job's generated selector and
@@ -70,6 +74,30 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value, old: Option<&Value>) {
         ("apps", "ReplicaSet") => workload(root, creating, json!({"replicas": 0}), |spec| {
             default(spec, "replicas", json!(1));
         }),
+        ("", "ReplicationController") => {
+            // Its selector, and its own labels, are its template's labels when it has none.
+            let labels = root
+                .get("spec")
+                .map(|spec| spec["template"]["metadata"]["labels"].clone())
+                .filter(Value::is_object);
+            if let Some(labels) = labels {
+                let empty =
+                    |v: Option<&Value>| v.and_then(Value::as_object).is_none_or(Map::is_empty);
+                if let Some(spec) = object(root, "spec")
+                    && empty(spec.get("selector"))
+                {
+                    spec.insert("selector".into(), labels.clone());
+                }
+                if let Some(metadata) = object_or_new(root, "metadata")
+                    && empty(metadata.get("labels"))
+                {
+                    metadata.insert("labels".into(), labels);
+                }
+            }
+            workload(root, creating, json!({"replicas": 0}), |spec| {
+                default(spec, "replicas", json!(1));
+            });
+        }
         ("apps", "StatefulSet") => {
             let status = json!({"availableReplicas": 0, "replicas": 0});
             workload(root, creating, status, |spec| {
@@ -232,6 +260,10 @@ fn pod_spec(spec: &mut Map<String, Value>) {
         }
     }
     for volume in objects(spec, "volumes") {
+        // A volume of no source is an empty directory.
+        if !crate::pod_spec::has_source(&Value::Object(volume.clone())) {
+            volume.insert("emptyDir".into(), json!({}));
+        }
         for source in ["configMap", "secret", "projected", "downwardAPI"] {
             if let Some(source) = object(volume, source) {
                 default(source, "defaultMode", json!(420));
@@ -503,6 +535,19 @@ pub fn admit_update(group: &str, kind: &str, obj: &mut Value) {
 /// from limits, and pod-level requests (see [`pod_level_requests`]).
 fn pod_only(spec: &mut Map<String, Value>) {
     default(spec, "enableServiceLinks", json!(true));
+    // `serviceAccount` is the deprecated name of `serviceAccountName`, read when the new
+    // one is not given and always shown alike.
+    let named = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+    };
+    if let Some(account) =
+        named(spec.get("serviceAccountName")).or(named(spec.get("serviceAccount")))
+    {
+        spec.insert("serviceAccountName".into(), json!(account));
+        spec.insert("serviceAccount".into(), json!(account));
+    }
     pod_level_requests(spec);
     for list in ["containers", "initContainers"] {
         for container in objects(spec, list) {

@@ -59,6 +59,17 @@ pub(crate) fn functions() -> impl Iterator<Item = &'static str> {
     .copied()
 }
 
+/// Why `value` is not a qualified name (a label key: a name, optionally after a DNS
+/// subdomain and `/`), as apimachinery says; empty if it is one.
+pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
+    format::label_key_errors(value)
+}
+
+/// Why `value` is not a label value, as apimachinery says; empty if it is one.
+pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
+    format::label_value_errors(value.as_bytes())
+}
+
 /// An overload's implementation on plain CEL values: its arguments, the receiver first.
 type Op = fn(&[Cel]) -> Result<Cel, ExecutionError>;
 
