@@ -39,15 +39,12 @@
 //!   under `Ignore`. A dry run only calls webhooks whose `sideEffects` are `None` or
 //!   `NoneOnDryRun`; another is `400` `admission webhook "<name>" does not support dry
 //!   run`.
-//! - **`matchConditions`** are CEL expressions over `object`, `oldObject` and `request`
-//!   (see `cel_rules`; `authorizer` is not offered): a webhook is not called when one is
-//!   false; when none is false and some fail to evaluate, the request is refused
-//!   (`403`, `expression '<e>' resulted in error: ...`) under `failurePolicy: Fail` and
-//!   the webhook skipped under `Ignore`. They are compiled when the configuration is
-//!   written.
-//! - **Not done**: the `authorizer` variable of `matchConditions`; the checks of the
-//!   configurations' rules, selectors and services (their other fields are checked: see
-//!   [`check_configuration`]); `MutatingAdmissionPolicy`.
+//! - **`matchConditions`** are CEL expressions over `object`, `oldObject`, `request` and
+//!   `authorizer` (see `cel_rules` and `cel_library::authz`): a webhook is not called
+//!   when one is false; when none is false and some fail to evaluate, the request is
+//!   refused (`403`, `expression '<e>' resulted in error: ...`) under `failurePolicy:
+//!   Fail` and the webhook skipped under `Ignore`.
+//! - Configurations are defaulted and checked when written: see `admission_config`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -375,162 +372,6 @@ fn service_endpoint(
     ))
 }
 
-/// Refuses a webhook configuration (`MutatingWebhookConfiguration`,
-/// `ValidatingWebhookConfiguration`) that kube-apiserver's validation refuses: webhook
-/// names (a domain of three segments or more, each once), `failurePolicy`, `matchPolicy`,
-/// `sideEffects` (required, `None` or `NoneOnDryRun`), `timeoutSeconds` (1 to 30),
-/// `clientConfig` (a `url` that is `https` without query or fragment, or a `service`),
-/// `admissionReviewVersions` (required, one of them known) and `matchConditions` (they
-/// compile), in the real server's order and words. Nothing for other kinds.
-pub(crate) fn check_configuration(info: &ResourceInfo, name: &str, obj: &Value) -> ApiResult<()> {
-    if info.group != GROUP || !info.kind.ends_with("WebhookConfiguration") {
-        return Ok(());
-    }
-    let mut faults: Vec<(String, &str, String)> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (i, hook) in obj["webhooks"].as_array().into_iter().flatten().enumerate() {
-        let at = |field: &str| format!("webhooks[{i}].{field}");
-        let text = |key: &str| hook[key].as_str();
-        let hook_name = text("name").unwrap_or_default();
-        let invalid = |value: &str, why: &str| format!("Invalid value: {value:?}: {why}");
-        let subdomain = kubekit::validation::dns1123_subdomain(hook_name);
-        if hook_name.is_empty() {
-            faults.push((at("name"), "FieldValueRequired", "Required value".into()));
-        } else if !subdomain.is_empty() {
-            faults.push((
-                at("name"),
-                "FieldValueInvalid",
-                invalid(hook_name, &subdomain.join(",")),
-            ));
-        } else if hook_name.split('.').count() < 3 {
-            let why = "should be a domain with at least three segments separated by dots";
-            faults.push((at("name"), "FieldValueInvalid", invalid(hook_name, why)));
-        }
-        let one_of = |field: &str, allowed: &[&str]| {
-            let v = text(field).filter(|v| !allowed.contains(v))?;
-            let allowed: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
-            let detail = format!(
-                "Unsupported value: {v:?}: supported values: {}",
-                allowed.join(", ")
-            );
-            Some((at(field), "FieldValueNotSupported", detail))
-        };
-        faults.extend(one_of("failurePolicy", &["Fail", "Ignore"]));
-        faults.extend(one_of("matchPolicy", &["Equivalent", "Exact"]));
-        if hook.get("sideEffects").is_none_or(Value::is_null) {
-            let detail = "Required value: must specify one of None, NoneOnDryRun".to_string();
-            faults.push((at("sideEffects"), "FieldValueRequired", detail));
-        }
-        faults.extend(one_of("sideEffects", &["None", "NoneOnDryRun"]));
-        if let Some(t) = hook["timeoutSeconds"]
-            .as_i64()
-            .filter(|t| !(1..=30).contains(t))
-        {
-            let detail =
-                format!("Invalid value: {t}: the timeout value must be between 1 and 30 seconds");
-            faults.push((at("timeoutSeconds"), "FieldValueInvalid", detail));
-        }
-        let client = &hook["clientConfig"];
-        match (
-            client.get("url").filter(|u| !u.is_null()),
-            client.get("service").filter(|s| !s.is_null()),
-        ) {
-            (Some(url), None) => faults.extend(
-                url_faults(url.as_str().unwrap_or_default())
-                    .into_iter()
-                    .map(|d| (at("clientConfig.url"), "FieldValueInvalid", d)),
-            ),
-            (None, Some(_)) => {}
-            _ => faults.push((
-                at("clientConfig"),
-                "FieldValueRequired",
-                "Required value: exactly one of url or service is required".into(),
-            )),
-        }
-        let versions: Vec<&str> = hook["admissionReviewVersions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let field = at("admissionReviewVersions");
-        if versions.is_empty() {
-            let detail = "Required value: must specify one of v1, v1beta1".to_string();
-            faults.push((field, "FieldValueRequired", detail));
-        } else if !versions.iter().any(|v| matches!(*v, "v1" | "v1beta1")) {
-            let detail = format!(
-                "Invalid value: {}: must include at least one of v1, v1beta1",
-                serde_json::to_string(&versions).unwrap_or_default()
-            );
-            faults.push((field, "FieldValueInvalid", detail));
-        }
-        for (j, condition) in hook["matchConditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let expression = condition["expression"].as_str().unwrap_or_default();
-            if let Err(why) = crate::cel_rules::compile(expression) {
-                let field = at(&format!("matchConditions[{j}].expression"));
-                faults.push((
-                    field,
-                    "FieldValueInvalid",
-                    format!("Invalid value: {expression:?}: {why}"),
-                ));
-            }
-        }
-        // A repeated name is reported after the webhook's own faults.
-        if !seen.insert(hook_name) {
-            faults.push((
-                at("name"),
-                "FieldValueDuplicate",
-                format!("Duplicate value: {hook_name:?}"),
-            ));
-        }
-    }
-    if faults.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid_fields(info, name, &faults))
-}
-
-/// What kube-apiserver's webhook URL validation says of `url` (https only, a host, no
-/// user information, query or fragment).
-fn url_faults(url: &str) -> Vec<String> {
-    const FORM: &str = "; desired format: https://host[/path]";
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
-    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    let host = rest.split('/').next().unwrap_or_default();
-    let (user, host) = host.rsplit_once('@').map_or(("", host), |(u, h)| (u, h));
-    let mut faults = Vec::new();
-    if scheme != "https" {
-        faults.push(format!(
-            "Invalid value: {scheme:?}: 'https' is the only allowed URL scheme{FORM}"
-        ));
-    }
-    if host.is_empty() {
-        faults.push(format!("Invalid value: \"\": host must be specified{FORM}"));
-    }
-    if !user.is_empty() {
-        faults.push(format!(
-            "Invalid value: {user:?}: user information is not permitted in the URL"
-        ));
-    }
-    if !fragment.is_empty() {
-        faults.push(format!(
-            "Invalid value: {fragment:?}: fragments are not permitted in the URL"
-        ));
-    }
-    if !query.is_empty() {
-        faults.push(format!(
-            "Invalid value: {query:?}: query parameters are not permitted in the URL"
-        ));
-    }
-    faults
-}
-
 /// Runs the mutating webhooks that match on `object` (`None` on a delete) and returns it
 /// as they left it.
 pub(crate) async fn mutate(
@@ -665,7 +506,12 @@ fn configured_for(
     objects: (Option<&Value>, Option<&Value>),
     kinds: (&str, &str),
     plural: &str,
-) -> (Vec<crate::policies::Bound>, Value, Vec<Hook>, authz::Variables) {
+) -> (
+    Vec<crate::policies::Bound>,
+    Value,
+    Vec<Hook>,
+    authz::Variables,
+) {
     let authorizer = authorizer_of(shared, attrs);
     let store = shared.store.lock();
     let bound = crate::policies::bound(&store, attrs, objects, kinds);

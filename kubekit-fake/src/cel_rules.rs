@@ -265,7 +265,7 @@ pub(crate) fn evaluate_mutation(
     opaque: &[(&str, Cel)],
 ) -> Result<Value, String> {
     let (env, program) = mutation_program(source)?;
-    run(&program, context_in(env), source, (variables, opaque))
+    run(&program, context_in(env), source, variables, opaque)
 }
 
 fn regex(pattern: &str) -> Result<regex::Regex, ExecutionError> {
@@ -330,8 +330,7 @@ pub(crate) fn evaluate_with(
 /// An evaluation of a CEL expression with variables bound (JSON values, and values of
 /// Kubernetes' libraries such as the `authorizer`): [`evaluate_value_with`] or
 /// [`evaluate_mutation`].
-pub(crate) type Evaluator =
-    fn(&str, &[(&str, &Value)], &[(&str, Cel)]) -> Result<Value, String>;
+pub(crate) type Evaluator = fn(&str, &[(&str, &Value)], &[(&str, Cel)]) -> Result<Value, String>;
 
 /// Evaluates `source` with `variables` (see [`evaluate`]) to a JSON value.
 #[cfg(test)]
@@ -346,7 +345,7 @@ pub(crate) fn evaluate_value_with(
     opaque: &[(&str, Cel)],
 ) -> Result<Value, String> {
     let program = compiled(source)?;
-    run(&program, context(), source, (variables, opaque))
+    run(&program, context(), source, variables, opaque)
 }
 
 /// Runs `program` (of `source`) in `context` with `variables` (JSON values) and `opaque`
@@ -355,7 +354,8 @@ fn run(
     program: &Program,
     mut context: Context<'static, 'static>,
     source: &str,
-    (variables, opaque): (&[(&str, &Value)], &[(&str, Cel)]),
+    variables: &[(&str, &Value)],
+    opaque: &[(&str, Cel)],
 ) -> Result<Value, String> {
     for (name, value) in variables {
         context.add_variable_from_value(*name, to_cel(&Value::Null, value));

@@ -51,6 +51,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
         binding(obj);
     }
     crate::kinds::defaults(info, obj, old);
+    crate::admission_config::defaults(info, obj);
     if info.group == "scheduling.k8s.io"
         && info.kind == "PriorityClass"
         && obj.is_object()

@@ -199,6 +199,7 @@
 //! [`FakeApiServer::set_own_garbage_collection`] leaves them to kube-controller-manager.
 
 mod admission;
+mod admission_config;
 mod cel_library;
 mod cel_rules;
 mod cluster_kinds;

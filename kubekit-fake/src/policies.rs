@@ -34,8 +34,8 @@ use serde_json::{Value, json};
 
 use crate::admission::{Attributes, Scope};
 use crate::cel_library::authz;
-use crate::selectors::{labels, selector_matches};
 use crate::cel_rules;
+use crate::selectors::{labels, selector_matches};
 use crate::status::{ApiError, ApiResult, details};
 use crate::store::Store;
 
@@ -265,7 +265,10 @@ fn params_of(
                 }
             };
             match (reference["name"].as_str(), &reference["selector"]) {
-                (Some(name), _) => store.get(info, ns, name).map(|p| vec![(*p).clone()]).unwrap_or_default(),
+                (Some(name), _) => store
+                    .get(info, ns, name)
+                    .map(|p| vec![(*p).clone()])
+                    .unwrap_or_default(),
                 (None, selector) if selector.is_object() => store
                     .snapshot(info, info.namespaced.then_some(ns), None)
                     .map(|(_, objects)| objects)
@@ -350,7 +353,12 @@ pub(crate) fn conditions_and_variables(
     let mut failures = Vec::new();
     for condition in policy["matchConditions"].as_array().into_iter().flatten() {
         let expression = condition["expression"].as_str().unwrap_or_default();
-        let value = run(expression, inputs, &variables, cel_rules::evaluate_value_with);
+        let value = run(
+            expression,
+            inputs,
+            &variables,
+            cel_rules::evaluate_value_with,
+        );
         match value.and_then(|v| v.as_bool().ok_or("not a boolean".into())) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
@@ -365,7 +373,12 @@ pub(crate) fn conditions_and_variables(
     for variable in policy["variables"].as_array().into_iter().flatten() {
         let name = variable["name"].as_str().unwrap_or_default().to_string();
         let expression = variable["expression"].as_str().unwrap_or_default();
-        match run(expression, inputs, &variables, cel_rules::evaluate_value_with) {
+        match run(
+            expression,
+            inputs,
+            &variables,
+            cel_rules::evaluate_value_with,
+        ) {
             Ok(value) => {
                 variables.values.insert(name, value);
             }
@@ -395,8 +408,14 @@ fn evaluate(policy: &Value, inputs: &Inputs) -> Vec<Failure> {
         Ok(None) => return Vec::new(),
         Err(failures) => return failures,
     };
-    let run =
-        |expression: &str| run(expression, inputs, &variables, cel_rules::evaluate_value_with);
+    let run = |expression: &str| {
+        run(
+            expression,
+            inputs,
+            &variables,
+            cel_rules::evaluate_value_with,
+        )
+    };
     let mut failures = Vec::new();
     for validation in policy["validations"].as_array().into_iter().flatten() {
         let expression = validation["expression"].as_str().unwrap_or_default();

@@ -663,7 +663,7 @@ impl Store {
         if info.builtin {
             crate::kinds::check(info, &name, &obj, None)?;
         }
-        crate::admission::check_configuration(info, &name, &obj)?;
+        crate::admission_config::check_configuration(info, &name, &obj)?;
         crate::policy_validation::check(info, &name, &obj)?;
         check_crd_rules(info, &name, &obj)?;
         if let Some(crd) = &crd {
@@ -826,7 +826,7 @@ impl Store {
             if info.builtin {
                 crate::kinds::check(info, name, &new, Some(&old))?;
             }
-            crate::admission::check_configuration(info, name, &new)?;
+            crate::admission_config::check_configuration(info, name, &new)?;
             crate::policy_validation::check(info, name, &new)?;
             check_crd_rules(info, name, &new)?;
             if let Some(w) = write {

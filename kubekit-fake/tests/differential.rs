@@ -4466,7 +4466,12 @@ async fn refusals_of_cluster_scoped<const N: usize>(
         r.push(label, causes(answer));
         if accepted {
             let name = body["metadata"]["name"].as_str().unwrap_or_default();
-            let delete = t.rest.delete().group_version(group, "v1").resource(plural).name(name);
+            let delete = t
+                .rest
+                .delete()
+                .group_version(group, "v1")
+                .resource(plural)
+                .name(name);
             delete.send().await.expect("deleted");
         }
     }

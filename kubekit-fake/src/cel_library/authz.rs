@@ -79,7 +79,11 @@ pub(crate) trait Authorize: Send + Sync {
 pub(crate) type Variables = [(&'static str, Cel); 2];
 
 /// The [`Variables`] of `user`'s `request`, answered by `by`.
-pub(crate) fn variables(by: Arc<dyn Authorize>, user: &UserInfo, request: &Attributes) -> Variables {
+pub(crate) fn variables(
+    by: Arc<dyn Authorize>,
+    user: &UserInfo,
+    request: &Attributes,
+) -> Variables {
     let authorizer = Authorizer {
         user: user.clone(),
         by,
@@ -291,4 +295,81 @@ fn errored(args: &[Cel]) -> Result<Cel, ExecutionError> {
 fn error(args: &[Cel]) -> Result<Cel, ExecutionError> {
     opaque::<CheckDecision>(&args[0])?;
     Ok(Cel::String(Arc::new(String::new())))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::cel_rules::evaluate_value_with;
+
+    /// Allows `get` of Pods in namespace `a` and `/healthz`, each with its attributes as
+    /// the reason; denies the rest.
+    struct Stub;
+
+    impl Authorize for Stub {
+        fn authorize(&self, user: &UserInfo, attrs: &Attributes) -> Decision {
+            let said = format!("{} {} {:?}", user.name, attrs.verb, attrs);
+            let pods = attrs.resource == "pods" && attrs.namespace == "a";
+            match (pods || attrs.path == "/healthz") && attrs.verb == "get" {
+                true => Decision::Allowed(said),
+                false => Decision::Denied(String::new()),
+            }
+        }
+    }
+
+    fn eval(source: &str) -> Result<serde_json::Value, String> {
+        let user = UserInfo {
+            name: "alice".into(),
+            groups: vec![],
+        };
+        let request = Attributes {
+            resource: "pods".into(),
+            namespace: "a".into(),
+            name: "p".into(),
+            ..Attributes::default()
+        };
+        evaluate_value_with(source, &[], &variables(Arc::new(Stub), &user, &request))
+    }
+
+    #[test]
+    fn checks_ask_the_authorizer_with_the_attributes_they_were_narrowed_to() {
+        let check = |ns: &str, verb: &str| {
+            eval(&format!(
+                "authorizer.group('').resource('pods').namespace('{ns}').check('{verb}').allowed()"
+            ))
+        };
+        assert_eq!(check("a", "get"), Ok(json!(true)));
+        assert_eq!(check("b", "get"), Ok(json!(false)));
+        assert_eq!(check("a", "list"), Ok(json!(false)));
+        assert_eq!(
+            eval("authorizer.path('/healthz').check('get').allowed()"),
+            Ok(json!(true))
+        );
+        assert_eq!(
+            eval("authorizer.requestResource.check('get').allowed()"),
+            Ok(json!(true))
+        );
+        assert_eq!(
+            eval("authorizer.requestResource.check('get').errored()"),
+            Ok(json!(false))
+        );
+    }
+
+    #[test]
+    fn a_service_account_is_asked_about_as_its_token_authenticates_it() {
+        let reason = eval(
+            "authorizer.serviceAccount('a', 'bot').group('').resource('pods').namespace('a').check('get').reason()",
+        );
+        let reason = reason.expect("a reason");
+        assert!(
+            reason
+                .as_str()
+                .is_some_and(|r| r.starts_with("system:serviceaccount:a:bot get")),
+            "{reason}"
+        );
+    }
 }
