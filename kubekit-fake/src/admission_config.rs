@@ -211,6 +211,67 @@ fn resources_faults(given: &Value, at: &str) -> Vec<Fault> {
     faults
 }
 
+/// The faults of a policy's or binding's `MatchResources` at `at`
+/// (`validateMatchResources`): `matchPolicy`, the selectors, then each rule of
+/// `resourceRules` and `excludeResourceRules` with its `resourceNames`.
+pub(crate) fn match_resources_faults(resources: &Value, at: &str) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    if !resources.is_object() {
+        return faults;
+    }
+    let policy = &resources["matchPolicy"];
+    const POLICIES: &[&str] = &["Equivalent", "Exact"];
+    if !policy.as_str().is_some_and(|p| POLICIES.contains(&p)) {
+        faults.push(not_supported(
+            &format!("{at}.matchPolicy"),
+            policy,
+            POLICIES,
+        ));
+    }
+    for selector in ["namespaceSelector", "objectSelector"] {
+        faults.extend(label_selector_faults(
+            &resources[selector],
+            &format!("{at}.{selector}"),
+        ));
+    }
+    for list in ["resourceRules", "excludeResourceRules"] {
+        for (i, rule) in resources[list].as_array().into_iter().flatten().enumerate() {
+            let rule_at = format!("{at}.{list}[{i}]");
+            let mut names = Vec::new();
+            for (j, name) in texts(&rule["resourceNames"]).into_iter().enumerate() {
+                let name_at = format!("{rule_at}.resourceNames[{j}]");
+                for why in path_segment_errors(name) {
+                    faults.push(invalid(name_at.clone(), &json!(name), why));
+                }
+                if names.contains(&name) {
+                    faults.push(duplicate(&name_at, &json!(name)));
+                } else {
+                    names.push(name);
+                }
+            }
+            faults.extend(rule_faults(rule, &rule_at));
+        }
+    }
+    faults
+}
+
+/// apimachinery's `IsPathSegmentName`: why `name` cannot be a segment of a URL path.
+fn path_segment_errors(name: &str) -> Vec<&'static str> {
+    let mut errors = Vec::new();
+    match name {
+        "." => errors.push("may not be '.'"),
+        ".." => errors.push("may not be '..'"),
+        _ => {}
+    }
+    if name.contains('/') {
+        errors.push("may not contain '/'");
+    }
+    if name.contains('%') {
+        errors.push("may not contain '%'");
+    }
+    errors
+}
+
 /// The faults of `matchConditions` at `at` (`validateMatchConditions`): at most 64, each
 /// with an expression that compiles and a qualified name, names once each.
 pub(crate) fn match_conditions_faults(conditions: &Value, at: &str) -> Vec<Fault> {

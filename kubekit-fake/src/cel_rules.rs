@@ -307,6 +307,11 @@ fn find_all(
     Ok(Cel::List(Arc::new(found)))
 }
 
+/// Whether `source` compiles and reads the variable `name`.
+pub(crate) fn reads_variable(source: &str, name: &str) -> bool {
+    compiled(source).is_ok_and(|program| program.references().has_variable(name))
+}
+
 /// Evaluates `source` to a boolean with `variables`, JSON values as CEL sees them without
 /// a schema (admission's `object`, `oldObject`, `request`): its result, or why there is
 /// none.

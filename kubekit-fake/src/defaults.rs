@@ -39,6 +39,15 @@ use serde_json::{Map, Value, json};
 use crate::resources::ResourceInfo;
 use crate::status::{ApiError, ApiResult};
 
+/// Drops `obj`'s `key` when it is an empty map, which Go does not write (`omitempty`).
+fn drop_empty(obj: &mut Value, key: &str) {
+    if obj[key].as_object().is_some_and(Map::is_empty)
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.remove(key);
+    }
+}
+
 /// Fills in what the real server defaults in `obj`, an object of `info` being created
 /// (`old` is `None`) or replacing `old`.
 pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
@@ -65,6 +74,10 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     crate::core_kinds::defaults(&info.kind, obj);
     match info.kind.as_str() {
         "LimitRange" => crate::limit_ranges::default_items(obj),
+        "ConfigMap" => {
+            drop_empty(obj, "data");
+            drop_empty(obj, "binaryData");
+        }
         "Namespace" => {
             let name = obj["metadata"]["name"].clone();
             if !obj["metadata"]["labels"].is_object() {
@@ -99,12 +112,7 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
                     obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text));
                 }
             }
-            // Empty data is not kept.
-            if obj["data"].as_object().is_some_and(Map::is_empty)
-                && let Some(m) = obj.as_object_mut()
-            {
-                m.remove("data");
-            }
+            drop_empty(obj, "data");
             if obj["type"].as_str().is_none_or(str::is_empty) {
                 obj["type"] = json!("Opaque");
             }

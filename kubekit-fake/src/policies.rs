@@ -16,8 +16,10 @@
 //!   none found, `parameterNotFoundAction: Deny` refuses the request and `Allow` skips
 //!   the binding. Without `paramRef`, `params` is null.
 //! - **CEL**: `object`, `oldObject`, `request`, `params`, `namespaceObject`,
-//!   `authorizer` (see `cel_library::authz`) and `variables` (the policy's `variables`,
-//!   evaluated in order). `matchConditions` that
+//!   `authorizer` (see `cel_library::authz`; not in a `messageExpression`, which the
+//!   real server refuses when it reads it) and `variables` (the policy's `variables`,
+//!   evaluated in order; one that asks the authorizer is read by a `messageExpression`
+//!   as it was evaluated, where the real server fails that message). `matchConditions` that
 //!   are false skip the binding. A `validations` expression that is false fails with its
 //!   `message`, its `messageExpression`'s value, or `failed expression: <expression>`;
 //!   one that cannot be evaluated fails under `failurePolicy: Fail` (the default) with
@@ -310,6 +312,18 @@ pub(crate) fn run(
     variables: &Variables,
     evaluate: cel_rules::Evaluator,
 ) -> Result<Value, String> {
+    run_with(expression, inputs, variables, evaluate, &inputs.authorizer)
+}
+
+/// [`run`] with `opaque` the library values bound (none for a `messageExpression`, which
+/// the real server evaluates without the `authorizer`).
+fn run_with(
+    expression: &str,
+    inputs: &Inputs,
+    variables: &Variables,
+    evaluate: cel_rules::Evaluator,
+    opaque: &[(&str, cel::Value)],
+) -> Result<Value, String> {
     // As cel-go's lazy composition: the first variable read that failed to evaluate.
     if let Some((name, why)) = variables
         .failed
@@ -329,7 +343,7 @@ pub(crate) fn run(
         ("namespaceObject", &inputs.namespace),
         ("variables", &variables),
     ];
-    evaluate(expression, &bound, &inputs.authorizer)
+    evaluate(expression, &bound, opaque)
 }
 
 /// An expression that could not be evaluated, in the real server's words.
@@ -426,9 +440,13 @@ fn evaluate(policy: &Value, inputs: &Inputs) -> Vec<Failure> {
         match run(expression).and_then(|v| v.as_bool().ok_or("not a boolean".into())) {
             Ok(true) => {}
             Ok(false) => {
+                let message = |e: &str| {
+                    let evaluate = cel_rules::evaluate_value_with;
+                    run_with(e, inputs, &variables, evaluate, &[]).ok()
+                };
                 let from_expression = validation["messageExpression"]
                     .as_str()
-                    .and_then(|e| run(e).ok())
+                    .and_then(message)
                     .and_then(|v| v.as_str().map(str::trim).map(str::to_string))
                     .filter(|m| !m.is_empty());
                 let message = from_expression

@@ -1,19 +1,20 @@
 //! The checks kube-apiserver 1.37 makes of ValidatingAdmissionPolicies,
 //! MutatingAdmissionPolicies and their bindings when they are written, with its messages
 //! and in its order: failure, reinvocation and patch types, `paramKind`, match
-//! constraints and their operations, variables (CEL identifiers, expressions that
+//! constraints and bindings' match resources (see `admission_config`) and a mutating
+//! policy's operations, `matchConditions`, variables (CEL identifiers, expressions that
 //! compile), validations (`expression`, `messageExpression`, `message`, `reason`),
 //! mutations and their expressions, bindings' `policyName`, `paramRef` and
 //! `validationActions`. The errors of the real server's declarative validation (a
 //! validating binding's missing `policyName` and `validationActions`) come last, as
 //! there.
 //!
-//! Not checked: the rules of match constraints beyond their presence and operations,
-//! `matchConditions`, audit annotations, and the DNS forms of `paramKind` and
+//! Not checked: audit annotations, and the DNS forms of `paramKind` and
 //! `policyName`. The compiler's messages are the `cel` crate's, not cel-go's.
 
 use serde_json::Value;
 
+use crate::admission_config::{match_conditions_faults, match_resources_faults};
 use crate::cel_library::go_quote;
 use crate::resources::ResourceInfo;
 use crate::status::{ApiError, ApiResult};
@@ -143,6 +144,7 @@ fn policy(spec: &Value, mutating: bool) -> Vec<Fault> {
     if !constraints.is_object() {
         faults.push(required("spec.matchConstraints", ""));
     } else {
+        faults.extend(match_resources_faults(constraints, "spec.matchConstraints"));
         let rules = items(&constraints["resourceRules"]);
         if rules.is_empty() {
             faults.push(required("spec.matchConstraints.resourceRules", ""));
@@ -151,6 +153,10 @@ fn policy(spec: &Value, mutating: bool) -> Vec<Fault> {
             faults.extend(mutating_operations(rules, "spec.matchConstraints"));
         }
     }
+    faults.extend(match_conditions_faults(
+        &spec["matchConditions"],
+        "spec.matchConditions",
+    ));
     for (i, variable) in items(&spec["variables"]).iter().enumerate() {
         let at = |field: &str| format!("spec.variables[{i}].{field}");
         let name = text(&variable["name"]);
@@ -198,6 +204,10 @@ fn validations(spec: &Value, faults: &mut Vec<Fault>) {
         let message_expression = text(&validation["messageExpression"]);
         if !message_expression.is_empty() && message_expression.trim().is_empty() {
             let why = "must be non-empty if specified";
+            faults.push(invalid(at("messageExpression"), message_expression, why));
+        } else if crate::cel_rules::reads_variable(message_expression, "authorizer") {
+            // A message expression is compiled without the `authorizer`.
+            let why = "compilation failed: ERROR: <input>: undeclared reference to 'authorizer' (in container '')";
             faults.push(invalid(at("messageExpression"), message_expression, why));
         } else if !message_expression.is_empty() {
             let source = &validation["messageExpression"];
@@ -332,6 +342,10 @@ fn binding(spec: &Value, mutating: bool) -> Vec<Fault> {
             )),
         }
     }
+    faults.extend(match_resources_faults(
+        &spec["matchResources"],
+        "spec.matchResources",
+    ));
     if mutating {
         let rules = items(&spec["matchResources"]["resourceRules"]);
         faults.extend(mutating_operations(rules, "spec.matchResources"));
@@ -403,7 +417,8 @@ mod tests {
     #[test]
     fn mutating_policies_take_only_create_and_update_and_one_shape_per_mutation() {
         let spec = json!({"reinvocationPolicy": "Never",
-            "matchConstraints": {"resourceRules": [{"operations": ["*", "DELETE"]}]},
+            "matchConstraints": {"matchPolicy": "Equivalent", "resourceRules": [{"operations": ["CREATE", "DELETE"],
+                "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]},
             "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"},
                 "applyConfiguration": {"expression": "Object{}"}}]});
         assert_eq!(

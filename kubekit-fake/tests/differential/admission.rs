@@ -81,3 +81,165 @@ async fn webhook_configurations_rules_selectors_and_conditions_are_validated_ali
     })
     .await;
 }
+
+#[tokio::test]
+async fn admission_policies_match_resources_and_conditions_are_validated_alike() {
+    differential("policy-match", async |t: &Target, r: &mut Record| {
+        let name = |suffix: &str| format!("{}-{suffix}", t.ns);
+        let rule = json!({"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]});
+        let policy = |suffix: &str, constraints: Value, extra: Value| {
+            let mut spec = json!({"matchConstraints": constraints, "validations": [{"expression": "true"}]});
+            for (k, v) in extra.as_object().into_iter().flatten() {
+                spec[k] = v.clone();
+            }
+            json!({"metadata": {"name": name(suffix)}, "spec": spec})
+        };
+        let binding = |suffix: &str, resources: Value| json!({"metadata": {"name": name(suffix)},
+            "spec": {"policyName": "p", "validationActions": ["Deny"], "matchResources": resources}});
+        let v = "validatingadmissionpolicies";
+        let m = "mutatingadmissionpolicies";
+        refusals_of_cluster_scoped(t, r, "admissionregistration.k8s.io", [
+            (v, "constraints with a wrong match policy and selectors", policy("selectors", json!({
+                "resourceRules": [rule], "matchPolicy": "Loose",
+                "namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+                "objectSelector": {"matchLabels": {"k": "bad value!"}}}), json!({}))),
+            (v, "rules with wildcards beside names and bad resource names", policy("rules", json!({
+                "resourceRules": [{"apiGroups": ["*", "apps"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                    "resources": ["deployments"], "resourceNames": ["a/b", "..", "x", "x"]}],
+                "excludeResourceRules": [{"apiGroups": [""], "apiVersions": [], "operations": ["DELETE", "*"], "resources": ["pods/*", "pods/log"]}]}), json!({}))),
+            (v, "match conditions unnamed, repeated and failing to compile", policy("conditions", json!({"resourceRules": [rule]}),
+                json!({"matchConditions": [{"name": "a", "expression": "true"}, {"name": "a", "expression": "object.x =="},
+                    {"name": "", "expression": ""}]}))),
+            (v, "a message expression that asks the authorizer", policy("message", json!({"resourceRules": [rule]}),
+                json!({"validations": [{"expression": "authorizer.path('/healthz').check('get').allowed()",
+                    "messageExpression": "string(authorizer.path('/x').check('get').allowed())"}]}))),
+            (m, "a mutating policy's match conditions and rules", json!({"metadata": {"name": name("mutating")}, "spec": {
+                "reinvocationPolicy": "Never",
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["*", "pods"]}]},
+                "matchConditions": [{"name": "bad name!", "expression": "true"}],
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": "Object{}"}}]}})),
+            ("validatingadmissionpolicybindings", "a binding's match resources", binding("resources", json!({
+                "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": [""], "scope": "Everywhere"}],
+                "namespaceSelector": {"matchExpressions": [{"key": "bad key!", "operator": "Near"}]}}))),
+        ])
+        .await;
+        // What a valid policy and binding are stored as.
+        let group = "admissionregistration.k8s.io";
+        let created = create_cluster_scoped(t, group, v, &policy("stored", json!({"resourceRules": [rule]}), json!({}))).await;
+        r.answer("a policy defaulted", created.map(|p| p["spec"].clone()));
+        let created = create_cluster_scoped(t, group, "validatingadmissionpolicybindings",
+            &binding("stored", json!({"resourceRules": [rule]}))).await;
+        r.answer("a binding defaulted", created.map(|b| b["spec"].clone()));
+        for plural in [v, "validatingadmissionpolicybindings"] {
+            let delete = t.rest.delete().group_version(group, "v1").resource(plural).name(&name("stored"));
+            delete.send().await.expect("deleted");
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn policies_ask_the_authorizer_and_take_every_selected_param_alike() {
+    differential("policy-authz", async |t: &Target, r: &mut Record| {
+        const ALICE: &str = "kubekit-policy-alice";
+        let group = "admissionregistration.k8s.io";
+        let cms = t.on("configmaps");
+        let name = |suffix: &str| format!("{}-{suffix}", t.ns);
+        let ns_only = json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": t.ns}}});
+        t.on("roles").create(json!({"metadata": {"name": "writer"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]}]})).await.expect("a Role");
+        t.on("rolebindings").create(json!({"metadata": {"name": "write"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "writer"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ALICE}]})).await.expect("a RoleBinding");
+        for (param, max) in [("limit-a", "3"), ("limit-b", "1")] {
+            cms.create(json!({"metadata": {"name": param, "labels": {"role": "limit"}}, "data": {"max": max}})).await.expect("a param");
+        }
+        let rules = json!({"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}]});
+        let when = |prefix: &str| json!([{"name": "named", "expression": format!("object.metadata.name.startsWith('{prefix}')")}]);
+        let policy = |suffix: &str, extra: Value| {
+            let mut spec = json!({"matchConstraints": rules, "matchConditions": when(&format!("{suffix}-"))});
+            for (k, v) in extra.as_object().into_iter().flatten() {
+                spec[k] = v.clone();
+            }
+            json!({"metadata": {"name": name(suffix)}, "spec": spec})
+        };
+        let binding = |suffix: &str, actions: &str, extra: Value| {
+            let mut spec = json!({"policyName": name(suffix), "validationActions": [actions], "matchResources": ns_only});
+            for (k, v) in extra.as_object().into_iter().flatten() {
+                spec[k] = v.clone();
+            }
+            json!({"metadata": {"name": name(suffix)}, "spec": spec})
+        };
+        let params = json!({"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}});
+        let policies = [
+            policy("sized", json!({"paramKind": params["paramKind"], "validations": [{
+                "expression": "!has(object.data) || size(object.data) <= int(params.data.max)",
+                "messageExpression": "'at most ' + params.data.max + ' keys, says ' + params.metadata.name"}]})),
+            policy("who", json!({"validations": [{
+                "expression": "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list').allowed()",
+                "message": "the writer may not list Secrets"}]})),
+            policy("why", json!({"validations": [
+                {"expression": "authorizer.requestResource.check('create').reason() != ''", "message": "an allowed check has no reason"},
+                {"expression": "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list').reason() != ''",
+                    "message": "a denied check has no reason"},
+                {"expression": "!authorizer.path('/healthz').check('get').allowed()", "message": "healthz is public"},
+                {"expression": "!authorizer.serviceAccount(object.metadata.namespace, 'default').group('').resource('configmaps').check('create').allowed()",
+                    "message": "the default service account may create ConfigMaps"}]})),
+            policy("unparam", json!({"paramKind": params["paramKind"], "validations": [{"expression": "params != null", "message": "no params"}]})),
+        ];
+        let bindings = [
+            binding("sized", "Deny", json!({"paramRef": {"selector": {"matchLabels": {"role": "limit"}}, "parameterNotFoundAction": "Deny"}})),
+            binding("who", "Deny", json!({})),
+            binding("why", "Warn", json!({})),
+            binding("unparam", "Deny", json!({})),
+        ];
+        for p in &policies {
+            create_cluster_scoped(t, group, "validatingadmissionpolicies", p).await.expect("a policy");
+        }
+        for b in &bindings {
+            create_cluster_scoped(t, group, "validatingadmissionpolicybindings", b).await.expect("a binding");
+        }
+        let alice = t.as_user(ALICE).await;
+        let create = |client: &RestClient, body: Value| {
+            client.post().group_version("", "v1").namespace(&t.ns).resource("configmaps").body(&body)
+        };
+        let cm = |name: &str, keys: usize| {
+            let data: serde_json::Map<String, Value> = (0..keys).map(|k| (format!("k{k}"), json!("v"))).collect();
+            json!({"metadata": {"name": name}, "data": data})
+        };
+        // The real server's admission and authorizer see new policies and bindings a
+        // moment later.
+        testenv::eventually(60, "the policies and the Role in effect", || async {
+            let dry = |client: &RestClient, body: Value| create(client, body).param("dryRun", "All");
+            let sized = Res::send(dry(&t.rest, cm("sized-probe", 2))).await.is_err();
+            let unparam = Res::send(dry(&t.rest, cm("unparam-probe", 0))).await.is_err();
+            let who = Res::send(dry(&alice, cm("who-probe", 0))).await.is_err_and(|e| e.to_string().contains("Secrets"));
+            let why = with_warnings(dry(&alice, cm("why-probe", 0))).await.is_ok_and(|v| v["warnings"].as_array().is_some_and(|w| !w.is_empty()));
+            (sized && unparam && who && why).then_some(())
+        })
+        .await;
+        let data = |answer: kubekit::rest::Result<Value>| answer.map(|c| c["data"].clone());
+        r.answer("within every selected param", data(Res::send(create(&t.rest, cm("sized-one", 1))).await));
+        r.answer("past one of the selected params", Res::send(create(&t.rest, cm("sized-two", 2))).await);
+        r.answer("an admin the authorizer allows", data(Res::send(create(&t.rest, cm("who-admin", 0))).await));
+        r.answer("a writer the authorizer does not allow", Res::send(create(&alice, cm("who-alice", 0))).await);
+        r.answer("why the writer may create", with_warnings(create(&alice, cm("why-alice", 0))).await.map(|v| v["warnings"].clone()));
+        r.answer("a binding without paramRef gives null params", Res::send(create(&t.rest, cm("unparam-x", 0))).await);
+        for param in ["limit-a", "limit-b"] {
+            cms.delete(param, json!({})).await.expect("the param deleted");
+        }
+        testenv::eventually(30, "the params gone for admission", || async {
+            let dry = create(&t.rest, cm("sized-probe", 0)).param("dryRun", "All");
+            Res::send(dry).await.is_err().then_some(())
+        })
+        .await;
+        r.answer("no param selected", Res::send(create(&t.rest, cm("sized-none", 0))).await);
+        for (plural, items) in [("validatingadmissionpolicybindings", &bindings), ("validatingadmissionpolicies", &policies)] {
+            for item in items.iter() {
+                let name = item["metadata"]["name"].as_str().unwrap_or_default();
+                t.rest.delete().group_version(group, "v1").resource(plural).name(name).send().await.expect("deleted");
+            }
+        }
+    })
+    .await;
+}
