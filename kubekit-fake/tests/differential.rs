@@ -4210,6 +4210,39 @@ mod webhooks {
         }
     }
 
+    /// Writes what each call was asked into a Secret's annotations: the request's
+    /// attributes (`request`), its user's groups (`groups`), and the number of calls so
+    /// far (`calls`, which changes the Secret at every call).
+    pub struct SecretRecorder;
+
+    impl Defaulter<k8s_openapi::api::core::v1::Secret> for SecretRecorder {
+        async fn set_defaults(
+            &self,
+            secret: &mut k8s_openapi::api::core::v1::Secret,
+            req: &AdmissionRequest,
+        ) -> Verdict {
+            let annotations = secret.metadata.annotations.get_or_insert_default();
+            let calls = annotations
+                .get("calls")
+                .and_then(|c| c.parse::<u32>().ok())
+                .unwrap_or(0);
+            annotations.insert("calls".into(), (calls + 1).to_string());
+            let request = format!(
+                "{:?} {:?} {:?} {:?} {} {} dryRun={}",
+                req.operation,
+                req.kind,
+                req.resource,
+                req.sub_resource,
+                req.namespace.is_empty(),
+                req.name,
+                req.dry_run
+            );
+            annotations.insert("request".into(), request);
+            annotations.insert("groups".into(), req.user_info.groups.join(","));
+            Verdict::allow()
+        }
+    }
+
     /// Refuses a scale of more than 5 replicas.
     pub struct ScaleValidator;
 
@@ -4236,6 +4269,7 @@ mod webhooks {
         let cancel = CancellationToken::new();
         let served = WebhookServer::new(certificates)
             .defaulter::<ConfigMap, _>(CmDefaulter)
+            .defaulter::<k8s_openapi::api::core::v1::Secret, _>(SecretRecorder)
             .validator::<ConfigMap, _>(CmValidator)
             .validator::<Scale, _>(ScaleValidator)
             .serve("127.0.0.1:0".parse().expect("an address"), cancel.clone())

@@ -243,3 +243,104 @@ async fn policies_ask_the_authorizer_and_take_every_selected_param_alike() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn mutating_webhooks_are_asked_and_reinvoked_alike() {
+    differential("webhook-reviews", async |t: &Target, r: &mut Record| {
+        let served = webhooks::serve().await;
+        let group = "admissionregistration.k8s.io";
+        type Secret = k8s_openapi::api::core::v1::Secret;
+        let url = format!(
+            "{}{}",
+            served.base,
+            kubekit::webhook::mutate_path::<Secret>()
+        );
+        let on_secrets = |name: &str, extra: Value| {
+            let mut hook = webhook_entry(name, &url, &served.ca_bundle, &t.ns, extra);
+            hook["rules"][0]["resources"] = json!(["secrets"]);
+            hook["rules"][0]["operations"] = json!(["CREATE", "UPDATE"]);
+            hook
+        };
+        // The first asks to be called again when a later one changes the object; the
+        // second changes it at every call (as the first does).
+        let configuration = json!({"metadata": {"name": format!("{}-reviews", t.ns)}, "webhooks": [
+            on_secrets("first.secrets.kubekit.test", json!({"reinvocationPolicy": "IfNeeded"})),
+            on_secrets("second.secrets.kubekit.test", json!({})),
+        ]});
+        create_cluster_scoped(t, group, "mutatingwebhookconfigurations", &configuration)
+            .await
+            .expect("the configuration");
+        let secrets = t.on("secrets");
+        let secret = |name: &str| json!({"metadata": {"name": name}, "stringData": {"k": "v"}});
+        testenv::eventually(30, "the webhooks in effect", || async {
+            let dry = Res::send(
+                secrets
+                    .req(t.rest.post())
+                    .param("dryRun", "All")
+                    .body(&secret("probe")),
+            )
+            .await
+            .ok()?;
+            (dry["metadata"]["annotations"]["calls"] == "3").then_some(())
+        })
+        .await;
+        let annotations = |answer: kubekit::rest::Result<Value>| {
+            answer.map(|s| s["metadata"]["annotations"].clone())
+        };
+        r.answer(
+            "a create, each webhook called and the first again",
+            annotations(secrets.create(secret("s")).await),
+        );
+        r.answer(
+            "a dry run create",
+            annotations(
+                Res::send(
+                    secrets
+                        .req(t.rest.post())
+                        .param("dryRun", "All")
+                        .body(&secret("d")),
+                )
+                .await,
+            ),
+        );
+        r.answer(
+            "a patch, called as an update",
+            annotations(
+                secrets
+                    .patch(
+                        "s",
+                        PatchType::Merge,
+                        json!({"metadata": {"labels": {"a": "b"}}}),
+                    )
+                    .await,
+            ),
+        );
+        let mut stored = secrets.get("s").await.expect("the secret");
+        stored["metadata"]["annotations"]["calls"] = json!("0");
+        r.answer(
+            "an update that resets the count",
+            annotations(secrets.update("s", &stored, false).await),
+        );
+        r.answer(
+            "an apply",
+            annotations(
+                secrets
+                    .apply(
+                        "s",
+                        ("applier", true, None),
+                        json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "labels": {"c": "d"}}}),
+                    )
+                    .await,
+            ),
+        );
+        let delete = t
+            .rest
+            .delete()
+            .group_version(group, "v1")
+            .resource("mutatingwebhookconfigurations")
+            .name(&format!("{}-reviews", t.ns));
+        delete.send().await.expect("the configuration deleted");
+    })
+    .await;
+}
