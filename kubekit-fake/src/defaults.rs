@@ -11,6 +11,7 @@
 //!   port, internal traffic policy, IP family fields, an empty load-balancer status, and
 //!   (see [`allocate`]) a cluster IP from `10.0.0.0/24` and node ports from 30000, kept
 //!   by an update that leaves them out;
+//! - a ConfigMap's or Secret's empty `data` or `binaryData` is left out;
 //! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
 //!   Secret's type never changes;
 //! - a Pod has containers, each with a name of its own and an image; a Deployment's
@@ -56,6 +57,15 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     }
     if !info.group.is_empty() || !obj.is_object() {
         return;
+    }
+    if matches!(info.kind.as_str(), "ConfigMap" | "Secret") {
+        // Empty maps are left out of the typed objects Go encodes.
+        if let Some(o) = obj.as_object_mut() {
+            o.retain(|k, v| {
+                !(matches!(k.as_str(), "data" | "binaryData")
+                    && v.as_object().is_some_and(|m| m.is_empty()))
+            });
+        }
     }
     match info.kind.as_str() {
         "LimitRange" => crate::limit_ranges::default_items(obj),

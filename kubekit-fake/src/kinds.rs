@@ -77,12 +77,44 @@ pub(crate) fn check(info: &ResourceInfo, name: &str, obj: &Value) -> ApiResult<(
         ("autoscaling", "HorizontalPodAutoscaler") => autoscaler(spec),
         ("networking.k8s.io", "Ingress") => ingress(spec),
         ("networking.k8s.io", "NetworkPolicy") => network_policy(spec),
+        ("", "ConfigMap") => config_map(obj),
         _ => return Ok(()),
     };
     match faults.is_empty() {
         true => Ok(()),
         false => Err(ApiError::invalid_fields(info, name, &faults)),
     }
+}
+
+/// The most bytes a ConfigMap's data and binary data may hold together.
+const CONFIG_MAP_MAX_BYTES: usize = 1024 * 1024;
+
+/// A ConfigMap holds at most 1 MiB (its values, binary data decoded); the real server
+/// names the whole object as the field, `[]`.
+fn config_map(obj: &Value) -> Vec<Fault> {
+    let text: usize = obj["data"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, v)| v.as_str().map_or(0, str::len))
+        .sum();
+    let binary: usize = obj["binaryData"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, v)| {
+            let b64 = v.as_str().unwrap_or_default().trim_end_matches('=');
+            b64.len() * 3 / 4
+        })
+        .sum();
+    if text + binary <= CONFIG_MAP_MAX_BYTES {
+        return Vec::new();
+    }
+    vec![(
+        "[]".into(),
+        "FieldValueTooLong",
+        format!("Too long: may not be more than {CONFIG_MAP_MAX_BYTES} bytes"),
+    )]
 }
 
 fn invalid(field: impl Into<String>, value: &Value, why: &str) -> Fault {

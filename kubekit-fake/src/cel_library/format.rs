@@ -315,7 +315,7 @@ fn dns1035_label_errors(value: &[u8]) -> Vec<String> {
 
 /// api/validate/content's `IsLabelKey` (util/validation's `IsQualifiedName`): a name,
 /// optionally after a DNS subdomain and `/`.
-fn label_key_errors(value: &str) -> Vec<String> {
+pub(crate) fn label_key_errors(value: &str) -> Vec<String> {
     let mut errors = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
     let name = match parts[..] {
@@ -363,7 +363,7 @@ fn label_key_errors(value: &str) -> Vec<String> {
 }
 
 /// api/validate/content's `IsLabelValue` (util/validation's `IsValidLabelValue`).
-fn label_value_errors(value: &[u8]) -> Vec<String> {
+pub(crate) fn label_value_errors(value: &[u8]) -> Vec<String> {
     let mut errors = Vec::new();
     if value.len() > 63 {
         errors.push(max_len_error(63, BYTES));

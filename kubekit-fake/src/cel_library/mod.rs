@@ -14,7 +14,7 @@ use cel::common::types::Type;
 use cel::common::value::CowVal;
 use cel::{DeclarationError, Env, ExecutionError, Value as Cel};
 
-mod format;
+pub(crate) mod format;
 mod jsonpatch;
 mod lists;
 mod net;
