@@ -18,6 +18,10 @@
 //!   its map iteration, which is random). Not checked: the formats `formats` names as
 //!   such, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL rules
 //!   (`x-kubernetes-validations`).
+//! - Then, as the real server does after them: an embedded resource
+//!   (`x-kubernetes-embedded-resource`) has an `apiVersion` and a `kind`; a `set` list has
+//!   no item twice and a `map` list no two items with the same keys (`Duplicate value`,
+//!   at the second).
 
 use serde_json::{Map, Value};
 
@@ -180,6 +184,9 @@ pub(crate) fn default_and_validate(
         return Ok(());
     };
     let mut faults = validate(schema, obj, status_only);
+    if !status_only {
+        structure_faults(schema, obj, "", &mut faults);
+    }
     // Its CEL rules, unless a fault of the schema's checks blocks them (the real server's
     // `hasBlockingErr`: a type, a missing field, a value not supported, too long or too
     // many), which a cause of its own then says.
@@ -211,6 +218,75 @@ pub(crate) fn default_and_validate(
 }
 
 /// Whether `schema` has CEL rules anywhere.
+/// The faults the real server finds after the schema's own checks, walking `v` (at
+/// `path`) with `schema`: an embedded resource without `apiVersion` or `kind`, and the
+/// second of two equal items of a `set` list or two items of a `map` list with equal
+/// keys.
+fn structure_faults(schema: &Value, v: &Value, path: &str, faults: &mut Vec<Fault>) {
+    let at = |child: &str| match path {
+        "" => child.to_string(),
+        p => format!("{p}.{child}"),
+    };
+    match v {
+        Value::Object(fields) => {
+            if schema["x-kubernetes-embedded-resource"] == Value::Bool(true) {
+                for required in ["apiVersion", "kind"] {
+                    if fields
+                        .get(required)
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                    {
+                        faults.push((at(required), "FieldValueRequired", "Required value".into()));
+                    }
+                }
+            }
+            for (name, field) in fields {
+                let field_schema = match schema["properties"].get(name) {
+                    Some(s) => s,
+                    None => &schema["additionalProperties"],
+                };
+                if field_schema.is_object() {
+                    structure_faults(field_schema, field, &at(name), faults);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let keys: Vec<&str> = schema["x-kubernetes-list-map-keys"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            // What identifies an item: itself in a set, its keys in a map.
+            let identity = |item: &Value| match schema["x-kubernetes-list-type"].as_str() {
+                Some("set") => Some(item.clone()),
+                Some("map") => {
+                    let key: Map<String, Value> = keys
+                        .iter()
+                        .filter_map(|k| item.get(*k).map(|v| (k.to_string(), v.clone())))
+                        .collect();
+                    Some(Value::Object(key))
+                }
+                _ => None,
+            };
+            for (i, item) in items.iter().enumerate() {
+                if let Some(id) = identity(item)
+                    && items[..i]
+                        .iter()
+                        .any(|earlier| identity(earlier).as_ref() == Some(&id))
+                {
+                    let detail = format!("Duplicate value: {}", shown(&id));
+                    faults.push((format!("{path}[{i}]"), "FieldValueDuplicate", detail));
+                }
+                if schema["items"].is_object() {
+                    structure_faults(&schema["items"], item, &format!("{path}[{i}]"), faults);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn has_rules(schema: &Value) -> bool {
     match schema {
         Value::Object(fields) => fields
@@ -472,5 +548,28 @@ mod tests {
         assert!(warnings.is_empty());
         default(&s, &mut v);
         assert_eq!(v, json!({"spec": {"a": {"b": 3}, "c": "x"}}));
+    }
+
+    #[test]
+    fn duplicates_of_sets_and_map_keys_and_incomplete_embedded_resources_are_found() {
+        let s = json!({"type": "object", "properties": {
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "map": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["k"], "items": {"type": "object"}},
+            "embedded": {"type": "object", "x-kubernetes-embedded-resource": true},
+        }});
+        let v = json!({"set": ["a", "b", "a"], "map": [{"k": 1, "v": 1}, {"k": 1, "v": 2}],
+            "embedded": {"kind": "K"}});
+        let mut faults = Vec::new();
+        structure_faults(&s, &v, "spec", &mut faults);
+        let shown: Vec<String> = faults.iter().map(|(f, _, m)| format!("{f}: {m}")).collect();
+        assert_eq!(
+            shown,
+            [
+                "spec.embedded.apiVersion: Required value",
+                "spec.map[1]: Duplicate value: {\"k\":1}",
+                "spec.set[2]: Duplicate value: \"a\"",
+            ]
+        );
     }
 }
