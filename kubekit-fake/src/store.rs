@@ -253,10 +253,16 @@ fn check_crd_rules(info: &ResourceInfo, name: &str, crd: &Value) -> ApiResult<()
         && let Some(first) = versions.first()
     {
         let at = "spec.validation.openAPIV3Schema";
+        if !schema(first).is_null() {
+            crate::crd_schema::structural_faults(&schema(first), at, &mut faults);
+        }
         crate::cel_rules::compile_errors(&schema(first), at, &mut faults);
     } else {
         for (i, version) in versions.iter().enumerate() {
             let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            if !schema(version).is_null() {
+                crate::crd_schema::structural_faults(&schema(version), &at, &mut faults);
+            }
             crate::cel_rules::compile_errors(&schema(version), &at, &mut faults);
         }
     }

@@ -1222,6 +1222,53 @@ async fn delete_crd(t: &Target, name: &str) {
 }
 
 #[tokio::test]
+async fn crd_schemas_that_are_not_structural_are_refused_alike() {
+    differential("mx-crd-schemas", async |t: &Target, r: &mut Record| {
+        let object = |props: Value| json!({"type": "object", "properties": {"spec": props}});
+        let typed = |props: Value| object(json!({"type": "object", "properties": props}));
+        let map_list = |extra: Value| {
+            let mut a = json!({"type": "array", "x-kubernetes-list-type": "map",
+                "items": {"type": "object", "properties": {"k": {"type": "string"}}}});
+            if let (Some(a), Some(extra)) = (a.as_object_mut(), extra.as_object()) {
+                a.extend(extra.clone());
+            }
+            typed(json!({"a": a}))
+        };
+        let cases = [
+            ("a schema without a type at its root", json!({"properties": {"spec": {"type": "object"}}})),
+            ("a property without a type", object(json!({"properties": {"a": {"description": "no type"}}}))),
+            ("a root that is not an object", json!({"type": "string"})),
+            ("properties and additionalProperties", object(json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}))),
+            ("a $ref", typed(json!({"a": {"$ref": "#/definitions/x"}}))),
+            ("uniqueItems", typed(json!({"a": {"type": "array", "uniqueItems": true, "items": {"type": "string"}}}))),
+            ("an array without items", typed(json!({"a": {"type": "array"}}))),
+            ("an int-or-string with a type", typed(json!({"a": {"type": "string", "x-kubernetes-int-or-string": true}}))),
+            ("a map list without keys", map_list(json!({}))),
+            ("a map list whose key is not required", map_list(json!({"x-kubernetes-list-map-keys": ["k"]}))),
+            ("a map list whose key is required", map_list(json!({"x-kubernetes-list-map-keys": ["k"], "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "string"}}}}))),
+            ("a set of objects", typed(json!({"a": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "object", "properties": {"k": {"type": "string"}}}}}))),
+            ("an unknown list type", typed(json!({"a": {"type": "array", "x-kubernetes-list-type": "bag", "items": {"type": "string"}}}))),
+            ("an embedded resource without fields", typed(json!({"a": {"type": "object", "x-kubernetes-embedded-resource": true}}))),
+            ("a default of the wrong type", typed(json!({"a": {"type": "integer", "default": "one"}}))),
+            ("a default outside its enum", typed(json!({"a": {"type": "string", "enum": ["x"], "default": "y"}}))),
+            ("metadata with a field of its own", json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}})),
+            ("an unknown format is accepted", typed(json!({"a": {"type": "string", "format": "weird"}}))),
+            ("a map of preserved fields", object(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}))),
+        ];
+        for (i, (label, schema)) in cases.into_iter().enumerate() {
+            let crd = own_crd(t, &format!("Schema{i}"), json!([crd_version("v1", true, schema)]));
+            let created = create_crd(t, &crd).await;
+            let accepted = created.is_ok();
+            r.answer(label, created.map(|_| json!("accepted")));
+            if accepted {
+                delete_crd(t, crd["metadata"]["name"].as_str().unwrap_or_default()).await;
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn crd_names_scopes_and_versions_are_validated_alike() {
     differential("mx-crd-spec", async |t: &Target, r: &mut Record| {
         let open = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
