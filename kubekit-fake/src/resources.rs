@@ -275,8 +275,10 @@ pub(crate) fn builtin_of(group: &str, kind: &str) -> ResourceInfo {
 pub(crate) type CrdFault = (String, &'static str, String);
 
 /// The faults of a CRD's spec that the real server checks before anything else of it: a
-/// group without a dot, an unknown scope or conversion strategy, a list kind that is the
-/// kind.
+/// group without a dot, an unknown scope or conversion strategy, a webhook conversion
+/// without its configuration, a list kind that is the kind, short names, categories and
+/// version names that are not DNS-1035 labels, a version without a schema, a scale path
+/// that is not a path, printer columns without a JSON path or of an unknown type.
 pub(crate) fn crd_spec_faults(crd: &Value) -> Vec<CrdFault> {
     let spec = &crd["spec"];
     let text = |p: &str| spec.pointer(p).and_then(Value::as_str).unwrap_or_default();
@@ -321,6 +323,95 @@ pub(crate) fn crd_spec_faults(crd: &Value) -> Vec<CrdFault> {
             "FieldValueNotSupported",
             detail,
         ));
+    }
+    if strategy == "Webhook" {
+        let conversion = &spec["conversion"];
+        if conversion["webhook"]["clientConfig"].is_null() {
+            let detail = "Required value: required when strategy is set to Webhook".to_string();
+            out.push((
+                "spec.conversion.webhookClientConfig".to_string(),
+                "FieldValueRequired",
+                detail,
+            ));
+        }
+        if conversion["webhook"]["conversionReviewVersions"].is_null() {
+            let field = "spec.conversion.conversionReviewVersions".to_string();
+            out.push((field, "FieldValueRequired", "Required value".to_string()));
+        }
+    }
+    let label = |field: String, value: &Value, out: &mut Vec<CrdFault>| {
+        let text = value.as_str().unwrap_or_default();
+        for why in kubekit::validation::dns1035_label(text) {
+            let detail = format!("Invalid value: {}: {why}", quoted(text));
+            out.push((field.clone(), "FieldValueInvalid", detail));
+        }
+    };
+    for list in ["shortNames", "categories"] {
+        let names = spec["names"][list].as_array().into_iter().flatten();
+        for (i, name) in names.enumerate() {
+            label(format!("spec.names.{list}[{i}]"), name, &mut out);
+        }
+    }
+    let versions: Vec<&Value> = spec["versions"].as_array().into_iter().flatten().collect();
+    for (i, version) in versions.iter().enumerate() {
+        label(
+            format!("spec.versions[{i}].name"),
+            &version["name"],
+            &mut out,
+        );
+        if i == 0 {
+            // The internal form's single version is named too.
+            label("spec.version".to_string(), &version["name"], &mut out);
+        }
+        if version["schema"]["openAPIV3Schema"].is_null() {
+            let field = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            out.push((field, "FieldValueRequired", "Required value".to_string()));
+        }
+    }
+    // Subresources and columns every version shares are the spec's own in the internal form.
+    let shared = |pointer: &str| -> Option<&Value> {
+        let first = versions.first()?.pointer(pointer)?;
+        versions
+            .iter()
+            .all(|v| v.pointer(pointer) == Some(first))
+            .then_some(first)
+    };
+    if let Some(scale) = shared("/subresources/scale") {
+        for path in ["specReplicasPath", "statusReplicasPath"] {
+            if let Some(p) = scale[path].as_str()
+                && !p.starts_with('.')
+            {
+                let detail = format!(
+                    "Invalid value: {}: must be a simple json path starting with .",
+                    quoted(p)
+                );
+                out.push((
+                    format!("spec.subresources.scale.{path}"),
+                    "FieldValueInvalid",
+                    detail,
+                ));
+            }
+        }
+    }
+    if let Some(columns) = shared("/additionalPrinterColumns").and_then(Value::as_array) {
+        for (i, column) in columns.iter().enumerate() {
+            let at = format!("spec.additionalPrinterColumns[{i}]");
+            let ty = column["type"].as_str().unwrap_or_default();
+            if !["boolean", "date", "integer", "number", "string"].contains(&ty) {
+                let detail = format!(
+                    "Invalid value: {}: must be one of boolean,date,integer,number,string",
+                    quoted(ty)
+                );
+                out.push((format!("{at}.type"), "FieldValueInvalid", detail));
+            }
+            if column["jsonPath"].as_str().is_none_or(str::is_empty) {
+                out.push((
+                    format!("{at}.JSONPath"),
+                    "FieldValueRequired",
+                    "Required value".to_string(),
+                ));
+            }
+        }
     }
     out
 }

@@ -1546,7 +1546,8 @@ mod tests {
             })
         };
         let unnamed = json!([{"served": true}, {"name": "v1", "served": true, "storage": true}]);
-        let one = json!([{"name": "v1", "served": true, "storage": true}]);
+        let schema = json!({"openAPIV3Schema": {"type": "object"}});
+        let one = json!([{"name": "v1", "served": true, "storage": true, "schema": schema}]);
         for (obj, why) in [
             (
                 crd("example.com", "things", unnamed),

@@ -1278,6 +1278,14 @@ async fn crd_names_scopes_and_versions_are_validated_alike() {
             crd
         };
         let cases: Vec<(&str, Value)> = vec![
+            ("a version name that is not a label", with("Badver", &|c| c["spec"]["versions"][0]["name"] = json!("V_1"))),
+            ("a version without a schema", with("Noschema", &|c| { c["spec"]["versions"][0].as_object_mut().map(|v| v.remove("schema")); })),
+            ("a bad short name", with("Short", &|c| c["spec"]["names"]["shortNames"] = json!(["s_1"]))),
+            ("a bad category", with("Category", &|c| c["spec"]["names"]["categories"] = json!(["Bad Cat"]))),
+            ("a webhook conversion without its config", with("Convert", &|c| c["spec"]["conversion"] = json!({"strategy": "Webhook"}))),
+            ("a scale path that is not a path", with("Scalebad", &|c| c["spec"]["versions"][0]["subresources"] = json!({"scale": {"specReplicasPath": "spec.replicas", "statusReplicasPath": ".status.replicas"}}))),
+            ("a column without a JSON path", with("Column", &|c| c["spec"]["versions"][0]["additionalPrinterColumns"] = json!([{"name": "Size", "type": "integer"}]))),
+            ("a column of an unknown type", with("Column2", &|c| c["spec"]["versions"][0]["additionalPrinterColumns"] = json!([{"name": "Size", "type": "float", "jsonPath": ".spec.size"}]))),
             (
                 "an unknown scope",
                 with("Scope", &|c| c["spec"]["scope"] = json!("Everywhere")),
