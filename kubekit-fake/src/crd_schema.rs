@@ -18,6 +18,10 @@
 //!   its map iteration, which is random). Not checked: the formats `formats` names as
 //!   such, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, CEL rules
 //!   (`x-kubernetes-validations`).
+//! - Then, as the real server does after them: an embedded resource
+//!   (`x-kubernetes-embedded-resource`) has an `apiVersion` and a `kind`; a `set` list has
+//!   no item twice and a `map` list no two items with the same keys (`Duplicate value`,
+//!   at the second).
 
 use serde_json::{Map, Value};
 
@@ -180,6 +184,9 @@ pub(crate) fn default_and_validate(
         return Ok(());
     };
     let mut faults = validate(schema, obj, status_only);
+    if !status_only {
+        structure_faults(schema, obj, "", &mut faults);
+    }
     // Its CEL rules, unless a fault of the schema's checks blocks them (the real server's
     // `hasBlockingErr`: a type, a missing field, a value not supported, too long or too
     // many), which a cause of its own then says.
@@ -211,6 +218,244 @@ pub(crate) fn default_and_validate(
 }
 
 /// Whether `schema` has CEL rules anywhere.
+/// The faults the real server finds after the schema's own checks, walking `v` (at
+/// `path`) with `schema`: an embedded resource without `apiVersion` or `kind`, and the
+/// second of two equal items of a `set` list or two items of a `map` list with equal
+/// keys.
+fn structure_faults(schema: &Value, v: &Value, path: &str, faults: &mut Vec<Fault>) {
+    let at = |child: &str| match path {
+        "" => child.to_string(),
+        p => format!("{p}.{child}"),
+    };
+    match v {
+        Value::Object(fields) => {
+            if schema["x-kubernetes-embedded-resource"] == Value::Bool(true) {
+                for required in ["apiVersion", "kind"] {
+                    if fields
+                        .get(required)
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                    {
+                        faults.push((at(required), "FieldValueRequired", "Required value".into()));
+                    }
+                }
+            }
+            for (name, field) in fields {
+                let field_schema = match schema["properties"].get(name) {
+                    Some(s) => s,
+                    None => &schema["additionalProperties"],
+                };
+                if field_schema.is_object() {
+                    structure_faults(field_schema, field, &at(name), faults);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let keys: Vec<&str> = schema["x-kubernetes-list-map-keys"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            // What identifies an item: itself in a set, its keys in a map.
+            let identity = |item: &Value| match schema["x-kubernetes-list-type"].as_str() {
+                Some("set") => Some(item.clone()),
+                Some("map") => {
+                    let key: Map<String, Value> = keys
+                        .iter()
+                        .filter_map(|k| item.get(*k).map(|v| (k.to_string(), v.clone())))
+                        .collect();
+                    Some(Value::Object(key))
+                }
+                _ => None,
+            };
+            for (i, item) in items.iter().enumerate() {
+                if let Some(id) = identity(item)
+                    && items[..i]
+                        .iter()
+                        .any(|earlier| identity(earlier).as_ref() == Some(&id))
+                {
+                    let detail = format!("Duplicate value: {}", shown(&id));
+                    faults.push((format!("{path}[{i}]"), "FieldValueDuplicate", detail));
+                }
+                if schema["items"].is_object() {
+                    structure_faults(&schema["items"], item, &format!("{path}[{i}]"), faults);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The faults of a CRD's `openAPIV3Schema` (`schema`, at `at`) that make it not
+/// structural or not servable, with the real server's messages: the root's type (an
+/// object), a property without a type, `properties` with `additionalProperties`, `$ref`,
+/// `uniqueItems`, an array without `items`, list types and their map keys, a set of
+/// objects that are not atomic, an embedded resource without fields, a `default` of the
+/// wrong type or outside its `enum`, and `metadata` with fields other than `name` and
+/// `generateName`.
+pub(crate) fn structural_faults(schema: &Value, at: &str, faults: &mut Vec<Fault>) {
+    match schema["type"].as_str() {
+        None => faults.push((
+            format!("{at}.type"),
+            "FieldValueRequired",
+            "Required value: must not be empty at the root".into(),
+        )),
+        Some("object") => {}
+        Some(other) => faults.push((
+            format!("{at}.type"),
+            "FieldValueInvalid",
+            format!("Invalid value: \"{other}\": must be object at the root"),
+        )),
+    }
+    if let Some(metadata) = schema["properties"]["metadata"].as_object()
+        && metadata
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.keys().any(|k| k != "name" && k != "generateName"))
+    {
+        faults.push((
+            format!("{at}.properties[metadata]"),
+            "FieldValueForbidden",
+            "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified".into(),
+        ));
+    }
+    node_faults(schema, at, faults);
+}
+
+/// [`structural_faults`] of one schema node and those under it (a property without a
+/// type after the faults of its own properties, as the real server lists them).
+fn node_faults(s: &Value, at: &str, faults: &mut Vec<Fault>) {
+    let mut add = |field: &str, reason: &'static str, detail: String| {
+        faults.push((format!("{at}.{field}"), reason, detail));
+    };
+    if s.get("$ref").is_some() {
+        add(
+            "$ref",
+            "FieldValueForbidden",
+            "Forbidden: $ref is not supported".into(),
+        );
+    }
+    if s["uniqueItems"] == Value::Bool(true) {
+        let why = "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic";
+        add("uniqueItems", "FieldValueForbidden", why.into());
+    }
+    if s["properties"].is_object() && s["additionalProperties"].is_object() {
+        let why = "Forbidden: additionalProperties and properties are mutual exclusive";
+        add("additionalProperties", "FieldValueForbidden", why.into());
+    }
+    if s["type"] == "array" && !s["items"].is_object() {
+        add(
+            "items",
+            "FieldValueRequired",
+            "Required value: must be specified".into(),
+        );
+    }
+    if s["x-kubernetes-embedded-resource"] == Value::Bool(true)
+        && !s["properties"].is_object()
+        && s["x-kubernetes-preserve-unknown-fields"] != Value::Bool(true)
+    {
+        let why = "Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields";
+        add("properties", "FieldValueRequired", why.into());
+    }
+    match s["x-kubernetes-list-type"].as_str() {
+        None | Some("atomic") => {}
+        Some("set") => {
+            let items = &s["items"];
+            if items["type"] == "object" && items["x-kubernetes-map-type"] != "atomic" {
+                let why = "Invalid value: null: must be atomic as item of a list with x-kubernetes-list-type=set";
+                add(
+                    "items.x-kubernetes-map-type",
+                    "FieldValueInvalid",
+                    why.into(),
+                );
+            }
+        }
+        Some("map") => {
+            let keys: Vec<&str> = s["x-kubernetes-list-map-keys"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if keys.is_empty() {
+                let why = "Required value: must not be empty if x-kubernetes-list-type is map";
+                add(
+                    "x-kubernetes-list-map-keys",
+                    "FieldValueRequired",
+                    why.into(),
+                );
+            }
+            let required = s["items"]["required"].as_array();
+            for key in keys {
+                let is_required = required.is_some_and(|r| r.iter().any(|k| k == key));
+                if !is_required && s["items"]["properties"][key].get("default").is_none() {
+                    let why = "Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property";
+                    add(
+                        &format!("items.properties[{key}].default"),
+                        "FieldValueRequired",
+                        why.into(),
+                    );
+                }
+            }
+        }
+        Some(other) => {
+            let detail = format!(
+                "Unsupported value: \"{other}\": supported values: \"atomic\", \"set\", \"map\""
+            );
+            add("x-kubernetes-list-type", "FieldValueNotSupported", detail);
+        }
+    }
+    if let Some(default) = s.get("default") {
+        let wanted = s["type"].as_str().unwrap_or_default();
+        let found = type_name(default);
+        let fits =
+            wanted.is_empty() || found == wanted || (wanted == "number" && found == "integer");
+        if !fits {
+            let detail = format!(
+                "Invalid value: \"{found}\":  in body must be of type {wanted}: \"{found}\""
+            );
+            add("default", "FieldValueTypeInvalid", detail);
+        } else if let Some(allowed) = s["enum"].as_array()
+            && !allowed.contains(default)
+        {
+            let supported: Vec<String> = allowed.iter().map(shown).collect();
+            let detail = format!(
+                "Unsupported value: {}: supported values: {}",
+                shown(default),
+                supported.join(", ")
+            );
+            add("default", "FieldValueNotSupported", detail);
+        }
+    }
+    for (name, property) in s["properties"].as_object().into_iter().flatten() {
+        let here = format!("{at}.properties[{name}]");
+        node_faults(property, &here, faults);
+        // A `$ref` is refused as such, not as a missing type.
+        let typed = property.get("type").is_some()
+            || property.get("$ref").is_some()
+            || property["x-kubernetes-int-or-string"] == Value::Bool(true)
+            || property["x-kubernetes-preserve-unknown-fields"] == Value::Bool(true);
+        if !typed {
+            faults.push((
+                format!("{here}.type"),
+                "FieldValueRequired",
+                "Required value: must not be empty for specified object fields".into(),
+            ));
+        }
+    }
+    if s["items"].is_object() {
+        node_faults(&s["items"], &format!("{at}.items"), faults);
+    }
+    if s["additionalProperties"].is_object() {
+        node_faults(
+            &s["additionalProperties"],
+            &format!("{at}.additionalProperties"),
+            faults,
+        );
+    }
+}
+
 fn has_rules(schema: &Value) -> bool {
     match schema {
         Value::Object(fields) => fields
@@ -472,5 +717,47 @@ mod tests {
         assert!(warnings.is_empty());
         default(&s, &mut v);
         assert_eq!(v, json!({"spec": {"a": {"b": 3}, "c": "x"}}));
+    }
+
+    #[test]
+    fn duplicates_of_sets_and_map_keys_and_incomplete_embedded_resources_are_found() {
+        let s = json!({"type": "object", "properties": {
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "map": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["k"], "items": {"type": "object"}},
+            "embedded": {"type": "object", "x-kubernetes-embedded-resource": true},
+        }});
+        let v = json!({"set": ["a", "b", "a"], "map": [{"k": 1, "v": 1}, {"k": 1, "v": 2}],
+            "embedded": {"kind": "K"}});
+        let mut faults = Vec::new();
+        structure_faults(&s, &v, "spec", &mut faults);
+        let shown: Vec<String> = faults.iter().map(|(f, _, m)| format!("{f}: {m}")).collect();
+        assert_eq!(
+            shown,
+            [
+                "spec.embedded.apiVersion: Required value",
+                "spec.map[1]: Duplicate value: {\"k\":1}",
+                "spec.set[2]: Duplicate value: \"a\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_schema_that_is_not_structural_is_refused_deepest_first() {
+        let schema = json!({"type": "object", "properties": {"spec": {"properties": {
+            "a": {"description": "untyped"},
+            "b": {"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object"}},
+        }}}});
+        let mut faults = Vec::new();
+        structural_faults(&schema, "s", &mut faults);
+        let fields: Vec<&str> = faults.iter().map(|(f, _, _)| f.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "s.properties[spec].properties[a].type",
+                "s.properties[spec].properties[b].x-kubernetes-list-map-keys",
+                "s.properties[spec].type",
+            ]
+        );
     }
 }

@@ -13,6 +13,7 @@
 //!   port, internal traffic policy, IP family fields, an empty load-balancer status, and
 //!   (see [`allocate`]) a cluster IP from `10.0.0.0/24` and node ports from 30000, kept
 //!   by an update that leaves them out;
+//! - a ConfigMap's or Secret's empty `data` or `binaryData` is left out;
 //! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
 //!   Secret's type never changes (with the Secret's own faults, see `core_kinds`, in the
 //!   same answer);

@@ -4,6 +4,9 @@
 //!
 //! # Contract
 //!
+//! - `/apis/<group>` answers the group's `APIGroup`; a custom resource group lists its
+//!   served versions in Kubernetes' version priority (GA, beta, alpha, each by number,
+//!   then others by name), and a version it does not serve is `404 page not found`.
 //! - `/api` and `/apis` answer an `APIGroupDiscoveryList` when the `Accept` header asks
 //!   for `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList` before any
 //!   plain JSON, with that content type; otherwise the legacy document. `v2beta1` is not
@@ -69,8 +72,40 @@ fn groups(store: &Store) -> Vec<(String, Vec<String>)> {
                 entry.push(v.clone());
             }
         }
+        if !r.builtin {
+            entry.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
+        }
     }
     groups
+}
+
+/// How Kubernetes orders a custom resource's versions, highest first: GA before beta
+/// before alpha (each by its numbers, highest first), then any other name in alphabetical
+/// order.
+fn version_priority(version: &str) -> (u8, u64, u64, std::cmp::Reverse<String>) {
+    let other = (0, 0, 0, std::cmp::Reverse(version.to_string()));
+    let Some(rest) = version.strip_prefix('v') else {
+        return other;
+    };
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let Ok(major) = rest[..digits].parse::<u64>() else {
+        return other;
+    };
+    let tail = &rest[digits..];
+    let none = std::cmp::Reverse(String::new());
+    if tail.is_empty() {
+        return (3, major, 0, none);
+    }
+    for (level, word) in [(2, "beta"), (1, "alpha")] {
+        if let Some(minor) = tail.strip_prefix(word)
+            && let Ok(minor) = minor.parse::<u64>()
+        {
+            return (level, major, minor, none);
+        }
+    }
+    other
 }
 
 /// The resources served at `group`/`version`.
@@ -98,10 +133,38 @@ pub fn group_list(store: &Store) -> Value {
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
+/// The legacy `APIGroup` of `/apis/<group>`; `None` for a group not served.
+pub fn group(store: &Store, name: &str) -> Option<Value> {
+    let doc = group_list(store);
+    let found = doc["groups"]
+        .as_array()?
+        .iter()
+        .find(|g| g["name"] == name)?
+        .clone();
+    let mut group = json!({"kind": "APIGroup", "apiVersion": "v1"});
+    for k in ["name", "versions", "preferredVersion"] {
+        group[k] = found[k].clone();
+    }
+    Some(group)
+}
+
+/// Whether `name` is a group the server serves.
+pub fn serves_group(store: &Store, name: &str) -> bool {
+    groups(store).iter().any(|(g, _)| g == name)
+}
+
 /// The legacy `APIResourceList` of `/api/v1` or `/apis/<group>/<version>`.
 pub fn resource_list(store: &Store, group: &str, version: &str) -> ApiResult<Value> {
     let served = served_at(store, group, version);
     if served.is_empty() {
+        // A custom resource group's version that is not served has no handler at all.
+        if store
+            .resources()
+            .iter()
+            .any(|r| r.group == group && !r.builtin)
+        {
+            return Err(ApiError::new(404, "NotFound", "404 page not found"));
+        }
         return Err(ApiError::no_route());
     }
     let mut resources = Vec::new();

@@ -34,7 +34,9 @@
 //!   at once: the CRD is created `NamesAccepted` and `Established`, as the real server
 //!   reports a moment later; `kubectl wait --for=condition=Established` returns).
 //!   Objects are schema-less JSON, no conversion between versions. What is defaulted and
-//!   checked, each compared with the real server in the differential suite: names (a
+//!   checked, each compared with the real server in the differential suite: every
+//!   object's metadata (label and annotation keys and values, the annotations' total size,
+//!   owner references, finalizers: see `object_meta`), names (a
 //!   DNS-1123 subdomain; a label for Namespaces and Services; `<plural>.<group>` for
 //!   CRDs), a body's `apiVersion` and `kind` against the URL, the maps of strings of a
 //!   built-in body (labels, annotations, a ConfigMap's data), a Secret's data as base64
@@ -217,6 +219,7 @@ mod limit_ranges;
 mod managed;
 mod mutating_policies;
 mod networking_kinds;
+mod object_meta;
 mod openapi;
 mod pod_spec;
 mod pod_update;

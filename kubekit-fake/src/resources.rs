@@ -280,6 +280,236 @@ pub(crate) fn builtin_of(group: &str, kind: &str) -> ResourceInfo {
 }
 
 /// The resource a `CustomResourceDefinition` object defines, or why it defines none.
+/// One fault of a CRD: its field, its cause's reason and its message.
+pub(crate) type CrdFault = (String, &'static str, String);
+
+/// The faults of a CRD's spec that the real server checks before anything else of it: a
+/// group without a dot, an unknown scope or conversion strategy, a webhook conversion
+/// without its configuration, a list kind that is the kind, short names, categories and
+/// version names that are not DNS-1035 labels, a version without a schema, a scale path
+/// that is not a path, printer columns without a JSON path or of an unknown type.
+pub(crate) fn crd_spec_faults(crd: &Value) -> Vec<CrdFault> {
+    let spec = &crd["spec"];
+    let text = |p: &str| spec.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let quoted = |v: &str| crate::status::shown(&Value::String(v.to_string()));
+    let mut out = Vec::new();
+    let group = text("/group");
+    if !group.is_empty() && !group.contains('.') {
+        let detail = format!(
+            "Invalid value: {}: should be a domain with at least one dot",
+            quoted(group)
+        );
+        out.push(("spec.group".to_string(), "FieldValueInvalid", detail));
+    }
+    let scope = text("/scope");
+    if !scope.is_empty() && scope != "Cluster" && scope != "Namespaced" {
+        let detail = format!(
+            "Unsupported value: {}: supported values: \"Cluster\", \"Namespaced\"",
+            quoted(scope)
+        );
+        out.push(("spec.scope".to_string(), "FieldValueNotSupported", detail));
+    }
+    let (kind, list_kind) = (text("/names/kind"), text("/names/listKind"));
+    if !kind.is_empty() && kind == list_kind {
+        let detail = format!(
+            "Invalid value: {}: kind and listKind may not be the same",
+            quoted(list_kind)
+        );
+        out.push((
+            "spec.names.listKind".to_string(),
+            "FieldValueInvalid",
+            detail,
+        ));
+    }
+    let strategy = text("/conversion/strategy");
+    if !strategy.is_empty() && strategy != "None" && strategy != "Webhook" {
+        let detail = format!(
+            "Unsupported value: {}: supported values: \"None\", \"Webhook\"",
+            quoted(strategy)
+        );
+        out.push((
+            "spec.conversion.strategy".to_string(),
+            "FieldValueNotSupported",
+            detail,
+        ));
+    }
+    if strategy == "Webhook" {
+        let conversion = &spec["conversion"];
+        if conversion["webhook"]["clientConfig"].is_null() {
+            let detail = "Required value: required when strategy is set to Webhook".to_string();
+            out.push((
+                "spec.conversion.webhookClientConfig".to_string(),
+                "FieldValueRequired",
+                detail,
+            ));
+        }
+        if conversion["webhook"]["conversionReviewVersions"].is_null() {
+            let field = "spec.conversion.conversionReviewVersions".to_string();
+            out.push((field, "FieldValueRequired", "Required value".to_string()));
+        }
+    }
+    let label = |field: String, value: &Value, out: &mut Vec<CrdFault>| {
+        let text = value.as_str().unwrap_or_default();
+        for why in kubekit::validation::dns1035_label(text) {
+            let detail = format!("Invalid value: {}: {why}", quoted(text));
+            out.push((field.clone(), "FieldValueInvalid", detail));
+        }
+    };
+    for list in ["shortNames", "categories"] {
+        let names = spec["names"][list].as_array().into_iter().flatten();
+        for (i, name) in names.enumerate() {
+            label(format!("spec.names.{list}[{i}]"), name, &mut out);
+        }
+    }
+    let versions: Vec<&Value> = spec["versions"].as_array().into_iter().flatten().collect();
+    for (i, version) in versions.iter().enumerate() {
+        label(
+            format!("spec.versions[{i}].name"),
+            &version["name"],
+            &mut out,
+        );
+        if i == 0 {
+            // The internal form's single version is named too.
+            label("spec.version".to_string(), &version["name"], &mut out);
+        }
+        if version["schema"]["openAPIV3Schema"].is_null() {
+            let field = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            out.push((field, "FieldValueRequired", "Required value".to_string()));
+        }
+    }
+    // Subresources and columns every version shares are the spec's own in the internal form.
+    let shared = |pointer: &str| -> Option<&Value> {
+        let first = versions.first()?.pointer(pointer)?;
+        versions
+            .iter()
+            .all(|v| v.pointer(pointer) == Some(first))
+            .then_some(first)
+    };
+    if let Some(scale) = shared("/subresources/scale") {
+        for path in ["specReplicasPath", "statusReplicasPath"] {
+            if let Some(p) = scale[path].as_str()
+                && !p.starts_with('.')
+            {
+                let detail = format!(
+                    "Invalid value: {}: must be a simple json path starting with .",
+                    quoted(p)
+                );
+                out.push((
+                    format!("spec.subresources.scale.{path}"),
+                    "FieldValueInvalid",
+                    detail,
+                ));
+            }
+        }
+    }
+    if let Some(columns) = shared("/additionalPrinterColumns").and_then(Value::as_array) {
+        for (i, column) in columns.iter().enumerate() {
+            let at = format!("spec.additionalPrinterColumns[{i}]");
+            let ty = column["type"].as_str().unwrap_or_default();
+            if !["boolean", "date", "integer", "number", "string"].contains(&ty) {
+                let detail = format!(
+                    "Invalid value: {}: must be one of boolean,date,integer,number,string",
+                    quoted(ty)
+                );
+                out.push((format!("{at}.type"), "FieldValueInvalid", detail));
+            }
+            if column["jsonPath"].as_str().is_none_or(str::is_empty) {
+                out.push((
+                    format!("{at}.JSONPath"),
+                    "FieldValueRequired",
+                    "Required value".to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The faults of an update of a CRD from `old` to `new`: its group, scope, plural and
+/// kind never change, and a version once stored stays in its versions.
+pub(crate) fn crd_update_faults(new: &Value, old: &Value) -> Vec<CrdFault> {
+    let mut out = Vec::new();
+    for (pointer, field) in [
+        ("/spec/group", "spec.group"),
+        ("/spec/scope", "spec.scope"),
+        ("/spec/names/plural", "spec.names.plural"),
+        ("/spec/names/kind", "spec.names.kind"),
+    ] {
+        let (n, o) = (new.pointer(pointer), old.pointer(pointer));
+        if let Some(n) = n
+            && n != o.unwrap_or(&Value::Null)
+        {
+            let detail = format!(
+                "Invalid value: {}: field is immutable",
+                crate::status::shown(n)
+            );
+            out.push((field.to_string(), "FieldValueInvalid", detail));
+        }
+    }
+    let versions: Vec<&str> = new["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    let stored = old["status"]["storedVersions"]
+        .as_array()
+        .into_iter()
+        .flatten();
+    for (i, v) in stored.filter_map(Value::as_str).enumerate() {
+        if !versions.contains(&v) {
+            let detail = format!(
+                "Invalid value: \"{v}\": missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"
+            );
+            out.push((
+                format!("status.storedVersions[{i}]"),
+                "FieldValueInvalid",
+                detail,
+            ));
+        }
+    }
+    out
+}
+
+/// A CRD's defaults: its list kind (`<Kind>List`) and conversion strategy (`None`).
+pub(crate) fn default_crd(crd: &mut Value) {
+    let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if spec.get("conversion").is_none_or(Value::is_null) {
+        spec.insert("conversion".into(), json!({"strategy": "None"}));
+    }
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut)
+        && names
+            .get("listKind")
+            .is_none_or(|l| l.as_str().is_none_or(str::is_empty))
+        && let Some(kind) = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    {
+        names.insert("listKind".into(), json!(format!("{kind}List")));
+    }
+}
+
+/// `crd`'s status after an update: the storage version of its spec added to the versions
+/// it has stored.
+pub(crate) fn record_storage_version(crd: &mut Value) {
+    let storage = crd["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["storage"] == json!(true))
+        .and_then(|v| v["name"].as_str())
+        .map(str::to_string);
+    if let Some(storage) = storage
+        && let Some(stored) = crd["status"]["storedVersions"].as_array_mut()
+        && !stored.iter().any(|v| v == &json!(storage))
+    {
+        stored.push(json!(storage));
+    }
+}
+
 pub fn from_crd(crd: &Value) -> Result<ResourceInfo, String> {
     let spec = crd.get("spec").ok_or("spec: Required value")?;
     let text = |v: &Value, path: &str| -> Result<String, String> {

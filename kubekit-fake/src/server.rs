@@ -12,13 +12,29 @@
 //!   `smp`), server-side apply (see `managed`; not of the scale subresource); anything else
 //!   is `415 UnsupportedMediaType`. Every write records its manager's fields in
 //!   managedFields (see `managed`).
-//! - Bodies are JSON (no YAML), at most [`MAX_BODY_BYTES`]; a create or update of a
+//! - Bodies are JSON or YAML, at most [`MAX_BODY_BYTES`]; a create or update of a
 //!   built-in kind may also send protobuf (`application/vnd.kubernetes.protobuf`, as
 //!   kubectl and client-go's typed clients do), read through `kubekit_protobuf::json_codec`.
 //!   A body that is not an object is `400 BadRequest`; protobuf of a kind without a
 //!   protobuf form (a custom resource) is `415`. Answers are protobuf when the client asks
 //!   for protobuf first and the answer (object, list, `Status`) has a protobuf form. `dryRun=All` runs a write on a copy of the
 //!   store, dropped after: the answer is as if written, nothing is stored or watched.
+//! - Options are checked as the real server checks them, with its `422` naming
+//!   `ListOptions`, `DeleteOptions` or `PatchOptions`: `resourceVersionMatch` and
+//!   `sendInitialEvents` of lists and watches, `propagationPolicy`, `orphanDependents`
+//!   and `dryRun` of deletes (a body of another kind than `DeleteOptions` is `400`), `force`
+//!   on a patch that is no apply, a `fieldManager` of more than 128 bytes. A negative
+//!   `limit` is none; a list at resourceVersion "0" is not paged (the watch cache's).
+//! - A namespaced resource without a namespace serves lists and watches only: a built-in
+//!   one answers other collection verbs `405` and a named path `404`; a custom resource
+//!   `404 page not found`, as an unknown group does. A custom resource's status or scale
+//!   refuses `POST` and `DELETE` with `405`, and an unknown subresource is its object's
+//!   `404`.
+//! - Bodies of objects may be JSON, YAML or protobuf (else `415`); an `Accept` header
+//!   naming none of them is `406`; a body over [`MAX_BODY_BYTES`] is `413`. An update
+//!   must name its object; its `metadata.uid`, when set, is a precondition (`409`). An
+//!   update of a missing Lease, LeaseCandidate, Event, Service, Endpoints, LimitRange,
+//!   RuntimeClass or RBAC role or binding creates it (`201`), as on the real server.
 //! - Every error is a `metav1.Status`. No client input panics the server.
 
 use std::collections::HashMap;
@@ -49,7 +65,7 @@ use crate::resources::ResourceInfo;
 use crate::scale;
 use crate::selectors::Filter;
 use crate::smp;
-use crate::status::{ApiError, ApiResult, details};
+use crate::status::{ApiError, ApiResult, details, shown};
 use crate::store::{self, DeleteRequest, Deleted, Prepared, Store};
 use crate::tables;
 use crate::watch::{WatchRequest, start_watch};
@@ -192,6 +208,13 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
         })),
         ["apis"] => Ok(discovery::group_list(&shared.store.lock())),
         ["api", "v1"] => discovery::resource_list(&shared.store.lock(), "", "v1"),
+        // A group not served has no handler at all: the mux's `404 page not found`.
+        ["apis", group, ..] if !discovery::serves_group(&shared.store.lock(), group) => {
+            Err(ApiError::new(404, "NotFound", "404 page not found"))
+        }
+        ["apis", group] => {
+            discovery::group(&shared.store.lock(), group).ok_or_else(ApiError::no_route)
+        }
         ["apis", group, version] => discovery::resource_list(&shared.store.lock(), group, version),
         ["api", "v1", rest @ ..] => {
             return serve_resource(&shared, req, (user, asked), "", "v1", rest).await;
@@ -424,6 +447,10 @@ fn parse_target(
         Some("approval") if is_csrs => (true, false, false),
         Some("scale") if info.scale.is_some() => (false, true, false),
         Some("finalize") if is_namespaces => (false, false, true),
+        // A custom resource's handler answers an unknown subresource as a missing object.
+        Some(_) if !info.builtin => {
+            return Err(ApiError::not_found(&info, name.unwrap_or_default()));
+        }
         Some(_) => return Err(ApiError::no_route()),
     };
     if !info.namespaced && !ns.is_empty() {
@@ -486,7 +513,28 @@ async fn serve_resource(
         .headers()
         .get(header::ACCEPT)
         .and_then(|a| a.to_str().ok());
+    if let Some(accept) = accept
+        && !acceptable(accept)
+    {
+        let mut e = ApiError::new(
+            406,
+            "NotAcceptable",
+            format!("406: Not Acceptable\n\nAvailable representations: {BODY_MEDIA_TYPES}"),
+        );
+        e.details = Some(json!({}));
+        return error_response(&e);
+    }
     target.table = accept.is_some_and(tables::wanted);
+    if target.table
+        && let Some(include) = target
+            .param("includeObject")
+            .filter(|i| !matches!(*i, "" | "None" | "Metadata" | "Object"))
+    {
+        return error_response(&ApiError::bad_request(format!(
+            "Unable to convert to Table as requested: includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
+            kubekit::validation::quote(include)
+        )));
+    }
     target.metadata = accept.is_some_and(metadata_wanted);
     target.protobuf = accept.is_some_and(|a| {
         let first = a.split(',').next().unwrap_or_default();
@@ -502,17 +550,49 @@ async fn serve_resource(
             .to_string(),
     };
     let watch = matches!(target.param("watch"), Some("true" | "1"));
-    let Some(verb) = verb_of(req.method(), target.name.is_some(), watch) else {
-        return error_response(&ApiError::new(
+    let not_allowed = || {
+        let mut e = ApiError::new(
             405,
             "MethodNotAllowed",
-            format!(
-                "the server does not allow this method on the requested resource ({} {})",
-                req.method(),
-                target.info.qualified()
-            ),
-        ));
+            "the server does not allow this method on the requested resource",
+        );
+        e.details = Some(json!({}));
+        error_response(&e)
     };
+    // A subresource is read, updated and patched only: a custom resource's handler names
+    // the verb refused.
+    if (target.status || target.scale)
+        && !matches!(req.method().as_str(), "GET" | "PUT" | "PATCH")
+        && !target.info.builtin
+    {
+        let verb = match req.method().as_str() {
+            "POST" => "create",
+            "DELETE" => "delete",
+            other => other,
+        };
+        let message = format!(
+            "{verb} is not supported on resources of kind \"{}\"",
+            target.info.qualified()
+        );
+        let mut e = ApiError::new(405, "MethodNotAllowed", message);
+        e.details = Some(json!({"group": target.info.group, "kind": target.info.plural}));
+        return error_response(&e);
+    }
+    let Some(verb) = verb_of(req.method(), target.name.is_some(), watch) else {
+        return not_allowed();
+    };
+    // A namespaced resource without a namespace is served for lists and watches only: a
+    // built-in one refuses other collection verbs with 405 and has no named path; a
+    // custom resource has neither (its handler answers `404 page not found`).
+    if target.info.namespaced && target.ns.is_empty() && !matches!(verb, "list" | "watch") {
+        if !target.info.builtin {
+            return error_response(&ApiError::new(404, "NotFound", "404 page not found"));
+        }
+        return match target.name {
+            Some(_) => error_response(&ApiError::no_route()),
+            None => not_allowed(),
+        };
+    }
     let allowed = if target.scale {
         discovery::SUBRESOURCE_VERBS.contains(&verb)
     } else if target.finalize {
@@ -521,13 +601,7 @@ async fn serve_resource(
         target.info.verbs.iter().any(|v| v == verb)
     };
     if !allowed {
-        let mut e = ApiError::new(
-            405,
-            "MethodNotAllowed",
-            "the server does not allow this method on the requested resource",
-        );
-        e.details = Some(json!({}));
-        return error_response(&e);
+        return not_allowed();
     }
     (target.user, target.asked) = access;
     if let Some(e) = unsupported_dry_run(&target, verb) {
@@ -558,14 +632,19 @@ async fn serve_resource(
         .await
     {
         Ok(b) => b.to_bytes(),
-        Err(e) => {
+        Err(_) => {
             return error_response(&ApiError::new(
                 413,
                 "RequestEntityTooLarge",
-                format!("reading the request body: {e}"),
+                format!("Request entity too large: limit is {MAX_BODY_BYTES}"),
             ));
         }
     };
+    if matches!(verb, "watch" | "list" | "deletecollection")
+        && let Err(e) = check_list_options(&target, verb == "watch")
+    {
+        return answer(&target, &e.to_status(), e.code);
+    }
     if verb == "watch" {
         return match WatchRequest::new(&target.info, &target.version, &target.ns, &target.query) {
             Ok(w) => start_watch(
@@ -627,6 +706,23 @@ const METADATA_API_VERSION: &str = "meta.k8s.io/v1";
 
 /// Whether an `Accept` header asks for metadata only first
 /// (`...;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`, JSON or protobuf).
+/// Whether an `Accept` header names a media type the server answers in (JSON, YAML,
+/// protobuf, or any).
+fn acceptable(accept: &str) -> bool {
+    accept.split(',').any(|media| {
+        let base = media.split(';').next().unwrap_or_default().trim();
+        matches!(
+            base,
+            "" | "*/*"
+                | "application/*"
+                | "application/json"
+                | "application/yaml"
+                | "application/vnd.kubernetes.protobuf"
+                | "application/json;stream=watch"
+        )
+    })
+}
+
 fn metadata_wanted(accept: &str) -> bool {
     accept.split(',').next().is_some_and(|first| {
         let params: Vec<&str> = first.split(';').map(str::trim).collect();
@@ -717,9 +813,31 @@ fn protobuf_body(body: &[u8]) -> ApiResult<Value> {
 
 /// The request body of a create or update, which must be an object: JSON, or protobuf of a
 /// built-in kind (what kubectl and client-go's typed clients send).
+/// The media types a body of an object may have (YAML read as JSON is).
+const BODY_MEDIA_TYPES: &str =
+    "application/json, application/yaml, application/vnd.kubernetes.protobuf";
+
 fn object_body(t: &Target, content_type: &str, body: &[u8]) -> ApiResult<Value> {
     let v = if content_type == kubekit_protobuf::CONTENT_TYPE {
         protobuf_body(body)?
+    } else if !matches!(content_type, "application/json" | "application/yaml" | "") {
+        let mut e = ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {BODY_MEDIA_TYPES}"
+            ),
+        );
+        e.details = None;
+        return Err(e);
+    } else if content_type == "application/yaml" {
+        serde_yaml::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error converting YAML to JSON: {e}")))?
+    } else if body.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: unexpected end of JSON input (<empty>)",
+            t.info.kind
+        )));
     } else if body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
@@ -858,21 +976,109 @@ pub(crate) fn bad_rv(rv: &str) -> String {
     )
 }
 
-fn list(shared: &Shared, t: &Target) -> Answer {
-    if t.param("sendInitialEvents").is_some() {
-        return Err(ApiError::forbidden_list_option(
-            "sendInitialEvents",
-            "sendInitialEvents is forbidden for list",
-        ));
+/// Refuses list options as apimachinery's `ValidateListOptions` does, with every fault:
+/// for a list, a `resourceVersionMatch` without a `resourceVersion`, with a `continue`, of
+/// an unknown value or `Exact` at `0`, and any `sendInitialEvents`; for a watch,
+/// `sendInitialEvents` without `resourceVersionMatch=NotOlderThan`, and a
+/// `resourceVersionMatch` without `sendInitialEvents`, other than `NotOlderThan` or with a
+/// `continue`.
+fn check_list_options(t: &Target, watch: bool) -> ApiResult<()> {
+    let forbidden = |why: &str| {
+        let detail = format!("Forbidden: {why}");
+        ("resourceVersionMatch", "FieldValueForbidden", detail)
+    };
+    let unsupported = |matched: &str, supported: &str| {
+        let detail = format!(
+            "Unsupported value: {}: supported values: {supported}",
+            kubekit::validation::quote(matched)
+        );
+        ("resourceVersionMatch", "FieldValueNotSupported", detail)
+    };
+    let matched = t.param("resourceVersionMatch").filter(|m| !m.is_empty());
+    let has = |key: &str| t.param(key).is_some_and(|v| !v.is_empty());
+    let initial_events = t.param("sendInitialEvents").is_some();
+    let mut faults = Vec::new();
+    if watch {
+        if initial_events && matched != Some("NotOlderThan") {
+            faults.push(forbidden(
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if let Some(m) = matched {
+            if !initial_events {
+                faults.push(forbidden(
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                faults.push(unsupported(m, "\"NotOlderThan\""));
+            }
+            if has("continue") {
+                faults.push(forbidden(
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+    } else {
+        if let Some(m) = matched {
+            if !has("resourceVersion") {
+                faults.push(forbidden(
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if has("continue") {
+                faults.push(forbidden(
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if m != "Exact" && m != "NotOlderThan" {
+                faults.push(unsupported(m, "\"Exact\", \"NotOlderThan\", \"\""));
+            }
+            if m == "Exact" && t.param("resourceVersion") == Some("0") {
+                faults.push(forbidden(
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if initial_events {
+            let detail = "Forbidden: sendInitialEvents is forbidden for list".to_string();
+            faults.push(("sendInitialEvents", "FieldValueForbidden", detail));
+        }
     }
+    options_invalid(t, "ListOptions", &faults)
+}
+
+/// `422 Invalid` of a request's `options` (`ListOptions`, `DeleteOptions`) with `faults`,
+/// as the real server names them; `Ok` without faults.
+fn options_invalid(t: &Target, options: &str, faults: &[(&str, &str, String)]) -> ApiResult<()> {
+    if faults.is_empty() {
+        return Ok(());
+    }
+    let info = ResourceInfo {
+        kind: options.into(),
+        group: "meta.k8s.io".into(),
+        ..t.info.clone()
+    };
+    Err(ApiError::invalid_fields(&info, "", faults))
+}
+
+fn list(shared: &Shared, t: &Target) -> Answer {
     let filter = Filter::parse(&t.info, t.param("labelSelector"), t.param("fieldSelector"))?;
-    let limit: usize = match t.param("limit") {
-        Some(l) => l.parse().map_err(|_| {
+    // A negative limit is none, as on the real server.
+    let mut limit: usize = match t.param("limit") {
+        Some(l) => l.parse::<i64>().map_err(|_| {
             let l = kubekit::validation::quote(l);
             ApiError::bad_request(format!("strconv.ParseInt: parsing {l}: invalid syntax"))
         })?,
         None => 0,
-    };
+    }
+    .try_into()
+    .unwrap_or(0);
+    // A list at resourceVersion "0" is served whole by the watch cache, which does not
+    // page (from a `continue`'s position, when given).
+    if t.param("resourceVersion") == Some("0") && t.param("resourceVersionMatch").is_none() {
+        limit = 0;
+    }
     let (at, after) = match t.param("continue").filter(|c| !c.is_empty()) {
         Some(token) => {
             let (rv, ns, name) = decode_continue(token)?;
@@ -891,12 +1097,6 @@ fn list(shared: &Shared, t: &Target) -> Answer {
                     }
                     None
                 }
-                (None, Some(_)) => {
-                    return Err(ApiError::forbidden_list_option(
-                        "resourceVersionMatch",
-                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
-                    ));
-                }
                 _ => None,
             };
             (exact, None)
@@ -908,7 +1108,12 @@ fn list(shared: &Shared, t: &Target) -> Answer {
         if let Some(at) = at
             && at > store.resource_version()
         {
-            return Err(too_large(at, store.resource_version()));
+            // An exact list is refused by the storage, which says so as a timeout.
+            let mut e = too_large(at, store.resource_version());
+            if t.param("resourceVersionMatch") == Some("Exact") {
+                e.message = format!("Timeout: {}", e.message);
+            }
+            return Err(e);
         }
         store.snapshot(&t.info, ns, at)?
     };
@@ -1200,6 +1405,7 @@ async fn admitted_write(
             let draft = make(s)?;
             let object = stored_from(draft.object.clone(), draft.old.as_deref())?;
             let prepared = prepare(s, &draft, object)?;
+            warn_of_finalizers(t, &prepared.object, draft.old.as_deref());
             let stored = commit(s, prepared)?;
             let stored = stored.ok_or_else(|| ApiError::conflict_retries(&t.info, name(t)))?;
             Ok((draft.old.is_none(), stored))
@@ -1262,11 +1468,21 @@ async fn admitted_write(
         let warnings = admission::validate(shared, &attrs, Some(&shown), old.as_ref()).await?;
         t.warnings.lock().extend(warnings);
         let created = prepared.previous.is_none();
+        warn_of_finalizers(t, &prepared.object, draft.old.as_deref());
         if let Some(stored) = shared.write_for(t.dry_run, |s| commit(s, prepared))? {
             return Ok((created, stored));
         }
     }
     Err(ApiError::conflict_retries(&t.info, name(t)))
+}
+
+/// Warns of the finalizers a write of a custom resource adds without a domain, as the
+/// real server's custom resource strategy does (see `object_meta::finalizer_warnings`).
+fn warn_of_finalizers(t: &Target, new: &Value, old: Option<&Value>) {
+    if !t.info.builtin && !t.status && !t.scale {
+        let warnings = crate::object_meta::finalizer_warnings(new, old);
+        t.warnings.lock().extend(warnings);
+    }
 }
 
 /// `metadata.name` of `obj`, or empty.
@@ -1421,8 +1637,25 @@ async fn update(shared: &Arc<Shared>, t: &Target, obj: Value) -> Answer {
     check_kind(t, &obj)?;
     check_namespace(t, &obj)?;
     let obj = t.pruned(obj)?;
-    let (_, updated) = admitted_write(shared, t, |s| {
-        let old = s.get(&t.info, &t.ns, name(t))?;
+    let (created, updated) = admitted_write(shared, t, |s| {
+        let old = match s.get(&t.info, &t.ns, name(t)) {
+            Ok(old) => old,
+            Err(e) if e.code == 404 && creates_on_update(t) => {
+                t.check_rbac_write(shared, s, &obj, None)?;
+                // Created whatever resourceVersion the update was made against.
+                let mut object = obj.clone();
+                if let Some(m) = object["metadata"].as_object_mut() {
+                    m.remove("resourceVersion");
+                }
+                return Ok(Draft {
+                    object,
+                    old: None,
+                    track: true,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        check_uid_precondition(t, &obj, &old)?;
         t.check_rbac_write(shared, s, &obj, Some(&old))?;
         Ok(Draft {
             object: obj.clone(),
@@ -1431,7 +1664,54 @@ async fn update(shared: &Arc<Shared>, t: &Target, obj: Value) -> Answer {
         })
     })
     .await?;
+    if created {
+        return Ok((201, created_answer(t, &updated)));
+    }
     Ok((200, unwritten(shared, t, t.present(&updated))))
+}
+
+/// Whether an update of a missing object of `t` creates it: the kinds whose strategy
+/// allows it on the real server (RBAC's roles and bindings, Leases and LeaseCandidates,
+/// LimitRanges, Events, Services, Endpoints, RuntimeClasses).
+fn creates_on_update(t: &Target) -> bool {
+    t.info.builtin
+        && !t.status
+        && !t.scale
+        && matches!(
+            (t.info.group.as_str(), t.info.plural.as_str()),
+            ("rbac.authorization.k8s.io", _)
+                | ("coordination.k8s.io", "leases" | "leasecandidates")
+                | ("", "limitranges" | "events" | "services" | "endpoints")
+                | ("events.k8s.io", "events")
+                | ("node.k8s.io", "runtimeclasses")
+        )
+}
+
+/// An update's `metadata.uid`, when set, is a precondition on the stored object's, as the
+/// real server's storage checks it (its error names the object's etcd key).
+fn check_uid_precondition(t: &Target, obj: &Value, old: &Value) -> ApiResult<()> {
+    let uid = |o: &Value| {
+        o.pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (wanted, held) = (uid(obj), uid(old));
+    if wanted.is_empty() || wanted == held {
+        return Ok(());
+    }
+    let prefix = match t.info.builtin {
+        true => t.info.plural.clone(),
+        false => format!("{}/{}", t.info.group, t.info.plural),
+    };
+    let key = match t.ns.as_str() {
+        "" => format!("/registry/{prefix}/{}", name(t)),
+        ns => format!("/registry/{prefix}/{ns}/{}", name(t)),
+    };
+    let why = format!(
+        "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {wanted}, UID in object meta: {held}"
+    );
+    Err(ApiError::conflict(&t.info, name(t), &why))
 }
 
 /// A patch of a request, parsed.
@@ -1526,7 +1806,28 @@ impl PatchBody {
     }
 }
 
+/// The most bytes of a field manager's name.
+const MAX_FIELD_MANAGER_BYTES: usize = 128;
+
+/// Refuses a write's options as the real server does: a `fieldManager` of more than 128
+/// bytes; `force` on a patch that is not an apply.
+fn check_write_options(t: &Target, options: &str, apply: bool) -> ApiResult<()> {
+    let mut faults = Vec::new();
+    if t.param("fieldManager")
+        .is_some_and(|m| m.len() > MAX_FIELD_MANAGER_BYTES)
+    {
+        let detail = format!("Too long: may not be more than {MAX_FIELD_MANAGER_BYTES} bytes");
+        faults.push(("fieldManager", "FieldValueTooLong", detail));
+    }
+    if options == "PatchOptions" && !apply && t.param("force").is_some() {
+        let detail = "Forbidden: may not be specified for non-apply patch".to_string();
+        faults.push(("force", "FieldValueForbidden", detail));
+    }
+    options_invalid(t, options, &faults)
+}
+
 async fn patch(shared: &Arc<Shared>, t: &Target, content_type: &str, body: &[u8]) -> Answer {
+    check_write_options(t, "PatchOptions", content_type == APPLY_PATCH)?;
     if content_type == APPLY_PATCH {
         return apply(shared, t, body).await;
     }
@@ -1535,6 +1836,7 @@ async fn patch(shared: &Arc<Shared>, t: &Target, content_type: &str, body: &[u8]
         let stored = s.get(&t.info, &t.ns, name(t))?;
         let live = t.present(&stored);
         let obj = t.pruned(patch.apply(live.clone(), &t.info.kind)?)?;
+        check_namespace(t, &obj)?;
         t.check_rbac_write(shared, s, &obj, Some(&live))?;
         Ok(Draft {
             object: obj,
@@ -1563,18 +1865,46 @@ async fn apply(shared: &Arc<Shared>, t: &Target, body: &[u8]) -> Answer {
     let config: Value = serde_yaml::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !config.is_object() {
-        return Err(ApiError::bad_request(
-            "the apply configuration must be an object",
-        ));
+        return Err(ApiError::bad_request(format!(
+            "error decoding patch: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            go_json_type(&config)
+        )));
+    }
+    // The configuration names its type, which must be the resource's.
+    let text = |k: &str| config[k].as_str().unwrap_or_default();
+    let (group, version) = match text("apiVersion").rsplit_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", text("apiVersion")),
+    };
+    if text("kind") != t.info.kind || text("apiVersion") != t.info.api_version(&t.version) {
+        return Err(ApiError::bad_request(format!(
+            "invalid object type: {group}/{version}, Kind={}",
+            text("kind")
+        )));
+    }
+    if config
+        .pointer("/metadata/managedFields")
+        .is_some_and(|m| !m.is_null())
+    {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
     check_kind(t, &config)?;
     check_namespace(t, &config)?;
-    match config.pointer("/metadata/name").and_then(Value::as_str) {
+    match config
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
         Some(n) if n == name(t) => {}
-        other => {
+        Some(n) => {
             return Err(ApiError::bad_request(format!(
-                "the name of the object ({}) does not match the name on the URL ({})",
-                other.unwrap_or_default(),
+                "the name of the object ({n}) does not match the name on the URL ({})",
+                name(t)
+            )));
+        }
+        None => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({} based on URL) was undeterminable: name must be provided",
                 name(t)
             )));
         }
@@ -1620,7 +1950,7 @@ async fn apply(shared: &Arc<Shared>, t: &Target, body: &[u8]) -> Answer {
 /// The real server's `422` for a `dryRun` other than `All` on a write, naming the write's
 /// options (`CreateOptions`, ...).
 fn unsupported_dry_run(t: &Target, verb: &str) -> Option<ApiError> {
-    let value = t.param("dryRun").filter(|d| !d.is_empty() && *d != "All")?;
+    let value = t.param("dryRun").filter(|d| *d != "All")?;
     let options = match verb {
         "create" => "CreateOptions",
         "update" => "UpdateOptions",
@@ -1711,6 +2041,12 @@ async fn finalize(shared: &Arc<Shared>, t: &Target, content_type: &str, body: &[
 /// scale subresource (which the real server applies and the fake does not) or an unknown
 /// type.
 fn unsupported_patch(t: &Target, content_type: &str) -> ApiError {
+    // A type that is no patch at all has no route (go-restful's answer).
+    if !content_type.ends_with("patch+json") && content_type != APPLY_PATCH {
+        let mut e = ApiError::new(415, "UnsupportedMediaType", "415: Unsupported Media Type");
+        e.details = Some(json!({}));
+        return e;
+    }
     let mut accepted = vec![
         "application/json-patch+json",
         "application/merge-patch+json",
@@ -1736,12 +2072,17 @@ fn unsupported_patch(t: &Target, content_type: &str) -> ApiError {
 /// DeleteOptions from the body and the query.
 fn delete_request(t: &Target, body: &[u8]) -> ApiResult<DeleteRequest> {
     let opts = json_body(body)?;
-    let dry_run = opts.get("dryRun").and_then(Value::as_array);
-    if dry_run.is_some_and(|d| d.iter().any(|v| v != "All")) {
-        return Err(ApiError::bad_request(
-            "dryRun: Unsupported value: supported values: \"All\"",
-        ));
+    if let Some(kind) = opts["kind"]
+        .as_str()
+        .filter(|k| !k.is_empty() && *k != "DeleteOptions")
+    {
+        let version = opts["apiVersion"].as_str().unwrap_or_default();
+        return Err(ApiError::bad_request(format!(
+            "no kind \"{kind}\" is registered for version \"{version}\" in scheme \"pkg/runtime/scheme.go:111\""
+        )));
     }
+    check_delete_options(t, &opts)?;
+    let dry_run = opts.get("dryRun").and_then(Value::as_array);
     let text = |v: &Value| v.as_str().map(str::to_string);
     let orphan = match (
         opts.get("orphanDependents").and_then(Value::as_bool),
@@ -1772,6 +2113,40 @@ fn delete_request(t: &Target, body: &[u8]) -> ApiResult<DeleteRequest> {
         resource_version: text(&opts["preconditions"]["resourceVersion"]),
         propagation,
     })
+}
+
+/// Refuses DeleteOptions (the body's, else the query's) as apimachinery's
+/// `ValidateDeleteOptions` does: `orphanDependents` with a `propagationPolicy`, a policy
+/// that is not `Foreground`, `Background` or `Orphan`, a `dryRun` other than `All`.
+fn check_delete_options(t: &Target, opts: &Value) -> ApiResult<()> {
+    let given = |key: &str| match opts.get(key).filter(|v| !v.is_null()) {
+        Some(v) => Some(v.clone()),
+        None => t.param(key).map(|p| json!(p)),
+    };
+    let policy = given("propagationPolicy");
+    let mut faults = Vec::new();
+    if let Some(p) = &policy {
+        if given("orphanDependents").is_some() {
+            let why = "orphanDependents and deletionPropagation cannot be both set";
+            let detail = format!("Invalid value: {}: {why}", shown(p));
+            faults.push(("propagationPolicy", "FieldValueInvalid", detail));
+        }
+        if !["Foreground", "Background", "Orphan"].contains(&p.as_str().unwrap_or_default()) {
+            let supported = "supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"";
+            let detail = format!("Unsupported value: {}: {supported}", shown(p));
+            faults.push(("propagationPolicy", "FieldValueNotSupported", detail));
+        }
+    }
+    if let Some(dry_run) = opts.get("dryRun").and_then(Value::as_array)
+        && dry_run.iter().any(|v| v != "All")
+    {
+        let detail = format!(
+            "Unsupported value: {}: supported values: \"All\"",
+            Value::Array(dry_run.clone())
+        );
+        faults.push(("dryRun", "FieldValueNotSupported", detail));
+    }
+    options_invalid(t, "DeleteOptions", &faults)
 }
 
 async fn delete(shared: &Arc<Shared>, t: &Target, body: &[u8]) -> Answer {

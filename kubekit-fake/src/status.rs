@@ -184,10 +184,14 @@ impl ApiError {
         } else {
             format!("{}.{}", info.kind, info.group)
         };
-        let errors: Vec<String> = faults
-            .iter()
-            .map(|(field, _, detail)| format!("{}: {detail}", field.as_ref()))
-            .collect();
+        // The message names each fault once, as apimachinery's aggregate does.
+        let mut errors: Vec<String> = Vec::new();
+        for (field, _, detail) in faults {
+            let error = format!("{}: {detail}", field.as_ref());
+            if !errors.contains(&error) {
+                errors.push(error);
+            }
+        }
         let errors = match errors.as_slice() {
             [one] => one.clone(),
             all => format!("[{}]", all.join(", ")),

@@ -15,6 +15,18 @@
 //!   gone), preconditions, and garbage collection through `ownerReferences` (background,
 //!   foreground and orphan), done at once rather than by a controller. A deleted
 //!   namespace's objects are deleted with it.
+//! - A create checks every object's metadata (see `object_meta`), cuts a `generateName`
+//!   to 58 bytes before its random suffix, keeps a client's `generation` for a kind that
+//!   has none of its own, and refuses a `resourceVersion` (a bare `500`, as etcd's store
+//!   does); a name held by an object being deleted is `409 AlreadyExists` saying so. An
+//!   update checks the metadata too, and refuses a changed `uid`, `deletionTimestamp` or
+//!   `deletionGracePeriodSeconds`, a finalizer added while deleting, a custom resource's
+//!   changed `kind` or `apiVersion`, and a `resourceVersion` that does not parse (`500`).
+//!   A CRD is defaulted (list kind, conversion `None`), its scope, group, plural and kind
+//!   never change, a stored version stays among its versions, and its storage version is
+//!   added to `status.storedVersions`.
+//! - Deleting an object already being deleted with a propagation policy switches the
+//!   garbage collector's finalizer (`orphan` or `foregroundDeletion`).
 //! - The store is synchronous and is used under one lock that no caller holds across an
 //!   `.await`.
 
@@ -167,7 +179,7 @@ fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
         let quoted = kubekit::validation::quote(value);
         errs.into_iter().map(move |e| {
             (
-                field,
+                field.to_string(),
                 "FieldValueInvalid",
                 format!("Invalid value: {quoted}: {e}"),
             )
@@ -194,6 +206,7 @@ fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
             faults.extend(invalid("metadata.name", name, vec![why]));
         }
     }
+    faults.extend(crate::object_meta::faults(obj, info.builtin));
     if faults.is_empty() {
         return Ok(());
     }
@@ -203,6 +216,32 @@ fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
         info.group = String::new();
     }
     Err(ApiError::invalid_fields(&info, name, &faults))
+}
+
+/// Refuses a custom resource whose `kind` or `apiVersion` (changed by a patch) is not its
+/// resource's, as the custom resource validator does: the refusal names the kind sent.
+fn check_type_meta(info: &ResourceInfo, name: &str, new: &Value, old: &Value) -> ApiResult<()> {
+    let mut faults = Vec::new();
+    for field in ["kind", "apiVersion"] {
+        let (sent, wanted) = (&new[field], &old[field]);
+        if !sent.is_null() && sent != wanted {
+            let why = format!("must be {}", wanted.as_str().unwrap_or_default());
+            let shown = crate::status::shown(sent);
+            faults.push((
+                field,
+                "FieldValueInvalid",
+                format!("Invalid value: {shown}: {why}"),
+            ));
+        }
+    }
+    if faults.is_empty() {
+        return Ok(());
+    }
+    let sent = ResourceInfo {
+        kind: new["kind"].as_str().unwrap_or(&info.kind).to_string(),
+        ..info.clone()
+    };
+    Err(ApiError::invalid_fields(&sent, name, &faults))
 }
 
 /// Refuses a CRD whose CEL rules do not compile (see `cel_rules::compile`).
@@ -222,10 +261,16 @@ fn check_crd_rules(info: &ResourceInfo, name: &str, crd: &Value) -> ApiResult<()
         && let Some(first) = versions.first()
     {
         let at = "spec.validation.openAPIV3Schema";
+        if !schema(first).is_null() {
+            crate::crd_schema::structural_faults(&schema(first), at, &mut faults);
+        }
         crate::cel_rules::compile_errors(&schema(first), at, &mut faults);
     } else {
         for (i, version) in versions.iter().enumerate() {
             let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            if !schema(version).is_null() {
+                crate::crd_schema::structural_faults(&schema(version), &at, &mut faults);
+            }
             crate::cel_rules::compile_errors(&schema(version), &at, &mut faults);
         }
     }
@@ -307,6 +352,9 @@ fn spec_of(obj: &Value) -> Value {
     }
     v
 }
+
+/// The longest prefix of a generated name: 63 bytes with the random suffix.
+const MAX_GENERATED_PREFIX: usize = 58;
 
 fn random_suffix() -> String {
     // The alphabet of apimachinery's `utilrand.String` (no vowels, no confusable digits).
@@ -561,7 +609,14 @@ impl Store {
         let generate = meta_str(&obj, "generateName").map(str::to_string);
         let name = match (meta_str(&obj, "name"), generate) {
             (Some(n), _) if !n.is_empty() => n.to_string(),
-            (_, Some(prefix)) if !prefix.is_empty() => format!("{prefix}{}", random_suffix()),
+            (_, Some(prefix)) if !prefix.is_empty() => {
+                // apimachinery's generator cuts the prefix so that the name has 63 bytes.
+                let mut cut = prefix.len().min(MAX_GENERATED_PREFIX);
+                while !prefix.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                format!("{}{}", &prefix[..cut], random_suffix())
+            }
             _ => {
                 return Err(ApiError::invalid(
                     info,
@@ -573,10 +628,13 @@ impl Store {
             }
         };
         self.namespace_admits(info, ns, &name)?;
-        if self.get(info, ns, &name).is_ok() {
-            return Err(ApiError::already_exists(info, &name));
-        }
+        self.check_free(info, ns, &name)?;
         let crd = if info.group == "apiextensions.k8s.io" {
+            resources::default_crd(&mut obj);
+            let faults = resources::crd_spec_faults(&obj);
+            if !faults.is_empty() {
+                return Err(ApiError::invalid_fields(info, &name, &faults));
+            }
             let invalid =
                 |e: String| ApiError::invalid(info, &name, "spec", "FieldValueInvalid", &e);
             let crd = resources::from_crd(&obj).map_err(invalid)?;
@@ -618,10 +676,9 @@ impl Store {
         ] {
             m.remove(server_set);
         }
+        // A kind without a generation of its own keeps the client's, as on the real server.
         if info.generation {
             m.insert("generation".into(), json!(1));
-        } else {
-            m.remove("generation");
         }
         defaults::apply(info, &mut obj, None);
         crd_schema::default_and_validate(info, &name, (&mut obj, None), false)?;
@@ -666,6 +723,14 @@ impl Store {
         crate::admission_config::check_configuration(info, &name, &obj)?;
         crate::policy_validation::check(info, &name, &obj)?;
         check_crd_rules(info, &name, &obj)?;
+        if meta_str(&obj, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
+            // The storage's refusal, after validation and admission: a bare 500.
+            return Err(ApiError::new(
+                500,
+                "",
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
         if let Some(crd) = &crd {
             // Served at once: its names accepted and established, as the real server's
             // controllers report a moment after the create.
@@ -679,6 +744,21 @@ impl Store {
         })
     }
 
+    /// `409 AlreadyExists` when `name` is taken (saying so when the object holding it is
+    /// being deleted, as the real server does).
+    fn check_free(&self, info: &ResourceInfo, ns: &str, name: &str) -> ApiResult<()> {
+        match self.get(info, ns, name) {
+            Ok(held) => {
+                let mut e = ApiError::already_exists(info, name);
+                if meta(&held).get("deletionTimestamp").is_some() {
+                    e.message = format!("object is being deleted: {}", e.message);
+                }
+                Err(e)
+            }
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Stores what [`prepare_create`](Self::prepare_create) made, unless the store changed
     /// meanwhile so that it may no longer be (its name taken, its namespace gone or being
     /// deleted, a Service's cluster IP or node port taken).
@@ -688,9 +768,7 @@ impl Store {
         } = prepared;
         let (ns, name) = key_of(&object);
         self.namespace_admits(&info, &ns, &name)?;
-        if self.get(&info, &ns, &name).is_ok() {
-            return Err(ApiError::already_exists(&info, &name));
-        }
+        self.check_free(&info, &ns, &name)?;
         if info.builtin && info.group.is_empty() && info.kind == "Service" {
             let (ips, ports) = self.allocated_to_services(&info);
             defaults::check_allocations(&info, &name, &object, &ips, &ports)?;
@@ -747,16 +825,30 @@ impl Store {
             true => Arc::new(events::shown(info, &stored_old)),
             false => stored_old.clone(),
         };
-        if let Some(n) = meta_str(&new, "name")
-            && n != name
-        {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )));
+        match meta_str(&new, "name").filter(|n| !n.is_empty()) {
+            None => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+                )));
+            }
+            Some(n) if n != name => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            Some(_) => {}
+        }
+        if !info.builtin {
+            check_type_meta(info, name, &new, &old)?;
         }
         // An empty resourceVersion is none: an unconditional update, which the real server
         // allows for built-in resources only.
         match meta_str(&new, "resourceVersion").filter(|rv| !rv.is_empty()) {
+            Some(rv) if rv.parse::<u64>().is_err() => {
+                let quoted = kubekit::validation::quote(rv);
+                let why = format!("strconv.ParseUint: parsing {quoted}: invalid syntax");
+                return Err(ApiError::new(500, "", why));
+            }
             Some(rv) if meta_str(&old, "resourceVersion") != Some(rv) => {
                 return Err(ApiError::stale(info, name));
             }
@@ -787,6 +879,9 @@ impl Store {
         let mut result = if status_only {
             let mut r = (*old).clone();
             take_status(&mut r, &new);
+            if info.builtin && info.group == "apiextensions.k8s.io" {
+                resources::record_storage_version(&mut r);
+            }
             crd_schema::default_and_validate(info, name, (&mut r, Some(&old)), true)?;
             match write {
                 Some(w) => w.track_update(Some(&old), &mut r),
@@ -800,6 +895,7 @@ impl Store {
             if info.status {
                 take_status(&mut new, &old);
             }
+            let update_faults = crate::object_meta::update_faults(&new, &old);
             let m = meta_mut(&mut new);
             for kept in [
                 "name",
@@ -814,6 +910,17 @@ impl Store {
                     Some(v) => m.insert(kept.into(), v.clone()),
                     None => m.remove(kept),
                 };
+            }
+            let mut faults = crate::object_meta::faults(&new, info.builtin);
+            faults.extend(update_faults);
+            if info.builtin && info.group == "apiextensions.k8s.io" {
+                resources::default_crd(&mut new);
+                faults.extend(resources::crd_spec_faults(&new));
+                faults.extend(resources::crd_update_faults(&new, &old));
+                resources::record_storage_version(&mut new);
+            }
+            if !faults.is_empty() {
+                return Err(ApiError::invalid_fields(info, name, &faults));
             }
             defaults::apply(info, &mut new, Some(&old));
             if info.builtin {
@@ -994,7 +1101,30 @@ impl Store {
             self.write(info, EventType::Deleted, (*old).clone(), Some(old.clone()));
             Deleted::Gone(old)
         } else if meta(&old).get("deletionTimestamp").is_some() {
-            Deleted::Pending(old)
+            // A policy given again switches the garbage collector's finalizer, as the real
+            // server's graceful deletion does.
+            let mut switched = fins.clone();
+            match req.propagation.as_deref() {
+                Some("Foreground") => switched.retain(|f| f != ORPHAN),
+                Some("Orphan") => switched.retain(|f| f != FOREGROUND),
+                Some(_) => switched.retain(|f| f != ORPHAN && f != FOREGROUND),
+                None => {}
+            }
+            if let Some(f) = added
+                && !switched.iter().any(|x| x == f)
+            {
+                switched.push(f.to_string());
+            }
+            if switched == fins {
+                Deleted::Pending(old)
+            } else if switched.is_empty() && !is_namespace {
+                self.write(info, EventType::Deleted, (*old).clone(), Some(old.clone()));
+                Deleted::Gone(old)
+            } else {
+                let mut marked = (*old).clone();
+                set_finalizers(&mut marked, &switched);
+                Deleted::Pending(self.write(info, EventType::Modified, marked, Some(old)))
+            }
         } else {
             let mut marked = (*old).clone();
             set_finalizers(&mut marked, &fins);
@@ -1436,7 +1566,8 @@ mod tests {
             })
         };
         let unnamed = json!([{"served": true}, {"name": "v1", "served": true, "storage": true}]);
-        let one = json!([{"name": "v1", "served": true, "storage": true}]);
+        let schema = json!({"openAPIV3Schema": {"type": "object"}});
+        let one = json!([{"name": "v1", "served": true, "storage": true, "schema": schema}]);
         for (obj, why) in [
             (
                 crd("example.com", "things", unnamed),

@@ -7,9 +7,10 @@
 //!   server answers. With no resourceVersion, or `"0"`: an `ADDED` event for every
 //!   current object first (unless `sendInitialEvents=false`), then the changes after.
 //! - `sendInitialEvents=true` (which, as on the real server, needs
-//!   `allowWatchBookmarks=true` and `resourceVersionMatch=NotOlderThan`): the current
-//!   objects as `ADDED` events, then a `BOOKMARK` annotated `k8s.io/initial-events-end`
-//!   at the resourceVersion they were read at. The fake sends no other bookmark.
+//!   `resourceVersionMatch=NotOlderThan`; a watch from no resourceVersion or "0" without
+//!   either is one too): the current objects as `ADDED` events, then, with
+//!   `allowWatchBookmarks=true`, a `BOOKMARK` annotated `k8s.io/initial-events-end` at the
+//!   resourceVersion they were read at. The fake sends no other bookmark.
 //! - Label and field selectors apply to each change as on the real server: an object
 //!   that starts matching arrives as `ADDED`, one that stops matching as `DELETED`.
 //! - The stream ends at `timeoutSeconds` (none when 0), when the client goes away, when watches are cut
@@ -66,28 +67,20 @@ impl WatchRequest {
         let param = |k: &str| query.get(k).map(String::as_str);
         let filter = Filter::parse(info, param("labelSelector"), param("fieldSelector"))?;
         let rv = param("resourceVersion").filter(|rv| !rv.is_empty());
-        let send_initial_events = match param("sendInitialEvents") {
+        let mut send_initial_events = match param("sendInitialEvents") {
             Some("true") => Some(true),
             Some("false") => Some(false),
             _ => None,
         };
-        if send_initial_events.is_some() {
-            let invalid = ApiError::forbidden_list_option;
-            if param("resourceVersionMatch") != Some("NotOlderThan") {
-                return Err(invalid(
-                    "resourceVersionMatch",
-                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                ));
-            }
-            if send_initial_events == Some(true)
-                && !matches!(param("allowWatchBookmarks"), Some("true" | "1"))
-            {
-                return Err(invalid(
-                    "allowWatchBookmarks",
-                    "sendInitialEvents requires setting allowWatchBookmarks to true",
-                ));
-            }
+        // The real server's defaults (`SetListOptionsDefaults`, WatchList on): a watch from
+        // no resourceVersion or "0" is a streaming list.
+        if send_initial_events.is_none()
+            && param("resourceVersionMatch").is_none_or(str::is_empty)
+            && matches!(rv, None | Some("0"))
+        {
+            send_initial_events = Some(true);
         }
+        let bookmarks = matches!(param("allowWatchBookmarks"), Some("true" | "1"));
         let from = match rv {
             None | Some("0") => None,
             // A 500 without a reason, as the real server's watch cache answers.
@@ -100,11 +93,19 @@ impl WatchRequest {
         // with the current state.
         let send_initial = send_initial_events.unwrap_or(from.is_none());
         // `timeoutSeconds=0` is none, as on the real server (which then picks its own).
+        // A negative timeout ends the watch at once.
         let timeout = match param("timeoutSeconds") {
-            Some(t) => Some(Duration::from_secs(t.parse().map_err(|_| {
-                ApiError::bad_request(format!("invalid timeoutSeconds: {t}"))
-            })?))
-            .filter(|t| !t.is_zero()),
+            Some(t) => match t.parse::<i128>() {
+                Ok(s) if s < 0 => Some(Duration::ZERO),
+                Ok(0) => None,
+                Ok(s) => Some(Duration::from_secs(u64::try_from(s).unwrap_or(u64::MAX))),
+                Err(_) => {
+                    let quoted = kubekit::validation::quote(t);
+                    return Err(ApiError::bad_request(format!(
+                        "strconv.ParseInt: parsing {quoted}: invalid syntax"
+                    )));
+                }
+            },
             None => None,
         };
         Ok(Self {
@@ -113,7 +114,7 @@ impl WatchRequest {
             ns: (!ns.is_empty()).then(|| ns.to_string()),
             filter,
             from,
-            initial_events_end: send_initial_events == Some(true),
+            initial_events_end: send_initial_events == Some(true) && bookmarks,
             send_initial,
             timeout,
             protobuf: false,
@@ -286,6 +287,10 @@ fn status_protobuf(e: &ApiError) -> Vec<u8> {
 
 /// Feeds one watch until it ends; returns when it should close.
 async fn run(shared: &Shared, w: WatchRequest, tx: &mpsc::Sender<Bytes>) {
+    // A watch whose time is up from the start (a negative `timeoutSeconds`) sends nothing.
+    if w.timeout == Some(Duration::ZERO) {
+        return;
+    }
     let mut changed = shared.changed.subscribe();
     let mut cuts = shared.faults.cuts();
     // A timeout too far away to be an instant is no timeout.
