@@ -41,6 +41,7 @@ use cel::extractors::This;
 use cel::{Context, Env, ExecutionError, Program, Value as Cel};
 use serde_json::Value;
 
+use crate::cel_cost::Budget;
 use crate::status::shown;
 
 /// A failed check: field, cause reason, detail.
@@ -474,21 +475,30 @@ pub(crate) fn validate(
     status_only: bool,
 ) -> Vec<Fault> {
     let mut faults = Vec::new();
+    let mut budget = Budget::default();
     for (key, s) in schema["properties"].as_object().into_iter().flatten() {
         if (key == "status") != status_only || key == "metadata" {
             continue;
         }
         if let Some(v) = obj.get(key) {
             let before = old.and_then(|o| o.get(key));
-            walk(s, v, before, key, &mut faults);
+            walk(s, v, before, key, &mut budget, &mut faults);
         }
     }
     faults
 }
 
-/// The rules of node `s` over `v` at `path`, then those of its children.
-fn walk(s: &Value, v: &Value, old: Option<&Value>, path: &str, faults: &mut Vec<Fault>) {
-    if v.is_null() {
+/// The rules of node `s` over `v` at `path`, then those of its children, until a rule
+/// stops the validation (see `cel_cost`).
+fn walk(
+    s: &Value,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    budget: &mut Budget,
+    faults: &mut Vec<Fault>,
+) {
+    if v.is_null() || budget.stopped {
         return;
     }
     for rule in s["x-kubernetes-validations"]
@@ -496,7 +506,10 @@ fn walk(s: &Value, v: &Value, old: Option<&Value>, path: &str, faults: &mut Vec<
         .into_iter()
         .flatten()
     {
-        if let Some(fault) = check_rule(s, rule, v, old, path) {
+        if budget.stopped {
+            return;
+        }
+        if let Some(fault) = check_rule(s, rule, v, old, path, budget) {
             faults.push(fault);
         }
     }
@@ -512,12 +525,13 @@ fn walk(s: &Value, v: &Value, old: Option<&Value>, path: &str, faults: &mut Vec<
                     None => format!("{path}[{key}]"),
                 };
                 let before = old.and_then(|o| o.get(key));
-                walk(child_s, child, before, &child_path, faults);
+                walk(child_s, child, before, &child_path, budget, faults);
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                walk(&s["items"], item, None, &format!("{path}[{i}]"), faults);
+                let item_path = format!("{path}[{i}]");
+                walk(&s["items"], item, None, &item_path, budget, faults);
             }
         }
         _ => {}
@@ -531,6 +545,7 @@ fn check_rule(
     v: &Value,
     old: Option<&Value>,
     path: &str,
+    budget: &mut Budget,
 ) -> Option<Fault> {
     let source = rule["rule"].as_str().unwrap_or_default();
     let program = match compiled(source) {
@@ -541,6 +556,14 @@ fn check_rule(
     let transition = program.references().has_variable("oldSelf");
     if transition && old.is_none() && !optional_old {
         return None;
+    }
+    let cost = crate::cel_cost::actual_cost(program.expression(), s, v, old, optional_old);
+    if let Some(why) = budget.charge(cost, rule_named(rule)) {
+        return Some((
+            path.to_string(),
+            "FieldValueInvalid",
+            format!("Invalid value: {}: {why}", schema_type(s)),
+        ));
     }
     let mut context = context();
     context.add_variable_from_value("self", to_cel(s, v));
@@ -598,10 +621,7 @@ fn check_rule(
 /// (whatever its `fieldPath` and `reason`), with the node's schema type as the value and
 /// the rule's message, else the rule, naming it.
 fn evaluation_error(s: &Value, rule: &Value, e: &ExecutionError, path: &str) -> Fault {
-    let named = match rule["message"].as_str().map(str::trim) {
-        Some(message) if !message.is_empty() => message,
-        _ => rule["rule"].as_str().unwrap_or_default().trim(),
-    };
+    let named = rule_named(rule);
     let error = crate::cel_library::message(e);
     let detail = if error.starts_with("no such overload") {
         format!(
@@ -610,14 +630,26 @@ fn evaluation_error(s: &Value, rule: &Value, e: &ExecutionError, path: &str) -> 
     } else {
         format!("{error} evaluating rule: {named}")
     };
-    let kind = shown(&Value::String(
-        s["type"].as_str().unwrap_or_default().to_string(),
-    ));
     (
         path.to_string(),
         "FieldValueInvalid",
-        format!("Invalid value: {kind}: {detail}"),
+        format!("Invalid value: {}: {detail}", schema_type(s)),
     )
+}
+
+/// How the real server names a rule in its errors: its message, else the rule.
+fn rule_named(rule: &Value) -> &str {
+    match rule["message"].as_str().map(str::trim) {
+        Some(message) if !message.is_empty() => message,
+        _ => rule["rule"].as_str().unwrap_or_default().trim(),
+    }
+}
+
+/// Schema `s`'s type, quoted, as the value of the real server's rule errors.
+fn schema_type(s: &Value) -> String {
+    shown(&Value::String(
+        s["type"].as_str().unwrap_or_default().to_string(),
+    ))
 }
 
 /// `oldSelf` under `optionalOldSelf`: `optional.of(old)`, or `optional.none()`.
@@ -644,9 +676,42 @@ fn message(rule: &Value, context: &Context) -> Option<String> {
     }
 }
 
-/// The compile errors of every rule and `messageExpression` in a CRD version's schema,
-/// as faults at the rule's field (`<at>.x-kubernetes-validations[i].rule`).
+/// The compile errors of every rule and `messageExpression` in a CRD version's schema
+/// (`at` names its root), as faults at the rule's field
+/// (`<at>.x-kubernetes-validations[i].rule`), and the faults of their estimated costs
+/// (see `cel_cost`): each node's children first, then its rules, as the real server
+/// reports them.
 pub(crate) fn compile_errors(schema: &Value, at: &str, faults: &mut Vec<Fault>) {
+    let mut total = crate::cel_cost::Total::default();
+    node_errors(schema, at, (true, Some(1)), &mut total, faults);
+    faults.extend(total.faults(at));
+}
+
+/// [`compile_errors`] of node `schema` at `at`; `(root, cardinality)`: whether it is the
+/// resource's root, and how many times it can occur (`None`: unbounded).
+fn node_errors(
+    schema: &Value,
+    at: &str,
+    (root, cardinality): (bool, Option<u64>),
+    total: &mut crate::cel_cost::Total,
+    faults: &mut Vec<Fault>,
+) {
+    let times = cardinality.and_then(|c| {
+        crate::cel_cost::max_elements(schema).map(|m| c.saturating_mul(m))
+    });
+    let mut children: Vec<(String, &Value)> = Vec::new();
+    if schema["additionalProperties"].is_object() {
+        children.push((format!("{at}.additionalProperties"), &schema["additionalProperties"]));
+    }
+    for (key, child) in schema["properties"].as_object().into_iter().flatten() {
+        children.push((format!("{at}.properties[{key}]"), child));
+    }
+    if schema["items"].is_object() {
+        children.push((format!("{at}.items"), &schema["items"]));
+    }
+    for (child_at, child) in children {
+        node_errors(child, &child_at, (false, times), total, faults);
+    }
     for (i, rule) in schema["x-kubernetes-validations"]
         .as_array()
         .into_iter()
@@ -654,27 +719,44 @@ pub(crate) fn compile_errors(schema: &Value, at: &str, faults: &mut Vec<Fault>) 
         .enumerate()
     {
         for key in ["rule", "messageExpression"] {
-            if let Some(source) = rule[key].as_str()
-                && let Err(why) = compile(source)
-            {
-                let field = format!("{at}.x-kubernetes-validations[{i}].{key}");
-                faults.push((
+            let Some(source) = rule[key].as_str() else {
+                continue;
+            };
+            let field = format!("{at}.x-kubernetes-validations[{i}].{key}");
+            match compile(source) {
+                Ok(program) => {
+                    let expr = program.expression();
+                    let (what, cost) = match key {
+                        "rule" => {
+                            let optional = rule["optionalOldSelf"] == true;
+                            let cost = crate::cel_cost::rule_cost(
+                                expr,
+                                schema,
+                                root,
+                                optional,
+                                cardinality,
+                            );
+                            ("rule", cost)
+                        }
+                        _ => (
+                            "messageExpression",
+                            crate::cel_cost::message_cost(expr, schema, root),
+                        ),
+                    };
+                    if let Some(why) = crate::cel_cost::over_limit(what, cost) {
+                        faults.push((field.clone(), "FieldValueForbidden", why));
+                    }
+                    total.observe(&field, cost);
+                }
+                Err(why) => faults.push((
                     field,
                     "FieldValueInvalid",
                     format!(
                         "Invalid value: {}: {why}",
                         shown(&Value::String(source.into()))
                     ),
-                ));
+                )),
             }
-        }
-    }
-    for (key, child) in schema["properties"].as_object().into_iter().flatten() {
-        compile_errors(child, &format!("{at}.properties[{key}]"), faults);
-    }
-    for key in ["items", "additionalProperties"] {
-        if schema[key].is_object() {
-            compile_errors(&schema[key], &format!("{at}.{key}"), faults);
         }
     }
 }

@@ -192,6 +192,7 @@
 //! [`FakeApiServer::set_own_garbage_collection`] leaves them to kube-controller-manager.
 
 mod admission;
+mod cel_cost;
 mod cel_library;
 mod cel_rules;
 mod crd_schema;
