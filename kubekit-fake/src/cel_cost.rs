@@ -226,10 +226,7 @@ fn schema_decl(s: &Value, root: bool) -> Option<Decl> {
             let values = schema_decl(values, values["x-kubernetes-embedded-resource"] == true)?;
             let max = number(s, "maxProperties").unwrap_or(unbounded / (values.min_size + 6));
             Decl {
-                shape: Shape::Map(
-                    Box::new(text_decl(Ty::String, 0, 2)),
-                    Box::new(values),
-                ),
+                shape: Shape::Map(Box::new(text_decl(Ty::String, 0, 2)), Box::new(values)),
                 max_elements: max,
                 min_size: 2,
             }
@@ -303,7 +300,10 @@ fn add_type_and_object_meta(s: &Value, fields: &mut BTreeMap<String, Decl>) {
         fields.insert(name.into(), text_decl(Ty::String, unbounded, 2));
     }
     let capped = |name: &str, cap: u64| {
-        let given = number(&s["properties"]["metadata"]["properties"][name], "maxLength");
+        let given = number(
+            &s["properties"]["metadata"]["properties"][name],
+            "maxLength",
+        );
         text_decl(Ty::String, given.unwrap_or(cap).min(cap) * 4, 2)
     };
     let meta = BTreeMap::from([
@@ -338,7 +338,11 @@ fn value_decl(s: &Value, values: &[&Value]) -> Option<Decl> {
             text_decl(t.clone(), max, 0)
         }
         Shape::List(_) => {
-            let items: Vec<&Value> = values.iter().filter_map(|v| v.as_array()).flatten().collect();
+            let items: Vec<&Value> = values
+                .iter()
+                .filter_map(|v| v.as_array())
+                .flatten()
+                .collect();
             Decl {
                 shape: Shape::List(Box::new(value_decl(&s["items"], &items)?)),
                 max_elements: longest(|v| v.as_array().map(Vec::len)),
@@ -347,7 +351,10 @@ fn value_decl(s: &Value, values: &[&Value]) -> Option<Decl> {
         }
         Shape::Map(_, _) => {
             let objects = values.iter().filter_map(|v| v.as_object());
-            let keys = objects.clone().flat_map(|o| o.keys()).map(|k| k.chars().count());
+            let keys = objects
+                .clone()
+                .flat_map(|o| o.keys())
+                .map(|k| k.chars().count());
             let key = text_decl(Ty::String, keys.max().unwrap_or(0) as u64, 0);
             let entries: Vec<&Value> = objects.flat_map(|o| o.values()).collect();
             Decl {
@@ -535,7 +542,11 @@ impl<'d> Coster<'d> {
             Expr::List(list) => {
                 let mut sum = Range::fixed(10);
                 let mut items = Range {
-                    min: if list.elements.is_empty() { 0 } else { u64::MAX },
+                    min: if list.elements.is_empty() {
+                        0
+                    } else {
+                        u64::MAX
+                    },
                     max: 0,
                 };
                 let mut ty = Ty::Dyn;
@@ -556,7 +567,8 @@ impl<'d> Coster<'d> {
             Expr::Map(map) => {
                 let mut sum = Range::fixed(30);
                 let empty = if map.entries.is_empty() { 0 } else { u64::MAX };
-                let (mut keys, mut values) = (Range { min: empty, max: 0 }, Range { min: empty, max: 0 });
+                let (mut keys, mut values) =
+                    (Range { min: empty, max: 0 }, Range { min: empty, max: 0 });
                 let mut ty = Ty::Dyn;
                 for entry in &map.entries {
                     if let EntryExpr::MapEntry(entry) = &entry.expr {
@@ -635,7 +647,9 @@ impl<'d> Coster<'d> {
             entries: init.entries,
         };
         self.push(&c.accu_var, accumulator);
-        let list = range.entries.map_or(matches!(range.ty, Ty::List(_)), |e| e.list);
+        let list = range
+            .entries
+            .map_or(matches!(range.ty, Ty::List(_)), |e| e.list);
         let item = |suffix: &str, size: Option<Range>, ty: Ty<'d>| {
             let mut path = range.path.clone();
             path.push(suffix.to_string());
@@ -651,7 +665,11 @@ impl<'d> Coster<'d> {
         let items_ty = range.ty.items();
         match &c.iter_var2 {
             Some(second) => {
-                let (key, key_ty) = if list { ("@indices", Ty::Int) } else { ("@keys", Ty::String) };
+                let (key, key_ty) = if list {
+                    ("@indices", Ty::Int)
+                } else {
+                    ("@keys", Ty::String)
+                };
                 self.push(&c.iter_var, item(key, keys, key_ty));
                 let value_ty = match &range.ty {
                     Ty::List(t) | Ty::Map(t) => (**t).clone(),
@@ -691,16 +709,29 @@ impl<'d> Coster<'d> {
         (sum, info)
     }
 
-    fn call(&mut self, name: &str, target: Option<&IdedExpr>, args: &[IdedExpr]) -> (Range, Info<'d>) {
+    fn call(
+        &mut self,
+        name: &str,
+        target: Option<&IdedExpr>,
+        args: &[IdedExpr],
+    ) -> (Range, Info<'d>) {
         if name == "dyn" && target.is_none() && args.len() == 1 {
             let (cost, info) = self.cost(&args[0]);
-            return (cost.add(Range::fixed(1)), Info { ty: Ty::Dyn, ..info });
+            return (
+                cost.add(Range::fixed(1)),
+                Info {
+                    ty: Ty::Dyn,
+                    ..info
+                },
+            );
         }
         // A namespace's function (`sets.contains`, `optional.of`, `format.named`).
         let (name, target) = match target.map(|t| &t.expr) {
             Some(Expr::Ident(ns))
-                if matches!(ns.as_str(), "sets" | "optional" | "format" | "strings" | "math")
-                    && !self.locals.contains_key(ns) =>
+                if matches!(
+                    ns.as_str(),
+                    "sets" | "optional" | "format" | "strings" | "math"
+                ) && !self.locals.contains_key(ns) =>
             {
                 (format!("{ns}.{name}"), None)
             }
@@ -823,9 +854,7 @@ impl<'d> Call<'_, 'd> {
             ("contains", Some(t), [sub]) if t.ty.text() || t.ty == Ty::Dyn => boolean(
                 traversal(self.size(t), TRAVERSAL).mul(traversal(self.size(sub), TRAVERSAL)),
             ),
-            ("matches", Some(s), [re]) | ("matches", None, [s, re]) => {
-                boolean(self.regex(s, re))
-            }
+            ("matches", Some(s), [re]) | ("matches", None, [s, re]) => boolean(self.regex(s, re)),
             ("find" | "findAll", Some(s), [re, ..]) => {
                 let size = self.size(s);
                 let ty = if self.name == "find" {
@@ -834,7 +863,10 @@ impl<'d> Call<'_, 'd> {
                     Ty::List(Box::new(Ty::String))
                 };
                 let mut info = Info::typed(ty);
-                info.computed = Some(Range { min: 0, max: size.max });
+                info.computed = Some(Range {
+                    min: 0,
+                    max: size.max,
+                });
                 (self.regex(s, re), info)
             }
             ("lowerAscii" | "upperAscii" | "trim" | "substring", Some(t), _) => {
@@ -900,7 +932,10 @@ impl<'d> Call<'_, 'd> {
                     "cidr" => "cidr",
                     _ => "ip",
                 };
-                (traversal(self.size(s), TRAVERSAL), Info::typed(Ty::Library(library)))
+                (
+                    traversal(self.size(s), TRAVERSAL),
+                    Info::typed(Ty::Library(library)),
+                )
             }
             ("isQuantity" | "isSemver" | "isIP" | "isCIDR", None, [s, ..]) => {
                 boolean(traversal(self.size(s), TRAVERSAL))
@@ -930,13 +965,19 @@ impl<'d> Call<'_, 'd> {
             ("bytes", None, [s]) if s.ty == Ty::String => {
                 let size = self.size(s);
                 let mut info = Info::typed(Ty::Bytes);
-                info.computed = Some(Range { min: size.min, max: size.max.saturating_mul(4) });
+                info.computed = Some(Range {
+                    min: size.min,
+                    max: size.max.saturating_mul(4),
+                });
                 (traversal(size, TRAVERSAL), info)
             }
             ("string", None, [b]) if b.ty == Ty::Bytes => {
                 let size = self.size(b);
                 let mut info = Info::typed(Ty::String);
-                info.computed = Some(Range { min: size.min / 4, max: size.max });
+                info.computed = Some(Range {
+                    min: size.min / 4,
+                    max: size.max,
+                });
                 (traversal(size, TRAVERSAL), info)
             }
             ("strings.quote", None, [s]) => {
@@ -948,8 +989,13 @@ impl<'d> Call<'_, 'd> {
                 });
                 (traversal(size, TRAVERSAL), info)
             }
-            ("format", Some(t), _) if t.ty == Ty::String => string(traversal(self.size(t), TRAVERSAL)),
-            _ => (one, Info::typed(result_type(self.name, target_ty.as_ref(), &arg_ty(0)))),
+            ("format", Some(t), _) if t.ty == Ty::String => {
+                string(traversal(self.size(t), TRAVERSAL))
+            }
+            _ => (
+                one,
+                Info::typed(result_type(self.name, target_ty.as_ref(), &arg_ty(0))),
+            ),
         }
     }
 
@@ -962,7 +1008,11 @@ impl<'d> Call<'_, 'd> {
             return match library {
                 "url" => {
                     let size = self.coster.size(r).unwrap_or(Range::fixed(1));
-                    Range { min: 1, max: size.max }.factor(TRAVERSAL)
+                    Range {
+                        min: 1,
+                        max: size.max,
+                    }
+                    .factor(TRAVERSAL)
                 }
                 "format" => Range { min: 1, max: 64 }.factor(TRAVERSAL),
                 _ => Range::fixed(1),
@@ -1015,7 +1065,11 @@ impl<'d> Call<'_, 'd> {
         let (from, to) = (self.size(from), self.size(to));
         let (mut count, mut retained) = (Range::fixed(0), Range::fixed(0));
         if from.min == 0 {
-            count.max = if size.max < u64::MAX { size.max + 1 } else { size.max };
+            count.max = if size.max < u64::MAX {
+                size.max + 1
+            } else {
+                size.max
+            };
             retained.max = size.max;
         } else if to.max <= from.min {
             retained.max = size.max;
@@ -1023,7 +1077,11 @@ impl<'d> Call<'_, 'd> {
             count.max = (size.max as f64 / from.min as f64).ceil() as u64;
         }
         if from.max == 0 {
-            count.min = if size.min < u64::MAX { size.min + 1 } else { size.min };
+            count.min = if size.min < u64::MAX {
+                size.min + 1
+            } else {
+                size.min
+            };
             retained.min = size.min;
         } else if from.max <= to.min {
             retained.min = size.min;
@@ -1039,10 +1097,23 @@ impl<'d> Call<'_, 'd> {
 /// The type of a call's result, for the calls [`Call::estimate`] prices at 1.
 fn result_type<'d>(name: &str, target: Option<&Ty<'d>>, first: &Ty<'d>) -> Ty<'d> {
     match name {
-        "!_" | "@not_strictly_false" | "has" | "hasValue" | "isSorted" | "isLessThan"
-        | "isGreaterThan" | "isInteger" | "isUnspecified" | "isLoopback"
-        | "isLinkLocalMulticast" | "isLinkLocalUnicast" | "isGlobalUnicast" | "bool"
-        | "startsWith" | "endsWith" | "contains" => Ty::Bool,
+        "!_"
+        | "@not_strictly_false"
+        | "has"
+        | "hasValue"
+        | "isSorted"
+        | "isLessThan"
+        | "isGreaterThan"
+        | "isInteger"
+        | "isUnspecified"
+        | "isLoopback"
+        | "isLinkLocalMulticast"
+        | "isLinkLocalUnicast"
+        | "isGlobalUnicast"
+        | "bool"
+        | "startsWith"
+        | "endsWith"
+        | "contains" => Ty::Bool,
         "int" | "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" | "getDate"
         | "getDayOfMonth" | "getDayOfWeek" | "getDayOfYear" | "getFullYear" | "getMonth"
         | "sign" | "compareTo" | "asInteger" | "major" | "minor" | "patch" | "prefixLength"
@@ -1166,7 +1237,7 @@ impl Total {
             return;
         }
         self.most_expensive.push((field.to_string(), cost));
-        self.most_expensive.sort_by(|a, b| b.1.cmp(&a.1));
+        self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.1));
         self.most_expensive.truncate(4);
     }
 
@@ -1285,7 +1356,10 @@ mod tests {
     fn comprehensions_cost_their_steps_times_their_range() {
         // 10 items of 40 bytes: each step `x.startsWith('a')` costs 1 + 1 + 0.1,
         // the condition 2, and && 1.
-        let all = cost("self.all(x, x.startsWith('a'))", strings(Some(10), Some(10)));
+        let all = cost(
+            "self.all(x, x.startsWith('a'))",
+            strings(Some(10), Some(10)),
+        );
         assert_eq!(all, 1 + 1 + 10 * (2 + 1 + 2));
         // Unbounded: (3 MiB - 2) / (2 + 1) items.
         let unbounded = cost("self.all(x, x.size() > 0)", strings(None, None));
@@ -1307,10 +1381,16 @@ mod tests {
     fn a_rule_cost_is_multiplied_by_how_often_its_node_occurs() {
         let item = json!({"type": "string", "maxLength": 10});
         let program = cel::Program::compile("self.startsWith('a')").unwrap();
-        assert_eq!(rule_cost(program.expression(), &item, false, false, Some(7)), 7 * 2);
+        assert_eq!(
+            rule_cost(program.expression(), &item, false, false, Some(7)),
+            7 * 2
+        );
         // Unbounded: 3 MiB / (2 + 1).
         let times = 3 * 1024 * 1024 / 3;
-        assert_eq!(rule_cost(program.expression(), &item, false, false, None), 2 * times);
+        assert_eq!(
+            rule_cost(program.expression(), &item, false, false, None),
+            2 * times
+        );
         assert_eq!(max_elements(&strings(Some(4), None)), Some(4));
         assert_eq!(max_elements(&strings(None, None)), None);
     }
@@ -1321,8 +1401,16 @@ mod tests {
             over_limit("rule", 12_582_912).unwrap(),
             "Forbidden: estimated rule cost exceeds budget by factor of 1.258291x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
         );
-        assert!(over_limit("rule", 31_000_000).unwrap().contains("factor of 3.1x"));
-        assert!(over_limit("rule", u64::MAX).unwrap().contains("more than 100x"));
+        assert!(
+            over_limit("rule", 31_000_000)
+                .unwrap()
+                .contains("factor of 3.1x")
+        );
+        assert!(
+            over_limit("rule", u64::MAX)
+                .unwrap()
+                .contains("more than 100x")
+        );
         assert_eq!(over_limit("rule", 10_000_000), None);
     }
 
@@ -1339,12 +1427,20 @@ mod tests {
         let mut budget = Budget::default();
         assert_eq!(budget.charge(600_000, "r"), None);
         let stop = budget.charge(cost, "r").unwrap();
-        assert!(stop.contains("call cost exceeds limit for rule: r"), "{stop}");
+        assert!(
+            stop.contains("call cost exceeds limit for rule: r"),
+            "{stop}"
+        );
         assert!(budget.stopped);
         let mut budget = Budget::default();
         for _ in 0..10 {
             assert_eq!(budget.charge(999_999, "r"), None);
         }
-        assert!(budget.charge(20, "r").unwrap().contains("running out of cost budget"));
+        assert!(
+            budget
+                .charge(20, "r")
+                .unwrap()
+                .contains("running out of cost budget")
+        );
     }
 }

@@ -9,7 +9,12 @@
 //!   `422` on the rule's field. There is no type checker: a call with arguments of the
 //!   wrong types, which the real server refuses here, fails when the rule is evaluated;
 //!   and a library function called without its namespace (`named(...)` for
-//!   `format.named(...)`) passes the check and fails when evaluated too.
+//!   `format.named(...)`) passes the check and fails when evaluated too. A rule reading
+//!   `oldSelf` under the items of a list whose `x-kubernetes-list-type` is not `map`
+//!   refuses the CRD ("oldSelf cannot be used on the uncorrelatable portion of the
+//!   schema"), and so does an `optionalOldSelf` on a rule that does not read it. Each
+//!   rule's and `messageExpression`'s estimated cost is checked (see `cel_cost`). A
+//!   node's children are checked before its own rules, as the real server reports them.
 //! - **When an object is written** (once its schema checks pass), every rule is evaluated
 //!   with `self` the value at its node, from the root's properties down: the node's rules
 //!   first, then its properties (in name order; the real server visits them in Go's map
@@ -18,9 +23,12 @@
 //!   typed by the schema: `integer` as `int`, `number` as `double`, strings of
 //!   `format: date-time` as `timestamp`, objects as maps.
 //! - **Transition rules** (those reading `oldSelf`) run on an update where the value
-//!   existed before (under the same property or map key; list items are not
-//!   correlated), unless `optionalOldSelf` makes `oldSelf` an optional, absent on a
-//!   create.
+//!   existed before (under the same property or map key, or, in a list of type `map`,
+//!   the item of the same keys), unless `optionalOldSelf` makes `oldSelf` an optional,
+//!   absent on a create.
+//! - **Cost**: each evaluation is charged its cost (see `cel_cost`); one over the
+//!   per-call limit, or over what is left of the write's budget, is a fault at its node
+//!   (`Invalid value: "<schema type>": ...`) and no rule runs after it.
 //! - **A rule that is false** is a fault at its node's path (with its `fieldPath`
 //!   appended): its `messageExpression`'s value, else its `message`, else `failed rule:
 //!   <rule>`, as `Invalid value: "<schema type>": ...` (or `Forbidden`, `Required`,
@@ -30,8 +38,8 @@
 //! - **Functions**: CEL's standard library, optional values, the strings and lists
 //!   extensions, and Kubernetes' libraries: regex (`find`, `findAll`) and those of
 //!   `cel_library` (quantity, IP and CIDR, URL, semver, named formats, sets, lists).
-//! - **Not done**: the estimated and runtime cost limits. Where both sides of `&&` or
-//!   `||` fail, the error reported is the right one's (the `cel` crate's evaluation),
+//! - **Not done**: the type checker (see `cel_cost` for what the estimator makes of
+//!   types it does not know). Where both sides of `&&` or `||` fail, the error reported is the right one's (the `cel` crate's evaluation),
 //!   where cel-go reports the left one's.
 
 use std::collections::HashMap;
@@ -531,11 +539,28 @@ fn walk(
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
                 let item_path = format!("{path}[{i}]");
-                walk(&s["items"], item, None, &item_path, budget, faults);
+                let before = old.and_then(|o| correlated_item(s, item, o));
+                walk(&s["items"], item, before, &item_path, budget, faults);
             }
         }
         _ => {}
     }
+}
+
+/// The item of `old` (a list of schema `s`) that `item` updates: of a list of type
+/// `map`, the one of the same keys; the items of other lists are not correlated.
+fn correlated_item<'a>(s: &Value, item: &Value, old: &'a Value) -> Option<&'a Value> {
+    if s["x-kubernetes-list-type"] != "map" {
+        return None;
+    }
+    let keys = s["x-kubernetes-list-map-keys"].as_array()?;
+    let key_of = |v: &Value| {
+        keys.iter()
+            .map(|k| v.get(k.as_str()?).cloned())
+            .collect::<Vec<_>>()
+    };
+    let wanted = key_of(item);
+    old.as_array()?.iter().find(|o| key_of(o) == wanted)
 }
 
 /// One rule over `v`: `None` when it holds (or does not apply), else its fault.
@@ -683,34 +708,69 @@ fn message(rule: &Value, context: &Context) -> Option<String> {
 /// reports them.
 pub(crate) fn compile_errors(schema: &Value, at: &str, faults: &mut Vec<Fault>) {
     let mut total = crate::cel_cost::Total::default();
-    node_errors(schema, at, (true, Some(1)), &mut total, faults);
+    let root = Place {
+        root: true,
+        cardinality: Some(1),
+        uncorrelatable: None,
+    };
+    node_errors(schema, at, &root, &mut total, faults);
     faults.extend(total.faults(at));
 }
 
-/// [`compile_errors`] of node `schema` at `at`; `(root, cardinality)`: whether it is the
-/// resource's root, and how many times it can occur (`None`: unbounded).
+/// Where a schema node is, for [`node_errors`].
+struct Place<'a> {
+    /// Whether it is the resource's root.
+    root: bool,
+    /// How many times it can occur (`None`: unbounded).
+    cardinality: Option<u64>,
+    /// The highest list above it whose items the real server cannot correlate between
+    /// an object and its update (a list whose type is not `map`).
+    uncorrelatable: Option<&'a str>,
+}
+
+/// [`compile_errors`] of node `schema` at `at`.
 fn node_errors(
     schema: &Value,
     at: &str,
-    (root, cardinality): (bool, Option<u64>),
+    place: &Place,
     total: &mut crate::cel_cost::Total,
     faults: &mut Vec<Fault>,
 ) {
-    let times = cardinality.and_then(|c| {
-        crate::cel_cost::max_elements(schema).map(|m| c.saturating_mul(m))
-    });
+    let cardinality = place
+        .cardinality
+        .and_then(|c| crate::cel_cost::max_elements(schema).map(|m| c.saturating_mul(m)));
     let mut children: Vec<(String, &Value)> = Vec::new();
     if schema["additionalProperties"].is_object() {
-        children.push((format!("{at}.additionalProperties"), &schema["additionalProperties"]));
+        children.push((
+            format!("{at}.additionalProperties"),
+            &schema["additionalProperties"],
+        ));
     }
     for (key, child) in schema["properties"].as_object().into_iter().flatten() {
         children.push((format!("{at}.properties[{key}]"), child));
     }
-    if schema["items"].is_object() {
-        children.push((format!("{at}.items"), &schema["items"]));
-    }
     for (child_at, child) in children {
-        node_errors(child, &child_at, (false, times), total, faults);
+        let child_place = Place {
+            root: false,
+            cardinality,
+            uncorrelatable: place.uncorrelatable,
+        };
+        node_errors(child, &child_at, &child_place, total, faults);
+    }
+    if schema["items"].is_object() {
+        let correlated = schema["x-kubernetes-list-type"] == "map";
+        let items_place = Place {
+            root: false,
+            cardinality,
+            uncorrelatable: place.uncorrelatable.or((!correlated).then_some(at)),
+        };
+        node_errors(
+            &schema["items"],
+            &format!("{at}.items"),
+            &items_place,
+            total,
+            faults,
+        );
     }
     for (i, rule) in schema["x-kubernetes-validations"]
         .as_array()
@@ -732,15 +792,15 @@ fn node_errors(
                             let cost = crate::cel_cost::rule_cost(
                                 expr,
                                 schema,
-                                root,
+                                place.root,
                                 optional,
-                                cardinality,
+                                place.cardinality,
                             );
                             ("rule", cost)
                         }
                         _ => (
                             "messageExpression",
-                            crate::cel_cost::message_cost(expr, schema, root),
+                            crate::cel_cost::message_cost(expr, schema, place.root),
                         ),
                     };
                     if let Some(why) = crate::cel_cost::over_limit(what, cost) {
@@ -758,7 +818,37 @@ fn node_errors(
                 )),
             }
         }
+        let source = rule["rule"].as_str().unwrap_or_default();
+        if let Ok(program) = compile(source) {
+            let field = format!("{at}.x-kubernetes-validations[{i}]");
+            faults.extend(old_self_error(&program, rule, &field, place.uncorrelatable));
+        }
     }
+}
+
+/// The fault of a rule reading `oldSelf` where its value cannot be correlated (under the
+/// items of list `uncorrelatable`), or of an `optionalOldSelf` on a rule that does not
+/// read it.
+fn old_self_error(
+    program: &Program,
+    rule: &Value,
+    field: &str,
+    uncorrelatable: Option<&str>,
+) -> Option<Fault> {
+    if program.references().has_variable("oldSelf") {
+        let list = uncorrelatable?;
+        let source = shown(&rule["rule"]);
+        let why = format!(
+            "Invalid value: {source}: oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"
+        );
+        return Some((format!("{field}.rule"), "FieldValueInvalid", why));
+    }
+    let optional = rule.get("optionalOldSelf")?;
+    let why = format!(
+        "Invalid value: {}: may not be set if oldSelf is not used in rule",
+        shown(optional)
+    );
+    Some((format!("{field}.optionalOldSelf"), "FieldValueInvalid", why))
 }
 
 #[cfg(test)]

@@ -18,9 +18,13 @@
 mod common;
 
 // Scenarios by topic, beside those of this file.
+#[path = "differential/admission.rs"]
 mod admission;
+#[path = "differential/cel_cost.rs"]
 mod cel_cost;
+#[path = "differential/kinds.rs"]
 mod kinds;
+#[path = "differential/machinery.rs"]
 mod machinery;
 
 use std::collections::{BTreeMap, BTreeSet};
