@@ -454,3 +454,75 @@ async fn transition_rules_and_their_messages_answer_alike() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn library_and_untyped_rules_are_estimated_alike() {
+    differential("celcost-library", async |t: &Target, r: &mut Record| {
+        let spec = |rule: &str| {
+            ruled(
+                object(json!({
+                    "q": {"type": "string", "maxLength": 20},
+                    "u": {"type": "string"},
+                    "either": {"x-kubernetes-int-or-string": true},
+                    "short": {"x-kubernetes-int-or-string": true, "maxLength": 10},
+                    "list": strings(Some(1000), Some(64)),
+                    "many": strings(None, Some(10)),
+                    "labels": {"type": "object", "maxProperties": 50,
+                        "additionalProperties": {"type": "string", "maxLength": 63}},
+                    "at": {"type": "string", "format": "date-time"},
+                })),
+                &[rule],
+            )
+        };
+        let rules = [
+            (
+                "a quantity comparison",
+                "quantity(self.q).isLessThan(quantity('1Gi'))",
+            ),
+            (
+                "a URL's host of an unbounded string",
+                "url(self.u).getHost() != ''",
+            ),
+            ("IPs in a bounded list", "self.list.all(x, isIP(x))"),
+            (
+                "sets of a bounded list",
+                "sets.equivalent(self.list, self.list)",
+            ),
+            (
+                "sets of an unbounded list",
+                "sets.intersects(self.many, self.many)",
+            ),
+            (
+                "int-or-string equality",
+                "self.either == 'a' || self.either == 1",
+            ),
+            (
+                "int-or-string sums in a comprehension",
+                "self.list.all(x, self.either + self.short != x)",
+            ),
+            (
+                "map values against a regex",
+                "self.labels.all(k, self.labels[k].matches('^[a-z]+$'))",
+            ),
+            (
+                "a timestamp comparison",
+                "self.at < timestamp('2030-01-01T00:00:00Z')",
+            ),
+            (
+                "a join of mapped items",
+                "self.list.map(x, x.upperAscii()).join(',').size() < 100000",
+            ),
+            ("indexOf of a list", "self.list.indexOf('a') >= 0"),
+            (
+                "a has and a ternary",
+                "has(self.q) ? self.q.size() < 5 : self.list.exists(x, x == 'q')",
+            ),
+        ];
+        let steps = rules
+            .iter()
+            .map(|(label, rule)| (*label, spec(rule)))
+            .collect();
+        record_crds(t, r, steps).await;
+    })
+    .await;
+}
