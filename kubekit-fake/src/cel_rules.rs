@@ -206,6 +206,7 @@ fn context() -> Context<'static, 'static> {
 fn context_in(env: Arc<Env>) -> Context<'static, 'static> {
     let mut context = Context::with_env(env);
     // None of these names is an overload of the environment's.
+    let _ = context.add_function("matches", matches);
     let _ = context.add_function("find", find);
     let _ = context.add_function("findAll", find_all);
     context
@@ -276,15 +277,48 @@ pub(crate) fn evaluate_mutation(
     run(&program, context_in(env), source, variables)
 }
 
-fn regex(pattern: &str) -> Result<regex::Regex, ExecutionError> {
-    regex::Regex::new(pattern).map_err(|e| ExecutionError::function_error("find", e))
+/// `f` of `pattern` compiled, from a per-thread cache: a rule on a list's items matches
+/// every item with the same pattern (and a cached regex keeps its search caches).
+fn with_regex<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T, regex::Error> {
+    thread_local! {
+        static REGEXES: std::cell::RefCell<HashMap<String, regex::Regex>> =
+            std::cell::RefCell::new(HashMap::new());
+    }
+    REGEXES.with(|r| {
+        let mut regexes = r.borrow_mut();
+        if !regexes.contains_key(pattern) {
+            let re = regex::Regex::new(pattern)?;
+            if regexes.len() >= CACHED_PROGRAMS {
+                regexes.clear();
+            }
+            regexes.insert(pattern.to_string(), re);
+        }
+        Ok(f(&regexes[pattern]))
+    })
+}
+
+/// [`with_regex`], failing as Kubernetes' regex functions do.
+fn regex<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T, ExecutionError> {
+    with_regex(pattern, f).map_err(|e| ExecutionError::function_error("find", e))
+}
+
+/// `s.matches(re)` and `matches(s, re)`: whether `re` matches somewhere in `s`.
+fn matches(This(s): This<Arc<String>>, pattern: Arc<String>) -> Result<Cel, ExecutionError> {
+    match with_regex(&pattern, |re| re.is_match(&s)) {
+        Ok(found) => Ok(Cel::Bool(found)),
+        Err(err) => Err(ExecutionError::function_error(
+            "matches",
+            format!("'{pattern}' not a valid regex:\n{err}"),
+        )),
+    }
 }
 
 /// `s.find(re)`: the first match, or an empty string.
 fn find(This(s): This<Arc<String>>, pattern: Arc<String>) -> Result<Cel, ExecutionError> {
-    let found = regex(&pattern)?
-        .find(&s)
-        .map_or(String::new(), |m| m.as_str().to_string());
+    let found = regex(&pattern, |re| {
+        re.find(&s)
+            .map_or(String::new(), |m| m.as_str().to_string())
+    })?;
     Ok(Cel::String(Arc::new(found)))
 }
 
@@ -307,11 +341,12 @@ fn find_all(
         Some(Cel::Int(n)) if *n >= 0 => usize::try_from(*n).unwrap_or(usize::MAX),
         _ => usize::MAX,
     };
-    let found: Vec<Cel> = regex(&pattern)?
-        .find_iter(&s)
-        .take(limit)
-        .map(|m| Cel::String(Arc::new(m.as_str().to_string())))
-        .collect();
+    let found: Vec<Cel> = regex(&pattern, |re| {
+        re.find_iter(&s)
+            .take(limit)
+            .map(|m| Cel::String(Arc::new(m.as_str().to_string())))
+            .collect()
+    })?;
     Ok(Cel::List(Arc::new(found)))
 }
 
@@ -935,6 +970,17 @@ mod tests {
                 "Invalid value: failed rule: self.join('').find('[0-9]+') == '12'",
             ]
         );
+    }
+
+    #[test]
+    fn matches_finds_the_pattern_anywhere_and_refuses_an_invalid_one() {
+        let text = json!("abc-123");
+        let matched = |rule: &str| evaluate(rule, &[("s", &text)]);
+        assert_eq!(matched("s.matches('[0-9]+')"), Ok(true));
+        assert_eq!(matched("matches(s, '^[0-9]')"), Ok(false));
+        assert_eq!(matched("s.matches('[0-9]+') && s.matches('^a')"), Ok(true));
+        let invalid = matched("s.matches('(a')").unwrap_err();
+        assert!(invalid.contains("'(a' not a valid regex"), "{invalid}");
     }
 
     #[test]
