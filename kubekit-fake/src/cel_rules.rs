@@ -16,7 +16,8 @@
 //!   rule's and `messageExpression`'s estimated cost is checked (see `cel_cost`). A
 //!   node's children are checked before its own rules, as the real server reports them.
 //! - **When an object is written** (once its schema checks pass), every rule is evaluated
-//!   with `self` the value at its node, from the root's properties down: the node's rules
+//!   with `self` the value at its node, from the root down (the root's rules, with
+//!   `self` the whole object, on writes of the object, at the field `<nil>`): the node's rules
 //!   first, then its properties (in name order; the real server visits them in Go's map
 //!   order, which varies), list items and map values. The spec and
 //!   the rest on writes of the object, the status on writes of the status. Values are
@@ -519,6 +520,19 @@ pub(crate) fn validate(
 ) -> Vec<Fault> {
     let mut faults = Vec::new();
     let mut budget = Budget::default();
+    if !status_only {
+        // The root's rules, over the whole object, at no field.
+        for rule in schema["x-kubernetes-validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if budget.stopped {
+                break;
+            }
+            faults.extend(check_rule(schema, rule, obj, old, ROOT, &mut budget));
+        }
+    }
     for (key, s) in schema["properties"].as_object().into_iter().flatten() {
         if (key == "status") != status_only || key == "metadata" {
             continue;
@@ -530,6 +544,9 @@ pub(crate) fn validate(
     }
     faults
 }
+
+/// The field of the root's rules' faults, as the real server shows it.
+const ROOT: &str = "<nil>";
 
 /// The rules of node `s` over `v` at `path`, then those of its children, until a rule
 /// stops the validation (see `cel_cost`).
@@ -654,6 +671,7 @@ fn check_rule(
         .as_str()
         .map(|p| p.trim_start_matches('.'))
     {
+        Some(p) if !p.is_empty() && path == ROOT => p.to_string(),
         Some(p) if !p.is_empty() => format!("{path}.{p}"),
         _ => path.to_string(),
     };
@@ -970,6 +988,34 @@ mod tests {
                 "Invalid value: failed rule: self.join('').find('[0-9]+') == '12'",
             ]
         );
+    }
+
+    #[test]
+    fn the_roots_rules_see_the_whole_object_at_no_field() {
+        let root = json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith(self.spec.prefix)", "message": "prefix"},
+            {"rule": "self.spec.prefix != 'x-'", "fieldPath": ".spec.prefix"}],
+            "properties": {"spec": {"type": "object", "properties": {"prefix": {"type": "string"}}}}});
+        let obj = |name: &str, prefix: &str| json!({"metadata": {"name": name}, "spec": {"prefix": prefix}});
+        assert_eq!(validate(&root, &obj("app-1", "app-"), None, false), []);
+        assert_eq!(
+            validate(&root, &obj("x-1", "x-"), None, false),
+            [(
+                "spec.prefix".into(),
+                "FieldValueInvalid",
+                "Invalid value: failed rule: self.spec.prefix != 'x-'".into()
+            )]
+        );
+        let found = validate(&root, &obj("web-1", "app-"), None, false);
+        assert_eq!(
+            found,
+            [(
+                ROOT.into(),
+                "FieldValueInvalid",
+                "Invalid value: prefix".into()
+            )]
+        );
+        assert_eq!(validate(&root, &obj("web-1", "app-"), None, true), []);
     }
 
     #[test]

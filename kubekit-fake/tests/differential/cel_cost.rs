@@ -526,3 +526,49 @@ async fn library_and_untyped_rules_are_estimated_alike() {
     })
     .await;
 }
+
+/// A CRD of kind `kind` in [`cost_group`] whose root has `rules` and whose spec has
+/// schema `spec`.
+fn root_ruled_crd(t: &Target, kind: &str, rules: Value, spec: Value) -> Value {
+    let mut crd = cost_crd(t, kind, spec);
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = rules;
+    crd
+}
+
+#[tokio::test]
+async fn rules_at_the_schema_root_see_the_name_alike() {
+    differential("celcost-root", async |t: &Target, r: &mut Record| {
+        let spec = object(json!({"prefix": {"type": "string", "maxLength": 10}, "s": {"type": "string"}}));
+        let group = cost_group(t);
+        for (label, rule) in [
+            ("the name against an unbounded string", "self.metadata.name.contains(self.spec.s)"),
+            ("the kind against an unbounded string", "self.kind.contains(self.spec.s)"),
+        ] {
+            let body = root_ruled_crd(t, "Rooted", json!([{"rule": rule}]), spec.clone());
+            let created = t
+                .rest
+                .post()
+                .group_version("apiextensions.k8s.io", "v1")
+                .resource("customresourcedefinitions")
+                .param("dryRun", "All")
+                .body(&body)
+                .send()
+                .await
+                .and_then(|r| r.decode::<Value>());
+            r.push(label, code_and_fields(created));
+        }
+        let rules = json!([{"rule": "self.metadata.name.startsWith(self.spec.prefix)", "message": "the name must start with the prefix"}]);
+        let body = root_ruled_crd(t, "Rooted", rules, spec);
+        create_cluster_scoped(t, "apiextensions.k8s.io", "customresourcedefinitions", &body)
+            .await
+            .expect("the CRD is created");
+        let rooted = Res { t, group: &group, version: "v1", resource: "rooteds".into() };
+        testenv::eventually(60, "the CRD is served", || async { rooted.list(&[]).await.ok() }).await;
+        let object = |name: &str, prefix: &str| cost_object(t, "Rooted", name, json!({"prefix": prefix}));
+        r.answer("a name with the prefix", rooted.create(object("app-one", "app-")).await.map(|o| o["spec"].clone()));
+        r.answer("a name without it", rooted.create(object("web-one", "app-")).await);
+        r.answer("another prefix", rooted.patch("app-one", PatchType::Merge, json!({"spec": {"prefix": "web-"}})).await);
+        delete_crd(t, "Rooted").await;
+    })
+    .await;
+}
