@@ -31,9 +31,10 @@
 //!   same estimate with the sizes of the values the rule is evaluated with (the longest
 //!   string or list at each place of the value), which is cel-go's actual cost where a
 //!   rule walks its whole range (it stops earlier where `all` finds a false item, or
-//!   `exists` a true one). A rule over 1,000,000 stops the validation ("call cost exceeds
-//!   limit"), and so do the rules of a write together over 10,000,000 ("running out of
-//!   cost budget"). `messageExpression`s are not counted at runtime.
+//!   `exists` a true one), and at most the estimate with the schema's sizes. A rule over
+//!   1,000,000 stops the validation ("call cost exceeds limit"), and so do the rules of a
+//!   write together over 10,000,000 ("running out of cost budget"); the
+//!   `messageExpression` of a false rule is charged too, with its own words.
 //! - **Not done**: the per-rule limit is not lifted for a version whose schema an update
 //!   leaves unchanged (the real server lifts it, the total limit still holds); `cel.bind`
 //!   and two-variable comprehensions are estimated as their parts, without the binding's
@@ -1274,7 +1275,12 @@ pub(crate) fn actual_cost(
     old_self_optional: bool,
 ) -> u64 {
     let values: Vec<&Value> = std::iter::once(value).chain(old).collect();
-    value_decl(s, &values).map_or(0, |decl| estimate(expr, &decl, old_self_optional))
+    let actual = value_decl(s, &values).map_or(0, |decl| estimate(expr, &decl, old_self_optional));
+    // The estimate with the schema's sizes bounds the actual cost too (where a size
+    // the values' do not give, such as a conversion's result, is unknown to both).
+    let bound =
+        schema_decl(s, false).map_or(u64::MAX, |decl| estimate(expr, &decl, old_self_optional));
+    actual.min(bound)
 }
 
 /// The budget of one write's rules: what is left, and whether a rule stopped the
@@ -1294,27 +1300,39 @@ impl Default for Budget {
     }
 }
 
+/// What a [`Budget`] is charged for.
+pub(crate) enum Charged<'a> {
+    /// A rule, named by its message or text.
+    Rule(&'a str),
+    /// A `messageExpression` of this text.
+    Message(&'a str),
+}
+
 impl Budget {
     /// Charges an evaluation of `cost`: `None` if it is within the limits, else the
-    /// real server's reason to stop (for a rule named `named`), and no rule runs after.
-    pub(crate) fn charge(&mut self, cost: u64, named: &str) -> Option<String> {
+    /// real server's reason to stop, and no rule runs after.
+    pub(crate) fn charge(&mut self, cost: u64, what: Charged) -> Option<String> {
         // cel-go stops an evaluation as soon as it costs more than the limit.
         let spent = cost.min(PER_CALL_LIMIT + 1);
-        if spent > self.left {
-            self.stopped = true;
-            return Some(
-                "validation failed due to running out of cost budget, no further validation rules will be run"
-                    .into(),
-            );
+        let over_budget = spent > self.left;
+        self.left = self.left.saturating_sub(spent);
+        if !over_budget && cost <= PER_CALL_LIMIT {
+            return None;
         }
-        self.left -= spent;
-        if cost > PER_CALL_LIMIT {
-            self.stopped = true;
-            return Some(format!(
-                "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {named}"
-            ));
-        }
-        None
+        self.stopped = true;
+        let out_of_budget =
+            "failed due to running out of cost budget, no further validation rules will be run";
+        let cancelled = "'operation cancelled: actual cost limit exceeded'";
+        let over_limit = "no further validation rules will be run due to call cost exceeds limit";
+        Some(match (what, over_budget) {
+            (Charged::Rule(_), true) => format!("validation {out_of_budget}"),
+            (Charged::Rule(named), false) => format!("{cancelled}: {over_limit} for rule: {named}"),
+            (Charged::Message(_), true) => format!("messageExpression evaluation {out_of_budget}"),
+            (Charged::Message(source), false) => format!(
+                "{over_limit} for messageExpression: {}",
+                crate::status::shown(&Value::String(source.to_string()))
+            ),
+        })
     }
 }
 
@@ -1425,8 +1443,8 @@ mod tests {
         let cost = actual_cost(program.expression(), &s, &big, None, false);
         assert!(cost > PER_CALL_LIMIT, "{cost}");
         let mut budget = Budget::default();
-        assert_eq!(budget.charge(600_000, "r"), None);
-        let stop = budget.charge(cost, "r").unwrap();
+        assert_eq!(budget.charge(600_000, Charged::Rule("r")), None);
+        let stop = budget.charge(cost, Charged::Rule("r")).unwrap();
         assert!(
             stop.contains("call cost exceeds limit for rule: r"),
             "{stop}"
@@ -1434,13 +1452,30 @@ mod tests {
         assert!(budget.stopped);
         let mut budget = Budget::default();
         for _ in 0..10 {
-            assert_eq!(budget.charge(999_999, "r"), None);
+            assert_eq!(budget.charge(999_999, Charged::Rule("r")), None);
         }
+        assert_eq!(
+            budget.charge(20, Charged::Rule("r")).unwrap(),
+            "validation failed due to running out of cost budget, no further validation rules will be run"
+        );
+        let mut budget = Budget::default();
+        let stop = budget
+            .charge(2_000_000, Charged::Message("'a' + self"))
+            .unwrap();
+        assert_eq!(
+            stop,
+            "no further validation rules will be run due to call cost exceeds limit for messageExpression: \"'a' + self\""
+        );
+        let mut budget = Budget {
+            left: 5,
+            ..Budget::default()
+        };
+        let stop = budget.charge(6, Charged::Message("m")).unwrap();
         assert!(
-            budget
-                .charge(20, "r")
-                .unwrap()
-                .contains("running out of cost budget")
+            stop.starts_with(
+                "messageExpression evaluation failed due to running out of cost budget"
+            ),
+            "{stop}"
         );
     }
 }

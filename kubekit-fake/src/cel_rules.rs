@@ -50,7 +50,7 @@ use cel::extractors::This;
 use cel::{Context, Env, ExecutionError, Program, Value as Cel};
 use serde_json::Value;
 
-use crate::cel_cost::Budget;
+use crate::cel_cost::{Budget, Charged};
 use crate::status::shown;
 
 /// A failed check: field, cause reason, detail.
@@ -635,7 +635,7 @@ fn check_rule(
         return None;
     }
     let cost = crate::cel_cost::actual_cost(program.expression(), s, v, old, optional_old);
-    if let Some(why) = budget.charge(cost, rule_named(rule)) {
+    if let Some(why) = budget.charge(cost, Charged::Rule(rule_named(rule))) {
         return Some((
             path.to_string(),
             "FieldValueInvalid",
@@ -655,18 +655,6 @@ fn check_rule(
         },
         (None, false) => {}
     }
-    let detail = match program.execute(&context) {
-        Ok(Cel::Bool(true)) => return None,
-        Ok(Cel::Bool(false)) => message(rule, &context).unwrap_or_else(|| {
-            let given = rule["message"].as_str().map(str::trim).unwrap_or_default();
-            match given {
-                "" => format!("failed rule: {}", source.trim()),
-                given => given.to_string(),
-            }
-        }),
-        Ok(other) => format!("rule did not evaluate to a boolean: {other:?}"),
-        Err(e) => return Some(evaluation_error(s, rule, &e, path)),
-    };
     let field = match rule["fieldPath"]
         .as_str()
         .map(|p| p.trim_start_matches('.'))
@@ -674,6 +662,24 @@ fn check_rule(
         Some(p) if !p.is_empty() && path == ROOT => p.to_string(),
         Some(p) if !p.is_empty() => format!("{path}.{p}"),
         _ => path.to_string(),
+    };
+    let detail = match program.execute(&context) {
+        Ok(Cel::Bool(true)) => return None,
+        Ok(Cel::Bool(false)) => {
+            if let Some(why) = charge_message(s, rule, v, old, budget) {
+                let detail = format!("Invalid value: {}: {why}", schema_type(s));
+                return Some((field, "FieldValueInvalid", detail));
+            }
+            message(rule, &context).unwrap_or_else(|| {
+                let given = rule["message"].as_str().map(str::trim).unwrap_or_default();
+                match given {
+                    "" => format!("failed rule: {}", source.trim()),
+                    given => given.to_string(),
+                }
+            })
+        }
+        Ok(other) => format!("rule did not evaluate to a boolean: {other:?}"),
+        Err(e) => return Some(evaluation_error(s, rule, &e, path)),
     };
     // Objects and lists are not shown, scalars are.
     let value = match v {
@@ -743,6 +749,21 @@ fn optional(s: &Value, old: Option<&Value>) -> Result<Cel, String> {
     compiled(source)?
         .execute(&context)
         .map_err(|e| e.to_string())
+}
+
+/// Charges the evaluation of a false rule's `messageExpression` (see `cel_cost`): the
+/// real server's reason to stop, if it is over a limit.
+fn charge_message(
+    s: &Value,
+    rule: &Value,
+    v: &Value,
+    old: Option<&Value>,
+    budget: &mut Budget,
+) -> Option<String> {
+    let source = rule["messageExpression"].as_str()?;
+    let program = compiled(source).ok()?;
+    let cost = crate::cel_cost::actual_cost(program.expression(), s, v, old, false);
+    budget.charge(cost, Charged::Message(source))
 }
 
 /// A rule's `messageExpression`, when it evaluates to a string that is not empty.
@@ -1063,7 +1084,7 @@ mod tests {
     fn a_message_expression_gives_the_detail_and_a_reason_its_kind() {
         let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}},
             "x-kubernetes-validations": [
-                {"rule": "self.n > 1", "messageExpression": "'n is ' + string(self.n)"},
+                {"rule": "self.n > 1", "messageExpression": "self.n == 0 ? 'n is 0' : 'n is 1'"},
                 {"rule": "self.n > 2", "message": "too small", "reason": "FieldValueForbidden", "fieldPath": ".n"}]});
         assert_eq!(
             faults(schema, json!({"n": 0}), None),
