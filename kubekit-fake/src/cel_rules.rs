@@ -9,18 +9,27 @@
 //!   `422` on the rule's field. There is no type checker: a call with arguments of the
 //!   wrong types, which the real server refuses here, fails when the rule is evaluated;
 //!   and a library function called without its namespace (`named(...)` for
-//!   `format.named(...)`) passes the check and fails when evaluated too.
+//!   `format.named(...)`) passes the check and fails when evaluated too. A rule reading
+//!   `oldSelf` under the items of a list whose `x-kubernetes-list-type` is not `map`
+//!   refuses the CRD ("oldSelf cannot be used on the uncorrelatable portion of the
+//!   schema"), and so does an `optionalOldSelf` on a rule that does not read it. Each
+//!   rule's and `messageExpression`'s estimated cost is checked (see `cel_cost`). A
+//!   node's children are checked before its own rules, as the real server reports them.
 //! - **When an object is written** (once its schema checks pass), every rule is evaluated
-//!   with `self` the value at its node, from the root's properties down: the node's rules
+//!   with `self` the value at its node, from the root down (the root's rules, with
+//!   `self` the whole object, on writes of the object, at the field `<nil>`): the node's rules
 //!   first, then its properties (in name order; the real server visits them in Go's map
 //!   order, which varies), list items and map values. The spec and
 //!   the rest on writes of the object, the status on writes of the status. Values are
 //!   typed by the schema: `integer` as `int`, `number` as `double`, strings of
 //!   `format: date-time` as `timestamp`, objects as maps.
 //! - **Transition rules** (those reading `oldSelf`) run on an update where the value
-//!   existed before (under the same property or map key; list items are not
-//!   correlated), unless `optionalOldSelf` makes `oldSelf` an optional, absent on a
-//!   create.
+//!   existed before (under the same property or map key, or, in a list of type `map`,
+//!   the item of the same keys), unless `optionalOldSelf` makes `oldSelf` an optional,
+//!   absent on a create.
+//! - **Cost**: each evaluation is charged its cost (see `cel_cost`); one over the
+//!   per-call limit, or over what is left of the write's budget, is a fault at its node
+//!   (`Invalid value: "<schema type>": ...`) and no rule runs after it.
 //! - **A rule that is false** is a fault at its node's path (with its `fieldPath`
 //!   appended): its `messageExpression`'s value, else its `message`, else `failed rule:
 //!   <rule>`, as `Invalid value: "<schema type>": ...` (or `Forbidden`, `Required`,
@@ -30,8 +39,8 @@
 //! - **Functions**: CEL's standard library, optional values, the strings and lists
 //!   extensions, and Kubernetes' libraries: regex (`find`, `findAll`) and those of
 //!   `cel_library` (quantity, IP and CIDR, URL, semver, named formats, sets, lists).
-//! - **Not done**: the estimated and runtime cost limits. Where both sides of `&&` or
-//!   `||` fail, the error reported is the right one's (the `cel` crate's evaluation),
+//! - **Not done**: the type checker (see `cel_cost` for what the estimator makes of
+//!   types it does not know). Where both sides of `&&` or `||` fail, the error reported is the right one's (the `cel` crate's evaluation),
 //!   where cel-go reports the left one's.
 
 use std::collections::HashMap;
@@ -41,6 +50,7 @@ use cel::extractors::This;
 use cel::{Context, Env, ExecutionError, Program, Value as Cel};
 use serde_json::Value;
 
+use crate::cel_cost::{Budget, Charged};
 use crate::status::shown;
 
 /// A failed check: field, cause reason, detail.
@@ -197,6 +207,7 @@ fn context() -> Context<'static, 'static> {
 fn context_in(env: Arc<Env>) -> Context<'static, 'static> {
     let mut context = Context::with_env(env);
     // None of these names is an overload of the environment's.
+    let _ = context.add_function("matches", matches);
     let _ = context.add_function("find", find);
     let _ = context.add_function("findAll", find_all);
     context
@@ -268,15 +279,48 @@ pub(crate) fn evaluate_mutation(
     run(&program, context_in(env), source, variables, opaque)
 }
 
-fn regex(pattern: &str) -> Result<regex::Regex, ExecutionError> {
-    regex::Regex::new(pattern).map_err(|e| ExecutionError::function_error("find", e))
+/// `f` of `pattern` compiled, from a per-thread cache: a rule on a list's items matches
+/// every item with the same pattern (and a cached regex keeps its search caches).
+fn with_regex<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T, regex::Error> {
+    thread_local! {
+        static REGEXES: std::cell::RefCell<HashMap<String, regex::Regex>> =
+            std::cell::RefCell::new(HashMap::new());
+    }
+    REGEXES.with(|r| {
+        let mut regexes = r.borrow_mut();
+        if !regexes.contains_key(pattern) {
+            let re = regex::Regex::new(pattern)?;
+            if regexes.len() >= CACHED_PROGRAMS {
+                regexes.clear();
+            }
+            regexes.insert(pattern.to_string(), re);
+        }
+        Ok(f(&regexes[pattern]))
+    })
+}
+
+/// [`with_regex`], failing as Kubernetes' regex functions do.
+fn regex<T>(pattern: &str, f: impl FnOnce(&regex::Regex) -> T) -> Result<T, ExecutionError> {
+    with_regex(pattern, f).map_err(|e| ExecutionError::function_error("find", e))
+}
+
+/// `s.matches(re)` and `matches(s, re)`: whether `re` matches somewhere in `s`.
+fn matches(This(s): This<Arc<String>>, pattern: Arc<String>) -> Result<Cel, ExecutionError> {
+    match with_regex(&pattern, |re| re.is_match(&s)) {
+        Ok(found) => Ok(Cel::Bool(found)),
+        Err(err) => Err(ExecutionError::function_error(
+            "matches",
+            format!("'{pattern}' not a valid regex:\n{err}"),
+        )),
+    }
 }
 
 /// `s.find(re)`: the first match, or an empty string.
 fn find(This(s): This<Arc<String>>, pattern: Arc<String>) -> Result<Cel, ExecutionError> {
-    let found = regex(&pattern)?
-        .find(&s)
-        .map_or(String::new(), |m| m.as_str().to_string());
+    let found = regex(&pattern, |re| {
+        re.find(&s)
+            .map_or(String::new(), |m| m.as_str().to_string())
+    })?;
     Ok(Cel::String(Arc::new(found)))
 }
 
@@ -299,11 +343,12 @@ fn find_all(
         Some(Cel::Int(n)) if *n >= 0 => usize::try_from(*n).unwrap_or(usize::MAX),
         _ => usize::MAX,
     };
-    let found: Vec<Cel> = regex(&pattern)?
-        .find_iter(&s)
-        .take(limit)
-        .map(|m| Cel::String(Arc::new(m.as_str().to_string())))
-        .collect();
+    let found: Vec<Cel> = regex(&pattern, |re| {
+        re.find_iter(&s)
+            .take(limit)
+            .map(|m| Cel::String(Arc::new(m.as_str().to_string())))
+            .collect()
+    })?;
     Ok(Cel::List(Arc::new(found)))
 }
 
@@ -506,21 +551,46 @@ pub(crate) fn validate(
     status_only: bool,
 ) -> Vec<Fault> {
     let mut faults = Vec::new();
+    let mut budget = Budget::default();
+    if !status_only {
+        // The root's rules, over the whole object, at no field.
+        for rule in schema["x-kubernetes-validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if budget.stopped {
+                break;
+            }
+            faults.extend(check_rule(schema, rule, obj, old, ROOT, &mut budget));
+        }
+    }
     for (key, s) in schema["properties"].as_object().into_iter().flatten() {
         if (key == "status") != status_only || key == "metadata" {
             continue;
         }
         if let Some(v) = obj.get(key) {
             let before = old.and_then(|o| o.get(key));
-            walk(s, v, before, key, &mut faults);
+            walk(s, v, before, key, &mut budget, &mut faults);
         }
     }
     faults
 }
 
-/// The rules of node `s` over `v` at `path`, then those of its children.
-fn walk(s: &Value, v: &Value, old: Option<&Value>, path: &str, faults: &mut Vec<Fault>) {
-    if v.is_null() {
+/// The field of the root's rules' faults, as the real server shows it.
+const ROOT: &str = "<nil>";
+
+/// The rules of node `s` over `v` at `path`, then those of its children, until a rule
+/// stops the validation (see `cel_cost`).
+fn walk(
+    s: &Value,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    budget: &mut Budget,
+    faults: &mut Vec<Fault>,
+) {
+    if v.is_null() || budget.stopped {
         return;
     }
     for rule in s["x-kubernetes-validations"]
@@ -528,7 +598,10 @@ fn walk(s: &Value, v: &Value, old: Option<&Value>, path: &str, faults: &mut Vec<
         .into_iter()
         .flatten()
     {
-        if let Some(fault) = check_rule(s, rule, v, old, path) {
+        if budget.stopped {
+            return;
+        }
+        if let Some(fault) = check_rule(s, rule, v, old, path, budget) {
             faults.push(fault);
         }
     }
@@ -544,16 +617,34 @@ fn walk(s: &Value, v: &Value, old: Option<&Value>, path: &str, faults: &mut Vec<
                     None => format!("{path}[{key}]"),
                 };
                 let before = old.and_then(|o| o.get(key));
-                walk(child_s, child, before, &child_path, faults);
+                walk(child_s, child, before, &child_path, budget, faults);
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                walk(&s["items"], item, None, &format!("{path}[{i}]"), faults);
+                let item_path = format!("{path}[{i}]");
+                let before = old.and_then(|o| correlated_item(s, item, o));
+                walk(&s["items"], item, before, &item_path, budget, faults);
             }
         }
         _ => {}
     }
+}
+
+/// The item of `old` (a list of schema `s`) that `item` updates: of a list of type
+/// `map`, the one of the same keys; the items of other lists are not correlated.
+fn correlated_item<'a>(s: &Value, item: &Value, old: &'a Value) -> Option<&'a Value> {
+    if s["x-kubernetes-list-type"] != "map" {
+        return None;
+    }
+    let keys = s["x-kubernetes-list-map-keys"].as_array()?;
+    let key_of = |v: &Value| {
+        keys.iter()
+            .map(|k| v.get(k.as_str()?).cloned())
+            .collect::<Vec<_>>()
+    };
+    let wanted = key_of(item);
+    old.as_array()?.iter().find(|o| key_of(o) == wanted)
 }
 
 /// One rule over `v`: `None` when it holds (or does not apply), else its fault.
@@ -563,6 +654,7 @@ fn check_rule(
     v: &Value,
     old: Option<&Value>,
     path: &str,
+    budget: &mut Budget,
 ) -> Option<Fault> {
     let source = rule["rule"].as_str().unwrap_or_default();
     let program = match compiled(source) {
@@ -573,6 +665,14 @@ fn check_rule(
     let transition = program.references().has_variable("oldSelf");
     if transition && old.is_none() && !optional_old {
         return None;
+    }
+    let cost = crate::cel_cost::actual_cost(program.expression(), s, v, old, optional_old);
+    if let Some(why) = budget.charge(cost, Charged::Rule(rule_named(rule))) {
+        return Some((
+            path.to_string(),
+            "FieldValueInvalid",
+            format!("Invalid value: {}: {why}", schema_type(s)),
+        ));
     }
     let mut context = context();
     context.add_variable_from_value("self", to_cel(s, v));
@@ -587,24 +687,31 @@ fn check_rule(
         },
         (None, false) => {}
     }
-    let detail = match program.execute(&context) {
-        Ok(Cel::Bool(true)) => return None,
-        Ok(Cel::Bool(false)) => message(rule, &context).unwrap_or_else(|| {
-            let given = rule["message"].as_str().map(str::trim).unwrap_or_default();
-            match given {
-                "" => format!("failed rule: {}", source.trim()),
-                given => given.to_string(),
-            }
-        }),
-        Ok(other) => format!("rule did not evaluate to a boolean: {other:?}"),
-        Err(e) => return Some(evaluation_error(s, rule, &e, path)),
-    };
     let field = match rule["fieldPath"]
         .as_str()
         .map(|p| p.trim_start_matches('.'))
     {
+        Some(p) if !p.is_empty() && path == ROOT => p.to_string(),
         Some(p) if !p.is_empty() => format!("{path}.{p}"),
         _ => path.to_string(),
+    };
+    let detail = match program.execute(&context) {
+        Ok(Cel::Bool(true)) => return None,
+        Ok(Cel::Bool(false)) => {
+            if let Some(why) = charge_message(s, rule, v, old, budget) {
+                let detail = format!("Invalid value: {}: {why}", schema_type(s));
+                return Some((field, "FieldValueInvalid", detail));
+            }
+            message(rule, &context).unwrap_or_else(|| {
+                let given = rule["message"].as_str().map(str::trim).unwrap_or_default();
+                match given {
+                    "" => format!("failed rule: {}", source.trim()),
+                    given => given.to_string(),
+                }
+            })
+        }
+        Ok(other) => format!("rule did not evaluate to a boolean: {other:?}"),
+        Err(e) => return Some(evaluation_error(s, rule, &e, path)),
     };
     // Objects and lists are not shown, scalars are.
     let value = match v {
@@ -630,10 +737,7 @@ fn check_rule(
 /// (whatever its `fieldPath` and `reason`), with the node's schema type as the value and
 /// the rule's message, else the rule, naming it.
 fn evaluation_error(s: &Value, rule: &Value, e: &ExecutionError, path: &str) -> Fault {
-    let named = match rule["message"].as_str().map(str::trim) {
-        Some(message) if !message.is_empty() => message,
-        _ => rule["rule"].as_str().unwrap_or_default().trim(),
-    };
+    let named = rule_named(rule);
     let error = crate::cel_library::message(e);
     let detail = if error.starts_with("no such overload") {
         format!(
@@ -642,14 +746,26 @@ fn evaluation_error(s: &Value, rule: &Value, e: &ExecutionError, path: &str) -> 
     } else {
         format!("{error} evaluating rule: {named}")
     };
-    let kind = shown(&Value::String(
-        s["type"].as_str().unwrap_or_default().to_string(),
-    ));
     (
         path.to_string(),
         "FieldValueInvalid",
-        format!("Invalid value: {kind}: {detail}"),
+        format!("Invalid value: {}: {detail}", schema_type(s)),
     )
+}
+
+/// How the real server names a rule in its errors: its message, else the rule.
+fn rule_named(rule: &Value) -> &str {
+    match rule["message"].as_str().map(str::trim) {
+        Some(message) if !message.is_empty() => message,
+        _ => rule["rule"].as_str().unwrap_or_default().trim(),
+    }
+}
+
+/// Schema `s`'s type, quoted, as the value of the real server's rule errors.
+fn schema_type(s: &Value) -> String {
+    shown(&Value::String(
+        s["type"].as_str().unwrap_or_default().to_string(),
+    ))
 }
 
 /// `oldSelf` under `optionalOldSelf`: `optional.of(old)`, or `optional.none()`.
@@ -667,6 +783,21 @@ fn optional(s: &Value, old: Option<&Value>) -> Result<Cel, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Charges the evaluation of a false rule's `messageExpression` (see `cel_cost`): the
+/// real server's reason to stop, if it is over a limit.
+fn charge_message(
+    s: &Value,
+    rule: &Value,
+    v: &Value,
+    old: Option<&Value>,
+    budget: &mut Budget,
+) -> Option<String> {
+    let source = rule["messageExpression"].as_str()?;
+    let program = compiled(source).ok()?;
+    let cost = crate::cel_cost::actual_cost(program.expression(), s, v, old, false);
+    budget.charge(cost, Charged::Message(source))
+}
+
 /// A rule's `messageExpression`, when it evaluates to a string that is not empty.
 fn message(rule: &Value, context: &Context) -> Option<String> {
     let source = rule["messageExpression"].as_str()?;
@@ -676,9 +807,77 @@ fn message(rule: &Value, context: &Context) -> Option<String> {
     }
 }
 
-/// The compile errors of every rule and `messageExpression` in a CRD version's schema,
-/// as faults at the rule's field (`<at>.x-kubernetes-validations[i].rule`).
+/// The compile errors of every rule and `messageExpression` in a CRD version's schema
+/// (`at` names its root), as faults at the rule's field
+/// (`<at>.x-kubernetes-validations[i].rule`), and the faults of their estimated costs
+/// (see `cel_cost`): each node's children first, then its rules, as the real server
+/// reports them.
 pub(crate) fn compile_errors(schema: &Value, at: &str, faults: &mut Vec<Fault>) {
+    let mut total = crate::cel_cost::Total::default();
+    let root = Place {
+        root: true,
+        cardinality: Some(1),
+        uncorrelatable: None,
+    };
+    node_errors(schema, at, &root, &mut total, faults);
+    faults.extend(total.faults(at));
+}
+
+/// Where a schema node is, for [`node_errors`].
+struct Place<'a> {
+    /// Whether it is the resource's root.
+    root: bool,
+    /// How many times it can occur (`None`: unbounded).
+    cardinality: Option<u64>,
+    /// The highest list above it whose items the real server cannot correlate between
+    /// an object and its update (a list whose type is not `map`).
+    uncorrelatable: Option<&'a str>,
+}
+
+/// [`compile_errors`] of node `schema` at `at`.
+fn node_errors(
+    schema: &Value,
+    at: &str,
+    place: &Place,
+    total: &mut crate::cel_cost::Total,
+    faults: &mut Vec<Fault>,
+) {
+    let cardinality = place
+        .cardinality
+        .and_then(|c| crate::cel_cost::max_elements(schema).map(|m| c.saturating_mul(m)));
+    let mut children: Vec<(String, &Value)> = Vec::new();
+    if schema["additionalProperties"].is_object() {
+        children.push((
+            format!("{at}.additionalProperties"),
+            &schema["additionalProperties"],
+        ));
+    }
+    for (key, child) in schema["properties"].as_object().into_iter().flatten() {
+        children.push((format!("{at}.properties[{key}]"), child));
+    }
+    for (child_at, child) in children {
+        let child_place = Place {
+            root: false,
+            cardinality,
+            uncorrelatable: place.uncorrelatable,
+        };
+        node_errors(child, &child_at, &child_place, total, faults);
+    }
+    if schema["items"].is_object() {
+        let correlated = schema["x-kubernetes-list-type"] == "map";
+        let items_place = Place {
+            root: false,
+            cardinality,
+            uncorrelatable: place.uncorrelatable.or((!correlated).then_some(at)),
+        };
+        node_errors(
+            &schema["items"],
+            &format!("{at}.items"),
+            &items_place,
+            total,
+            faults,
+        );
+    }
     for (i, rule) in schema["x-kubernetes-validations"]
         .as_array()
         .into_iter()
@@ -686,29 +885,76 @@ pub(crate) fn compile_errors(schema: &Value, at: &str, faults: &mut Vec<Fault>) 
         .enumerate()
     {
         for key in ["rule", "messageExpression"] {
-            if let Some(source) = rule[key].as_str()
-                && let Err(why) = compile(source)
-            {
-                let field = format!("{at}.x-kubernetes-validations[{i}].{key}");
-                faults.push((
+            let Some(source) = rule[key].as_str() else {
+                continue;
+            };
+            let field = format!("{at}.x-kubernetes-validations[{i}].{key}");
+            match compile(source) {
+                Ok(program) => {
+                    let expr = program.expression();
+                    let (what, cost) = match key {
+                        "rule" => {
+                            let optional = rule["optionalOldSelf"] == true;
+                            let cost = crate::cel_cost::rule_cost(
+                                expr,
+                                schema,
+                                place.root,
+                                optional,
+                                place.cardinality,
+                            );
+                            ("rule", cost)
+                        }
+                        _ => (
+                            "messageExpression",
+                            crate::cel_cost::message_cost(expr, schema, place.root),
+                        ),
+                    };
+                    if let Some(why) = crate::cel_cost::over_limit(what, cost) {
+                        faults.push((field.clone(), "FieldValueForbidden", why));
+                    }
+                    total.observe(&field, cost);
+                }
+                Err(why) => faults.push((
                     field,
                     "FieldValueInvalid",
                     format!(
                         "Invalid value: {}: {why}",
                         shown(&Value::String(source.into()))
                     ),
-                ));
+                )),
             }
         }
-    }
-    for (key, child) in schema["properties"].as_object().into_iter().flatten() {
-        compile_errors(child, &format!("{at}.properties[{key}]"), faults);
-    }
-    for key in ["items", "additionalProperties"] {
-        if schema[key].is_object() {
-            compile_errors(&schema[key], &format!("{at}.{key}"), faults);
+        let source = rule["rule"].as_str().unwrap_or_default();
+        if let Ok(program) = compile(source) {
+            let field = format!("{at}.x-kubernetes-validations[{i}]");
+            faults.extend(old_self_error(&program, rule, &field, place.uncorrelatable));
         }
     }
+}
+
+/// The fault of a rule reading `oldSelf` where its value cannot be correlated (under the
+/// items of list `uncorrelatable`), or of an `optionalOldSelf` on a rule that does not
+/// read it.
+fn old_self_error(
+    program: &Program,
+    rule: &Value,
+    field: &str,
+    uncorrelatable: Option<&str>,
+) -> Option<Fault> {
+    if program.references().has_variable("oldSelf") {
+        let list = uncorrelatable?;
+        let source = shown(&rule["rule"]);
+        let why = format!(
+            "Invalid value: {source}: oldSelf cannot be used on the uncorrelatable portion of the schema within {list}"
+        );
+        return Some((format!("{field}.rule"), "FieldValueInvalid", why));
+    }
+    let optional = rule.get("optionalOldSelf")?;
+    let why = format!(
+        "Invalid value: {}: may not be set if oldSelf is not used in rule",
+        shown(optional)
+    );
+    Some((format!("{field}.optionalOldSelf"), "FieldValueInvalid", why))
 }
 
 #[cfg(test)]
@@ -798,6 +1044,45 @@ mod tests {
     }
 
     #[test]
+    fn the_roots_rules_see_the_whole_object_at_no_field() {
+        let root = json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith(self.spec.prefix)", "message": "prefix"},
+            {"rule": "self.spec.prefix != 'x-'", "fieldPath": ".spec.prefix"}],
+            "properties": {"spec": {"type": "object", "properties": {"prefix": {"type": "string"}}}}});
+        let obj = |name: &str, prefix: &str| json!({"metadata": {"name": name}, "spec": {"prefix": prefix}});
+        assert_eq!(validate(&root, &obj("app-1", "app-"), None, false), []);
+        assert_eq!(
+            validate(&root, &obj("x-1", "x-"), None, false),
+            [(
+                "spec.prefix".into(),
+                "FieldValueInvalid",
+                "Invalid value: failed rule: self.spec.prefix != 'x-'".into()
+            )]
+        );
+        let found = validate(&root, &obj("web-1", "app-"), None, false);
+        assert_eq!(
+            found,
+            [(
+                ROOT.into(),
+                "FieldValueInvalid",
+                "Invalid value: prefix".into()
+            )]
+        );
+        assert_eq!(validate(&root, &obj("web-1", "app-"), None, true), []);
+    }
+
+    #[test]
+    fn matches_finds_the_pattern_anywhere_and_refuses_an_invalid_one() {
+        let text = json!("abc-123");
+        let matched = |rule: &str| evaluate(rule, &[("s", &text)]);
+        assert_eq!(matched("s.matches('[0-9]+')"), Ok(true));
+        assert_eq!(matched("matches(s, '^[0-9]')"), Ok(false));
+        assert_eq!(matched("s.matches('[0-9]+') && s.matches('^a')"), Ok(true));
+        let invalid = matched("s.matches('(a')").unwrap_err();
+        assert!(invalid.contains("'(a' not a valid regex"), "{invalid}");
+    }
+
+    #[test]
     fn rules_calling_unknown_functions_do_not_compile_and_kubernetes_libraries_do() {
         assert!(compile("self.size() > 1 && self.startsWith('a')").is_ok());
         let unknown = compile("self.frobnicate()").unwrap_err();
@@ -831,7 +1116,7 @@ mod tests {
     fn a_message_expression_gives_the_detail_and_a_reason_its_kind() {
         let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}},
             "x-kubernetes-validations": [
-                {"rule": "self.n > 1", "messageExpression": "'n is ' + string(self.n)"},
+                {"rule": "self.n > 1", "messageExpression": "self.n == 0 ? 'n is 0' : 'n is 1'"},
                 {"rule": "self.n > 2", "message": "too small", "reason": "FieldValueForbidden", "fieldPath": ".n"}]});
         assert_eq!(
             faults(schema, json!({"n": 0}), None),

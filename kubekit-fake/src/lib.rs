@@ -123,10 +123,14 @@
 //!   `pattern`, item and property counts, string `format`s (see `formats`) validated
 //!   with the real server's `422`s, then their CEL rules (`x-kubernetes-validations`,
 //!   see `cel_rules`: `message`, `messageExpression`, `reason`, `fieldPath`, transition
-//!   rules with `oldSelf` and `optionalOldSelf`), compiled when the CRD is written. Not
+//!   rules with `oldSelf` and `optionalOldSelf`), compiled when the CRD is written, and
+//!   their cost bounded as the real server bounds it (see `cel_cost`): a CRD whose rules
+//!   are estimated over the per-rule or per-schema limit is refused with the real
+//!   server's factors, and the rules of a write stop at the per-call limit and the
+//!   write's budget (the runtime cost is estimated from the values' sizes). Not
 //!   checked: some formats (`uri`, `email`, `duration`, ...), `multipleOf`,
-//!   `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, the CEL cost limits and type
-//!   checking. Rules call Kubernetes' CEL libraries (see `cel_library`).
+//!   `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not`, and CEL type checking. Rules call
+//!   Kubernetes' CEL libraries (see `cel_library`).
 //! - LimitRanges default and bound the Pods and PersistentVolumeClaims created in their
 //!   namespace, as the LimitRanger admission plugin does (see `limit_ranges`);
 //!   ResourceQuotas keep their status and refuse what would exceed them, as the quota
@@ -202,6 +206,7 @@
 
 mod admission;
 mod admission_config;
+mod cel_cost;
 mod cel_library;
 mod cel_rules;
 mod cluster_kinds;
