@@ -135,6 +135,7 @@ spec:
     metadata: {labels: {app: tick}}
     spec:
       template:
+        metadata: {labels: {app: tick}}
         spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}
 ---
 apiVersion: v1
