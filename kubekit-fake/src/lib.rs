@@ -172,18 +172,19 @@
 //!   Their changes are owned by no manager. Validating webhooks see what would be stored,
 //!   in parallel. Refusals and failures under `failurePolicy` carry the real server's
 //!   texts, and dry runs honour `sideEffects`; `matchConditions` are evaluated (CEL, see
-//!   `cel_rules`; not the `authorizer` variable). The configurations are validated as the
-//!   real server does (names, policies, `sideEffects`, timeouts, `clientConfig`,
-//!   `admissionReviewVersions`, `matchConditions` compiled), not yet their rules,
-//!   selectors and services' fields. Not done: `matchPolicy: Equivalent` across
-//!   versions.
+//!   `cel_rules`, with the `authorizer` of `cel_library::authz`). The configurations are
+//!   defaulted and validated as the real server does (see `admission_config`: names,
+//!   rules, selectors, policies, `sideEffects`, timeouts, `clientConfig`,
+//!   `admissionReviewVersions`, `matchConditions`). Not done: `matchPolicy: Equivalent`
+//!   across versions; the type check of a match condition's value.
 //! - `ValidatingAdmissionPolicy`s and their bindings (see `policies`): matched by their
 //!   constraints and the bindings' `matchResources`, evaluated in process with CEL over
-//!   `object`, `oldObject`, `request`, `params` (a binding's `paramRef`),
-//!   `namespaceObject` and `variables`, `matchConditions` honoured; a failed validation
-//!   denies with the real server's error and code (`Deny`) or warns (`Warn`). Not done:
-//!   the `authorizer` variable, a `paramRef` selector, type checking and the policies'
-//!   `status`. Policies and bindings are checked when written (see `policy_validation`).
+//!   `object`, `oldObject`, `request`, `params` (each object a binding's `paramRef`
+//!   names or selects), `namespaceObject`, `authorizer` and `variables`,
+//!   `matchConditions` honoured; a failed validation denies with the real server's error
+//!   and code (`Deny`) or warns (`Warn`). Not done: `auditAnnotations` at evaluation,
+//!   type checking and the policies' `status`. Policies and bindings are defaulted and
+//!   checked when written (see `admission_config` and `policy_validation`).
 //! - `MutatingAdmissionPolicy`s and their bindings (see `mutating_policies`): matched
 //!   alike, their `ApplyConfiguration` and `JSONPatch` mutations applied before the
 //!   mutating webhooks (and after them with `reinvocationPolicy: IfNeeded`).
