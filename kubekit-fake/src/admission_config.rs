@@ -25,7 +25,7 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds::{duplicate, forbidden, invalid, not_supported, required};
+use crate::kinds::{duplicate, invalid, not_supported, required};
 use crate::resources::ResourceInfo;
 use crate::status::{ApiError, ApiResult};
 
@@ -229,7 +229,7 @@ pub(crate) fn match_resources_faults(resources: &Value, at: &str) -> Vec<Fault> 
         ));
     }
     for selector in ["namespaceSelector", "objectSelector"] {
-        faults.extend(label_selector_faults(
+        faults.extend(crate::selectors::label_selector_faults(
             &resources[selector],
             &format!("{at}.{selector}"),
         ));
@@ -302,56 +302,6 @@ pub(crate) fn match_conditions_faults(conditions: &Value, at: &str) -> Vec<Fault
             faults.push(duplicate(&field("name"), &json!(name)));
         } else {
             names.push(name);
-        }
-    }
-    faults
-}
-
-/// The faults of a `metav1.LabelSelector` at `at` (`ValidateLabelSelector`): its
-/// `matchLabels` (in key order), then each of its `matchExpressions`.
-pub(crate) fn label_selector_faults(selector: &Value, at: &str) -> Vec<Fault> {
-    let mut faults = Vec::new();
-    let labels_at = format!("{at}.matchLabels");
-    for (key, value) in selector["matchLabels"].as_object().into_iter().flatten() {
-        for why in crate::kinds::qualified_name_errors(key) {
-            faults.push(invalid(labels_at.clone(), &json!(key), &why));
-        }
-        let value = value.as_str().unwrap_or_default();
-        for why in crate::cel_library::label_value_errors(value) {
-            faults.push(invalid(labels_at.clone(), &json!(value), &why));
-        }
-    }
-    let expressions = selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten();
-    for (i, expression) in expressions.enumerate() {
-        let field = |name: &str| format!("{at}.matchExpressions[{i}].{name}");
-        let values = texts(&expression["values"]);
-        match expression["operator"].as_str().unwrap_or_default() {
-            "In" | "NotIn" if values.is_empty() => faults.push(required(
-                &field("values"),
-                "must be specified when `operator` is 'In' or 'NotIn'",
-            )),
-            "Exists" | "DoesNotExist" if !values.is_empty() => faults.push(forbidden(
-                &field("values"),
-                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-            )),
-            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            _ => faults.push(invalid(
-                field("operator"),
-                &expression["operator"],
-                "not a valid selector operator",
-            )),
-        }
-        let key = expression["key"].as_str().unwrap_or_default();
-        for why in crate::kinds::qualified_name_errors(key) {
-            faults.push(invalid(field("key"), &json!(key), &why));
-        }
-        for (j, value) in values.iter().enumerate() {
-            for why in crate::cel_library::label_value_errors(value) {
-                faults.push(invalid(field(&format!("values[{j}]")), &json!(value), &why));
-            }
         }
     }
     faults
@@ -470,7 +420,10 @@ fn webhook_faults(hook: &Value, mutating: bool, at: &dyn Fn(&str) -> String) -> 
         faults.push(invalid(at("timeoutSeconds"), &json!(t), why));
     }
     for selector in ["namespaceSelector", "objectSelector"] {
-        faults.extend(label_selector_faults(&hook[selector], &at(selector)));
+        faults.extend(crate::selectors::label_selector_faults(
+            &hook[selector],
+            &at(selector),
+        ));
     }
     if mutating {
         faults.extend(one_of("reinvocationPolicy", &["IfNeeded", "Never"]));

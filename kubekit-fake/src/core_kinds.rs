@@ -419,17 +419,7 @@ fn persistent_volume(spec: &Value) -> Vec<Fault> {
     if sources == 0 {
         faults.push(required("spec", "must specify a volume type"));
     }
-    let mode = &spec["volumeMode"];
-    if mode
-        .as_str()
-        .is_some_and(|m| !matches!(m, "Block" | "Filesystem"))
-    {
-        faults.push(not_supported(
-            "spec.volumeMode",
-            mode,
-            &["Block", "Filesystem"],
-        ));
-    }
+    faults.extend(volume_mode_fault(spec));
     faults
 }
 
@@ -467,17 +457,7 @@ fn claim(spec: &Value) -> Vec<Fault> {
             faults.push(invalid("spec.storageClassName", class, &why));
         }
     }
-    let mode = &spec["volumeMode"];
-    if mode
-        .as_str()
-        .is_some_and(|m| !matches!(m, "Block" | "Filesystem"))
-    {
-        faults.push(not_supported(
-            "spec.volumeMode",
-            mode,
-            &["Block", "Filesystem"],
-        ));
-    }
+    faults.extend(volume_mode_fault(spec));
     for source in ["dataSource", "dataSourceRef"] {
         let reference = &spec[source];
         if reference.is_object() {
@@ -1040,6 +1020,15 @@ pub(crate) fn endpoint_ip_errors(ip: std::net::IpAddr, text: &str) -> Vec<String
             .push("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".into());
     }
     errors
+}
+
+/// A PersistentVolume's or claim's `volumeMode` that is neither `Block` nor `Filesystem`.
+fn volume_mode_fault(spec: &Value) -> Option<Fault> {
+    let mode = &spec["volumeMode"];
+    let known = ["Block", "Filesystem"];
+    mode.as_str()
+        .is_some_and(|m| !known.contains(&m))
+        .then(|| not_supported("spec.volumeMode", mode, &known))
 }
 
 #[cfg(test)]

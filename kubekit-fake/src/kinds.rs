@@ -198,15 +198,20 @@ pub(crate) fn check(
         ("networking.k8s.io", "NetworkPolicy") => network_policy(spec),
         _ => return Ok(()),
     };
+    refused(info, name, &faults)
+}
+
+/// The `422` of `faults` of an object of `info` (none when there are none), an
+/// `events.k8s.io` Event refused as the core Event it is kept as.
+pub(crate) fn refused(info: &ResourceInfo, name: &str, faults: &[Fault]) -> ApiResult<()> {
     if faults.is_empty() {
         return Ok(());
     }
-    // An `events.k8s.io` Event is refused as the core Event it is kept as.
     let mut info = info.clone();
     if crate::events::is_events_v1(&info) {
         info.group = String::new();
     }
-    Err(ApiError::invalid_fields(&info, name, &faults))
+    Err(ApiError::invalid_fields(&info, name, faults))
 }
 
 /// `field`'s `value` is invalid for `why` (`field.Invalid`; a string is shown quoted).
@@ -638,7 +643,7 @@ fn ingress(spec: &Value) -> Vec<Fault> {
 
 fn network_policy(spec: &Value) -> Vec<Fault> {
     let mut faults =
-        crate::networking_kinds::selector_faults(&spec["podSelector"], "spec.podSelector");
+        crate::selectors::label_selector_faults(&spec["podSelector"], "spec.podSelector");
     for (direction, peers) in [("ingress", "from"), ("egress", "to")] {
         for (i, rule) in spec[direction].as_array().into_iter().flatten().enumerate() {
             let at = format!("spec.{direction}[{i}]");

@@ -29,8 +29,7 @@ use serde_json::{Value, json};
 
 use crate::core_kinds::{PROTOCOLS, endpoint_ip_errors, port_errors};
 use crate::kinds::{
-    Fault, duplicate, forbidden, immutable_declared, invalid, invalid_as, not_supported,
-    qualified_name_errors, required,
+    Fault, duplicate, forbidden, immutable_declared, invalid, invalid_as, not_supported, required,
 };
 
 /// The faults of a `networking.k8s.io` or `discovery.k8s.io` object of `kind`, named
@@ -230,44 +229,6 @@ pub(crate) fn ingress_spec_after_rules(spec: &Value) -> Vec<Fault> {
     faults
 }
 
-/// The faults of the label keys of `selector` (a `LabelSelector`) at `at`.
-pub(crate) fn selector_faults(selector: &Value, at: &str) -> Vec<Fault> {
-    let mut faults = Vec::new();
-    let expressions = selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten();
-    for (i, expression) in expressions.enumerate() {
-        let field = format!("{at}.matchExpressions[{i}].values");
-        let none = expression["values"].as_array().is_none_or(Vec::is_empty);
-        match expression["operator"].as_str().unwrap_or_default() {
-            "In" | "NotIn" if none => faults.push(required(
-                &field,
-                "must be specified when `operator` is 'In' or 'NotIn'",
-            )),
-            "Exists" | "DoesNotExist" if !none => faults.push(forbidden(
-                &field,
-                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-            )),
-            _ => {}
-        }
-    }
-    for key in selector["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flat_map(|m| m.keys())
-    {
-        for why in qualified_name_errors(key) {
-            faults.push(invalid(
-                format!("{at}.matchLabels"),
-                &Value::from(key.as_str()),
-                &why,
-            ));
-        }
-    }
-    faults
-}
-
 /// A CIDR `text` as (address, prefix length), if it is one.
 pub(crate) fn parse_cidr(text: &str) -> Option<(IpAddr, u8)> {
     let (ip, bits) = text.split_once('/')?;
@@ -317,7 +278,7 @@ pub(crate) fn network_policy_peer(peer: &Value, at: &str) -> Vec<Fault> {
         ));
     }
     for selector in ["podSelector", "namespaceSelector"] {
-        faults.extend(selector_faults(
+        faults.extend(crate::selectors::label_selector_faults(
             &peer[selector],
             &format!("{at}.{selector}"),
         ));

@@ -14,8 +14,10 @@
 use std::collections::BTreeMap;
 
 use kubekit::labels::Selector;
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use crate::cel_library::{label_value_errors, qualified_name_errors};
+use crate::kinds;
 use crate::resources::ResourceInfo;
 use crate::status::{ApiError, ApiResult};
 
@@ -332,6 +334,65 @@ pub(crate) fn selector_matches(selector: &Value, labels: &BTreeMap<String, Strin
                 _ => false,
             }
         })
+}
+
+/// The faults of a `metav1.LabelSelector` at `at` (`ValidateLabelSelector`): its
+/// `matchLabels` (in key order), then each of its `matchExpressions`.
+pub(crate) fn label_selector_faults(selector: &Value, at: &str) -> Vec<kinds::Fault> {
+    let mut faults = Vec::new();
+    let labels_at = format!("{at}.matchLabels");
+    for (key, value) in selector["matchLabels"].as_object().into_iter().flatten() {
+        for why in qualified_name_errors(key) {
+            faults.push(kinds::invalid(labels_at.clone(), &json!(key), &why));
+        }
+        let value = value.as_str().unwrap_or_default();
+        for why in label_value_errors(value) {
+            faults.push(kinds::invalid(labels_at.clone(), &json!(value), &why));
+        }
+    }
+    let expressions = selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten();
+    for (i, expression) in expressions.enumerate() {
+        let field = |name: &str| format!("{at}.matchExpressions[{i}].{name}");
+        let values: Vec<&str> = expression["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| v.as_str().unwrap_or_default())
+            .collect();
+        match expression["operator"].as_str().unwrap_or_default() {
+            "In" | "NotIn" if values.is_empty() => faults.push(kinds::required(
+                &field("values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            "Exists" | "DoesNotExist" if !values.is_empty() => faults.push(kinds::forbidden(
+                &field("values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            _ => faults.push(kinds::invalid(
+                field("operator"),
+                &expression["operator"],
+                "not a valid selector operator",
+            )),
+        }
+        let key = expression["key"].as_str().unwrap_or_default();
+        for why in qualified_name_errors(key) {
+            faults.push(kinds::invalid(field("key"), &json!(key), &why));
+        }
+        for (j, value) in values.iter().enumerate() {
+            for why in label_value_errors(value) {
+                faults.push(kinds::invalid(
+                    field(&format!("values[{j}]")),
+                    &json!(value),
+                    &why,
+                ));
+            }
+        }
+    }
+    faults
 }
 
 #[cfg(test)]

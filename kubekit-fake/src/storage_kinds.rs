@@ -205,7 +205,7 @@ fn csi_driver_name(field: &str, name: &str) -> Vec<Fault> {
 
 fn capacity(obj: &Value) -> Vec<Fault> {
     let mut faults = Vec::new();
-    faults.extend(crate::networking_kinds::selector_faults(
+    faults.extend(crate::selectors::label_selector_faults(
         &obj["nodeTopology"],
         "nodeTopology",
     ));

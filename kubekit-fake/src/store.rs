@@ -207,15 +207,7 @@ fn check_name(info: &ResourceInfo, obj: &Value, name: &str) -> ApiResult<()> {
         }
     }
     faults.extend(crate::object_meta::faults(obj, info.builtin));
-    if faults.is_empty() {
-        return Ok(());
-    }
-    // An `events.k8s.io` Event is refused as the core Event it is kept as.
-    let mut info = info.clone();
-    if crate::events::is_events_v1(&info) {
-        info.group = String::new();
-    }
-    Err(ApiError::invalid_fields(&info, name, &faults))
+    crate::kinds::refused(info, name, &faults)
 }
 
 /// Refuses a custom resource whose `kind` or `apiVersion` (changed by a patch) is not its
