@@ -11,7 +11,8 @@
 //!   port, internal traffic policy, IP family fields, an empty load-balancer status, and
 //!   (see [`allocate`]) a cluster IP from `10.0.0.0/24` and node ports from 30000, kept
 //!   by an update that leaves them out;
-//! - a ConfigMap's or Secret's empty `data` or `binaryData` is left out;
+//! - a ConfigMap's or Secret's empty `data` or `binaryData` is left out, a null value in
+//!   them is `""`;
 //! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
 //!   Secret's type never changes;
 //! - a Pod has containers, each with a name of its own and an image; a Deployment's
@@ -59,6 +60,15 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
         return;
     }
     if matches!(info.kind.as_str(), "ConfigMap" | "Secret") {
+        // A null value of their maps of strings decodes as "" (a JSON patch may write one).
+        for field in ["data", "binaryData"] {
+            let map = obj.get_mut(field).and_then(Value::as_object_mut);
+            for v in map.into_iter().flat_map(|m| m.values_mut()) {
+                if v.is_null() {
+                    *v = json!("");
+                }
+            }
+        }
         // Empty maps are left out of the typed objects Go encodes.
         if let Some(o) = obj.as_object_mut() {
             o.retain(|k, v| {

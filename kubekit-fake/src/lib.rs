@@ -210,6 +210,7 @@ mod managed;
 mod mutating_policies;
 mod object_meta;
 mod openapi;
+mod patch_ops;
 mod pod_update;
 mod policies;
 mod policy_validation;

@@ -261,7 +261,9 @@ async fn a_crd_is_served_at_once_and_no_longer_once_deleted() {
             "metadata": {"name": "gadgets.example.com"},
             "spec": {"group": "example.com", "scope": "Cluster",
                      "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-                     "versions": [{"name": "v1", "served": true, "storage": true}]},
+                     "versions": [{"name": "v1", "served": true, "storage": true,
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                       "x-kubernetes-preserve-unknown-fields": true}}}]},
         }))
         .send()
         .await
