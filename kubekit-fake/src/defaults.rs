@@ -13,7 +13,8 @@
 //!   port, internal traffic policy, IP family fields, an empty load-balancer status, and
 //!   (see [`allocate`]) a cluster IP from `10.0.0.0/24` and node ports from 30000, kept
 //!   by an update that leaves them out;
-//! - a ConfigMap's or Secret's empty `data` or `binaryData` is left out;
+//! - a ConfigMap's or Secret's empty `data` or `binaryData` is left out, a null value in a
+//!   ConfigMap's `data` is `""`;
 //! - a ConfigMap or Secret with `immutable: true` keeps its data and stays immutable; a
 //!   Secret's type never changes (with the Secret's own faults, see `core_kinds`, in the
 //!   same answer);
@@ -76,6 +77,12 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     match info.kind.as_str() {
         "LimitRange" => crate::limit_ranges::default_items(obj),
         "ConfigMap" => {
+            // A null value of its maps of strings decodes as "" (a JSON patch may write one).
+            for v in obj["data"].as_object_mut().into_iter().flat_map(|m| m.values_mut()) {
+                if v.is_null() {
+                    *v = json!("");
+                }
+            }
             drop_empty(obj, "data");
             drop_empty(obj, "binaryData");
         }

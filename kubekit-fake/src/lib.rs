@@ -227,6 +227,7 @@ mod mutating_policies;
 mod networking_kinds;
 mod object_meta;
 mod openapi;
+mod patch_ops;
 mod pod_spec;
 mod pod_update;
 mod policies;

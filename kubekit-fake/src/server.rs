@@ -1716,10 +1716,9 @@ fn check_uid_precondition(t: &Target, obj: &Value, old: &Value) -> ApiResult<()>
 
 /// A patch of a request, parsed.
 enum PatchBody {
-    Json(json_patch::Patch),
-    /// A list of operations the patch library cannot read (an unknown `op`, a missing
-    /// `path`): it fails when applied, as on the real server.
-    Unreadable,
+    /// The operations, applied as the real server's library applies them (see
+    /// `patch_ops`): an unknown `op` or a missing `path` fails when applied.
+    Json(Vec<Value>),
     Merge(Value),
     Strategic(Value),
 }
@@ -1759,13 +1758,7 @@ impl PatchBody {
             if let Some(op) = ops.iter().find(|op| !op.is_object() && !op.is_null()) {
                 return Err(cannot(op, "handlers.jsonPatchOp"));
             }
-            return Ok(match serde_json::from_value(value.clone()) {
-                Ok(patch) => Self::Json(patch),
-                Err(e) => {
-                    tracing::debug!("kubekit-fake: a JSON patch the library cannot read: {e}");
-                    Self::Unreadable
-                }
-            });
+            return Ok(Self::Json(ops.clone()));
         }
         if !value.is_object() {
             return Err(cannot(&value, "map[string]interface {}"));
@@ -1789,11 +1782,12 @@ impl PatchBody {
             e
         };
         match self {
-            Self::Json(p) => json_patch::patch(&mut obj, p).map_err(|e| {
-                tracing::debug!("kubekit-fake: a JSON patch failed: {e}");
-                failed()
-            })?,
-            Self::Unreadable => return Err(failed()),
+            Self::Json(ops) => {
+                obj = crate::patch_ops::apply(obj, ops).map_err(|e| {
+                    tracing::debug!("kubekit-fake: a JSON patch failed: {e}");
+                    failed()
+                })?;
+            }
             Self::Merge(p) => json_patch::merge(&mut obj, p),
             Self::Strategic(p) => obj = smp::apply(obj, p.clone(), smp::Ty::of_kind(kind))?,
         }
