@@ -78,7 +78,11 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
         "LimitRange" => crate::limit_ranges::default_items(obj),
         "ConfigMap" => {
             // A null value of its maps of strings decodes as "" (a JSON patch may write one).
-            for v in obj["data"].as_object_mut().into_iter().flat_map(|m| m.values_mut()) {
+            for v in obj["data"]
+                .as_object_mut()
+                .into_iter()
+                .flat_map(|m| m.values_mut())
+            {
                 if v.is_null() {
                     *v = json!("");
                 }
