@@ -56,6 +56,16 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     if !info.builtin {
         return;
     }
+    if info.group.is_empty() && info.kind == "ConfigMap" {
+        // A null value of its map of strings decodes as "" (a JSON patch may write one),
+        // where other nulls leave their field unset.
+        let data = obj.get_mut("data").and_then(Value::as_object_mut);
+        for v in data.into_iter().flat_map(|m| m.values_mut()) {
+            if v.is_null() {
+                *v = json!("");
+            }
+        }
+    }
     without_nulls(obj);
     crate::workloads::apply(&info.group, &info.kind, obj, old);
     if info.group == RBAC && info.kind.ends_with("RoleBinding") && obj.is_object() {
@@ -77,16 +87,6 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
     match info.kind.as_str() {
         "LimitRange" => crate::limit_ranges::default_items(obj),
         "ConfigMap" => {
-            // A null value of its maps of strings decodes as "" (a JSON patch may write one).
-            for v in obj["data"]
-                .as_object_mut()
-                .into_iter()
-                .flat_map(|m| m.values_mut())
-            {
-                if v.is_null() {
-                    *v = json!("");
-                }
-            }
             drop_empty(obj, "data");
             drop_empty(obj, "binaryData");
         }
