@@ -58,6 +58,10 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value, old: Option<&Value>) {
             }
         }
         ("apps", "Deployment") => workload(root, creating, json!({}), |spec| {
+            // `paused` is omitted when false.
+            if spec.get("paused") == Some(&json!(false)) {
+                spec.remove("paused");
+            }
             default(spec, "replicas", json!(1));
             default(spec, "revisionHistoryLimit", json!(10));
             default(spec, "progressDeadlineSeconds", json!(600));
