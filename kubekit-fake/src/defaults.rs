@@ -476,11 +476,9 @@ fn nonnegative(spec: &Value, key: &str) -> Option<Fault> {
     })
 }
 
-/// What the real server refuses of a Deployment's `spec` after its selector and template's
-/// labels, in `ValidateDeploymentSpec`'s order: the template's restart policy and deadline,
-/// the strategy, the ready time, history limit and progress deadline.
-fn deployment_spec(spec: &Value) -> Vec<Fault> {
-    use crate::kinds::{int_or_percent_value, not_above_100_percent, positive_int_or_percent};
+/// The faults of a workload's template (in `spec`) whose Pods would not restart `Always`
+/// or would have a deadline; `kind` is the workload the message names.
+fn always_restarting(spec: &Value, kind: &str) -> Vec<Fault> {
     let mut faults = Vec::new();
     let pod = &spec["template"]["spec"];
     let restart = pod["restartPolicy"].as_str().unwrap_or("Always");
@@ -492,9 +490,79 @@ fn deployment_spec(spec: &Value) -> Vec<Fault> {
         faults.push((
             "spec.template.spec.activeDeadlineSeconds".into(),
             "FieldValueForbidden",
-            "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported".into(),
+            format!("Forbidden: activeDeadlineSeconds in {kind} is not Supported"),
         ));
     }
+    faults
+}
+
+/// A strategy (`type` and `rollingUpdate`) shown as the real server shows its internal
+/// struct in an `Unsupported value` at `field`, `supported` listed.
+fn unsupported_strategy(field: &str, strategy: &Value, supported: &str) -> Fault {
+    let rolling = &strategy["rollingUpdate"];
+    let shown_rolling = match rolling {
+        Value::Null => Value::Null,
+        _ => json!({"MaxUnavailable": rolling["maxUnavailable"], "MaxSurge": rolling["maxSurge"]}),
+    };
+    let shown = json!({"Type": strategy["type"], "RollingUpdate": shown_rolling});
+    let shown = crate::kinds::ordered(&shown, &["Type", "RollingUpdate"]);
+    let detail = format!("Unsupported value: {shown}: supported values: {supported}");
+    (field.into(), "FieldValueNotSupported", detail)
+}
+
+/// What the real server refuses of a DaemonSet's `spec` after its selector and template's
+/// labels, in `ValidateDaemonSetSpec`'s order.
+fn daemon_set_spec(spec: &Value) -> Vec<Fault> {
+    use crate::kinds::{int_or_percent_value, not_above_100_percent, positive_int_or_percent};
+    let mut faults = always_restarting(spec, "DaemonSet");
+    faults.extend(nonnegative(spec, "minReadySeconds"));
+    let strategy = &spec["updateStrategy"];
+    let rolling = &strategy["rollingUpdate"];
+    match strategy["type"].as_str() {
+        Some("OnDelete") => {}
+        Some("RollingUpdate") if rolling.is_null() => {
+            faults.push(required("spec.updateStrategy.rollingUpdate"));
+        }
+        Some("RollingUpdate") => {
+            let (unavailable, surge) = (&rolling["maxUnavailable"], &rolling["maxSurge"]);
+            let at_unavailable = "spec.updateStrategy.rollingUpdate.maxUnavailable";
+            let at_surge = "spec.updateStrategy.rollingUpdate.maxSurge";
+            faults.extend(positive_int_or_percent(at_unavailable, unavailable));
+            faults.extend(positive_int_or_percent(at_surge, surge));
+            faults.extend(not_above_100_percent(at_unavailable, unavailable));
+            faults.extend(not_above_100_percent(at_surge, surge));
+            match (
+                int_or_percent_value(unavailable) != 0,
+                int_or_percent_value(surge) != 0,
+            ) {
+                (true, true) => {
+                    let why = "may not be set when maxUnavailable is non-zero";
+                    faults.push(crate::kinds::invalid(at_surge, surge, why));
+                }
+                (false, false) => faults.push((
+                    at_unavailable.into(),
+                    "FieldValueRequired",
+                    "Required value: cannot be 0 when maxSurge is 0".into(),
+                )),
+                _ => {}
+            }
+        }
+        _ => faults.push(unsupported_strategy(
+            "spec.updateStrategy",
+            strategy,
+            "\"RollingUpdate\", \"OnDelete\"",
+        )),
+    }
+    faults.extend(nonnegative(spec, "revisionHistoryLimit"));
+    faults
+}
+
+/// What the real server refuses of a Deployment's `spec` after its selector and template's
+/// labels, in `ValidateDeploymentSpec`'s order: the template's restart policy and deadline,
+/// the strategy, the ready time, history limit and progress deadline.
+fn deployment_spec(spec: &Value) -> Vec<Fault> {
+    use crate::kinds::{int_or_percent_value, not_above_100_percent, positive_int_or_percent};
+    let mut faults = always_restarting(spec, "ReplicaSet");
     let strategy = &spec["strategy"];
     let rolling = &strategy["rollingUpdate"];
     match strategy["type"].as_str() {
@@ -523,20 +591,11 @@ fn deployment_spec(spec: &Value) -> Vec<Fault> {
             }
             faults.extend(not_above_100_percent(at, unavailable));
         }
-        _ => {
-            // The real server shows its internal struct, by Go field names.
-            let shown_rolling = match rolling {
-                Value::Null => Value::Null,
-                _ => json!({"MaxUnavailable": rolling["maxUnavailable"],
-                            "MaxSurge": rolling["maxSurge"]}),
-            };
-            let shown = json!({"Type": strategy["type"], "RollingUpdate": shown_rolling});
-            let shown = crate::kinds::ordered(&shown, &["Type", "RollingUpdate"]);
-            let detail = format!(
-                "Unsupported value: {shown}: supported values: \"Recreate\", \"RollingUpdate\""
-            );
-            faults.push(("spec.strategy".into(), "FieldValueNotSupported", detail));
-        }
+        _ => faults.push(unsupported_strategy(
+            "spec.strategy",
+            strategy,
+            "\"Recreate\", \"RollingUpdate\"",
+        )),
     }
     faults.extend(nonnegative(spec, "minReadySeconds"));
     faults.extend(nonnegative(spec, "revisionHistoryLimit"));
@@ -736,8 +795,10 @@ pub fn check_workload(
                     faults.push(mismatch(labels));
                 }
             }
-            if kind == "Deployment" {
-                faults.extend(deployment_spec(spec));
+            match kind {
+                "Deployment" => faults.extend(deployment_spec(spec)),
+                "DaemonSet" => faults.extend(daemon_set_spec(spec)),
+                _ => {}
             }
             let kept: &[&str] = match kind {
                 "StatefulSet" => &["selector", "serviceName", "podManagementPolicy"],

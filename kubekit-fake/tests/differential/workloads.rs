@@ -55,10 +55,19 @@ async fn create_each(t: &Target, r: &mut Record, resource: &str, cases: Vec<(&st
 
 /// Merge-patches `name` of `resource` with each `(label, patch)` of `cases` and records
 /// the answer (see [`spec_only`]), uids masked.
-async fn patch_each(t: &Target, r: &mut Record, resource: &str, name: &str, cases: Vec<(&str, Value)>) {
+async fn patch_each(
+    t: &Target,
+    r: &mut Record,
+    resource: &str,
+    name: &str,
+    cases: Vec<(&str, Value)>,
+) {
     let res = t.on(resource);
     for (label, patch) in cases {
-        r.answer(label, spec_only(res.patch(name, PatchType::Merge, patch).await));
+        r.answer(
+            label,
+            spec_only(res.patch(name, PatchType::Merge, patch).await),
+        );
         r.mask_uids_of_last();
     }
 }
@@ -204,24 +213,84 @@ async fn indexed_jobs_and_their_backoff_per_index_are_checked_alike() {
             }
             spec
         };
-        create_each(t, r, "jobs", vec![
-            ("an indexed job", job("j0", indexed(json!({})))),
-            ("indexed without completions", job("j1", json!({"completionMode": "Indexed"}))),
-            ("an unknown completion mode", job("j2", json!({"completionMode": "Ordered"}))),
-            ("negative parallelism", job("j3", json!({"parallelism": -1}))),
-            ("negative completions", job("j4", json!({"completions": -2}))),
-            ("a negative backoff limit", job("j5", json!({"backoffLimit": -1}))),
-            ("a backoff per index", job("j6", indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 2})))),
-            ("a backoff per index of a non-indexed job", job("j7", json!({"backoffLimitPerIndex": 1}))),
-            ("more failed indexes than completions", job("j8", indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 5})))),
-            ("failed indexes without a backoff per index", job("j9", indexed(json!({"maxFailedIndexes": 1})))),
-            ("a negative backoff per index", job("j10", indexed(json!({"backoffLimitPerIndex": -1})))),
-            ("a zero deadline", job("j11", json!({"activeDeadlineSeconds": 0}))),
-            ("a negative time to live", job("j12", json!({"ttlSecondsAfterFinished": -1}))),
-            ("a time to live", job("j13", json!({"ttlSecondsAfterFinished": 100, "activeDeadlineSeconds": 60}))),
-            ("an unknown pod replacement policy", job("j14", json!({"podReplacementPolicy": "Sometimes"}))),
-            ("replacement of failed pods only", job("j15", json!({"podReplacementPolicy": "Failed"}))),
-        ]).await;
+        create_each(
+            t,
+            r,
+            "jobs",
+            vec![
+                ("an indexed job", job("j0", indexed(json!({})))),
+                (
+                    "indexed without completions",
+                    job("j1", json!({"completionMode": "Indexed"})),
+                ),
+                (
+                    "an unknown completion mode",
+                    job("j2", json!({"completionMode": "Ordered"})),
+                ),
+                (
+                    "negative parallelism",
+                    job("j3", json!({"parallelism": -1})),
+                ),
+                (
+                    "negative completions",
+                    job("j4", json!({"completions": -2})),
+                ),
+                (
+                    "a negative backoff limit",
+                    job("j5", json!({"backoffLimit": -1})),
+                ),
+                (
+                    "a backoff per index",
+                    job(
+                        "j6",
+                        indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 2})),
+                    ),
+                ),
+                (
+                    "a backoff per index of a non-indexed job",
+                    job("j7", json!({"backoffLimitPerIndex": 1})),
+                ),
+                (
+                    "more failed indexes than completions",
+                    job(
+                        "j8",
+                        indexed(json!({"backoffLimitPerIndex": 1, "maxFailedIndexes": 5})),
+                    ),
+                ),
+                (
+                    "failed indexes without a backoff per index",
+                    job("j9", indexed(json!({"maxFailedIndexes": 1}))),
+                ),
+                (
+                    "a negative backoff per index",
+                    job("j10", indexed(json!({"backoffLimitPerIndex": -1}))),
+                ),
+                (
+                    "a zero deadline",
+                    job("j11", json!({"activeDeadlineSeconds": 0})),
+                ),
+                (
+                    "a negative time to live",
+                    job("j12", json!({"ttlSecondsAfterFinished": -1})),
+                ),
+                (
+                    "a time to live",
+                    job(
+                        "j13",
+                        json!({"ttlSecondsAfterFinished": 100, "activeDeadlineSeconds": 60}),
+                    ),
+                ),
+                (
+                    "an unknown pod replacement policy",
+                    job("j14", json!({"podReplacementPolicy": "Sometimes"})),
+                ),
+                (
+                    "replacement of failed pods only",
+                    job("j15", json!({"podReplacementPolicy": "Failed"})),
+                ),
+            ],
+        )
+        .await;
     })
     .await;
 }
@@ -383,28 +452,89 @@ async fn disruption_budgets_selectors_and_eviction_policies_are_checked_alike() 
     differential("w-pdb", async |t: &Target, r: &mut Record| {
         let pdb = |name: &str, spec: Value| json!({"metadata": {"name": name}, "spec": spec});
         let app = json!({"matchLabels": {"app": "x"}});
-        create_each(t, r, "poddisruptionbudgets", vec![
-            ("a count", pdb("p0", json!({"minAvailable": 2, "selector": app}))),
-            ("unhealthy pods always allowed", pdb("p1", json!({"maxUnavailable": 1, "selector": app,
-                "unhealthyPodEvictionPolicy": "AlwaysAllow"}))),
-            ("an unknown eviction policy", pdb("p2", json!({"maxUnavailable": 1, "selector": app,
-                "unhealthyPodEvictionPolicy": "Never"}))),
-            ("no selector", pdb("p3", json!({"minAvailable": 1}))),
-            ("an empty selector", pdb("p4", json!({"minAvailable": 1, "selector": {}}))),
-            ("a selector of a bad operator", pdb("p5", json!({"minAvailable": 1, "selector": {"matchExpressions": [
-                {"key": "app", "operator": "Like", "values": ["x"]}]}}))),
-            ("a selector of a bad label", pdb("p6", json!({"minAvailable": 1, "selector": {"matchLabels": {"a b": "x"}}}))),
-            ("neither bound", pdb("p7", json!({"selector": app}))),
-            ("a negative count", pdb("p8", json!({"minAvailable": -1, "selector": app}))),
-            ("above 100%", pdb("p9", json!({"maxUnavailable": "101%", "selector": app}))),
-            ("a percentage of a bad shape", pdb("p10", json!({"minAvailable": "ten%", "selector": app}))),
-        ]).await;
-        patch_each(t, r, "poddisruptionbudgets", "p0", vec![
-            ("the count raised", json!({"spec": {"minAvailable": 3}})),
-            ("switched to unavailable", json!({"spec": {"minAvailable": null, "maxUnavailable": "30%"}})),
-            ("the selector changed", json!({"spec": {"selector": {"matchLabels": {"app": "y"}}}})),
-            ("the eviction policy set", json!({"spec": {"unhealthyPodEvictionPolicy": "IfHealthyBudget"}})),
-        ]).await;
+        create_each(
+            t,
+            r,
+            "poddisruptionbudgets",
+            vec![
+                (
+                    "a count",
+                    pdb("p0", json!({"minAvailable": 2, "selector": app})),
+                ),
+                (
+                    "unhealthy pods always allowed",
+                    pdb(
+                        "p1",
+                        json!({"maxUnavailable": 1, "selector": app,
+                "unhealthyPodEvictionPolicy": "AlwaysAllow"}),
+                    ),
+                ),
+                (
+                    "an unknown eviction policy",
+                    pdb(
+                        "p2",
+                        json!({"maxUnavailable": 1, "selector": app,
+                "unhealthyPodEvictionPolicy": "Never"}),
+                    ),
+                ),
+                ("no selector", pdb("p3", json!({"minAvailable": 1}))),
+                (
+                    "an empty selector",
+                    pdb("p4", json!({"minAvailable": 1, "selector": {}})),
+                ),
+                (
+                    "a selector of a bad operator",
+                    pdb(
+                        "p5",
+                        json!({"minAvailable": 1, "selector": {"matchExpressions": [
+                {"key": "app", "operator": "Like", "values": ["x"]}]}}),
+                    ),
+                ),
+                (
+                    "a selector of a bad label",
+                    pdb(
+                        "p6",
+                        json!({"minAvailable": 1, "selector": {"matchLabels": {"a b": "x"}}}),
+                    ),
+                ),
+                ("neither bound", pdb("p7", json!({"selector": app}))),
+                (
+                    "a negative count",
+                    pdb("p8", json!({"minAvailable": -1, "selector": app})),
+                ),
+                (
+                    "above 100%",
+                    pdb("p9", json!({"maxUnavailable": "101%", "selector": app})),
+                ),
+                (
+                    "a percentage of a bad shape",
+                    pdb("p10", json!({"minAvailable": "ten%", "selector": app})),
+                ),
+            ],
+        )
+        .await;
+        patch_each(
+            t,
+            r,
+            "poddisruptionbudgets",
+            "p0",
+            vec![
+                ("the count raised", json!({"spec": {"minAvailable": 3}})),
+                (
+                    "switched to unavailable",
+                    json!({"spec": {"minAvailable": null, "maxUnavailable": "30%"}}),
+                ),
+                (
+                    "the selector changed",
+                    json!({"spec": {"selector": {"matchLabels": {"app": "y"}}}}),
+                ),
+                (
+                    "the eviction policy set",
+                    json!({"spec": {"unhealthyPodEvictionPolicy": "IfHealthyBudget"}}),
+                ),
+            ],
+        )
+        .await;
     })
     .await;
 }
@@ -417,7 +547,10 @@ async fn kubectl_each(t: &Target, r: &mut Record, lines: &[&str]) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let says = kubectl_says(&kubectl(t, &args, String::new()).await);
         let text = |stream: &str| kubectl_text(says[stream].as_str().unwrap_or_default(), &t.ns);
-        r.push(line, json!({"stdout": text("stdout"), "stderr": text("stderr"), "success": says["success"]}));
+        r.push(
+            line,
+            json!({"stdout": text("stdout"), "stderr": text("stderr"), "success": says["success"]}),
+        );
     }
 }
 
