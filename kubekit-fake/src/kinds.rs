@@ -473,28 +473,49 @@ fn lease(spec: &Value) -> Vec<Fault> {
 /// The faults of an int-or-percent count at `field`: a count not negative, or a
 /// percentage (`[0-9]+%`) up to 100%.
 fn count_or_percent(field: &str, value: &Value) -> Vec<Fault> {
+    let mut faults = positive_int_or_percent(field, value);
+    faults.extend(not_above_100_percent(field, value));
+    faults
+}
+
+/// The digits of a well-formed percentage (`[0-9]+%`), if `value` is one.
+fn percent_digits(value: &Value) -> Option<&str> {
+    value
+        .as_str()?
+        .strip_suffix('%')
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The faults of an int-or-percent at `field` as apps' `ValidatePositiveIntOrPercent`: a
+/// count not negative, or a well-formed percentage (of any size).
+pub(crate) fn positive_int_or_percent(field: &str, value: &Value) -> Vec<Fault> {
     match value {
         Value::Number(n) if n.as_i64().is_some_and(|n| n < 0) => {
             vec![invalid(field, value, "must be greater than or equal to 0")]
         }
-        Value::String(s) => {
-            let digits = s
-                .strip_suffix('%')
-                .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
-            match digits {
-                None => vec![invalid(
-                    field,
-                    value,
-                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
-                )],
-                Some(d) if d.parse::<u64>().map_or(true, |p| p > 100) => {
-                    vec![invalid(field, value, "must not be greater than 100%")]
-                }
-                Some(_) => Vec::new(),
-            }
-        }
+        Value::String(_) if percent_digits(value).is_none() => vec![invalid(
+            field,
+            value,
+            "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+        )],
         _ => Vec::new(),
     }
+}
+
+/// A well-formed percentage at `field` above 100% (`IsNotMoreThan100Percent`).
+pub(crate) fn not_above_100_percent(field: &str, value: &Value) -> Option<Fault> {
+    percent_digits(value)
+        .filter(|d| d.parse::<u64>().map_or(true, |p| p > 100))
+        .map(|_| invalid(field, value, "must not be greater than 100%"))
+}
+
+/// The count an int-or-percent stands for as apps' `getIntOrPercentValue` reads it: a
+/// percentage's number, a count itself, anything else 0.
+pub(crate) fn int_or_percent_value(value: &Value) -> i64 {
+    percent_digits(value)
+        .map(|d| d.parse().unwrap_or(i64::MAX))
+        .or_else(|| value.as_i64())
+        .unwrap_or(0)
 }
 
 fn budget(spec: &Value) -> Vec<Fault> {
@@ -525,7 +546,7 @@ fn budget(spec: &Value) -> Vec<Fault> {
 }
 
 /// `object`'s fields as JSON in `order` (Go marshals a struct's fields in their order).
-fn ordered(object: &Value, order: &[&str]) -> String {
+pub(crate) fn ordered(object: &Value, order: &[&str]) -> String {
     let fields: Vec<String> = order
         .iter()
         .map(|k| format!("{}:{}", Value::from(*k), object[*k]))

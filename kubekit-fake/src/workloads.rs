@@ -58,6 +58,10 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value, old: Option<&Value>) {
             }
         }
         ("apps", "Deployment") => workload(root, creating, json!({}), |spec| {
+            // `paused` is omitted when false.
+            if spec.get("paused") == Some(&json!(false)) {
+                spec.remove("paused");
+            }
             default(spec, "replicas", json!(1));
             default(spec, "revisionHistoryLimit", json!(10));
             default(spec, "progressDeadlineSeconds", json!(600));
@@ -105,6 +109,15 @@ pub fn apply(group: &str, kind: &str, obj: &mut Value, old: Option<&Value>) {
                 default(spec, "replicas", json!(1));
                 default(spec, "revisionHistoryLimit", json!(10));
                 default(spec, "serviceName", json!(""));
+                // Claim templates are defaulted as PersistentVolumeClaims are.
+                for claim in objects(spec, "volumeClaimTemplates") {
+                    default(claim, "apiVersion", json!("v1"));
+                    default(claim, "kind", json!("PersistentVolumeClaim"));
+                    if let Some(claim_spec) = object_or_new(claim, "spec") {
+                        default(claim_spec, "volumeMode", json!("Filesystem"));
+                    }
+                    default(claim, "status", json!({"phase": "Pending"}));
+                }
                 if let Some(policy) = object_or_new(spec, "persistentVolumeClaimRetentionPolicy") {
                     default(policy, "whenDeleted", json!("Retain"));
                     default(policy, "whenScaled", json!("Retain"));

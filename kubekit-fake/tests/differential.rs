@@ -26,6 +26,8 @@ mod cel_cost;
 mod kinds;
 #[path = "differential/machinery.rs"]
 mod machinery;
+#[path = "differential/workloads.rs"]
+mod workloads;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
