@@ -467,6 +467,150 @@ fn restart_policy(job_spec: &Value, path: &str) -> Option<Fault> {
     })
 }
 
+/// The fault of `spec`'s integer `key` if it is negative.
+fn nonnegative(spec: &Value, key: &str) -> Option<Fault> {
+    let value = &spec[key];
+    value.as_i64().filter(|v| *v < 0).map(|_| {
+        let why = "must be greater than or equal to 0";
+        crate::kinds::invalid(format!("spec.{key}"), value, why)
+    })
+}
+
+/// The faults of a workload's template (in `spec`) whose Pods would not restart `Always`
+/// or would have a deadline; `kind` is the workload the message names.
+fn always_restarting(spec: &Value, kind: &str) -> Vec<Fault> {
+    let mut faults = Vec::new();
+    let pod = &spec["template"]["spec"];
+    let restart = pod["restartPolicy"].as_str().unwrap_or("Always");
+    if restart != "Always" {
+        let field = "spec.template.spec.restartPolicy";
+        faults.push(not_supported(field, &json!(restart), &["Always"]));
+    }
+    if !pod["activeDeadlineSeconds"].is_null() {
+        faults.push((
+            "spec.template.spec.activeDeadlineSeconds".into(),
+            "FieldValueForbidden",
+            format!("Forbidden: activeDeadlineSeconds in {kind} is not Supported"),
+        ));
+    }
+    faults
+}
+
+/// A strategy (`type` and `rollingUpdate`) shown as the real server shows its internal
+/// struct in an `Unsupported value` at `field`, `supported` listed.
+fn unsupported_strategy(field: &str, strategy: &Value, supported: &str) -> Fault {
+    let rolling = &strategy["rollingUpdate"];
+    let shown_rolling = match rolling {
+        Value::Null => Value::Null,
+        _ => json!({"MaxUnavailable": rolling["maxUnavailable"], "MaxSurge": rolling["maxSurge"]}),
+    };
+    let shown = json!({"Type": strategy["type"], "RollingUpdate": shown_rolling});
+    let shown = crate::kinds::ordered(&shown, &["Type", "RollingUpdate"]);
+    let detail = format!("Unsupported value: {shown}: supported values: {supported}");
+    (field.into(), "FieldValueNotSupported", detail)
+}
+
+/// What the real server refuses of a DaemonSet's `spec` after its selector and template's
+/// labels, in `ValidateDaemonSetSpec`'s order.
+fn daemon_set_spec(spec: &Value) -> Vec<Fault> {
+    use crate::kinds::{int_or_percent_value, not_above_100_percent, positive_int_or_percent};
+    let mut faults = always_restarting(spec, "DaemonSet");
+    faults.extend(nonnegative(spec, "minReadySeconds"));
+    let strategy = &spec["updateStrategy"];
+    let rolling = &strategy["rollingUpdate"];
+    match strategy["type"].as_str() {
+        Some("OnDelete") => {}
+        Some("RollingUpdate") if rolling.is_null() => {
+            faults.push(required("spec.updateStrategy.rollingUpdate"));
+        }
+        Some("RollingUpdate") => {
+            let (unavailable, surge) = (&rolling["maxUnavailable"], &rolling["maxSurge"]);
+            let at_unavailable = "spec.updateStrategy.rollingUpdate.maxUnavailable";
+            let at_surge = "spec.updateStrategy.rollingUpdate.maxSurge";
+            faults.extend(positive_int_or_percent(at_unavailable, unavailable));
+            faults.extend(positive_int_or_percent(at_surge, surge));
+            faults.extend(not_above_100_percent(at_unavailable, unavailable));
+            faults.extend(not_above_100_percent(at_surge, surge));
+            match (
+                int_or_percent_value(unavailable) != 0,
+                int_or_percent_value(surge) != 0,
+            ) {
+                (true, true) => {
+                    let why = "may not be set when maxUnavailable is non-zero";
+                    faults.push(crate::kinds::invalid(at_surge, surge, why));
+                }
+                (false, false) => faults.push((
+                    at_unavailable.into(),
+                    "FieldValueRequired",
+                    "Required value: cannot be 0 when maxSurge is 0".into(),
+                )),
+                _ => {}
+            }
+        }
+        _ => faults.push(unsupported_strategy(
+            "spec.updateStrategy",
+            strategy,
+            "\"RollingUpdate\", \"OnDelete\"",
+        )),
+    }
+    faults.extend(nonnegative(spec, "revisionHistoryLimit"));
+    faults
+}
+
+/// What the real server refuses of a Deployment's `spec` after its selector and template's
+/// labels, in `ValidateDeploymentSpec`'s order: the template's restart policy and deadline,
+/// the strategy, the ready time, history limit and progress deadline.
+fn deployment_spec(spec: &Value) -> Vec<Fault> {
+    use crate::kinds::{int_or_percent_value, not_above_100_percent, positive_int_or_percent};
+    let mut faults = always_restarting(spec, "ReplicaSet");
+    let strategy = &spec["strategy"];
+    let rolling = &strategy["rollingUpdate"];
+    match strategy["type"].as_str() {
+        Some("Recreate") if !rolling.is_null() => faults.push((
+            "spec.strategy.rollingUpdate".into(),
+            "FieldValueForbidden",
+            "Forbidden: may not be specified when strategy `type` is 'Recreate'".into(),
+        )),
+        Some("Recreate") => {}
+        Some("RollingUpdate") if rolling.is_null() => faults.push((
+            "spec.strategy.rollingUpdate".into(),
+            "FieldValueRequired",
+            "Required value: this should be defaulted and never be nil".into(),
+        )),
+        Some("RollingUpdate") => {
+            let (unavailable, surge) = (&rolling["maxUnavailable"], &rolling["maxSurge"]);
+            let at = "spec.strategy.rollingUpdate.maxUnavailable";
+            faults.extend(positive_int_or_percent(at, unavailable));
+            faults.extend(positive_int_or_percent(
+                "spec.strategy.rollingUpdate.maxSurge",
+                surge,
+            ));
+            if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
+                let why = "may not be 0 when `maxSurge` is 0";
+                faults.push(crate::kinds::invalid(at, unavailable, why));
+            }
+            faults.extend(not_above_100_percent(at, unavailable));
+        }
+        _ => faults.push(unsupported_strategy(
+            "spec.strategy",
+            strategy,
+            "\"Recreate\", \"RollingUpdate\"",
+        )),
+    }
+    faults.extend(nonnegative(spec, "minReadySeconds"));
+    faults.extend(nonnegative(spec, "revisionHistoryLimit"));
+    let deadline = &spec["progressDeadlineSeconds"];
+    if let Some(seconds) = deadline.as_i64() {
+        faults.extend(nonnegative(spec, "progressDeadlineSeconds"));
+        if seconds <= spec["minReadySeconds"].as_i64().unwrap_or(0) {
+            let why = "must be greater than minReadySeconds";
+            let field = "spec.progressDeadlineSeconds";
+            faults.push(crate::kinds::invalid(field, deadline, why));
+        }
+    }
+    faults
+}
+
 /// A workload's selector does not select its template's `labels`.
 fn mismatch(labels: &Value) -> Fault {
     (
@@ -607,6 +751,9 @@ pub fn check_workload(
         }
         ("apps", kind @ ("Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")) => {
             let spec = &obj["spec"];
+            if kind == "Deployment" {
+                faults.extend(nonnegative(spec, "replicas"));
+            }
             let selector = &spec["selector"];
             let labels = &spec["template"]["metadata"]["labels"];
             let empty = selector.is_object()
@@ -647,6 +794,11 @@ pub fn check_workload(
                 } else if !selects(selector, labels) {
                     faults.push(mismatch(labels));
                 }
+            }
+            match kind {
+                "Deployment" => faults.extend(deployment_spec(spec)),
+                "DaemonSet" => faults.extend(daemon_set_spec(spec)),
+                _ => {}
             }
             let kept: &[&str] = match kind {
                 "StatefulSet" => &["selector", "serviceName", "podManagementPolicy"],
