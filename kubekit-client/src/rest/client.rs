@@ -53,7 +53,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::Stream;
 use futures_util::future::BoxFuture;
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue, RETRY_AFTER, USER_AGENT};
+use http::header::{
+    ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, HeaderValue, RETRY_AFTER, USER_AGENT,
+};
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, Status};
@@ -64,6 +66,7 @@ use serde_json::value::RawValue;
 
 use super::config::RestConfig;
 use super::error::{Error, Result};
+use super::gzip::ResponseBody;
 use super::leading::read_metadata;
 use super::metrics::RestClientMetrics;
 use super::watch::{WatchDecoder, WatchEvent};
@@ -120,6 +123,8 @@ struct Inner {
     timeout: Option<Duration>,
     max_body_bytes: usize,
     protobuf: bool,
+    /// Whether requests ask for gzip (`Accept-Encoding: gzip`).
+    compression: bool,
     user_agent: HeaderValue,
     warnings: WarningHandler,
     write_guard: Option<WriteGuard>,
@@ -191,6 +196,7 @@ impl RestClient {
                 timeout: config.timeout,
                 max_body_bytes: config.max_body_bytes,
                 protobuf: config.protobuf,
+                compression: config.compression,
                 user_agent,
                 warnings: Arc::new(|w| tracing::warn!(warning = w, "API server warning")),
                 write_guard: None,
@@ -532,6 +538,11 @@ impl Request {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or_default()
                 .to_string();
+            let content_encoding = res
+                .headers()
+                .get(CONTENT_ENCODING)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
             if !status.is_success() {
                 return Err(self.refusal(&url, status, res.into_body()).await);
             }
@@ -551,6 +562,7 @@ impl Request {
             Ok(Response {
                 status,
                 content_type,
+                content_encoding,
                 body,
                 warnings,
                 what: format!("{what} from {} {url}", self.method),
@@ -587,7 +599,7 @@ impl Request {
 
     /// Opens the watch of [`watch`](Self::watch): the request, its URL and the accepted
     /// response. Not generic, so compiled once for every type watched.
-    async fn open_watch(self) -> Result<(Self, String, http::Response<kube::client::Body>)> {
+    async fn open_watch(self) -> Result<(Self, String, http::Response<ResponseBody>)> {
         let this = self.param("watch", "true");
         let url = this.url_with_timeout(this.timeout);
         let res = this.exchange(&url).await?;
@@ -632,8 +644,8 @@ impl Request {
     async fn accepted(
         &self,
         url: &str,
-        res: http::Response<kube::client::Body>,
-    ) -> Result<http::Response<kube::client::Body>> {
+        res: http::Response<ResponseBody>,
+    ) -> Result<http::Response<ResponseBody>> {
         let status = res.status();
         if !status.is_success() {
             return Err(self.refusal(url, status, res.into_body()).await);
@@ -643,7 +655,7 @@ impl Request {
     }
 
     /// Sends the request until it succeeds, fails for good, or the retry budget is spent.
-    async fn exchange(&self, url: &str) -> Result<http::Response<kube::client::Body>> {
+    async fn exchange(&self, url: &str) -> Result<http::Response<ResponseBody>> {
         if let Some(e) = &self.error {
             return Err(Error::Request(format!("{} {url}: {e}", self.method)));
         }
@@ -652,7 +664,11 @@ impl Request {
         let send = || async {
             self.throttle_guarded(url).await?;
             let started = std::time::Instant::now();
-            let res = inner.http.send(self.build(url)?).await;
+            let res = inner
+                .http
+                .send(self.build(url)?)
+                .await
+                .map(ResponseBody::of);
             if let Some((metrics, host)) = &inner.metrics {
                 let code = res.as_ref().ok().map(|r| r.status().as_u16());
                 metrics.observe(code, self.method.as_str(), host, started.elapsed());
@@ -710,13 +726,16 @@ impl Request {
         if self.body.is_some() {
             req = req.header(CONTENT_TYPE, self.content_type);
         }
+        if self.client.inner.compression {
+            req = req.header(ACCEPT_ENCODING, "gzip");
+        }
         req.body(kube::client::Body::from(body))
             .map_err(|e| Error::Request(format!("{} {url}: {e}", self.method)))
     }
 
     /// The error for a refusal: the API error its body (read up to
     /// [`MAX_ERROR_BODY_BYTES`]) describes.
-    async fn refusal(&self, url: &str, status: StatusCode, body: kube::client::Body) -> Error {
+    async fn refusal(&self, url: &str, status: StatusCode, body: ResponseBody) -> Error {
         let body = match read_body(body, MAX_ERROR_BODY_BYTES).await {
             Ok(ReadBody::Whole(body)) => body,
             Ok(ReadBody::Cut(start)) => {
@@ -974,6 +993,8 @@ fn reason_for_code(code: StatusCode) -> &'static str {
 pub struct Response {
     status: StatusCode,
     content_type: String,
+    /// The `Content-Encoding` the body came in (`gzip`); `body` is decoded already.
+    content_encoding: Option<String>,
     body: Bytes,
     warnings: Vec<String>,
     what: String,
@@ -1080,6 +1101,12 @@ impl Response {
     /// The `Content-Type` the server sent (empty if none).
     pub fn content_type(&self) -> &str {
         &self.content_type
+    }
+
+    /// The `Content-Encoding` the server sent the body in (`gzip` when it compressed it,
+    /// see [`RestConfig::compression`]); [`body`](Self::body) is decompressed already.
+    pub fn content_encoding(&self) -> Option<&str> {
+        self.content_encoding.as_deref()
     }
 
     /// The raw body.
@@ -1816,6 +1843,7 @@ mod tests {
         let response = Response {
             status: StatusCode::OK,
             content_type: "application/json".into(),
+            content_encoding: None,
             body: Bytes::from_static(b"{\"metadata\":{\"name\":\"web\"},\"spec\":"),
             warnings: vec![],
             what: "pods \"web\" in namespace \"demo\" from GET /api/v1/namespaces/demo/pods/web"

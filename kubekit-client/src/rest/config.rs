@@ -34,6 +34,9 @@ pub const DEFAULT_QPS: f32 = 5.0;
 pub const DEFAULT_BURST: u32 = 10;
 /// Default number of retries of a throttled (429) or unavailable (5xx) request.
 pub const DEFAULT_MAX_RETRIES: u32 = 10;
+/// Whether requests ask for gzip-compressed responses unless set
+/// ([`RestConfig::compression`]): as client-go, which asks unless `DisableCompression`.
+pub const DEFAULT_COMPRESSION: bool = true;
 /// Default timeout of every request but watches: kube-apiserver's own default request
 /// timeout (`--request-timeout`, 60 s), after which it would have given up anyway. A
 /// request accepted and never answered fails with [`Error::Timeout`] instead of hanging.
@@ -76,6 +79,13 @@ pub struct RestConfig {
     /// unless set. `false` makes every request ask for JSON. Custom resources, the dynamic
     /// and metadata clients always use JSON.
     pub protobuf: bool,
+    /// Whether requests ask for responses compressed with gzip (`Accept-Encoding: gzip`,
+    /// client-go's `DisableCompression: false`); a compressed response is decompressed as
+    /// it arrives. [`DEFAULT_COMPRESSION`] unless set, `false` if the kubeconfig's cluster
+    /// says `disable-compression: true`. kube-apiserver compresses responses of over
+    /// 128 KiB (large lists and their streams): fewer bytes on the network, more CPU on
+    /// both ends (bench/README.md has what it costs an informer's sync).
+    pub compression: bool,
 }
 
 impl fmt::Debug for RestConfig {
@@ -91,6 +101,7 @@ impl fmt::Debug for RestConfig {
             .field("user_agent", &self.user_agent)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("protobuf", &self.protobuf)
+            .field("compression", &self.compression)
             .finish()
     }
 }
@@ -143,7 +154,6 @@ impl RestConfig {
         kube.default_retry = false;
         kube.cluster_url = without_userinfo(kube.cluster_url);
         Self {
-            kube,
             qps: DEFAULT_QPS,
             burst: DEFAULT_BURST,
             timeout: Some(DEFAULT_TIMEOUT),
@@ -152,6 +162,8 @@ impl RestConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             metrics: None,
             protobuf: true,
+            compression: DEFAULT_COMPRESSION && !kube.disable_compression,
+            kube,
         }
     }
 
@@ -277,6 +289,12 @@ impl RestConfig {
     /// Sets the default timeout of every request but watches.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets whether requests ask for gzip-compressed responses ([`Self::compression`]).
+    pub fn with_compression(mut self, compression: bool) -> Self {
+        self.compression = compression;
         self
     }
 

@@ -17,6 +17,7 @@
 pub mod client;
 pub mod config;
 pub mod error;
+mod gzip;
 pub(crate) mod json;
 pub mod leading;
 pub mod metrics;
@@ -31,8 +32,8 @@ pub use client::{
     RestClient, WarningHandler, WriteGuard, WriteObserver, Written, decode, decode_list,
 };
 pub use config::{
-    DEFAULT_BURST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_QPS, DEFAULT_TIMEOUT,
-    RestConfig,
+    DEFAULT_BURST, DEFAULT_COMPRESSION, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_QPS,
+    DEFAULT_TIMEOUT, RestConfig,
 };
 
 /// The former name of [`RestConfig`], renamed because it clashed with `kube::Config`.

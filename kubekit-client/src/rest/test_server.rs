@@ -60,6 +60,8 @@ struct Seen {
     requests: Vec<String>,
     /// Each request's `Accept` header (empty when it had none).
     accepts: Vec<String>,
+    /// Each request's `Accept-Encoding` header (empty when it had none).
+    encodings: Vec<String>,
     /// Each request body: its `Content-Type` and its bytes.
     bodies: Vec<(String, Vec<u8>)>,
 }
@@ -114,6 +116,11 @@ impl TestServer {
     /// The `Accept` header of each request read so far (empty when it had none).
     pub fn accepts(&self) -> Vec<String> {
         self.seen.lock().accepts.clone()
+    }
+
+    /// The `Accept-Encoding` header of each request read so far (empty when it had none).
+    pub fn accept_encodings(&self) -> Vec<String> {
+        self.seen.lock().encodings.clone()
     }
 
     /// The bodies of the requests read so far that had one: `Content-Type` and bytes.
@@ -195,6 +202,8 @@ async fn serve(mut stream: TcpStream, handler: Handler, seen: Arc<Mutex<Seen>>) 
             let mut seen = seen.lock();
             seen.requests.push(line.clone());
             seen.accepts.push(header("accept").unwrap_or_default());
+            seen.encodings
+                .push(header("accept-encoding").unwrap_or_default());
             if length > 0 {
                 seen.bodies
                     .push((header("content-type").unwrap_or_default(), body));

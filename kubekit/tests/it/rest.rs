@@ -249,3 +249,42 @@ fn path_segments_with_slashes_are_refused_before_sending() {
         assert!(err.to_string().contains("invalid name"), "{err}");
     });
 }
+
+#[tokio::test]
+async fn a_large_list_comes_compressed_when_asked_and_decodes_alike() {
+    let client = admin_client().await;
+    let ns = namespace("rest-gzip").await;
+    // kube-apiserver compresses responses of over 128 KiB: 40 ConfigMaps of 4 KiB each
+    // (beside the namespace's kube-root-ca.crt).
+    for i in 0..40 {
+        configmaps(client.post(), &ns)
+            .body(&json!({"metadata": {"name": format!("cm-{i}")},
+                          "data": {"k": "x".repeat(4096)}}))
+            .send()
+            .await
+            .expect("create configmap");
+    }
+    let config =
+        kubekit::rest::RestConfig::from_kubeconfig(testenv::control_plane().kubeconfig_path())
+            .await
+            .unwrap();
+    assert!(config.compression, "compression is on by default");
+    let mut lists = Vec::new();
+    for compression in [true, false] {
+        let client = RestClient::new(&config.clone().with_compression(compression)).unwrap();
+        let response = configmaps(client.get(), &ns).send().await.unwrap();
+        let encoding = response.content_encoding().map(str::to_string);
+        let list = response.decode_list::<ConfigMap>().unwrap();
+        let names: Vec<_> = list
+            .items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .filter(|name| name.starts_with("cm-"))
+            .collect();
+        lists.push((encoding, names));
+    }
+    assert_eq!(lists[0].0.as_deref(), Some("gzip"));
+    assert_eq!(lists[1].0, None);
+    assert_eq!(lists[0].1.len(), 40);
+    assert_eq!(lists[0].1, lists[1].1);
+}
