@@ -51,6 +51,10 @@ benchmarks:
                        --real             create the pods in the local control plane
                                           instead (started if needed) and only sync
                        --kubeconfig PATH  the same in another cluster
+                       --link RATE/RTT    with --real or --kubeconfig: the clients reach
+                                          the server through a proxy that paces each
+                                          direction to RATE and delays by RTT/2, e.g.
+                                          100mbit/20ms, 1gbit/0.5ms
   compact     what the compact cache costs and saves per Pod against typed Pods (build
               time, memory, compressed size, get cold and warm, a lister's list)
               options: --objects N (default 10000), --fixture PATH

@@ -14,9 +14,11 @@
 //! floor, and the M updates are real: once a peer has synced, a writer patches a label of
 //! M pods (32 patches in flight) while the peer watches. The server bounds their rate, so
 //! the figures of the watch are the peer's CPU per event and how long after the writer's
-//! last patch the peer had seen them all.
+//! last patch the peer had seen them all. With `--link RATE/RTT` as well, the peers reach
+//! the cluster through a proxy shaped as a network link ([`link`]); the writer does not.
 
 mod fixture;
+mod link;
 mod real;
 mod server;
 
@@ -33,6 +35,7 @@ pub(crate) use fixture::Fixture;
 use crate::{option_count, option_value};
 use kubekit_informer::floor_peer::Encoding;
 use kubekit_informer::informer_peer::Cache;
+use link::Link;
 pub(crate) use real::Cluster;
 use server::ReplayServer;
 
@@ -117,6 +120,8 @@ pub struct Options {
     fixture: PathBuf,
     verbose: bool,
     kubeconfig: Option<PathBuf>,
+    /// `--link RATE/RTT`: the peers reach the real cluster through a link so shaped.
+    link: Option<Link>,
     timeout: Duration,
     command_line: String,
 }
@@ -137,6 +142,7 @@ impl Options {
             fixture: default_fixture(),
             verbose: false,
             kubeconfig: None,
+            link: None,
             timeout: Duration::from_secs(600),
             command_line: format!("kubekit-bench informer {}", args.join(" ")),
         };
@@ -165,12 +171,16 @@ impl Options {
                 "--kubeconfig" => {
                     options.kubeconfig = Some(option_value(&mut args, "--kubeconfig")?.into())
                 }
+                "--link" => options.link = Some(Link::parse(&option_value(&mut args, "--link")?)?),
                 "--verbose" => options.verbose = true,
                 other => return Err(format!("unknown option {other:?}")),
             }
         }
         if options.pods == 0 || options.runs == 0 {
             return Err("--pods and --runs must be positive".into());
+        }
+        if options.link.is_some() && options.kubeconfig.is_none() {
+            return Err("--link needs a real cluster (--real or --kubeconfig)".into());
         }
         if options.kubeconfig.is_some() && !clients_given {
             options.clients.extend(Client::FLOORS);
@@ -617,7 +627,19 @@ pub fn run(options: Options) -> Result<(), String> {
                     options.runs
                 );
                 let cluster = Cluster::populate(kubeconfig, &fixture, options.pods).await?;
-                Source::Cluster(cluster, kubeconfig.clone())
+                let peers_kubeconfig = match options.link {
+                    Some(link) => {
+                        let linked = link::linked_kubeconfig(kubeconfig, link).await?;
+                        println!(
+                            "link: {} Mbit/s each way, {:?} round trip (a pacing proxy; the writer is not on it)",
+                            link.bits_per_second as f64 / 1e6,
+                            link.round_trip
+                        );
+                        linked
+                    }
+                    None => kubeconfig.clone(),
+                };
+                Source::Cluster(cluster, peers_kubeconfig)
             }
             None => {
                 let replica = fixture.replicate(options.pods, options.updates);
