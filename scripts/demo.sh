@@ -3,9 +3,10 @@
 #
 # 1. Uses the cluster of $KUBECONFIG if set, else builds and starts the local control plane
 #    (with its two kwok nodes, so the Deployments' pods run and become available).
-# 2. Installs the App CRD and the controller's RBAC (a ClusterRole bound to the user
-#    `app-controller`), and makes a kubeconfig for that user on the local control plane,
-#    so the controller runs with exactly the permissions of artifacts/rbac.yaml.
+# 2. Installs the App CRD and the RBAC the controller prints for the flags it runs with
+#    (`app-controller --print-rbac`: a ClusterRole, and a Role for its Lease, bound to the
+#    user `app-controller`), and makes a kubeconfig for that user on the local control
+#    plane, so the controller runs with exactly those permissions.
 # 3. Starts the App controller (5 workers, leader election on, metrics on
 #    $DEMO_METRICS_ADDRESS, health probes on $DEMO_HEALTH_ADDRESS), applies the two example
 #    Apps with kubectl, and shows the Deployments, Services, App status and events that
@@ -35,7 +36,8 @@ controller="${CARGO_TARGET_DIR:-target}/release/app-controller"
 echo "==> kubectl apply: the App CRD and the controller's RBAC"
 kubectl apply -f app-controller/artifacts/crd/appcontroller.k8s.io_apps.yaml
 kubectl wait --for condition=Established --timeout 60s crd/apps.appcontroller.k8s.io
-kubectl apply -f app-controller/artifacts/rbac.yaml
+"$controller" --print-rbac --workers 5 --leader-elect --rbac-subject user:app-controller |
+  kubectl apply -f -
 
 metrics=${DEMO_METRICS_ADDRESS:-127.0.0.1:8080}
 health=${DEMO_HEALTH_ADDRESS:-127.0.0.1:8081}

@@ -12,6 +12,8 @@
 //! new one is applied, then the old one (which the App still controls) deleted: an App
 //! never keeps two children of a kind. Changes of Apps and of their children reconcile
 //! the App, resyncs do not; a deleted App's children go with it (garbage collection).
+//! [`add_to`] declares what the reconcile writes, so that the manager's
+//! [`rbac`](kubekit::manager::Manager::rbac) covers it.
 
 use std::sync::Arc;
 
@@ -22,6 +24,7 @@ use kubekit::applyconfigurations::api::{apps::v1 as apps, core::v1 as core};
 use kubekit::applyconfigurations::apimachinery::pkg::apis::meta::v1 as meta;
 use kubekit::applyconfigurations::{ApplyConfiguration, configuration_of};
 use kubekit::clientset::PropagationPolicy;
+use kubekit::manager::Verb;
 use kubekit::meta::Object;
 use kubekit::prelude::*;
 
@@ -181,9 +184,15 @@ pub fn add_to(mgr: &mut Manager, workers: usize, max_retries: usize) -> Result<(
         services: mgr.factory().core_v1().services().lister(),
         recorder: mgr.event_recorder(CONTROLLER_NAME),
     });
+    // What `reconcile` writes: each child applied, and deleted when the spec renames it;
+    // the App's status applied. Its reads come from the listers (informers).
+    let children = [Verb::Create, Verb::Patch, Verb::Delete];
     mgr.controller::<App>(CONTROLLER_NAME)
         .owns::<Deployment>()
         .owns::<Service>()
+        .writes::<Deployment>(children)
+        .writes::<Service>(children)
+        .writes_status([Verb::Patch])
         .with_event_filter(Predicate::resource_version_changed())
         .workers(workers)
         .max_retries(max_retries)

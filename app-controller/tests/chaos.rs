@@ -450,7 +450,7 @@ async fn apps_converge_after_the_controller_is_killed_at_twenty_random_points() 
         .unwrap();
     let admin = Clientset::new(&config.with_rate_limit(100.0, 200)).unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-chaos").await;
-    let user = install(cp, &ns, "app-controller-chaos");
+    let user = install(cp, &ns, "app-controller-chaos", &[]);
     let apps = admin.resource::<App>(&ns);
 
     // Watch every child's controller from the start.

@@ -1,10 +1,9 @@
-//! The App controller end to end: the real binary, run as an identity bound only to
-//! `artifacts/rbac.yaml`'s ClusterRole (through a RoleBinding in the test namespace), on
-//! the real control plane, driven with kubectl like a user would; three replicas of it
-//! electing a leader; three sharded replicas splitting the Apps; and with its admission
-//! webhooks on (`--webhook-bind-address`), served on its manager's webhook server with a
-//! generated authority, which kube-apiserver calls, as an identity bound to
-//! `artifacts/rbac-webhooks.yaml` besides.
+//! The App controller end to end: the real binary, run as an identity bound only to the
+//! RBAC it prints for its flags (`--print-rbac`: Roles in the test namespace), on the real
+//! control plane, driven with kubectl like a user would; three replicas of it electing a
+//! leader; three sharded replicas splitting the Apps; and with its admission webhooks on
+//! (`--webhook-bind-address`), served on its manager's webhook server with a generated
+//! authority, which kube-apiserver calls.
 
 // Shared with the other test binaries, which use the helpers this one does not.
 #[allow(dead_code)]
@@ -32,7 +31,10 @@ use testenv::{ControlPlane, eventually};
 use common::replicas::{
     LEASE, MAX_ATTEMPT_GAP, RETRY, Replica, holder, spawn_replica, start_replica,
 };
-use common::{Controller, apps_manifest, artifact, events_for, install, kubectl_apply, reconciles};
+use common::{
+    Controller, apps_manifest, artifact, events_for, install, kubectl_apply, leader_flags,
+    reconciles, short_lease,
+};
 
 impl Controller {
     /// Starts it without its health endpoint (`:8081` by default), so tests that run
@@ -70,7 +72,7 @@ async fn the_app_controller_manages_deployments_and_services_with_least_privileg
     )
     .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-e2e").await;
-    let user = install(cp, &ns, "app-controller-e2e");
+    let user = install(cp, &ns, "app-controller-e2e", &[]);
     let mut controller = Controller::start(&user, &ns);
 
     // The seed's two example Apps, in the test namespace.
@@ -249,7 +251,7 @@ async fn three_replicas_elect_one_leader_and_hand_over_on_kill_and_on_sigterm() 
     )
     .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-leader").await;
-    let user = install(cp, &ns, "app-controller-leader");
+    let user = install(cp, &ns, "app-controller-leader", &leader_flags(&ns));
     let leases = admin.coordination_v1().leases(&ns);
     let logs = cp.dir().join(format!("leader-election-{ns}"));
     std::fs::create_dir_all(&logs).unwrap();
@@ -421,8 +423,8 @@ async fn a_leader_paused_past_its_lease_writes_nothing_when_it_resumes() {
     .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-paused").await;
     let other = cp.create_namespace(&cp.client().await, "app-other").await;
-    let user = install(cp, &ns, "app-controller-paused");
-    install(cp, &other, "app-controller-paused");
+    let user = install(cp, &ns, "app-controller-paused", &leader_flags(&ns));
+    install(cp, &other, "app-controller-paused", &leader_flags(&ns));
     let leases = admin.coordination_v1().leases(&ns);
     let logs = cp.dir().join(format!("paused-leader-{ns}"));
     std::fs::create_dir_all(&logs).unwrap();
@@ -509,20 +511,13 @@ async fn with_webhooks_on_an_invalid_app_is_denied_by_kubectl_and_the_seed_apps_
     .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-webhook").await;
     let user = "app-webhook-e2e";
-    let kubeconfig = install(cp, &ns, user);
-    // What webhook mode needs beyond rbac.yaml, bound to the test identity as the file
-    // binds it to the controller's.
-    kubectl_apply(
-        cp,
-        &artifact("rbac-webhooks.yaml")
-            .replace("name: app-controller\n", &format!("name: {user}\n")),
-    );
+    let kubeconfig = install(cp, &ns, user, &["--webhook-bind-address", "127.0.0.1:0"]);
     let health = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .to_string();
-    // As the controller's identity, with rbac.yaml and rbac-webhooks.yaml only. The
+    // As the controller's identity, with the RBAC it prints for webhook mode only. The
     // authorizer may see the new binding a moment after the controller starts: its first
     // install may get a 403, which it retries.
     let mut controller = Controller::start_with(
@@ -609,28 +604,20 @@ async fn three_sharded_replicas_split_the_apps_and_hand_over_on_sigterm_without_
     )
     .unwrap();
     let ns = cp.create_namespace(&cp.client().await, "app-sharded").await;
-    let user = install(cp, &ns, "app-controller-sharded");
+    let user = install(
+        cp,
+        &ns,
+        "app-controller-sharded",
+        &["--shard-ring", "apps", "--leader-elect-namespace", &ns],
+    );
     let logs = cp.dir().join(format!("sharded-{ns}"));
     std::fs::create_dir_all(&logs).unwrap();
     let mut replicas: Vec<Controller> = (0..3)
         .map(|i| {
             let identity = format!("replica-{i}");
-            let flags = [
-                "--shard-ring",
-                "apps",
-                "--shard-identity",
-                &identity,
-                "--leader-elect-namespace",
-                &ns,
-                "--leader-elect-lease-duration",
-                "4s",
-                "--leader-elect-renew-deadline",
-                "3s",
-                "--leader-elect-retry-period",
-                "500ms",
-                "--health-probe-bind-address",
-                "0",
-            ];
+            let ring = ["--shard-ring", "apps", "--shard-identity", &identity];
+            let no_probes = ["--health-probe-bind-address", "0"];
+            let flags = [&ring[..], &short_lease(&ns), &no_probes].concat();
             let file = std::fs::File::create(logs.join(format!("{identity}.log"))).unwrap();
             Controller::start_with(&user, &ns, &flags, file.into())
         })

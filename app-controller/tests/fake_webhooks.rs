@@ -1,6 +1,6 @@
 //! The App controller's admission webhooks on kubekit-fake with RBAC, beside the real
-//! control plane: the real binary, run as a user bound to `artifacts/rbac.yaml` in one
-//! namespace and to `artifacts/rbac-webhooks.yaml`, installs its webhook configurations
+//! control plane: the real binary, run as a user bound to the RBAC it prints for webhook
+//! mode in one namespace (`--print-rbac`), installs its webhook configurations
 //! with a generated CA; kubectl's apply of an invalid App is denied by its validator with
 //! the same message on both servers, and a valid App's untagged image is defaulted by its
 //! defaulter into the Deployment on both.
@@ -13,7 +13,7 @@ use std::process::Stdio;
 
 use testenv::eventually;
 
-use common::{Controller, Server, apply, artifact, kubectl, try_apply};
+use common::{Controller, Server, apply, artifact, kubectl, print_rbac, try_apply};
 
 const USER: &str = "app-controller-fake-webhooks";
 
@@ -29,22 +29,13 @@ struct Seen {
 /// records what kubectl and the Deployment show.
 async fn denied_and_defaulted(s: &Server) -> Seen {
     apply(&s.admin, &artifact("crd/appcontroller.k8s.io_apps.yaml"));
-    apply(&s.admin, &artifact("rbac.yaml"));
-    let user_subject = format!("name: {USER}\n");
-    apply(
-        &s.admin,
-        &artifact("rbac-webhooks.yaml").replace("name: app-controller\n", &user_subject),
+    let namespace = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n",
+        s.ns
     );
-    apply(
-        &s.admin,
-        &format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n---\n\
-             apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {USER}\n  namespace: {ns}\n\
-             roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: app-controller\n\
-             subjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {USER}\n",
-            ns = s.ns
-        ),
-    );
+    apply(&s.admin, &namespace);
+    let webhooks = ["--webhook-bind-address", "127.0.0.1:0"];
+    apply(&s.admin, &print_rbac(&s.ns, USER, &webhooks));
     let health = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")

@@ -53,7 +53,7 @@ use kubekit::meta::controller_of;
 use kubekit::rest::RestConfig;
 use testenv::{ControlPlane, eventually, eventually_ok};
 
-use common::{Controller, Spans, apps_manifest, install, kubectl_apply, reconciles};
+use common::{Controller, Spans, apps_manifest, install, kubectl_apply, reconciles, short_lease};
 
 /// Lease timing of the ring (the replicas' flags).
 const LEASE_DURATION: Duration = Duration::from_secs(4);
@@ -355,26 +355,21 @@ impl Ring<'_> {
         let metrics = free_address();
         self.metrics.borrow_mut().insert(i, metrics);
         let metrics = metrics.to_string();
-        let flags = [
+        let ring = [
             "--shard-ring",
             "apps",
             "--shard-identity",
             &identity,
             "--shard-key",
             key,
-            "--leader-elect-namespace",
-            &self.lease_ns,
-            "--leader-elect-lease-duration",
-            "4s",
-            "--leader-elect-renew-deadline",
-            "3s",
-            "--leader-elect-retry-period",
-            "500ms",
+        ];
+        let endpoints = [
             "--health-probe-bind-address",
             "0",
             "--metrics-bind-address",
             &metrics,
         ];
+        let flags = [&ring[..], &short_lease(&self.lease_ns), &endpoints].concat();
         let file = std::fs::File::create(self.logs.join(format!("{identity}.log"))).unwrap();
         // The admin's kubeconfig: every namespace is watched.
         Controller::start_with(self.cp.kubeconfig_path(), "", &flags, file.into())
@@ -552,7 +547,7 @@ async fn scenario(cp: &'static ControlPlane, server_filters: bool) {
     .unwrap();
     let client = cp.client().await;
     let lease_ns = cp.create_namespace(&client, "shard-chaos-leases").await;
-    install(cp, &lease_ns, "app-controller-shard-chaos");
+    install(cp, &lease_ns, "app-controller-shard-chaos", &[]);
     let mut namespaces = Vec::new();
     for _ in 0..scale.namespaces {
         namespaces.push(cp.create_namespace(&client, "shard-chaos").await);
@@ -996,7 +991,7 @@ async fn ring_costs() {
             .unwrap(),
     )
     .unwrap();
-    install(cp, "default", "app-controller-ring-costs");
+    install(cp, "default", "app-controller-ring-costs", &[]);
     let mut namespaces = Vec::new();
     for _ in 0..30 {
         namespaces.push(cp.create_namespace(&client, "ring-costs").await);

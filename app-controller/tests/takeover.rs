@@ -1,5 +1,5 @@
 //! 300 Apps after a takeover: how long two App controller replicas with `--leader-elect`
-//! (the real binary, as the `rbac.yaml` identity, each with its defaults: 20 requests/s,
+//! (the real binary, as a user bound to the RBAC it prints, each with its defaults: 20 requests/s,
 //! burst 30, Events on a budget of their own) take to bring 300 changed Apps in line after
 //! the leader is SIGKILLed. Its own test binary: 300 Apps with a Deployment and a Service
 //! each would slow the other tests' timing down, and the Services need a wider range
@@ -23,7 +23,7 @@ use kubekit::rest::RestConfig;
 use testenv::eventually;
 
 use common::replicas::{Replica, holder, start_replica};
-use common::{apps_manifest, install, kubectl_apply, reconciles};
+use common::{apps_manifest, install, kubectl_apply, leader_flags, reconciles};
 
 /// How many Deployments in `ns` run `image`.
 async fn deployments_with(admin: &Clientset, ns: &str, image: &str) -> Option<usize> {
@@ -70,7 +70,7 @@ async fn after_the_leader_is_killed_the_other_replica_brings_300_changed_apps_in
     let ns = cp
         .create_namespace(&cp.client().await, "app-takeover")
         .await;
-    let user = install(cp, &ns, "app-controller-takeover");
+    let user = install(cp, &ns, "app-controller-takeover", &leader_flags(&ns));
     let leases = admin.coordination_v1().leases(&ns);
     let logs = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("takeover-{ns}"));
     std::fs::create_dir_all(&logs).unwrap();

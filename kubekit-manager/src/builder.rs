@@ -60,6 +60,7 @@ use kube::Resource;
 use tokio_util::sync::CancellationToken;
 
 use super::predicate::{Change, Predicate};
+use super::rbac::{Rule, Verb};
 use super::read_your_writes::Gate;
 use super::sharding::{ShardGate, ShardWaitFn, SweepFn};
 use super::{Manager, ManagerError, RegisteredController};
@@ -284,7 +285,15 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
     /// an index of that name), so
     /// [`Lister::controlled_by`](kubekit_runtime::listers::Lister::controlled_by) finds a `K`'s
     /// children without scanning the cache.
+    ///
+    /// In [`Manager::rbac`], `D`'s informer and `update` of `K`'s `finalizers`: a child's
+    /// controller reference sets `blockOwnerDeletion`, which the
+    /// `OwnerReferencesPermissionEnforcement` admission plugin allows only to those who
+    /// may. What the reconcile writes to `D` is declared with [`writes`](Self::writes).
     pub fn owns<D: Object>(self) -> Self {
+        let finalizers = Rule::of::<K>().subresource("finalizers");
+        let finalizers = self.manager.scoped::<K>(finalizers);
+        self.manager.rbac.add(finalizers.verbs([Verb::Update]));
         let informer = self.manager.factory().for_type::<D>().informer().clone();
         if let Err(e) = informer.add_indexers([controller_uid_index::<D>()]) {
             // Another controller owns `D` too, or the program added the index itself.
@@ -293,6 +302,26 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         self.watch::<D>(true, |obj| {
             controller_key::<K>(meta_ref(obj)).into_iter().collect()
         })
+    }
+
+    /// Declares that the reconciles write `D`s with `verbs` (in the manager's namespace,
+    /// if `D` is namespaced): [`Verb::APPLY`] for a server-side apply, `Verb::Delete`, ...
+    /// Nothing is checked at run time; it goes into [`Manager::rbac`], and a request it
+    /// does not cover is refused by a cluster whose RBAC is generated from it.
+    pub fn writes<D: Object>(self, verbs: impl IntoIterator<Item = Verb>) -> Self {
+        let rule = self.manager.scoped::<D>(Rule::of::<D>()).verbs(verbs);
+        self.manager.rbac.add(rule);
+        self
+    }
+
+    /// Declares that the reconciles write `K`'s status subresource with `verbs`
+    /// ([`Verb::Patch`] for an apply or a patch of the status, [`Verb::Update`] for an
+    /// update), as [`writes`](Self::writes) does.
+    pub fn writes_status(self, verbs: impl IntoIterator<Item = Verb>) -> Self {
+        let rule = Rule::of::<K>().subresource("status");
+        let rule = self.manager.scoped::<K>(rule).verbs(verbs);
+        self.manager.rbac.add(rule);
+        self
     }
 
     /// Watches `W`: a change of a `W` enqueues the keys `map` returns for it. `map` (like

@@ -10,6 +10,8 @@
 //! - [`Sharding`]: replicas splitting the objects between them by their namespace or uid,
 //!   coordinated by one Lease each.
 //! - [`Endpoints`]: the metrics (`/metrics`) and health (`/healthz`, `/readyz`) endpoints.
+//! - [`rbac`]: the RBAC the program needs, derived from what the manager was built with
+//!   ([`Manager::rbac`]), rendered as roles and bindings for `kubectl apply`.
 //!
 //! # Contract of [`Manager::start`]
 //!
@@ -100,6 +102,7 @@
 pub mod builder;
 pub mod endpoints;
 pub mod predicate;
+pub mod rbac;
 pub mod read_your_writes;
 pub mod sharding;
 
@@ -116,9 +119,15 @@ use tokio_util::sync::CancellationToken;
 pub use builder::{ControllerBuilder, Object, ObjectKey, PERMANENT_ERROR_REASON};
 pub use endpoints::{Check, Endpoints, Served};
 pub use predicate::{Change, Predicate};
+pub use rbac::{Rbac, Rule, Verb};
 pub use sharding::{HELD_ANNOTATION, RING_LABEL, Sharding, ShardingError};
 
-use kubekit_client::clientset::Clientset;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kubekit_client::clientset::{Clientset, KnownScope};
 use kubekit_client::rest::{RestClient, RestClientMetrics, RestConfig};
 use kubekit_runtime::cache::ReflectorMetrics;
 use kubekit_runtime::controller::{ControllerMetrics, RunError, RunStats};
@@ -130,7 +139,8 @@ use kubekit_runtime::leaderelection::{
 use kubekit_runtime::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource};
 use kubekit_runtime::workqueue::WorkqueueMetrics;
 use kubekit_webhook::{
-    Certificates, WebhookBuilder, WebhookEndpoint, WebhookMetrics, WebhookServer, Webhooks,
+    CaBundleTarget, Certificates, WebhookBuilder, WebhookEndpoint, WebhookMetrics, WebhookServer,
+    Webhooks,
 };
 use read_your_writes::Tracker;
 use sharding::{LeaseStore, ShardGate};
@@ -400,15 +410,30 @@ impl ManagerBuilder {
         // client of their own, so that their rate limit (after the broadcaster's spam
         // filter and aggregation) never makes a reconcile's writes wait.
         let event_sink = ClientsetSink::new(Clientset::new(&config)?);
+        let mut rbac = Rbac::new();
         let elector = match self.leader_election {
-            Some(config) => Some(LeaderElector::new(
-                config(&clientset).metrics(&metrics.leader),
-            )?),
+            Some(config) => {
+                let config = config(&clientset).metrics(&metrics.leader);
+                let lock = config.lock();
+                let lease = Rule::of::<Lease>()
+                    .namespace(lock.leases().namespace().unwrap_or_default())
+                    .names([lock.name()]);
+                rbac.add(lease.verbs([Verb::Get, Verb::Create, Verb::Update]));
+                Some(LeaderElector::new(config)?)
+            }
             None => None,
         };
         let member = match self.sharding {
             None => None,
             Some(sharding) => {
+                let leases = Rule::of::<Lease>().namespace(sharding.namespace_name());
+                rbac.add(leases.verbs([
+                    Verb::List,
+                    Verb::Watch,
+                    Verb::Create,
+                    Verb::Update,
+                    Verb::Delete,
+                ]));
                 // A client of its own: its rate limiter never makes a renewal wait behind
                 // the controllers' writes (a renewal waiting past the renew deadline would
                 // stop all work).
@@ -454,6 +479,9 @@ impl ManagerBuilder {
         broadcaster.start_recording_to_sink(event_sink);
         Ok(Manager {
             clientset,
+            namespace: self.namespace,
+            rbac,
+            records_events: AtomicBool::new(false),
             factory: Arc::new(factory),
             broadcaster,
             registry,
@@ -477,6 +505,13 @@ impl ManagerBuilder {
 /// Runs controllers with what they share; see the [module docs](self).
 pub struct Manager {
     clientset: Clientset,
+    /// The namespace it watches (`""`: all).
+    namespace: String,
+    /// The rules declared or implied so far; [`Manager::rbac`] adds the informers',
+    /// the events' and the webhooks'.
+    rbac: Rbac,
+    /// Whether [`Manager::event_recorder`] was called.
+    records_events: AtomicBool,
     factory: Arc<SharedInformerFactory>,
     broadcaster: EventBroadcaster,
     registry: Registry,
@@ -548,6 +583,7 @@ impl Manager {
     /// An event recorder reporting as `component`, through the manager's broadcaster
     /// (to the API and the log).
     pub fn event_recorder(&self, component: &str) -> EventRecorder {
+        self.records_events.store(true, Ordering::Relaxed);
         self.broadcaster.new_recorder(EventSource {
             component: component.to_string(),
             host: None,
@@ -592,6 +628,59 @@ impl Manager {
         endpoint: &WebhookEndpoint,
     ) -> kubekit_webhook::WebhookManifests {
         self.webhooks.manifests(name, endpoint)
+    }
+
+    /// `rule`, on `R`'s objects, in the manager's namespace if `R` is namespaced.
+    fn scoped<R: Object>(&self, rule: Rule) -> Rule {
+        match <R::Scope as KnownScope>::NAMESPACED {
+            true => rule.namespace(&self.namespace),
+            false => rule,
+        }
+    }
+
+    /// Grants `rule` in [`rbac`](Self::rbac): for requests the manager cannot see coming
+    /// (a reconcile's `get` of a Secret, say). A controller's writes are declared on its
+    /// builder ([`writes`](ControllerBuilder::writes)).
+    pub fn permit(&mut self, rule: Rule) {
+        self.rbac.add(rule);
+    }
+
+    /// The RBAC this manager's program needs, as built so far: see [`rbac`] for where
+    /// each rule comes from. Call it once every controller, lister and webhook is
+    /// registered; [`Rbac::manifests`] renders it for `kubectl apply`.
+    pub fn rbac(&self) -> Rbac {
+        let mut rbac = self.rbac.clone();
+        for (gvr, namespace) in self.factory.informed() {
+            let rule = Rule::new(&gvr.group, &gvr.resource)
+                .namespace(namespace.as_deref().unwrap_or_default());
+            rbac.add(rule.verbs(Verb::READ));
+        }
+        if self.records_events.load(Ordering::Relaxed) {
+            let events = Rule::new("", "events").namespace(&self.namespace);
+            rbac.add(events.verbs([Verb::Create, Verb::Patch]));
+        }
+        if let Some((_, certificates)) = &self.webhook.server {
+            let installed = match &self.webhook.install {
+                Some((name, endpoint)) => {
+                    self.webhooks.manifests(name, endpoint).ca_bundle_targets()
+                }
+                None => Vec::new(),
+            };
+            for target in &installed {
+                // A configuration is applied; a CRD's conversion merged into it.
+                let verbs: &[Verb] = match target {
+                    CaBundleTarget::CustomResourceDefinition(_) => &[Verb::Patch],
+                    _ => &Verb::APPLY,
+                };
+                rbac.add(target_rule(target).verbs(verbs.iter().copied()));
+            }
+            if let Some(own) = certificates.generated_targets() {
+                for target in installed.iter().chain(own) {
+                    rbac.add(target_rule(target).verbs([Verb::Get, Verb::Update]));
+                }
+            }
+        }
+        rbac
     }
 
     /// Runs everything until `cancel` fires or leadership is lost; see the
@@ -731,6 +820,21 @@ impl Manager {
         }
         tracing::info!("manager stopped");
         result
+    }
+}
+
+/// A rule on the object whose `caBundle` a webhook server writes, by name.
+fn target_rule(target: &CaBundleTarget) -> Rule {
+    match target {
+        CaBundleTarget::ValidatingWebhookConfiguration(name) => {
+            Rule::of::<ValidatingWebhookConfiguration>().names([name])
+        }
+        CaBundleTarget::MutatingWebhookConfiguration(name) => {
+            Rule::of::<MutatingWebhookConfiguration>().names([name])
+        }
+        CaBundleTarget::CustomResourceDefinition(name) => {
+            Rule::of::<CustomResourceDefinition>().names([name])
+        }
     }
 }
 

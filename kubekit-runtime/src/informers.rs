@@ -175,6 +175,9 @@ impl<K: Resource + Clone + Send + Sync + 'static> InformerFor<K> {
 
 struct Entry {
     informer: Arc<dyn AnyInformer>,
+    /// The namespace it lists and watches in; `None`: all of them (or a cluster-scoped
+    /// resource).
+    namespace: Option<String>,
     started: bool,
     /// Stops this informer alone ([`SharedInformerFactory::remove`]).
     stop: CancellationToken,
@@ -418,6 +421,7 @@ impl SharedInformerFactory {
         &self,
         gvr: GroupVersionResource,
         view: View,
+        namespaced: bool,
         make: impl FnOnce() -> SharedIndexInformer<K>,
     ) -> InformerFor<K>
     where
@@ -427,6 +431,7 @@ impl SharedInformerFactory {
         let key = (gvr.clone(), view);
         let entry = state.informers.entry(key).or_insert_with(|| Entry {
             informer: Arc::new(make()),
+            namespace: (namespaced && !self.namespace.is_empty()).then(|| self.namespace.clone()),
             started: false,
             stop: self.cancel.child_token(),
             task: None,
@@ -461,7 +466,7 @@ impl SharedInformerFactory {
         K::Scope: KnownScope,
     {
         let gvr = GroupVersionResource::of::<K>();
-        self.get_or_insert(gvr.clone(), View::Objects, || {
+        self.get_or_insert(gvr.clone(), View::Objects, K::Scope::NAMESPACED, || {
             let mut client =
                 ResourceClient::<K>::new(self.clientset.rest_client().clone(), &self.namespace);
             if !self.keep_managed_fields {
@@ -475,7 +480,7 @@ impl SharedInformerFactory {
     /// The shared dynamic informer of `gvr` (objects as [`Unstructured`]). It watches the
     /// factory's namespace; for a cluster-scoped resource build the factory without one.
     pub fn for_resource(&self, gvr: &GroupVersionResource) -> InformerFor<Unstructured> {
-        self.get_or_insert(gvr.clone(), View::Objects, || {
+        self.get_or_insert(gvr.clone(), View::Objects, true, || {
             let client = self.dynamic.resource(gvr).namespace(&self.namespace);
             let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
             self.new_informer(gvr, Arc::new(lw))
@@ -487,11 +492,25 @@ impl SharedInformerFactory {
     /// watches them, so only their metadata crosses the wire and is cached. It watches the
     /// factory's namespace; for a cluster-scoped resource build the factory without one.
     pub fn for_metadata(&self, gvr: &GroupVersionResource) -> InformerFor<PartialObjectMetadata> {
-        self.get_or_insert(gvr.clone(), View::Metadata, || {
+        self.get_or_insert(gvr.clone(), View::Metadata, true, || {
             let client = self.metadata.resource(gvr).namespace(&self.namespace);
             let lw = ListWatch::new(client).with_shared_tweak(self.tweak.clone());
             self.new_informer(gvr, Arc::new(lw))
         })
+    }
+
+    /// The resources the factory has informers for (typed, dynamic or metadata, each
+    /// once), with the namespace each lists and watches in (`None`: all namespaces, or a
+    /// cluster-scoped resource): the `list` and `watch` a program's RBAC must grant.
+    pub fn informed(&self) -> Vec<(GroupVersionResource, Option<String>)> {
+        let state = self.state.lock();
+        let mut informed: Vec<_> = state
+            .informers
+            .iter()
+            .map(|((gvr, _), entry)| (gvr.clone(), entry.namespace.clone()))
+            .collect();
+        informed.dedup();
+        informed
     }
 
     /// Starts every informer asked for and not started yet. Must be called within a tokio

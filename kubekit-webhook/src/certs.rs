@@ -175,6 +175,16 @@ impl Certificates {
         self
     }
 
+    /// The objects a [generated](Self::generated) authority writes its bundle into
+    /// besides the installed manifests' (see [`ca_bundle_targets`](Self::ca_bundle_targets));
+    /// `None` for the other sources, which write nothing.
+    pub fn generated_targets(&self) -> Option<&[CaBundleTarget]> {
+        match &self.source {
+            Source::Generated(generated) => Some(&generated.targets),
+            _ => None,
+        }
+    }
+
     /// How often files are read again to see whether they changed (2 s unless set).
     pub fn reload_every(mut self, period: Duration) -> Self {
         self.reload_every = period.max(Duration::from_millis(10));

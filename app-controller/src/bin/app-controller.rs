@@ -12,6 +12,9 @@
 //! it, from an authority it generates and rotates, installing the webhook configurations
 //! (`app-controller`, or `app-controller-NS` with `--namespace NS`, for that namespace's
 //! Apps only) that call `https://WEBHOOK_HOST:PORT` with its bundle.
+//!
+//! `--print-rbac`, with the flags it would run with, prints the RBAC it needs
+//! (`artifacts/rbac.yaml` is its output for `artifacts/deploy.yaml`'s flags).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -21,9 +24,11 @@ use std::time::Duration;
 use app_controller::controller::{CONTROLLER_NAME, add_to};
 use app_controller::webhook::WEBHOOK_CONFIGURATION;
 use clap::Parser;
+use k8s_openapi::api::rbac::v1::Subject;
 use kubekit::cache::ShardKey;
 use kubekit::controller::shutdown_signal;
 use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
+use kubekit::manager::rbac::parse_subject;
 use kubekit::manager::{Manager, Sharding};
 use kubekit::rest::RestConfig;
 use kubekit::webhook::{Certificates, WebhookEndpoint};
@@ -122,6 +127,19 @@ struct Flags {
     /// a certificate authority generated and rotated in memory (one replica only).
     #[arg(long, env = "APP_CONTROLLER_WEBHOOK_CERT_DIR")]
     webhook_cert_dir: Option<PathBuf>,
+    /// Print the RBAC this program needs with the other flags given (a ClusterRole, the
+    /// Roles of namespaced rules, and their bindings to --rbac-subject) as YAML, and exit
+    /// without contacting a server.
+    #[arg(long)]
+    print_rbac: bool,
+    /// Who --print-rbac binds the roles to: `serviceaccount:NAMESPACE:NAME`, `user:NAME`
+    /// or `group:NAME`; repeatable.
+    #[arg(long, value_parser = parse_subject,
+          default_values = ["serviceaccount:app-controller-system:app-controller", "user:app-controller"])]
+    rbac_subject: Vec<Subject>,
+    /// The name of the roles and bindings --print-rbac prints.
+    #[arg(long, default_value = CONTROLLER_NAME)]
+    rbac_name: String,
 }
 
 /// An address to serve on, or none (`0`).
@@ -166,10 +184,8 @@ fn duration(value: &str) -> Result<Duration, String> {
     Ok(unit * n)
 }
 
-async fn run(flags: Flags) -> anyhow::Result<()> {
-    let config = RestConfig::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref())
-        .await?
-        .with_rate_limit(flags.kube_api_qps, flags.kube_api_burst);
+/// The manager the flags describe, with the App controller (and its webhooks) added.
+fn manager(flags: Flags, config: RestConfig) -> anyhow::Result<Manager> {
     let mut builder = Manager::builder(config)
         .namespace(&flags.namespace)
         .graceful_shutdown_timeout(flags.graceful_shutdown_timeout);
@@ -235,13 +251,42 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
     if flags.webhook_bind_address.0.is_some() {
         app_controller::webhook::add_to(mgr.webhooks_mut(), &flags.namespace);
     }
-    mgr.start(shutdown_signal()).await?;
+    Ok(mgr)
+}
+
+async fn run(flags: Flags) -> anyhow::Result<()> {
+    let config = RestConfig::from_flags(flags.master.as_deref(), flags.kubeconfig.as_deref())
+        .await?
+        .with_rate_limit(flags.kube_api_qps, flags.kube_api_burst);
+    manager(flags, config)?.start(shutdown_signal()).await?;
     Ok(())
+}
+
+/// The RBAC of the manager the flags describe, as YAML; no server is contacted.
+fn rbac(flags: Flags) -> anyhow::Result<String> {
+    let (name, subjects) = (flags.rbac_name.clone(), flags.rbac_subject.clone());
+    let config = RestConfig::from_url("https://kubernetes.default.svc")?;
+    let rbac = manager(flags, config)?.rbac();
+    Ok(rbac.manifests(&name, &subjects))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    app_controller::run_program("app-controller", run(Flags::parse())).await
+    let flags = Flags::parse();
+    if flags.print_rbac {
+        // Before the log goes to stdout: the YAML alone is printed there.
+        return match rbac(flags) {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("app-controller: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    app_controller::run_program("app-controller", run(flags)).await
 }
 
 #[cfg(test)]
@@ -308,6 +353,27 @@ mod tests {
             "sharding and leader election are exclusive"
         );
         assert!(Flags::try_parse_from(["app-controller", "--shard-key", "name"]).is_err());
+        let flags = Flags::try_parse_from(["app-controller"]).unwrap();
+        let subjects: Vec<_> = flags.rbac_subject.iter().map(|s| s.kind.as_str()).collect();
+        assert_eq!(
+            subjects,
+            ["ServiceAccount", "User"],
+            "deploy.yaml's and the demo's"
+        );
+        let flags = Flags::try_parse_from([
+            "app-controller",
+            "--print-rbac",
+            "--rbac-subject",
+            "group:ops",
+        ])
+        .unwrap();
+        assert!(flags.print_rbac);
+        assert_eq!(
+            flags.rbac_subject.len(),
+            1,
+            "given subjects replace the defaults"
+        );
+        assert!(Flags::try_parse_from(["app-controller", "--rbac-subject", "ops"]).is_err());
         assert!(
             Flags::try_parse_from(["app-controller", "--leader-elect-lease-duration", "x"])
                 .is_err()

@@ -66,9 +66,16 @@ pub fn apply(kubeconfig: &Path, yaml: &str) {
     assert!(ok, "kubectl apply failed: {stderr}");
 }
 
-/// The pinned kubectl with `kubeconfig`.
+/// The pinned kubectl with `kubeconfig` (built with the control plane, which it does not
+/// start).
 pub fn kubectl(kubeconfig: &Path) -> std::process::Command {
-    let mut command = std::process::Command::new(testenv::control_plane().kubectl_path());
+    static KUBECTL: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let path = KUBECTL.get_or_init(|| {
+        testenv::bin_dir()
+            .expect("the control plane's binaries")
+            .join("kubectl")
+    });
+    let mut command = std::process::Command::new(path);
     command.arg("--kubeconfig").arg(kubeconfig);
     command
 }
@@ -170,9 +177,10 @@ impl Drop for Controller {
     }
 }
 
-/// Installs the CRD and the controller's ClusterRole, binds it to user `user` in `ns` only,
-/// and returns that user's kubeconfig.
-pub fn install(cp: &ControlPlane, ns: &str, user: &str) -> std::path::PathBuf {
+/// Installs the CRD (once per control plane) and the RBAC the controller prints for
+/// `flags` in namespace `ns` ([`print_rbac`]), bound to user `user`, and returns that
+/// user's kubeconfig.
+pub fn install(cp: &ControlPlane, ns: &str, user: &str, flags: &[&str]) -> std::path::PathBuf {
     // Once per control plane (a test binary may start several): tests applying the CRD at
     // once would race to create it.
     static CLUSTER_WIDE: std::sync::Mutex<Vec<std::path::PathBuf>> =
@@ -193,18 +201,63 @@ pub fn install(cp: &ControlPlane, ns: &str, user: &str) -> std::path::PathBuf {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        kubectl_apply(cp, &artifact("rbac.yaml"));
         installed.push(cp.dir().to_path_buf());
     }
     drop(installed);
-    // The test identity gets the ClusterRole in its namespace only.
-    kubectl_apply(
-        cp,
-        &format!(
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {user}\n  namespace: {ns}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: app-controller\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {user}\n"
-        ),
-    );
+    kubectl_apply(cp, &print_rbac(ns, user, flags));
     cp.user_kubeconfig(user, &[])
+}
+
+/// What `app-controller --print-rbac` prints for the controller run in `ns` with `flags`:
+/// its roles, named `<user>-<ns>` (a user may run controllers in several namespaces that
+/// share one Lease's namespace), bound to user `user`.
+pub fn print_rbac(ns: &str, user: &str, flags: &[&str]) -> String {
+    let (name, subject) = (format!("{user}-{ns}"), format!("user:{user}"));
+    let naming = [
+        "--namespace",
+        ns,
+        "--rbac-name",
+        &name,
+        "--rbac-subject",
+        &subject,
+    ];
+    printed_rbac(&[flags, &naming].concat())
+}
+
+/// What `app-controller --print-rbac` prints with `args`.
+pub fn printed_rbac(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_app-controller"))
+        .arg("--print-rbac")
+        .args(args)
+        .output()
+        .expect("app-controller --print-rbac");
+    assert!(
+        out.status.success(),
+        "app-controller --print-rbac: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("YAML")
+}
+
+/// A Lease in `lease_ns` with short timings (4 s, renewed within 3 s, retried every
+/// 500 ms), for leader election or a shard ring.
+pub fn short_lease(lease_ns: &str) -> [&str; 8] {
+    [
+        "--leader-elect-namespace",
+        lease_ns,
+        "--leader-elect-lease-duration",
+        "4s",
+        "--leader-elect-renew-deadline",
+        "3s",
+        "--leader-elect-retry-period",
+        "500ms",
+    ]
+}
+
+/// The flags of a replica electing its leader on a Lease in `lease_ns`, as far as its
+/// RBAC is concerned.
+pub fn leader_flags(lease_ns: &str) -> [&str; 3] {
+    ["--leader-elect", "--leader-elect-namespace", lease_ns]
 }
 
 /// The events with `reason` about the object named `app` in `ns`.

@@ -220,6 +220,11 @@ impl LeaseLock {
         &self.leases
     }
 
+    /// The Lease's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Remembers `lease` and returns its record.
     fn keep(&self, lease: Lease) -> VersionedRecord {
         let versioned = VersionedRecord {

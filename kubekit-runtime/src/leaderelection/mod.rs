@@ -234,6 +234,11 @@ impl<L: Lock> LeaderElectionConfig<L> {
         }
     }
 
+    /// The lock the candidates contend for.
+    pub fn lock(&self) -> &L {
+        &self.lock
+    }
+
     /// This candidate's identity, written to the Lease as its holder. It must be unique
     /// among the candidates (the pod name, say): two candidates with one identity both
     /// believe they hold the lease.
