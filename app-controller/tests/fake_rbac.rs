@@ -150,11 +150,7 @@ async fn every_mode_reconciles_on_the_fake_with_no_refusal_as_the_printed_rbac_a
             .to_string();
         let log = std::env::temp_dir().join(format!("{ns}-{}.log", std::process::id()));
         let file = std::fs::File::create(&log).expect("a log file");
-        let flags = [
-            &["--health-probe-bind-address", health.as_str()][..],
-            flags,
-        ]
-        .concat();
+        let flags = [&["--health-probe-bind-address", health.as_str()][..], flags].concat();
         let mut controller = Controller::start_with(&kubeconfig, &ns, &flags, file.into());
         common::wait_ready(&health).await;
         let app = artifact("example/test_app.yaml")
