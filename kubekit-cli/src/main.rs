@@ -1,4 +1,5 @@
-//! `kubekit new`: a new operator project, ready to build and test.
+//! `kubekit new`: a new operator project, ready to build and test; `kubekit api`: one more
+//! kind in it.
 //!
 //! ```text
 //! cargo run -p kubekit-cli -- new my-operator --group example.com --version v1 --kind Widget
@@ -12,7 +13,16 @@
 //! `deploy/` (Namespace, ServiceAccount, a Deployment with probes and the metrics port;
 //! the CRD and the RBAC, derived from the code, written by its first `cargo test`); a
 //! Dockerfile and a README. kubekit is a `path` dependency on this repository (or
-//! `--kubekit-path`), or a `git` one with `--kubekit-git URL`.
+//! `--kubekit-path`), or a `git` one with `--kubekit-git URL`. Each kind is a module
+//! (`src/widget/`: the type, and its controller).
+//!
+//! ```text
+//! cargo run -p kubekit-cli -- api --group example.com --version v1alpha1 --kind Gadget --dir my-operator
+//! ```
+//!
+//! adds `src/gadget/` and the lines that register it, at the marker comments `kubekit new`
+//! left in `src/lib.rs` and `src/main.rs` (it refuses a project without them, or a kind
+//! whose module exists).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,8 +39,24 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Writes a new operator project in the directory NAME.
+    /// Writes a new operator project in the directory NAME, with a first kind.
     New(New),
+    /// Adds a kind, its controller and its CRD to a project `kubekit new` wrote.
+    Api(Api),
+}
+
+/// A custom resource's group, version and kind.
+#[derive(Debug, clap::Args)]
+struct KindArgs {
+    /// The custom resource's API group (a DNS subdomain with a dot: `example.com`).
+    #[arg(long)]
+    group: String,
+    /// Its version (`v1`, `v1alpha1`, `v2beta3`).
+    #[arg(long)]
+    version: String,
+    /// Its kind (UpperCamelCase: `Widget`); its module is the kind in snake_case.
+    #[arg(long)]
+    kind: String,
 }
 
 /// What `kubekit new` is given.
@@ -39,15 +65,8 @@ struct New {
     /// The project's name: its crate, binary and namespace prefix (a DNS label of at most
     /// 56 characters: lowercase letters, digits and `-`).
     name: String,
-    /// The custom resource's API group (a DNS subdomain with a dot: `example.com`).
-    #[arg(long)]
-    group: String,
-    /// Its version (`v1`, `v1alpha1`, `v2beta3`).
-    #[arg(long)]
-    version: String,
-    /// Its kind (UpperCamelCase: `Widget`).
-    #[arg(long)]
-    kind: String,
+    #[command(flatten)]
+    kind: KindArgs,
     /// The directory the project's directory is made in.
     #[arg(long, default_value = ".")]
     dir: PathBuf,
@@ -60,17 +79,23 @@ struct New {
     kubekit_git: Option<String>,
 }
 
-/// The project's files: each path and its template.
-const TEMPLATES: [(&str, &str); 12] = [
+/// What `kubekit api` is given.
+#[derive(Debug, clap::Args)]
+struct Api {
+    #[command(flatten)]
+    kind: KindArgs,
+    /// The project's directory.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+}
+
+/// The project's own files: each path and its template.
+const PROJECT: [(&str, &str); 11] = [
     ("Cargo.toml", include_str!("../template/Cargo.toml")),
     ("README.md", include_str!("../template/README.md")),
     ("Dockerfile", include_str!("../template/Dockerfile")),
     (".gitignore", include_str!("../template/.gitignore")),
     ("src/lib.rs", include_str!("../template/src/lib.rs")),
-    (
-        "src/controller.rs",
-        include_str!("../template/src/controller.rs"),
-    ),
     ("src/main.rs", include_str!("../template/src/main.rs")),
     (
         "tests/common/mod.rs",
@@ -85,6 +110,38 @@ const TEMPLATES: [(&str, &str); 12] = [
     (
         "deploy/deployment.yaml",
         include_str!("../template/deploy/deployment.yaml"),
+    ),
+];
+
+/// A kind's files (the first kind's, and each `kubekit api` adds).
+const KIND: [(&str, &str); 2] = [
+    (
+        "src/__SNAKE__/mod.rs",
+        include_str!("../template/src/kind/mod.rs"),
+    ),
+    (
+        "src/__SNAKE__/controller.rs",
+        include_str!("../template/src/kind/controller.rs"),
+    ),
+];
+
+/// Where `kubekit api` puts a kind's lines: after each marker's line, the line to insert
+/// (with the marker's indentation), in the file.
+const MARKERS: [(&str, &str, &str); 3] = [
+    (
+        "src/lib.rs",
+        "// kubekit api: a kind's module goes above this line.",
+        "pub mod __SNAKE__;",
+    ),
+    (
+        "src/main.rs",
+        "// kubekit api: a kind's controller goes above this line.",
+        "__CRATE__::__SNAKE__::controller::add_to(&mut mgr, workers)?;",
+    ),
+    (
+        "src/main.rs",
+        "// kubekit api: a kind's CRD goes above this line.",
+        "__CRATE__::__SNAKE__::crd_yaml(),",
     ),
 ];
 
@@ -224,12 +281,86 @@ impl Source {
     }
 }
 
-/// Writes the project `new` describes; returns its directory.
-fn write(new: New) -> Result<PathBuf, String> {
+/// `kind`'s module name: the kind in snake_case (`ConfigMapGenerator` →
+/// `config_map_generator`, `HTTPRoute` → `http_route`), which must not be a Rust keyword.
+fn snake(kind: &str) -> Result<String, String> {
+    let chars: Vec<char> = kind.chars().collect();
+    let mut snake = String::new();
+    for (i, c) in chars.iter().enumerate() {
+        let boundary = i > 0
+            && c.is_ascii_uppercase()
+            && (!chars[i - 1].is_ascii_uppercase()
+                || chars.get(i + 1).is_some_and(char::is_ascii_lowercase));
+        if boundary {
+            snake.push('_');
+        }
+        snake.push(c.to_ascii_lowercase());
+    }
+    const KEYWORDS: [&str; 51] = [
+        "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn",
+        "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
+        "return", "self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use",
+        "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do", "final",
+        "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
+    ];
+    match KEYWORDS.contains(&snake.as_str()) {
+        true => Err(format!(
+            "the kind {kind:?} would be the module `{snake}`, a Rust keyword: choose another kind"
+        )),
+        false => Ok(snake),
+    }
+}
+
+/// The placeholders of `kind`'s templates in the project `name`, with their values.
+fn kind_replacements(name: &str, kind: &KindArgs) -> Result<Vec<(&'static str, String)>, String> {
+    check_group(&kind.group)?;
+    check_version(&kind.version)?;
+    check_kind(&kind.kind)?;
+    Ok(vec![
+        ("__CRATE__", name.replace('-', "_")),
+        ("__NAME__", name.to_string()),
+        ("__GROUP__", kind.group.clone()),
+        ("__VERSION__", kind.version.clone()),
+        ("__PLURAL__", plural(&kind.kind)),
+        ("__SNAKE__", snake(&kind.kind)?),
+        ("__KIND__", kind.kind.clone()),
+    ])
+}
+
+/// `template` with every placeholder replaced.
+fn fill(template: &str, replacements: &[(&str, String)]) -> String {
+    replacements
+        .iter()
+        .fold(template.to_string(), |text, (from, to)| {
+            text.replace(from, to)
+        })
+}
+
+/// Writes each of `templates`, filled, into `project`; refuses to overwrite a file.
+fn write_files(
+    project: &Path,
+    templates: &[(&str, &str)],
+    replacements: &[(&str, String)],
+) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    for (path, template) in templates {
+        let path = project.join(fill(path, replacements));
+        if path.exists() {
+            return Err(format!("{} exists already", path.display()));
+        }
+        let parent = path.parent().unwrap_or(project);
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        std::fs::write(&path, fill(template, replacements))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Writes the project `new` describes; returns its directory and its Rust files.
+fn write(new: New) -> Result<(PathBuf, Vec<PathBuf>), String> {
     check_name(&new.name)?;
-    check_group(&new.group)?;
-    check_version(&new.version)?;
-    check_kind(&new.kind)?;
+    let mut replacements = kind_replacements(&new.name, &new.kind)?;
     let source = Source::new(new.kubekit_path.as_deref(), new.kubekit_git.as_deref())?;
     let project = new.dir.join(&new.name);
     if project.exists() {
@@ -240,57 +371,106 @@ fn write(new: New) -> Result<PathBuf, String> {
         source.dependency("testenv"),
     ]
     .join("\n");
-    let replacements = [
+    let kubekit = [
         ("__KUBEKIT_DEV__", dev),
         ("__KUBEKIT_HOME__", source.home()),
         ("__KUBEKIT__", source.dependency("kubekit")),
-        ("__CRATE__", new.name.replace('-', "_")),
-        ("__NAME__", new.name.clone()),
-        ("__GROUP__", new.group.clone()),
-        ("__VERSION__", new.version.clone()),
-        ("__PLURAL__", plural(&new.kind)),
-        ("__KIND__", new.kind.clone()),
     ];
-    for (path, template) in TEMPLATES {
-        let text = replacements
-            .iter()
-            .fold(template.to_string(), |text, (from, to)| {
-                text.replace(from, to)
-            });
-        let path = project.join(path);
-        let parent = path.parent().unwrap_or(&project);
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    Ok(project)
+    replacements.splice(0..0, kubekit);
+    let mut written = write_files(&project, &PROJECT, &replacements)?;
+    written.extend(write_files(&project, &KIND, &replacements)?);
+    Ok((project, written))
 }
 
-/// Formats the project's Rust files as `cargo fmt` would (the names put in change the
+/// The package name in `project`'s Cargo.toml.
+fn package_name(project: &Path) -> Result<String, String> {
+    let manifest = project.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).map_err(|e| {
+        format!(
+            "{}: {e} (is --dir a project `kubekit new` wrote?)",
+            manifest.display()
+        )
+    })?;
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("name = \"")?
+                .strip_suffix('"')
+                .map(String::from)
+        })
+        .ok_or_else(|| format!("{}: no `name = \"...\"` line", manifest.display()))
+}
+
+/// Adds the kind `api` describes to its project: its module, and its lines at the markers
+/// of `src/lib.rs` and `src/main.rs`. Returns the Rust files written or changed.
+fn add_kind(api: Api) -> Result<Vec<PathBuf>, String> {
+    let name = package_name(&api.dir)?;
+    let replacements = kind_replacements(&name, &api.kind)?;
+    // Every marker first: nothing is written into a project that lacks one.
+    let mut edited: Vec<(PathBuf, String)> = Vec::new();
+    for (file, marker, line) in MARKERS {
+        let path = api.dir.join(file);
+        let text = match edited.iter().position(|(p, _)| *p == path) {
+            Some(i) => edited.remove(i).1,
+            None => {
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+        };
+        let line = fill(line, &replacements);
+        let at = text.find(marker).ok_or_else(|| {
+            format!("{file} has no line `{marker}`: add `{line}` where it belongs by hand")
+        })?;
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let indent = &text[start..at];
+        let text = format!("{}{indent}{line}\n{}", &text[..start], &text[start..]);
+        edited.push((path, text));
+    }
+    let mut written = write_files(&api.dir, &KIND, &replacements)?;
+    for (path, text) in edited {
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Formats the Rust files among `files` as `cargo fmt` would (the names put in change the
 /// lines' widths); a missing `rustfmt` only leaves them as written.
-fn format(project: &Path) {
-    let files = TEMPLATES
+fn format(files: &[PathBuf]) {
+    let rust = files
         .iter()
-        .filter(|(path, _)| path.ends_with(".rs"))
-        .map(|(path, _)| project.join(path));
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"));
     let formatted = std::process::Command::new("rustfmt")
         .args(["--edition", "2024"])
-        .args(files)
+        .args(rust)
         .status();
     if !formatted.is_ok_and(|s| s.success()) {
-        eprintln!("kubekit new: rustfmt did not run; `cargo fmt` in the project formats it");
+        eprintln!("kubekit: rustfmt did not run; `cargo fmt` in the project formats it");
     }
 }
 
 fn main() -> ExitCode {
-    let Command::New(new) = Cli::parse().command;
-    match write(new) {
-        Ok(project) => {
-            format(&project);
-            println!("wrote {}: cd there and run `cargo test`", project.display());
+    let done = match Cli::parse().command {
+        Command::New(new) => write(new).map(|(project, files)| {
+            format(&files);
+            format!("wrote {}: cd there and run `cargo test`", project.display())
+        }),
+        Command::Api(api) => {
+            let kind = api.kind.kind.clone();
+            add_kind(api).map(|files| {
+                format(&files);
+                format!(
+                    "added {kind}: `UPDATE_MANIFESTS=1 cargo test` writes its CRD and RBAC \
+                     into deploy/"
+                )
+            })
+        }
+    };
+    match done {
+        Ok(message) => {
+            println!("{message}");
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("kubekit new: {e}");
+            eprintln!("kubekit: {e}");
             ExitCode::FAILURE
         }
     }
@@ -338,36 +518,82 @@ mod tests {
     }
 
     #[test]
-    fn every_placeholder_of_every_template_is_replaced() {
-        let dir = std::env::temp_dir().join(format!("kubekit-new-{}", std::process::id()));
-        let new = New {
-            name: "my-operator".into(),
+    fn kinds_become_snake_case_modules_that_are_not_keywords() {
+        assert_eq!(snake("Widget").unwrap(), "widget");
+        assert_eq!(snake("ConfigMapGenerator").unwrap(), "config_map_generator");
+        assert_eq!(snake("HTTPRoute").unwrap(), "http_route");
+        assert_eq!(snake("V2Thing").unwrap(), "v2_thing");
+        assert!(snake("Type").unwrap_err().contains("Rust keyword"));
+        assert!(snake("Match").unwrap_err().contains("Rust keyword"));
+    }
+
+    fn kind(kind: &str) -> KindArgs {
+        KindArgs {
             group: "example.com".into(),
             version: "v1".into(),
-            kind: "Policy".into(),
-            dir: dir.clone(),
-            kubekit_path: None,
-            kubekit_git: Some("https://example.com/kubekit.git".into()),
-        };
-        let project = write(new).unwrap();
-        for (path, _) in TEMPLATES {
-            let text = std::fs::read_to_string(project.join(path)).unwrap();
-            assert!(!text.contains("__"), "{path} keeps a placeholder:\n{text}");
+            kind: kind.into(),
         }
-        let cargo = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
-        assert!(cargo.contains(r#"kubekit = { git = "https://example.com/kubekit.git" }"#));
-        let lib = std::fs::read_to_string(project.join("src/lib.rs")).unwrap();
-        assert!(lib.contains(r#"plural = "policies""#) && lib.contains("pub struct PolicySpec"));
-        let again = New {
+    }
+
+    #[test]
+    fn a_new_project_has_every_placeholder_replaced_and_api_adds_a_kind_at_the_markers() {
+        let dir = std::env::temp_dir().join(format!("kubekit-new-{}", std::process::id()));
+        let new = |git: Option<&str>| New {
             name: "my-operator".into(),
-            group: "example.com".into(),
-            version: "v1".into(),
-            kind: "Policy".into(),
+            kind: kind("Policy"),
             dir: dir.clone(),
             kubekit_path: None,
-            kubekit_git: None,
+            kubekit_git: git.map(String::from),
         };
-        assert!(write(again).unwrap_err().contains("exists already"));
+        let (project, files) = write(new(Some("https://example.com/kubekit.git"))).unwrap();
+        assert_eq!(files.len(), PROJECT.len() + KIND.len());
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            assert!(
+                !text.contains("__"),
+                "{} keeps a placeholder:\n{text}",
+                file.display()
+            );
+        }
+        let read = |path: &str| std::fs::read_to_string(project.join(path)).unwrap();
+        let cargo = read("Cargo.toml");
+        assert!(cargo.contains(r#"kubekit = { git = "https://example.com/kubekit.git" }"#));
+        let module = read("src/policy/mod.rs");
+        assert!(
+            module.contains(r#"plural = "policies""#) && module.contains("pub struct PolicySpec")
+        );
+        assert!(write(new(None)).unwrap_err().contains("exists already"));
+
+        let api = |k: &str| Api {
+            kind: kind(k),
+            dir: project.clone(),
+        };
+        let added = add_kind(api("ConfigMapGenerator")).unwrap();
+        assert_eq!(
+            added.len(),
+            KIND.len() + 2,
+            "its module, lib.rs and main.rs"
+        );
+        assert!(read("src/lib.rs").contains("pub mod policy;\npub mod config_map_generator;\n"));
+        let main = read("src/main.rs");
+        assert!(main.contains(
+            "    my_operator::config_map_generator::controller::add_to(&mut mgr, workers)?;\n    // kubekit api"
+        ));
+        assert!(main.contains("            my_operator::config_map_generator::crd_yaml(),\n"));
+        let again = add_kind(api("ConfigMapGenerator")).unwrap_err();
+        assert!(again.contains("exists already"), "{again}");
+        assert_eq!(
+            read("src/lib.rs").matches("config_map_generator").count(),
+            1,
+            "a refused kind changes nothing"
+        );
+        std::fs::write(project.join("src/lib.rs"), "pub mod policy;\n").unwrap();
+        let unmarked = add_kind(api("Gadget")).unwrap_err();
+        assert!(unmarked.contains("has no line"), "{unmarked}");
+        assert!(
+            !project.join("src/gadget").exists(),
+            "nothing written without the markers"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -1,9 +1,10 @@
 //! `kubekit new` end to end: a new project (`my-operator`, a `Widget` of `example.com/v1`)
-//! is written, built, and its own tests run (`cargo test` in it: on kubekit-fake, on the
+//! is written, `kubekit api` adds a `Gadget` of `example.com/v1alpha1`, and the project is
+//! built and its own tests run (`cargo test` in it: on kubekit-fake, on the
 //! local control plane, and its manifests written); then it is deployed to the local
 //! control plane as a user would deploy it (its CRD, Namespace and ServiceAccount, and the
 //! RBAC it prints for its Deployment's args, bound to a user it then runs as) and
-//! reconciles a sample Widget.
+//! reconciles a sample of each kind.
 //!
 //! The project builds in a target directory of its own (`target/scaffold`: the running
 //! `cargo test` holds the workspace's), from the workspace's `Cargo.lock`, so its
@@ -68,6 +69,19 @@ fn a_new_project_builds_passes_its_tests_and_reconciles_a_sample_when_deployed()
         .args(["--version", "v1", "--kind", "Widget", "--dir"])
         .arg(&dir));
     let project = dir.join("my-operator");
+    // A second kind, in another version.
+    run(Command::new(env!("CARGO_BIN_EXE_kubekit"))
+        .args([
+            "api",
+            "--group",
+            "example.com",
+            "--version",
+            "v1alpha1",
+            "--kind",
+            "Gadget",
+        ])
+        .arg("--dir")
+        .arg(&project));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     run(Command::new(&cargo)
         .args(["fmt", "--check"])
@@ -133,7 +147,7 @@ fn a_new_project_builds_passes_its_tests_and_reconciles_a_sample_when_deployed()
     apply(kubectl(), &rbac);
     run(kubectl()
         .args(["wait", "--for=condition=Established", "--timeout=60s"])
-        .arg("crd/widgets.example.com"));
+        .args(["crd/widgets.example.com", "crd/gadgets.example.com"]));
     let ns = format!("widgets-{}", std::process::id());
     run(kubectl().args(["create", "namespace", &ns]));
 
@@ -146,37 +160,45 @@ fn a_new_project_builds_passes_its_tests_and_reconciles_a_sample_when_deployed()
         .stderr(Stdio::inherit())
         .spawn()
         .expect("the operator starts");
-    let sample = format!(
-        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: sample, namespace: {ns}}}\n\
-         spec: {{message: hello}}\n"
-    );
-    apply(kubectl(), &sample);
+    // A sample of each kind: its ConfigMap `<kind>-sample` and its Ready condition.
+    let samples = [("v1", "Widget", "widget"), ("v1alpha1", "Gadget", "gadget")];
+    for (version, kind, _) in samples {
+        let sample = format!(
+            "apiVersion: example.com/{version}\nkind: {kind}\n\
+             metadata: {{name: sample, namespace: {ns}}}\nspec: {{message: hello}}\n"
+        );
+        apply(kubectl(), &sample);
+    }
+    let get = |what: &[&str], jsonpath: &str| {
+        kubectl()
+            .arg("get")
+            .args(what)
+            .args(["-n", &ns, "-o"])
+            .arg(format!("jsonpath={jsonpath}"))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
     let deadline = Instant::now() + Duration::from_secs(90);
     let ready = loop {
-        let message = kubectl()
-            .args(["get", "configmap", "sample", "-n", &ns, "-o"])
-            .arg("jsonpath={.data.message}")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        let ready = kubectl()
-            .args(["get", "widget", "sample", "-n", &ns, "-o"])
-            .arg(r#"jsonpath={.status.conditions[?(@.type=="Ready")].status}"#)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        if message == "hello" && ready == "True" {
-            break true;
-        }
-        if Instant::now() > deadline {
-            break false;
+        let done = samples.iter().all(|(_, _, lower)| {
+            let config_map = format!("{lower}-sample");
+            let message = get(&["configmap", &config_map], "{.data.message}");
+            let ready = r#"{.status.conditions[?(@.type=="Ready")].status}"#;
+            message == "hello" && get(&[lower, "sample"], ready) == "True"
+        });
+        if done || Instant::now() > deadline {
+            break done;
         }
         std::thread::sleep(Duration::from_millis(200));
     };
     run(Command::new("kill").args(["-TERM", &operator.id().to_string()]));
     let status = operator.wait().expect("the operator exits");
     let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(ready, "the sample's ConfigMap and Ready condition:\n{text}");
+    assert!(
+        ready,
+        "the samples' ConfigMaps and Ready conditions:\n{text}"
+    );
     assert!(
         status.success(),
         "the operator exited with {status}:\n{text}"

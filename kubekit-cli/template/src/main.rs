@@ -1,4 +1,4 @@
-//! The __KIND__ controller on a kubekit manager; `__NAME__ --help` lists the flags.
+//! __NAME__'s controllers on a kubekit manager; `__NAME__ --help` lists the flags.
 //! `--print-crd` and `--print-rbac` print what `deploy/` holds and exit.
 
 use std::net::SocketAddr;
@@ -11,9 +11,10 @@ use kubekit::leaderelection::{LeaderElectionConfig, LeaseLock};
 use kubekit::manager::rbac::parse_subject;
 use kubekit::prelude::*;
 
-use __CRATE__::controller::{CONTROLLER_NAME, add_to};
+/// The program's name: its Lease's, and its roles' in `--print-rbac`.
+const PROGRAM: &str = "__NAME__";
 
-/// The __KIND__ controller.
+/// __NAME__: the controllers of its custom resources.
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Flags {
@@ -66,12 +67,14 @@ fn manager(flags: &Flags, config: RestConfig) -> anyhow::Result<Manager> {
             (None, ns) => ns.to_string(),
         };
         builder = builder.leader_election(move |clientset| {
-            let lock = LeaseLock::from_clientset(clientset, &namespace, CONTROLLER_NAME);
+            let lock = LeaseLock::from_clientset(clientset, &namespace, PROGRAM);
             LeaderElectionConfig::new(lock).release_on_cancel(true)
         });
     }
     let mut mgr = builder.build()?;
-    add_to(&mut mgr, flags.workers.max(1))?;
+    let workers = flags.workers.max(1);
+    __CRATE__::__SNAKE__::controller::add_to(&mut mgr, workers)?;
+    // kubekit api: a kind's controller goes above this line.
     Ok(mgr)
 }
 
@@ -85,7 +88,11 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
 async fn main() -> ExitCode {
     let flags = Flags::parse();
     if flags.print_crd {
-        print!("{}", __CRATE__::crd_yaml());
+        let crds = [
+            __CRATE__::__SNAKE__::crd_yaml(),
+            // kubekit api: a kind's CRD goes above this line.
+        ];
+        print!("{}", crds.join("---\n"));
         return ExitCode::SUCCESS;
     }
     if flags.print_rbac {
@@ -95,14 +102,11 @@ async fn main() -> ExitCode {
             .and_then(|config| manager(&flags, config));
         return match rbac {
             Ok(mgr) => {
-                print!(
-                    "{}",
-                    mgr.rbac().manifests(CONTROLLER_NAME, &flags.rbac_subject)
-                );
+                print!("{}", mgr.rbac().manifests(PROGRAM, &flags.rbac_subject));
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("{CONTROLLER_NAME}: {e:#}");
+                eprintln!("{PROGRAM}: {e:#}");
                 ExitCode::FAILURE
             }
         };
@@ -115,7 +119,7 @@ async fn main() -> ExitCode {
     match run(flags).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{CONTROLLER_NAME}: {e:#}");
+            tracing::error!("{PROGRAM}: {e:#}");
             ExitCode::FAILURE
         }
     }

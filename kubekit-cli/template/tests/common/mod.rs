@@ -7,8 +7,8 @@ use kube::core::CustomResourceExt;
 use kubekit::k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kubekit::prelude::*;
 
-use __CRATE__::controller::{FINALIZER, add_to};
-use __CRATE__::{__KIND__, __KIND__Spec};
+use __CRATE__::__SNAKE__::controller::{FINALIZER, add_to, config_map_name};
+use __CRATE__::__SNAKE__::{__KIND__, __KIND__Spec};
 
 /// Polls `check` every 50 ms until it gives a value, for at most `secs` seconds.
 async fn eventually<T, F: Future<Output = Option<T>>>(
@@ -73,10 +73,11 @@ pub async fn scenario(config: RestConfig, ns: &str) {
     })
     .await;
     let config_maps = clientset.core_v1().config_maps(ns);
+    let cm_name = config_map_name(&object);
     let message = |cm: ConfigMap| cm.data.and_then(|d| d.get("message").cloned());
     eventually(60, "the ConfigMap", || async {
         let cm = config_maps
-            .get("sample", &GetOptions::default())
+            .get(&cm_name, &GetOptions::default())
             .await
             .ok()?;
         (message(cm).as_deref() == Some("hello")).then_some(())
@@ -105,7 +106,7 @@ pub async fn scenario(config: RestConfig, ns: &str) {
         .expect("the patch");
     eventually(60, "the ConfigMap's new message", || async {
         let cm = config_maps
-            .get("sample", &GetOptions::default())
+            .get(&cm_name, &GetOptions::default())
             .await
             .ok()?;
         (message(cm).as_deref() == Some("again")).then_some(())
@@ -123,7 +124,7 @@ pub async fn scenario(config: RestConfig, ns: &str) {
             .await
             .map(drop);
         let cm = config_maps
-            .get("sample", &GetOptions::default())
+            .get(&cm_name, &GetOptions::default())
             .await
             .map(drop);
         let gone = |r: Result<(), kubekit::rest::Error>| r.is_err_and(|e| e.is_not_found());

@@ -1,5 +1,5 @@
-//! The __KIND__ controller: for every __KIND__, a ConfigMap of its name holding its
-//! message, applied with server-side apply and owned by it; a `Ready` condition in its
+//! The __KIND__ controller: for every __KIND__, a ConfigMap `__SNAKE__-<its name>` holding
+//! its message, applied with server-side apply and owned by it; a `Ready` condition in its
 //! status; and a finalizer that deletes the ConfigMap before the __KIND__ goes.
 
 use std::sync::Arc;
@@ -11,10 +11,10 @@ use kubekit::manager::Verb;
 use kubekit::prelude::*;
 use kubekit::rest::Error;
 
-use crate::{__KIND__, __KIND__Apply};
+use super::{__KIND__, __KIND__Apply};
 
 /// The controller's name: its field manager, event source and metrics label.
-pub const CONTROLLER_NAME: &str = "__NAME__";
+pub const CONTROLLER_NAME: &str = "__NAME__-__SNAKE__";
 /// The finalizer that deletes a __KIND__'s ConfigMap before the __KIND__ goes.
 pub const FINALIZER: &str = "__GROUP__/cleanup";
 
@@ -39,12 +39,17 @@ async fn reconcile(
     Ok(action)
 }
 
+/// The name of `object`'s ConfigMap: `__SNAKE__-<its name>`, apart from other kinds'.
+pub fn config_map_name(object: &__KIND__) -> String {
+    format!("__SNAKE__-{}", object.name_any())
+}
+
 /// Applies the ConfigMap, then the `Ready` condition.
 async fn apply(ctx: &Ctx, object: &__KIND__) -> Result<ReconcileAction, Error> {
     let ns = object.namespace().unwrap_or_default();
     let name = object.name_any();
-    let config_map =
-        core::ConfigMap::new(&name, &ns).data([("message", object.spec.message.clone())]);
+    let message = [("message", object.spec.message.clone())];
+    let config_map = core::ConfigMap::new(config_map_name(object), &ns).data(message);
     let config_maps = ctx.clientset.core_v1().config_maps(&ns);
     config_maps
         .apply_owned(object, config_map, CONTROLLER_NAME)
@@ -81,7 +86,7 @@ async fn cleanup(ctx: &Ctx, object: &__KIND__) -> Result<ReconcileAction, Error>
     let ns = object.namespace().unwrap_or_default();
     let config_maps = ctx.clientset.core_v1().config_maps(&ns);
     match config_maps
-        .delete(&object.name_any(), &DeleteOptions::default())
+        .delete(&config_map_name(object), &DeleteOptions::default())
         .await
     {
         Err(e) if !e.is_not_found() => Err(e),
