@@ -512,11 +512,7 @@ async fn with_webhooks_on_an_invalid_app_is_denied_by_kubectl_and_the_seed_apps_
     let ns = cp.create_namespace(&cp.client().await, "app-webhook").await;
     let user = "app-webhook-e2e";
     let kubeconfig = install(cp, &ns, user, &["--webhook-bind-address", "127.0.0.1:0"]);
-    let health = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string();
+    let health = common::free_address().to_string();
     // As the controller's identity, with the RBAC it prints for webhook mode only. The
     // authorizer may see the new binding a moment after the controller starts: its first
     // install may get a 403, which it retries.

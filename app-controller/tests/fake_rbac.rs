@@ -144,10 +144,7 @@ async fn every_mode_reconciles_on_the_fake_with_no_refusal_as_the_printed_rbac_a
         apply(&admin, &namespace);
         apply(&admin, &print_rbac(&ns, &user, flags));
         let kubeconfig = fake.user_kubeconfig(&user, &[]).expect("a kubeconfig");
-        let health = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .to_string();
+        let health = common::free_address().to_string();
         let log = std::env::temp_dir().join(format!("{ns}-{}.log", std::process::id()));
         let file = std::fs::File::create(&log).expect("a log file");
         let flags = [&["--health-probe-bind-address", health.as_str()][..], flags].concat();

@@ -36,10 +36,7 @@ async fn denied_and_defaulted(s: &Server) -> Seen {
     apply(&s.admin, &namespace);
     let webhooks = ["--webhook-bind-address", "127.0.0.1:0"];
     apply(&s.admin, &print_rbac(&s.ns, USER, &webhooks));
-    let health = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .to_string();
+    let health = common::free_address().to_string();
     let flags = [
         "--health-probe-bind-address",
         &health,

@@ -42,7 +42,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -53,7 +53,9 @@ use kubekit::meta::controller_of;
 use kubekit::rest::RestConfig;
 use testenv::{ControlPlane, eventually, eventually_ok};
 
-use common::{Controller, Spans, apps_manifest, install, kubectl_apply, reconciles, short_lease};
+use common::{
+    Controller, Spans, apps_manifest, free_address, install, kubectl_apply, reconciles, short_lease,
+};
 
 /// Lease timing of the ring (the replicas' flags).
 const LEASE_DURATION: Duration = Duration::from_secs(4);
@@ -123,13 +125,6 @@ async fn deployments(
         (n == count).then_some(())
     })
     .await;
-}
-
-/// A free port of 127.0.0.1 (free when this returns).
-fn free_address() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
 }
 
 /// The text of `http://<address>/metrics`, or why not.

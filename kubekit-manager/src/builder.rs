@@ -292,8 +292,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
     /// may. What the reconcile writes to `D` is declared with [`writes`](Self::writes).
     pub fn owns<D: Object>(self) -> Self {
         let finalizers = Rule::of::<K>().subresource("finalizers");
-        let finalizers = self.manager.scoped::<K>(finalizers);
-        self.manager.rbac.add(finalizers.verbs([Verb::Update]));
+        self.manager.grant::<K>(finalizers.verbs([Verb::Update]));
         let informer = self.manager.factory().for_type::<D>().informer().clone();
         if let Err(e) = informer.add_indexers([controller_uid_index::<D>()]) {
             // Another controller owns `D` too, or the program added the index itself.
@@ -309,8 +308,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
     /// Nothing is checked at run time; it goes into [`Manager::rbac`], and a request it
     /// does not cover is refused by a cluster whose RBAC is generated from it.
     pub fn writes<D: Object>(self, verbs: impl IntoIterator<Item = Verb>) -> Self {
-        let rule = self.manager.scoped::<D>(Rule::of::<D>()).verbs(verbs);
-        self.manager.rbac.add(rule);
+        self.manager.grant::<D>(Rule::of::<D>().verbs(verbs));
         self
     }
 
@@ -318,9 +316,8 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
     /// ([`Verb::Patch`] for an apply or a patch of the status, [`Verb::Update`] for an
     /// update), as [`writes`](Self::writes) does.
     pub fn writes_status(self, verbs: impl IntoIterator<Item = Verb>) -> Self {
-        let rule = Rule::of::<K>().subresource("status");
-        let rule = self.manager.scoped::<K>(rule).verbs(verbs);
-        self.manager.rbac.add(rule);
+        let status = Rule::of::<K>().subresource("status");
+        self.manager.grant::<K>(status.verbs(verbs));
         self
     }
 

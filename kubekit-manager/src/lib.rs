@@ -630,12 +630,14 @@ impl Manager {
         self.webhooks.manifests(name, endpoint)
     }
 
-    /// `rule`, on `R`'s objects, in the manager's namespace if `R` is namespaced.
-    fn scoped<R: Object>(&self, rule: Rule) -> Rule {
-        match <R::Scope as KnownScope>::NAMESPACED {
+    /// Adds `rule`, on `R`'s objects, to [`rbac`](Self::rbac): in the manager's namespace
+    /// if `R` is namespaced.
+    fn grant<R: Object>(&mut self, rule: Rule) {
+        let rule = match <R::Scope as KnownScope>::NAMESPACED {
             true => rule.namespace(&self.namespace),
             false => rule,
-        }
+        };
+        self.rbac.add(rule);
     }
 
     /// Grants `rule` in [`rbac`](Self::rbac): for requests the manager cannot see coming

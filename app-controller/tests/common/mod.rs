@@ -113,6 +113,13 @@ pub async fn real_and_fake(
     (real, fake, fake_server)
 }
 
+/// A free loopback address (the port is free once the listener is dropped).
+pub fn free_address() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+}
+
 /// Waits until the controller's `/readyz` at `health` (`host:port`) answers 200.
 pub async fn wait_ready(health: &str) {
     testenv::eventually(60, "the controller to be ready", || async {

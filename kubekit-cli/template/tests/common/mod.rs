@@ -74,15 +74,23 @@ pub async fn scenario(config: RestConfig, ns: &str) {
     .await;
     let config_maps = clientset.core_v1().config_maps(ns);
     let cm_name = config_map_name(&object);
-    let message = |cm: ConfigMap| cm.data.and_then(|d| d.get("message").cloned());
-    eventually(60, "the ConfigMap", || async {
-        let cm = config_maps
-            .get(&cm_name, &GetOptions::default())
+    // Waits until the ConfigMap holds `expected`.
+    let holds = |expected: &'static str| {
+        let (config_maps, cm_name) = (&config_maps, &cm_name);
+        async move {
+            let what = format!("the ConfigMap to hold {expected:?}");
+            eventually(60, &what, || async {
+                let cm: ConfigMap = config_maps
+                    .get(cm_name, &GetOptions::default())
+                    .await
+                    .ok()?;
+                let message = cm.data?.remove("message");
+                (message.as_deref() == Some(expected)).then_some(())
+            })
             .await
-            .ok()?;
-        (message(cm).as_deref() == Some("hello")).then_some(())
-    })
-    .await;
+        }
+    };
+    holds("hello").await;
     let ready = eventually(60, "Ready", || async {
         let object = objects.get("sample", &GetOptions::default()).await.ok()?;
         let conditions = object
@@ -104,14 +112,7 @@ pub async fn scenario(config: RestConfig, ns: &str) {
         .patch("sample", &patch, &PatchOptions::default())
         .await
         .expect("the patch");
-    eventually(60, "the ConfigMap's new message", || async {
-        let cm = config_maps
-            .get(&cm_name, &GetOptions::default())
-            .await
-            .ok()?;
-        (message(cm).as_deref() == Some("again")).then_some(())
-    })
-    .await;
+    holds("again").await;
 
     // Deleted: the finalizer's cleanup deletes the ConfigMap, then the __KIND__ goes.
     objects
