@@ -17,9 +17,9 @@
 //! nothing) and waits until the API server serves it, then runs until SIGINT or SIGTERM. Deleting a Greeting deletes its ConfigMap
 //! through garbage collection (the ConfigMap has a controller reference to it).
 //!
-//! The README's table of examples counts its lines of logic (rustfmt's lines less `use`
-//! lines, comments and blank lines): the `#[derive]`d type, the constant, `reconcile` and
-//! `main`.
+//! The guide's table of examples (docs/getting-started.md) counts its lines of logic
+//! (rustfmt's lines less `use` lines, comments and blank lines): the `#[derive]`d type,
+//! the constant, `reconcile` and `main`.
 
 use std::sync::Arc;
 use std::time::Duration;

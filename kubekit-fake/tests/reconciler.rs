@@ -1,6 +1,7 @@
-//! The example of the README: a controller — here the repository's App controller,
-//! informers, work queue, reconciler and event recorder included — tested against the fake
-//! in plain `cargo test`, in well under a second, no Go and no kube-apiserver needed.
+//! The example of the guide's testing chapter (docs/testing.md): a controller — here the
+//! repository's App controller, informers, work queue, reconciler and event recorder
+//! included — tested against the fake in plain `cargo test`, in well under a second, no Go
+//! and no kube-apiserver needed.
 
 use std::time::{Duration, Instant};
 

@@ -61,7 +61,8 @@
 //! program still lists `k8s-openapi` among its own dependencies, at the same version, to
 //! enable the one feature that picks the Kubernetes version (`v1_37`): a library must not
 //! pick it, or two libraries picking different ones would not build together. The
-//! repository's README has the whole `[dependencies]` block.
+//! repository's README has the whole `[dependencies]` block, and its guide (`docs/`) a
+//! chapter per part of kubekit, starting with `docs/getting-started.md`.
 //!
 //! Cargo features on by default: `protobuf-writes` (creates and updates of built-in types
 //! in protobuf; JSON without it), `prebuilt-common` (the typed informer accessors of the
@@ -71,7 +72,8 @@
 //! library), `ws` (exec, attach and port-forward in [`pods`]), `prebuilt-<group>` (a whole
 //! group's accessors compiled in kubekit: `prebuilt-core`, `prebuilt-apps`, …,
 //! `prebuilt-all`) and `simd-json` (JSON decoded by simd-json first). A program that needs
-//! none of the defaults compiles less without them: see the README's "Build time".
+//! none of the defaults compiles less without them: see "Cargo features and build time" in
+//! the guide's `docs/getting-started.md`.
 //!
 //! # Layers
 //!
@@ -119,6 +121,37 @@ pub use k8s_openapi;
 pub use kube;
 
 pub mod prelude;
+
+/// The README and the guide in `docs/`, whose Rust examples are compiled (and run where
+/// they need no cluster) as doc tests. Only in doc tests: `docs/` lies outside the crate's
+/// package.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../../docs/README.md")]
+    pub struct Contents;
+    #[doc = include_str!("../../docs/getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../../docs/coming-from.md")]
+    pub struct ComingFrom;
+    #[doc = include_str!("../../docs/clients.md")]
+    pub struct Clients;
+    #[doc = include_str!("../../docs/informers-and-caches.md")]
+    pub struct InformersAndCaches;
+    #[doc = include_str!("../../docs/manager.md")]
+    pub struct Manager;
+    #[doc = include_str!("../../docs/webhooks.md")]
+    pub struct Webhooks;
+    #[doc = include_str!("../../docs/testing.md")]
+    pub struct Testing;
+    #[doc = include_str!("../../docs/operations.md")]
+    pub struct Operations;
+    #[doc = include_str!("../../docs/reliability.md")]
+    pub struct Reliability;
+    #[doc = include_str!("../../docs/performance.md")]
+    pub struct Performance;
+}
 
 #[doc(inline)]
 pub use kubekit_applyconfigurations as applyconfigurations;
