@@ -83,9 +83,15 @@ pub(crate) struct TypeHead<'a> {
 }
 
 impl TypeHead<'_> {
-    /// Reads the type of `body`; a body that is not a JSON object has none.
+    /// Reads the type of `body`; a body that is not a JSON object (or a self-described
+    /// CBOR map) has none.
     pub(crate) fn of(body: &[u8]) -> TypeHead<'_> {
-        serde_json::from_slice(body).unwrap_or(TypeHead {
+        let head = if body.starts_with(&crate::rest::cbor::SELF_DESCRIBED) {
+            crate::rest::cbor::from_slice(body).ok()
+        } else {
+            serde_json::from_slice(body).ok()
+        };
+        head.unwrap_or(TypeHead {
             api_version: None,
             kind: None,
         })

@@ -11,7 +11,8 @@
 //!   `/` fails before anything is sent.
 //! - Each verb returns the raw [`Response`]; callers decode it once into what they expect.
 //! - Every request asks for JSON, unless the endpoint was given other media types
-//!   (typed clients of built-in types ask for protobuf first)
+//!   (typed clients of built-in types ask for protobuf first, others for CBOR first
+//!   unless the configuration says not to)
 //!   ([`Endpoint::with_accept`]): one for answers that are an object (get, create,
 //!   update, patch, delete, watch events), one for answers that are a list (list,
 //!   delete_collection). The metadata client asks for `PartialObjectMetadata` that way.
@@ -65,6 +66,26 @@ impl Accept {
         object: "application/vnd.kubernetes.protobuf, application/json",
         list: "application/vnd.kubernetes.protobuf, application/json",
     };
+
+    /// CBOR where the server serves it, else JSON, as client-go's dynamic client asks
+    /// with `ClientsAllowCBOR`.
+    pub(crate) const CBOR: Accept = Accept {
+        object: "application/cbor, application/json;q=0.9",
+        list: "application/cbor, application/json;q=0.9",
+    };
+
+    /// What a client of `rest` asks for: protobuf when `protobuf` (the type has a
+    /// protobuf form) and the client's configuration allows it, else CBOR when that
+    /// allows it, else JSON.
+    pub(crate) fn preferred(rest: &RestClient, protobuf: bool) -> Accept {
+        if protobuf && rest.protobuf() {
+            Accept::PROTOBUF
+        } else if rest.cbor() {
+            Accept::CBOR
+        } else {
+            Accept::JSON
+        }
+    }
 }
 
 /// One resource in one namespace (or none); see the [module docs](self).

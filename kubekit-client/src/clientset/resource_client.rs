@@ -124,11 +124,8 @@ impl<K: Resource<DynamicType = ()> + 'static> ResourceClient<K> {
     fn at(rest: RestClient, namespace: &str) -> Self {
         // client-go's typed clients ask for protobuf; the server falls back to JSON for
         // what has no protobuf form, and kubekit asks only for types that have one.
-        let accept = if rest.protobuf() && crate::rest::client::protobuf_codec::<K>().is_some() {
-            Accept::PROTOBUF
-        } else {
-            Accept::JSON
-        };
+        let protobuf = crate::rest::client::protobuf_codec::<K>().is_some();
+        let accept = Accept::preferred(&rest, protobuf);
         Self {
             endpoint: Endpoint::new(rest, GroupVersionResource::of::<K>(), namespace)
                 .with_accept(accept),
@@ -559,8 +556,8 @@ mod tests {
 
     mod protobuf {
         use super::*;
+        use crate::rest::WatchEvent;
         use crate::rest::test_server::{Reply, TestServer};
-        use crate::rest::{RestConfig, WatchEvent};
         use futures_util::StreamExt;
         use k8s_openapi::api::core::v1::ConfigMap;
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
@@ -611,7 +608,7 @@ mod tests {
         }
 
         #[tokio::test]
-        async fn typed_clients_of_built_in_types_ask_for_protobuf_first_and_custom_types_json() {
+        async fn typed_clients_ask_for_protobuf_then_cbor_then_json_as_configured() {
             let server = TestServer::start(|_| {
                 reply(kubekit_protobuf::encode(&config_map("a")), PROTOBUF, 200)
             })
@@ -635,10 +632,20 @@ mod tests {
             let _ = cms.get("a", &GetOptions::default()).await;
             assert_eq!(
                 server.accepts()[1],
-                "application/json",
-                "RestConfig::protobuf = false asks for JSON"
+                "application/cbor, application/json;q=0.9",
+                "RestConfig::protobuf = false asks for CBOR first"
             );
-            let _: RestConfig = json_only;
+            let json_only = json_only.with_cbor(false);
+            let cms = ResourceClient::<ConfigMap>::namespaced(
+                RestClient::new(&json_only).unwrap(),
+                "demo",
+            );
+            let _ = cms.get("a", &GetOptions::default()).await;
+            assert_eq!(
+                server.accepts()[2],
+                "application/json",
+                "without protobuf and CBOR, JSON alone"
+            );
         }
 
         #[tokio::test]

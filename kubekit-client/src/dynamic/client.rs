@@ -44,7 +44,8 @@ use crate::rest::{ObjectList, Response, Result};
 /// Defines the two clients of a client by group/version/resource (the dynamic client, the
 /// metadata client): `$Client`, the entry point over a `RestClient`, and
 /// `$ResourceClient`, one resource cluster-wide or in one namespace, over an `Endpoint`
-/// asking for `$accept`, with its namespace and resource accessors. The verbs are the
+/// asking for what `$accept` gives for the client's `RestClient`, with its namespace and
+/// resource accessors. The verbs are the
 /// caller's, in an `impl $ResourceClient` of its own.
 macro_rules! resource_clients {
     (
@@ -81,7 +82,7 @@ macro_rules! resource_clients {
             pub fn resource(&self, gvr: &$crate::meta::GroupVersionResource) -> $ResourceClient {
                 let endpoint = $crate::clientset::Endpoint::new(self.rest.clone(), gvr.clone(), "");
                 $ResourceClient {
-                    endpoint: endpoint.with_accept($accept),
+                    endpoint: endpoint.with_accept(($accept)(&self.rest)),
                 }
             }
         }
@@ -132,7 +133,7 @@ resource_clients! {
     /// The verbs on one resource, cluster-wide or in one namespace; see the
     /// [module docs](self).
     resource_client: DynamicResourceClient,
-    accept: crate::clientset::Accept::JSON,
+    accept: |rest| crate::clientset::Accept::preferred(rest, false),
     name: "dynamic",
 }
 

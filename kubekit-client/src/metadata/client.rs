@@ -61,7 +61,7 @@ resource_clients! {
     /// The verbs on the metadata of one resource, cluster-wide or in one namespace; see
     /// the [module docs](self).
     resource_client: MetadataResourceClient,
-    accept: ACCEPT,
+    accept: |_| ACCEPT,
     name: "metadata",
 }
 

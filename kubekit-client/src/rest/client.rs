@@ -64,6 +64,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use super::cbor;
 use super::config::RestConfig;
 use super::error::{Error, Result};
 use super::gzip::ResponseBody;
@@ -123,6 +124,8 @@ struct Inner {
     timeout: Option<Duration>,
     max_body_bytes: usize,
     protobuf: bool,
+    /// Whether what has no protobuf form is asked for in CBOR first.
+    cbor: bool,
     /// Whether requests ask for gzip (`Accept-Encoding: gzip`).
     compression: bool,
     user_agent: HeaderValue,
@@ -196,6 +199,7 @@ impl RestClient {
                 timeout: config.timeout,
                 max_body_bytes: config.max_body_bytes,
                 protobuf: config.protobuf,
+                cbor: config.cbor,
                 compression: config.compression,
                 user_agent,
                 warnings: Arc::new(|w| tracing::warn!(warning = w, "API server warning")),
@@ -259,6 +263,12 @@ impl RestClient {
     /// ([`RestConfig::protobuf`]).
     pub fn protobuf(&self) -> bool {
         self.inner.protobuf
+    }
+
+    /// Whether requests for what has no protobuf form ask this client's server for CBOR
+    /// first ([`RestConfig::cbor`]).
+    pub fn cbor(&self) -> bool {
+        self.inner.cbor
     }
 
     /// The HTTP client underneath, for the streaming protocols built on kube's websocket
@@ -588,6 +598,8 @@ impl Request {
             .and_then(|v| v.to_str().ok());
         let decoder = if content_type.is_some_and(is_protobuf) {
             WatchDecoder::<K>::protobuf(this.describe())
+        } else if content_type.is_some_and(cbor::is_cbor) {
+            WatchDecoder::<K>::cbor(this.describe())
         } else {
             WatchDecoder::<K>::new(this.describe())
         };
@@ -956,13 +968,16 @@ fn api_error(verb: &str, url: &str, code: StatusCode, body: &[u8]) -> Error {
 }
 
 /// The `metav1.Status` a body holds, as JSON or (answering a request that asked for
-/// protobuf) enveloped protobuf.
+/// protobuf or CBOR) enveloped protobuf or self-described CBOR.
 pub(crate) fn status_of(body: &[u8]) -> Option<Status> {
     if body.starts_with(kubekit_protobuf::MAGIC) {
         let unknown = kubekit_protobuf::Unknown::read(body).ok()?;
         return (unknown.kind == "Status")
             .then(|| unknown.decode().ok())
             .flatten();
+    }
+    if body.starts_with(&cbor::SELF_DESCRIBED) {
+        return cbor::from_slice(body).ok();
     }
     serde_json::from_slice(body).ok()
 }
@@ -1069,27 +1084,71 @@ struct RawList<'a> {
     items: Option<Vec<&'a RawValue>>,
 }
 
-/// A JSON list's `metadata` and its `shardInfo.selector` (see
-/// [`ObjectList::shard_selector`]), from the raw `metadata` value.
-fn json_list_metadata(raw: Option<&RawValue>) -> serde_json::Result<(ListMeta, Option<String>)> {
-    #[derive(Deserialize)]
-    struct Echo {
-        #[serde(rename = "shardInfo")]
-        shard_info: Option<ShardInfo>,
-    }
-    #[derive(Deserialize)]
-    struct ShardInfo {
-        selector: Option<String>,
-    }
-    let Some(raw) = raw else {
-        return Ok((ListMeta::default(), None));
-    };
-    let metadata: Option<ListMeta> = serde_json::from_str(raw.get())?;
-    let echo: Option<Echo> = serde_json::from_str(raw.get())?;
+/// What a list's `metadata` holds beside [`ListMeta`]: the `shardInfo` the server echoes.
+#[derive(Deserialize)]
+struct Echo {
+    #[serde(rename = "shardInfo")]
+    shard_info: Option<ShardInfo>,
+}
+
+#[derive(Deserialize)]
+struct ShardInfo {
+    selector: Option<String>,
+}
+
+/// A list's metadata and its non-empty `shardInfo.selector`, from both as decoded.
+fn list_metadata(metadata: Option<ListMeta>, echo: Option<Echo>) -> (ListMeta, Option<String>) {
     let selector = echo
         .and_then(|e| e.shard_info?.selector)
         .filter(|s| !s.is_empty());
-    Ok((metadata.unwrap_or_default(), selector))
+    (metadata.unwrap_or_default(), selector)
+}
+
+/// A JSON list's `metadata` and its `shardInfo.selector` (see
+/// [`ObjectList::shard_selector`]), from the raw `metadata` value.
+fn json_list_metadata(raw: Option<&RawValue>) -> serde_json::Result<(ListMeta, Option<String>)> {
+    let Some(raw) = raw else {
+        return Ok((ListMeta::default(), None));
+    };
+    Ok(list_metadata(
+        serde_json::from_str(raw.get())?,
+        serde_json::from_str(raw.get())?,
+    ))
+}
+
+/// A CBOR `*List` body, its items not decoded yet.
+struct CborList<'a> {
+    metadata: ListMeta,
+    shard_selector: Option<String>,
+    /// Each item's bytes.
+    items: Vec<&'a [u8]>,
+}
+
+/// A CBOR list's `metadata` and `shardInfo.selector`, and its items' bytes.
+fn cbor_list_parts<'a>(body: &'a [u8], what: &str) -> Result<CborList<'a>> {
+    let list_error = |e| cbor_error(format!("list of {what}"), e, body);
+    let entries = cbor::map_entries(body).map_err(list_error)?;
+    let (metadata, selector) = match cbor::entry(&entries, "metadata") {
+        Some(raw) => list_metadata(
+            cbor::from_slice(raw).map_err(list_error)?,
+            cbor::from_slice(raw).map_err(list_error)?,
+        ),
+        None => (ListMeta::default(), None),
+    };
+    let items = match cbor::entry(&entries, "items") {
+        Some(raw) if raw != [0xf6] => cbor::array_items(raw).map_err(list_error)?,
+        _ => Vec::new(),
+    };
+    Ok(CborList {
+        metadata,
+        shard_selector: selector,
+        items,
+    })
+}
+
+/// A CBOR decoding error as an [`Error::Decode`].
+pub(crate) fn cbor_error(what: impl Into<String>, e: cbor::Error, body: &[u8]) -> Error {
+    Error::decode(what, serde::de::Error::custom(e), body)
 }
 
 impl Response {
@@ -1131,21 +1190,34 @@ impl Response {
         is_protobuf(&self.content_type)
     }
 
-    /// Decodes the body as one `T`, from JSON or protobuf as the server sent it.
+    /// Whether the body is CBOR (`application/cbor`), which kube-apiserver sends with its
+    /// `CBORServingAndStorage` feature when the request asked for it
+    /// ([`RestConfig::cbor`](super::RestConfig::cbor)).
+    pub fn is_cbor(&self) -> bool {
+        cbor::is_cbor(&self.content_type)
+    }
+
+    /// Decodes the body as one `T`, from JSON, protobuf or CBOR as the server sent it.
     pub fn decode<T: DeserializeOwned + 'static>(&self) -> Result<T> {
         if self.is_protobuf() {
             return decode_protobuf(&self.body, &self.what, self.decode_options);
         }
+        if self.is_cbor() {
+            return cbor::from_slice(&self.body).map_err(|e| cbor_error(&self.what, e, &self.body));
+        }
         decode(&self.body, &self.what)
     }
 
-    /// Decodes the body as a list of `K`, from JSON or protobuf as the server sent it.
-    /// Items are decoded one by one: an item that does not decode is reported in
+    /// Decodes the body as a list of `K`, from JSON, protobuf or CBOR as the server sent
+    /// it. Items are decoded one by one: an item that does not decode is reported in
     /// [`ObjectList::skipped`] (and logged) and the others are kept; a body that is not a
     /// list at all is an error.
     pub fn decode_list<K: DeserializeOwned + Send + 'static>(&self) -> Result<ObjectList<K>> {
         if self.is_protobuf() {
             return decode_protobuf_list(&self.body, &self.what, self.decode_options);
+        }
+        if self.is_cbor() {
+            return decode_cbor_list(&self.body, &self.what, self.decode_options);
         }
         decode_json_list(&self.body, &self.what, self.decode_options)
     }
@@ -1160,6 +1232,9 @@ impl Response {
             let codec = codec_for::<K>(&self.what)?;
             let parts = protobuf_list_parts(codec, &self.body, &self.what)?;
             (parts.metadata, parts.shard_selector)
+        } else if self.is_cbor() {
+            let list = cbor_list_parts(&self.body, &self.what)?;
+            (list.metadata, list.shard_selector)
         } else {
             read_metadata::<Box<RawValue>>(&self.body)
                 .and_then(|raw| json_list_metadata(raw.as_deref()))
@@ -1223,6 +1298,24 @@ fn decode_json_list<K: DeserializeOwned + Send>(
             let json = json_without(item, &[], options);
             super::json::from_slice(&json)
                 .map_err(|e| Error::decode(format!("item {i} of {what}"), e, &json))
+        },
+    ))
+}
+
+/// Decodes a CBOR `*List` body item by item, on every core like [`decode_list`].
+fn decode_cbor_list<K: DeserializeOwned + Send>(
+    body: &[u8],
+    what: &str,
+    options: DecodeOptions,
+) -> Result<ObjectList<K>> {
+    let list = cbor_list_parts(body, what)?;
+    Ok(decode_items(
+        list.metadata,
+        list.shard_selector,
+        &list.items,
+        &|item, i| {
+            cbor::from_slice_with(item, options)
+                .map_err(|e| cbor_error(format!("item {i} of {what}"), e, item))
         },
     ))
 }

@@ -37,6 +37,9 @@ pub const DEFAULT_MAX_RETRIES: u32 = 10;
 /// Whether requests ask for gzip-compressed responses unless set
 /// ([`RestConfig::compression`]): as client-go, which asks unless `DisableCompression`.
 pub const DEFAULT_COMPRESSION: bool = true;
+/// Whether requests for what has no protobuf form ask for CBOR first unless set
+/// ([`RestConfig::cbor`]).
+pub const DEFAULT_CBOR: bool = true;
 /// Default timeout of every request but watches: kube-apiserver's own default request
 /// timeout (`--request-timeout`, 60 s), after which it would have given up anyway. A
 /// request accepted and never answered fails with [`Error::Timeout`] instead of hanging.
@@ -77,8 +80,18 @@ pub struct RestConfig {
     /// Whether typed clients of built-in types ask for protobuf
     /// (`application/vnd.kubernetes.protobuf, application/json`, as client-go's do); `true`
     /// unless set. `false` makes every request ask for JSON. Custom resources, the dynamic
-    /// and metadata clients always use JSON.
+    /// and metadata clients ask as [`cbor`](Self::cbor) says.
     pub protobuf: bool,
+    /// Whether requests for what has no protobuf form (custom resources, the dynamic
+    /// client's objects, built-in types when [`protobuf`](Self::protobuf) is off) ask for
+    /// CBOR first (`application/cbor, application/json;q=0.9`, as client-go's dynamic
+    /// client does with its `ClientsAllowCBOR` feature). kube-apiserver serves CBOR with
+    /// its `CBORServingAndStorage` feature (alpha in 1.37) and answers JSON without it,
+    /// so asking costs nothing where it is not served. [`DEFAULT_CBOR`] unless set. Only
+    /// answers are CBOR: request bodies stay JSON (and apply patches YAML), so a server
+    /// that does not understand CBOR never sees any (client-go's fallback after a 415
+    /// has nothing to undo).
+    pub cbor: bool,
     /// Whether requests ask for responses compressed with gzip (`Accept-Encoding: gzip`,
     /// client-go's `DisableCompression: false`); a compressed response is decompressed as
     /// it arrives. [`DEFAULT_COMPRESSION`] unless set, `false` if the kubeconfig's cluster
@@ -101,6 +114,7 @@ impl fmt::Debug for RestConfig {
             .field("user_agent", &self.user_agent)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("protobuf", &self.protobuf)
+            .field("cbor", &self.cbor)
             .field("compression", &self.compression)
             .finish()
     }
@@ -162,6 +176,7 @@ impl RestConfig {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             metrics: None,
             protobuf: true,
+            cbor: DEFAULT_CBOR,
             compression: DEFAULT_COMPRESSION && !kube.disable_compression,
             kube,
         }
@@ -295,6 +310,13 @@ impl RestConfig {
     /// Sets whether requests ask for gzip-compressed responses ([`Self::compression`]).
     pub fn with_compression(mut self, compression: bool) -> Self {
         self.compression = compression;
+        self
+    }
+
+    /// Sets whether requests for what has no protobuf form ask for CBOR first
+    /// ([`Self::cbor`]).
+    pub fn with_cbor(mut self, cbor: bool) -> Self {
+        self.cbor = cbor;
         self
     }
 

@@ -14,6 +14,7 @@
 //! Authentication, TLS and connection pooling are `kube`'s; credentials never appear in
 //! logs, `Debug` output or errors.
 
+pub(crate) mod cbor;
 pub mod client;
 pub mod config;
 pub mod error;
@@ -32,8 +33,8 @@ pub use client::{
     RestClient, WarningHandler, WriteGuard, WriteObserver, Written, decode, decode_list,
 };
 pub use config::{
-    DEFAULT_BURST, DEFAULT_COMPRESSION, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_QPS,
-    DEFAULT_TIMEOUT, RestConfig,
+    DEFAULT_BURST, DEFAULT_CBOR, DEFAULT_COMPRESSION, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES,
+    DEFAULT_QPS, DEFAULT_TIMEOUT, RestConfig,
 };
 
 /// The former name of [`RestConfig`], renamed because it clashed with `kube::Config`.

@@ -30,6 +30,7 @@ use serde::de::{DeserializeOwned, DeserializeSeed, Error as _, IgnoredAny, MapAc
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use super::cbor;
 use super::error::{Error, Result};
 use kubekit_protobuf::DecodeOptions;
 
@@ -296,6 +297,9 @@ pub(crate) enum Framing {
     Lines(DecodeOptions),
     /// Length-prefixed protobuf frames, decoded leaving out what the options say.
     Protobuf(DecodeOptions),
+    /// A CBOR sequence (`application/cbor-seq`): one data item per event, decoded leaving
+    /// out what the options say.
+    Cbor(DecodeOptions),
 }
 
 impl Framing {
@@ -308,8 +312,72 @@ impl Framing {
         match self {
             Framing::Lines(options) => decode_json_event(unit, what, options),
             Framing::Protobuf(options) => decode_protobuf_event(unit, what, options),
+            Framing::Cbor(options) => decode_cbor_event(unit, what, options),
         }
     }
+}
+
+/// Decodes one CBOR watch event (a data item of the sequence). kube-apiserver writes a
+/// watch's map keys in any order: an `object` after the `type` is decoded where it lies, as
+/// that type says; one before it is skipped, then decoded once the type is known.
+fn decode_cbor_event<K: DeserializeOwned>(
+    item: &[u8],
+    what: &str,
+    options: DecodeOptions,
+) -> Result<WatchEvent<K>> {
+    use super::client::cbor_error;
+    let event_error = |e| cbor_error(format!("watch event of {what}"), e, item);
+    // The object at offset `at`, as an event of type `kind` has it, and the offset after it.
+    let decode = |kind: &str, at: usize| -> Result<(Object<K>, usize)> {
+        let expect = object_kind(kind).map_err(|e| event_error(serde::de::Error::custom(e)))?;
+        let plain = DecodeOptions::default();
+        let decoded = match expect {
+            ObjectKind::Typed => {
+                cbor::from_slice_at(item, at, options).map(|(o, end)| (Object::Typed(o), end))
+            }
+            ObjectKind::Bookmark => {
+                cbor::from_slice_at(item, at, plain).map(|(b, end)| (Object::Bookmark(b), end))
+            }
+            ObjectKind::Status => cbor::from_slice_at(item, at, plain)
+                .map(|(s, end)| (Object::Status(Box::new(s)), end)),
+        };
+        decoded.map_err(|e| cbor_error(format!("{kind} {what} in a watch event"), e, item))
+    };
+    let (mut kind, mut object, mut early, mut failed) = (None::<String>, None, None, None);
+    let walked = cbor::walk_map(item, |key, at| match (key, kind.as_deref()) {
+        (b"type", _) => {
+            let (value, end) = cbor::from_slice_at(item, at, DecodeOptions::default())?;
+            kind = Some(value);
+            Ok(Some(end))
+        }
+        (b"object", Some(k)) => match decode(k, at) {
+            Ok((decoded, end)) => {
+                object = Some(decoded);
+                Ok(Some(end))
+            }
+            Err(e) => {
+                failed = Some(e);
+                Ok(None)
+            }
+        },
+        (b"object", None) => {
+            early = Some(at);
+            Ok(None)
+        }
+        _ => Ok(None),
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    walked.map_err(event_error)?;
+    let missing = |field| event_error(serde::de::Error::missing_field(field));
+    let kind = kind.ok_or_else(|| missing("type"))?;
+    let object = match (object, early) {
+        (Some(object), _) => object,
+        (None, Some(at)) => decode(&kind, at)?.0,
+        (None, None) => return Err(missing("object")),
+    };
+    Ok(event_of(&kind, object))
 }
 
 /// Decodes one protobuf watch frame (without its length prefix) into an event.
@@ -412,10 +480,19 @@ impl<K: DeserializeOwned + 'static> WatchDecoder<K> {
         }
     }
 
+    /// A decoder of a CBOR watch (`application/cbor-seq`, which kube-apiserver serves
+    /// with its `CBORServingAndStorage` feature).
+    pub fn cbor(what: impl Into<String>) -> Self {
+        Self {
+            framing: Framing::Cbor(DecodeOptions::default()),
+            ..Self::new(what)
+        }
+    }
+
     /// The same decoder, leaving out what `options` say.
     pub fn with_decode_options(mut self, options: DecodeOptions) -> Self {
         match &mut self.framing {
-            Framing::Lines(o) | Framing::Protobuf(o) => *o = options,
+            Framing::Lines(o) | Framing::Protobuf(o) | Framing::Cbor(o) => *o = options,
         }
         self
     }
@@ -468,8 +545,10 @@ impl<K> WatchDecoder<K> {
     /// length), not yet decoded; empty lines are skipped. One over the limit is an
     /// [`Error::TooLarge`], after which there are no more.
     pub(crate) fn next_line(&mut self) -> Option<Result<Bytes>> {
-        if matches!(self.framing, Framing::Protobuf(_)) {
-            return self.next_frame();
+        match self.framing {
+            Framing::Protobuf(_) => return self.next_frame(),
+            Framing::Cbor(_) => return self.next_cbor_item(),
+            Framing::Lines(_) => {}
         }
         loop {
             if self.failed {
@@ -524,6 +603,34 @@ impl<K> WatchDecoder<K> {
         }
     }
 
+    /// The next complete CBOR data item. Bytes that cannot start one end the events with
+    /// a decoding error, as does an item longer than the limit.
+    fn next_cbor_item(&mut self) -> Option<Result<Bytes>> {
+        if self.failed || self.buf.is_empty() {
+            return None;
+        }
+        match cbor::item_len(&self.buf) {
+            Ok(Some(len)) if len <= self.max_event_bytes => {
+                Some(Ok(self.buf.split_to(len).freeze()))
+            }
+            Ok(None) if self.buf.len() <= self.max_event_bytes => None,
+            Ok(_) => {
+                self.failed = true;
+                self.buf = BytesMut::new();
+                Some(Err(Error::TooLarge {
+                    what: format!("a watch event of {}", self.what),
+                    limit: self.max_event_bytes,
+                }))
+            }
+            Err(e) => {
+                self.failed = true;
+                let buf = std::mem::take(&mut self.buf);
+                let what = format!("watch event of {}", self.what);
+                Some(Err(super::client::cbor_error(what, e, &buf)))
+            }
+        }
+    }
+
     /// The bytes left once the stream has ended, unless they are only whitespace: a last
     /// line without its line end (for protobuf: any bytes, a frame cut short).
     pub(crate) fn finish_line(&mut self) -> Option<Bytes> {
@@ -534,7 +641,7 @@ impl<K> WatchDecoder<K> {
         self.scanned = 0;
         let blank = match self.framing {
             Framing::Lines(_) => rest.iter().all(u8::is_ascii_whitespace),
-            Framing::Protobuf(_) => rest.is_empty(),
+            Framing::Protobuf(_) | Framing::Cbor(_) => rest.is_empty(),
         };
         (!blank).then_some(rest)
     }
@@ -554,6 +661,8 @@ pub(crate) fn decode_last_event<K: DeserializeOwned + 'static>(
             Ok(Some((frame, _))) => framing.decode(frame, what),
             _ => Err(protobuf_cut(line, what)),
         },
+        // An item cut short: decoding it names where the input ends.
+        Framing::Cbor(_) => framing.decode(line, what),
     };
     decoded.map_err(|e| match e {
         Error::Decode { what, source, body } => Error::Decode {
@@ -579,7 +688,7 @@ impl<K> WatchDecoder<K> {
     pub(crate) fn unscanned(&self) -> usize {
         match self.framing {
             Framing::Lines(_) => self.buf.len() - self.scanned,
-            Framing::Protobuf(_) => 0,
+            Framing::Protobuf(_) | Framing::Cbor(_) => 0,
         }
     }
 
@@ -596,6 +705,24 @@ mod tests {
 
     fn all(decoder: &mut WatchDecoder<Pod>) -> Vec<Result<WatchEvent<Pod>>> {
         std::iter::from_fn(|| decoder.next_event()).collect()
+    }
+
+    /// The events of `stream` fed to `decoder` in chunks of `chunk` bytes, each valid.
+    fn in_chunks(
+        mut decoder: WatchDecoder<Pod>,
+        stream: &[u8],
+        chunk: usize,
+    ) -> Vec<WatchEvent<Pod>> {
+        let mut events = Vec::new();
+        for chunk in stream.chunks(chunk) {
+            decoder.feed(chunk);
+            events.extend(all(&mut decoder));
+        }
+        assert!(decoder.finish().is_none());
+        events
+            .into_iter()
+            .map(|e| e.expect("valid event"))
+            .collect()
     }
 
     const ADDED: &str =
@@ -638,17 +765,7 @@ mod tests {
             r#"{"type":"DELETED","object":{"metadata":{"name":"a","resourceVersion":"7"}}}"#,
             r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}}"#,
         );
-        let mut d = WatchDecoder::<Pod>::new("pods");
-        let mut events = Vec::new();
-        for chunk in stream.as_bytes().chunks(7) {
-            d.feed(chunk);
-            events.extend(all(&mut d));
-        }
-        assert!(d.finish().is_none());
-        let events: Vec<_> = events
-            .into_iter()
-            .map(|e| e.expect("valid event"))
-            .collect();
+        let events = in_chunks(WatchDecoder::<Pod>::new("pods"), stream.as_bytes(), 7);
         assert!(
             matches!(&events[0], WatchEvent::Added(p) if p.metadata.name.as_deref() == Some("a"))
         );
@@ -662,6 +779,88 @@ mod tests {
             }
             other => panic!("expected a bookmark, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_cbor_sequence_decodes_event_by_event_whatever_its_keys_order_and_chunks() {
+        use crate::rest::cbor::test_encode::encode;
+        use serde_json::json;
+        let managed = json!([{"manager": "m", "operation": "Update"}]);
+        let mut stream = Vec::new();
+        // kube-apiserver shuffles the keys of what it streams: object before type (the
+        // test encoder writes keys in order)...
+        stream.extend(encode(&json!({
+            "object": {"metadata": {"name": "a", "managedFields": managed}},
+            "type": "ADDED",
+        })));
+        // ... or type before object: {"type": "MODIFIED", "object": {...}}.
+        stream.extend([0xa2, 0x44]);
+        stream.extend(b"type");
+        stream.push(0x48);
+        stream.extend(b"MODIFIED");
+        stream.push(0x46);
+        stream.extend(b"object");
+        stream.extend(&encode(&json!({"metadata": {"name": "b", "managedFields": managed}}))[3..]);
+        stream.extend(encode(&json!({
+            "type": "BOOKMARK",
+            "object": {"metadata": {"resourceVersion": "9",
+                "annotations": {"k8s.io/initial-events-end": "true"}}},
+        })));
+        stream.extend(encode(&json!({
+            "type": "ERROR",
+            "object": {"kind": "Status", "code": 410, "reason": "Expired"},
+        })));
+        let options = DecodeOptions {
+            skip_managed_fields: true,
+        };
+        let d = WatchDecoder::<Pod>::cbor("pods").with_decode_options(options);
+        let events = in_chunks(d, &stream, 5);
+        match &events[0] {
+            WatchEvent::Added(p) => {
+                assert_eq!(p.metadata.name.as_deref(), Some("a"));
+                assert_eq!(p.metadata.managed_fields, None);
+            }
+            other => panic!("expected an add, got {other:?}"),
+        }
+        match &events[1] {
+            WatchEvent::Modified(p) => {
+                assert_eq!(p.metadata.name.as_deref(), Some("b"));
+                assert_eq!(p.metadata.managed_fields, None);
+            }
+            other => panic!("expected a change, got {other:?}"),
+        }
+        assert!(matches!(&events[2], WatchEvent::Bookmark(b) if b.is_initial_events_end()));
+        assert!(matches!(&events[3], WatchEvent::Error(s) if s.code == Some(410)));
+    }
+
+    #[test]
+    fn a_cbor_sequence_cut_or_corrupted_is_an_error_naming_the_resource_not_a_panic() {
+        use crate::rest::cbor::test_encode::encode;
+        use serde_json::json;
+        let event = encode(&json!({"type": "ADDED", "object": {"metadata": {"name": "a"}}}));
+        let mut d = WatchDecoder::<Pod>::cbor("pods in namespace \"demo\"");
+        d.feed(&event[..event.len() - 2]);
+        assert!(d.next_event().is_none());
+        let cut = d.finish().expect("a cut event").unwrap_err().to_string();
+        assert!(
+            cut.contains("stream ended mid-event") && cut.contains("demo"),
+            "{cut}"
+        );
+
+        let mut d = WatchDecoder::<Pod>::cbor("pods");
+        d.feed(&[0xff, 0x00]);
+        let garbage = d.next_event().expect("an error").unwrap_err().to_string();
+        assert!(garbage.contains("watch event of pods"), "{garbage}");
+        assert!(
+            d.next_event().is_none(),
+            "no events after bytes that start none"
+        );
+
+        let unknown = encode(&json!({"type": "RENAMED", "object": {}}));
+        let mut d = WatchDecoder::<Pod>::cbor("pods");
+        d.feed(&unknown);
+        let err = d.next_event().expect("an error").unwrap_err().to_string();
+        assert!(err.contains("unknown event type"), "{err}");
     }
 
     #[test]

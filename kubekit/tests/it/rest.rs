@@ -288,3 +288,22 @@ async fn a_large_list_comes_compressed_when_asked_and_decodes_alike() {
     assert_eq!(lists[0].1.len(), 40);
     assert_eq!(lists[0].1, lists[1].1);
 }
+
+#[tokio::test]
+async fn a_server_without_cbor_answers_json_to_a_client_that_asks_for_cbor_first() {
+    let client = admin_client().await;
+    assert!(client.cbor(), "kubekit asks for CBOR first by default");
+    let ns = namespace("rest-cbor").await;
+    create_configmap(&client, &ns, "plain").await;
+    let response = configmaps(client.get(), &ns)
+        .name("plain")
+        .accept("application/cbor, application/json;q=0.9")
+        .send()
+        .await
+        .unwrap();
+    // kube-apiserver 1.37 serves CBOR only with its CBORServingAndStorage gate (off here).
+    assert!(!response.is_cbor());
+    assert!(response.content_type().starts_with("application/json"));
+    let got: ConfigMap = response.decode().unwrap();
+    assert_eq!(got.metadata.name.as_deref(), Some("plain"));
+}
