@@ -51,6 +51,14 @@ benchmarks:
                        --real             create the pods in the local control plane
                                           instead (started if needed) and only sync
                        --kubeconfig PATH  the same in another cluster
+                       --resource widgets with --real or --kubeconfig: N custom resources
+                                          (widgets.bench.kubekit.dev, a spec and a status)
+                                          instead of Pods; clients kubekit (CBOR where
+                                          served), kubekit-json, kube-rs, client-go
+                                          (dynamic informer, JSON) and client-go-cbor (its
+                                          ClientsAllowCBOR/ClientsPreferCBOR gates); start
+                                          the cluster with KUBEKIT_FEATURE_GATES=
+                                          ShardedListAndWatch=true,CBORServingAndStorage=true
                        --link RATE/RTT    with --real or --kubeconfig: the clients reach
                                           the server through a proxy that paces each
                                           direction to RATE and delays by RTT/2, e.g.
@@ -156,7 +164,7 @@ run_informer() {
     rust_bin="$(build_rust kube-rs-informer kubekit-informer)"
     args+=(--kube-rs-bin "$(dirname "$rust_bin")/kube-rs-informer")
     args+=(--kubekit-bin "$(dirname "$rust_bin")/kubekit-informer")
-    if [[ ",$clients," == *",client-go,"* ]]; then
+    if [[ ",$clients," == *",client-go,"* || ",$clients," == *",client-go-cbor,"* ]]; then
         args+=(--go-bin "$(build_go informer)")
     fi
     if $real && [[ " ${args[*]} " != *" --kubeconfig "* ]]; then

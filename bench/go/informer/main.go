@@ -1,6 +1,9 @@
 // Command informer is the client-go side of the informer benchmark: it runs a stock
-// client-go shared Pod informer against an API server so that the Rust benchmark
-// orchestrator can compare it with kubekit's informer.
+// client-go shared Pod informer (or, with --resource widgets, the dynamic informer of the
+// benchmark's custom resource) against an API server so that the Rust benchmark
+// orchestrator can compare it with kubekit's informer. With the environment gates
+// KUBE_FEATURE_ClientsAllowCBOR=true and KUBE_FEATURE_ClientsPreferCBOR=true it reports
+// itself as client-go-cbor.
 //
 // Protocol (the orchestrator runs this program as a child and reads its stdout):
 //
@@ -33,7 +36,10 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -129,6 +135,7 @@ func main() {
 	server := flag.String("server", "", "API server URL (plain http, no auth), e.g. a replay server")
 	kubeconfig := flag.String("kubeconfig", "", "path to a kubeconfig for a real cluster (instead of --server)")
 	updates := flag.Int("updates", 0, "after sync, wait for this many MODIFIED events, then report their rate")
+	resource := flag.String("resource", "pods", "what to cache: pods (typed, SharedInformerFactory) or widgets (the benchmark's custom resource, dynamic informer)")
 	if err := flag.CommandLine.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -165,12 +172,36 @@ func main() {
 	// reflector asks for a watch-list stream (sendInitialEvents=true) and falls back to
 	// LIST+WATCH if the server refuses it. KUBE_FEATURE_WatchListClient=false turns it off.
 
-	clientset, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		fail(1, "create clientset: %v", err)
+	// The client's name: with KUBE_FEATURE_ClientsAllowCBOR and ClientsPreferCBOR (client-go's
+	// environment gates) the dynamic client asks for CBOR first.
+	client := "client-go"
+	if os.Getenv("KUBE_FEATURE_ClientsPreferCBOR") == "true" {
+		client = "client-go-cbor"
 	}
-	factory := informers.NewSharedInformerFactory(clientset, 0)
-	informer := factory.Core().V1().Pods().Informer()
+	var informer cache.SharedIndexInformer
+	var startInformers func(stop <-chan struct{})
+	switch *resource {
+	case "pods":
+		clientset, err := kubernetes.NewForConfig(config)
+		if err != nil {
+			fail(1, "create clientset: %v", err)
+		}
+		factory := informers.NewSharedInformerFactory(clientset, 0)
+		informer = factory.Core().V1().Pods().Informer()
+		startInformers = factory.Start
+	case "widgets":
+		// A custom resource without generated clients: client-go's dynamic informer.
+		dyn, err := dynamic.NewForConfig(config)
+		if err != nil {
+			fail(1, "create dynamic client: %v", err)
+		}
+		factory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+		gvr := schema.GroupVersionResource{Group: "bench.kubekit.dev", Version: "v1", Resource: "widgets"}
+		informer = factory.ForResource(gvr).Informer()
+		startInformers = factory.Start
+	default:
+		fail(2, "--resource %q: expected pods or widgets", *resource)
+	}
 
 	// Handlers of one registration run on a single goroutine, one at a time; main reads
 	// the times only after done is closed, which orders those reads after the writes.
@@ -178,12 +209,12 @@ func main() {
 	var counted int
 	var firstUpdate, lastUpdate time.Time
 	done := make(chan struct{})
-	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { adds.Add(1) },
 		UpdateFunc: func(oldObj, newObj any) {
-			oldPod, ok1 := oldObj.(*corev1.Pod)
-			newPod, ok2 := newObj.(*corev1.Pod)
-			if !ok1 || !ok2 || oldPod.ResourceVersion == newPod.ResourceVersion || counted >= *updates {
+			oldMeta, err1 := meta.Accessor(oldObj)
+			newMeta, err2 := meta.Accessor(newObj)
+			if err1 != nil || err2 != nil || oldMeta.GetResourceVersion() == newMeta.GetResourceVersion() || counted >= *updates {
 				return
 			}
 			now := time.Now()
@@ -203,7 +234,7 @@ func main() {
 
 	stop := make(chan struct{})
 	start := time.Now()
-	factory.Start(stop)
+	startInformers(stop)
 	if !cache.WaitForCacheSync(stop, informer.HasSynced) {
 		fail(1, "informer cache did not sync")
 	}
@@ -216,7 +247,7 @@ func main() {
 	}
 	objects := len(informer.GetStore().ListKeys())
 	emit("synced", syncedReport{
-		Client: "client-go", Objects: objects, SyncSeconds: syncSeconds,
+		Client: client, Objects: objects, SyncSeconds: syncSeconds,
 		CPUSeconds: u.cpuSeconds, RSSBytes: u.rss, PeakRSSBytes: u.hwm,
 	})
 	if *updates == 0 {
@@ -234,7 +265,7 @@ func main() {
 		rate = float64(*updates-1) / seconds
 	}
 	emit("updated", updatedReport{
-		Client: "client-go", Updates: *updates, Seconds: seconds, EventsPerSecond: rate,
+		Client: client, Updates: *updates, Seconds: seconds, EventsPerSecond: rate,
 		CPUSeconds: u.cpuSeconds, RSSBytes: u.rss, PeakRSSBytes: u.hwm,
 	})
 	os.Exit(0)

@@ -9,7 +9,8 @@
 //! ```
 //!
 //! client-go's peer (`bench/go/informer`) prints the same lines. The crate depends on
-//! nothing but serde, so the kube-rs peer stays independent of kubekit. It also holds the
+//! serde, kube's core and k8s-openapi (for [`widget::Widget`], the custom resource of
+//! `--resource widgets`), not on kubekit, so the kube-rs peer stays independent of it. It also holds the
 //! `main` of kubekit's benchmark programs, whose first argument names a subcommand
 //! ([`main_with_subcommands`]).
 
@@ -20,6 +21,18 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+
+pub mod widget;
+
+/// What a peer's informer caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Kind {
+    /// Every Pod (the default).
+    #[default]
+    Pods,
+    /// Every [`widget::Widget`] (`--resource widgets`).
+    Widgets,
+}
 
 /// The API server a peer syncs from.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,16 +50,20 @@ pub struct PeerOptions {
     pub target: Target,
     /// MODIFIED events to wait for after the sync (0: exit once synced).
     pub updates: u64,
+    /// What to cache.
+    pub kind: Kind,
 }
 
 impl PeerOptions {
     /// The usage line of a peer program.
-    pub const USAGE: &'static str = "(--server URL | --kubeconfig PATH) [--updates M]";
+    pub const USAGE: &'static str =
+        "(--server URL | --kubeconfig PATH) [--updates M] [--resource pods|widgets]";
 
     /// Parses the arguments that follow the program name (or subcommand).
     pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
         let mut target = None;
         let mut updates = 0;
+        let mut kind = Kind::Pods;
         while let Some(arg) = args.next() {
             let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
             let new_target = match arg.as_str() {
@@ -58,6 +75,16 @@ impl PeerOptions {
                         .map_err(|e| format!("--updates: {e}"))?;
                     continue;
                 }
+                "--resource" => {
+                    kind = match value("--resource")?.as_str() {
+                        "pods" => Kind::Pods,
+                        "widgets" => Kind::Widgets,
+                        other => {
+                            return Err(format!("--resource: {other:?} is not pods or widgets"));
+                        }
+                    };
+                    continue;
+                }
                 other => return Err(format!("unknown option {other:?}")),
             };
             if target.replace(new_target).is_some() {
@@ -67,6 +94,7 @@ impl PeerOptions {
         Ok(Self {
             target: target.ok_or("one of --server and --kubeconfig is required")?,
             updates,
+            kind,
         })
     }
 }

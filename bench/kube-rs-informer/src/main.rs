@@ -2,7 +2,9 @@
 //! reflector and store over every Pod, as kube-rs users write one, reporting on stdout in
 //! the protocol of [`informer_protocol`].
 //!
-//! Usage: `kube-rs-informer (--server URL | --kubeconfig PATH) [--updates M]`.
+//! Usage: `kube-rs-informer (--server URL | --kubeconfig PATH) [--updates M] [--resource
+//! pods|widgets]`; with `--resource widgets` the reflector caches the benchmark's custom
+//! resource ([`Widget`]) instead of Pods.
 //!
 //! The watcher has kube-rs's default configuration (paged lists of 500, then a watch with
 //! bookmarks) and its default backoff; the client has no client-side rate limit (kube has
@@ -13,7 +15,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use futures::{Stream, StreamExt};
-use informer_protocol::{PeerOptions, Target, UpdateTimer, report_synced, report_updated};
+use informer_protocol::widget::Widget;
+use informer_protocol::{Kind, PeerOptions, Target, UpdateTimer, report_synced, report_updated};
 use k8s_openapi::api::core::v1::Pod;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -65,12 +68,12 @@ async fn config(target: &Target) -> Result<kube::Config, String> {
 
 /// Polls `events` until `stop` says the event is the one waited for. Errors are logged
 /// and the watcher retries them after its backoff, as an application's would.
-async fn next_matching<S>(
+async fn next_matching<S, K>(
     events: &mut S,
-    mut stop: impl FnMut(&watcher::Event<Pod>) -> bool,
+    mut stop: impl FnMut(&watcher::Event<K>) -> bool,
 ) -> Result<(), String>
 where
-    S: Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Unpin,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Unpin,
 {
     loop {
         match events.next().await {
@@ -84,11 +87,27 @@ where
 
 async fn run(options: PeerOptions) -> Result<(), String> {
     let client = Client::try_from(config(&options.target).await?).map_err(|e| e.to_string())?;
-    let pods: Api<Pod> = Api::all(client);
+    match options.kind {
+        Kind::Pods => reflect(Api::<Pod>::all(client), &options).await,
+        Kind::Widgets => reflect(Api::<Widget>::all(client), &options).await,
+    }
+}
+
+/// Syncs a reflector over every object of `api`, then counts updates.
+async fn reflect<K>(api: Api<K>, options: &PeerOptions) -> Result<(), String>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
     let (reader, writer) = reflector::store();
 
     let started = Instant::now();
-    let events = watcher(pods, watcher::Config::default())
+    let events = watcher(api, watcher::Config::default())
         .default_backoff()
         .reflect(writer);
     let mut events = std::pin::pin!(events);

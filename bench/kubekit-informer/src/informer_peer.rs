@@ -7,11 +7,16 @@
 //! built-in types). One handler counts the adds and the updates that change a pod's
 //! resourceVersion, timing the first and the M-th update. With `--compact` the informer
 //! caches [`Compact<Pod>`] (`factory.for_type::<Compact<Pod>>()`) instead of typed Pods,
-//! and reports itself as `kubekit-compact`; with `--metadata`, the Pods'
+//! and reports itself as `kubekit-compact`; with `--json`, the typed informer asking for
+//! JSON alone (CBOR off), as `kubekit-json`; with `--metadata`, the Pods'
 //! [`PartialObjectMetadata`](kubekit::metadata::PartialObjectMetadata) with their `managedFields` (`factory.for_metadata(&pods)`
 //! of a factory built with `keep_managed_fields(true)`), as `kubekit-metadata`, and with
 //! `--metadata-strip` the same without them (the factory's default), as
 //! `kubekit-metadata-strip`.
+//!
+//! With `--resource widgets` the typed informer caches the benchmark's custom resource
+//! ([`Widget`], `factory.for_type::<Widget>()`), in CBOR where the server serves it
+//! (`--json`: JSON).
 //!
 //! With `--shard I/N` the factory is given the I-th of N equal uid ranges
 //! ([`SharedInformerFactoryBuilder::shard`](kubekit::informers::SharedInformerFactoryBuilder::shard)):
@@ -22,7 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use informer_protocol::{PeerOptions, Target, UpdateTimer, report_synced, report_updated};
+use informer_protocol::widget::Widget;
+use informer_protocol::{Kind, PeerOptions, Target, UpdateTimer, report_synced, report_updated};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
 use kubekit::cache::{
@@ -46,6 +52,9 @@ pub enum Cache {
     Metadata,
     /// The same without `managedFields`.
     MetadataStrip,
+    /// Typed objects read in JSON only ([`RestConfig::cbor`] off): what the default asks
+    /// for where it has no protobuf, CBOR, set aside.
+    TypedJson,
 }
 
 impl Cache {
@@ -56,6 +65,7 @@ impl Cache {
             Cache::Compact => "kubekit-compact",
             Cache::Metadata => "kubekit-metadata",
             Cache::MetadataStrip => "kubekit-metadata-strip",
+            Cache::TypedJson => "kubekit-json",
         }
     }
 
@@ -66,6 +76,7 @@ impl Cache {
             Cache::Compact => Some("--compact"),
             Cache::Metadata => Some("--metadata"),
             Cache::MetadataStrip => Some("--metadata-strip"),
+            Cache::TypedJson => Some("--json"),
         }
     }
 }
@@ -94,10 +105,15 @@ fn parse_shard(text: &str) -> Result<ShardSelector, String> {
     Ok(ShardSelector::uid(range))
 }
 
-/// Parses the peer's arguments: at most one of `--compact`, `--metadata` and
-/// `--metadata-strip`, `--shard I/N`, and the common peer options.
+/// Parses the peer's arguments: at most one of `--compact`, `--metadata`,
+/// `--metadata-strip` and `--json`, `--shard I/N`, and the common peer options.
 pub fn parse(args: impl Iterator<Item = String>) -> Result<Peer, String> {
-    let caches = [Cache::Compact, Cache::Metadata, Cache::MetadataStrip];
+    let caches = [
+        Cache::Compact,
+        Cache::Metadata,
+        Cache::MetadataStrip,
+        Cache::TypedJson,
+    ];
     let is_cache = |arg: &String| caches.iter().any(|c| c.flag() == Some(arg.as_str()));
     let mut shard = None;
     let mut others = Vec::new();
@@ -158,6 +174,7 @@ pub fn run(
 ) -> Result<(), String> {
     let target = options.target.clone();
     run_with_config(&target, |config| async move {
+        let config = config.with_cbor(cache != Cache::TypedJson);
         let clientset = Clientset::new(&config).map_err(|e| e.to_string())?;
         let mut builder =
             SharedInformerFactory::builder(clientset).keep_managed_fields(cache == Cache::Metadata);
@@ -165,16 +182,24 @@ pub fn run(
             builder = builder.shard(shard);
         }
         let factory = builder.build();
-        match cache {
-            Cache::Typed => {
+        match (options.kind, cache) {
+            (Kind::Widgets, Cache::Typed | Cache::TypedJson) => {
+                let widgets = factory.for_type::<Widget>();
+                peer(cache, &options, &factory, widgets.informer()).await
+            }
+            (Kind::Widgets, _) => Err(format!(
+                "{} is not measured on widgets",
+                cache.client_name()
+            )),
+            (Kind::Pods, Cache::Typed | Cache::TypedJson) => {
                 let pods = factory.core_v1().pods();
                 peer(cache, &options, &factory, pods.informer()).await
             }
-            Cache::Compact => {
+            (Kind::Pods, Cache::Compact) => {
                 let pods = factory.for_type::<Compact<Pod>>();
                 peer(cache, &options, &factory, pods.informer()).await
             }
-            Cache::Metadata | Cache::MetadataStrip => {
+            (Kind::Pods, Cache::Metadata | Cache::MetadataStrip) => {
                 let pods = factory.for_metadata(&GroupVersionResource::of::<Pod>());
                 peer(cache, &options, &factory, pods.informer()).await
             }

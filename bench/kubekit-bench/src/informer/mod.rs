@@ -9,6 +9,12 @@
 //! and triggers the M events into it; the peer prints `updated {json}` once it has seen
 //! the M-th and exits. See [`informer_protocol`] for the lines.
 //!
+//! With `--resource widgets` (and a real cluster) the objects are N custom resources
+//! (`widgets.bench.kubekit.dev`, [`informer_protocol::widget`]) with a spec and a status:
+//! kubekit's typed informer (CBOR where the server serves it, and `kubekit-json` with JSON
+//! alone), kube-rs's reflector of the same type, and client-go's dynamic informer (JSON as
+//! by default, and `client-go-cbor` with its CBOR gates).
+//!
 //! With `--kubeconfig`, the pods are created in a real cluster instead, the readers that
 //! decode nothing (`kubekit-informer floor-peer`, JSON and protobuf) join the clients as the
 //! floor, and the M updates are real: once a peer has synced, a writer patches a label of
@@ -26,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use informer_protocol::{Line, Synced, Updated};
+use informer_protocol::{Kind, Line, Synced, Updated};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
@@ -46,12 +52,17 @@ enum Client {
     Kubekit,
     /// kubekit's informer of `Compact<Pod>`.
     KubekitCompact,
+    /// kubekit's typed informer asking for JSON alone (with `--resource widgets`: CBOR set
+    /// aside).
+    KubekitJson,
     /// kubekit's metadata informer of Pods (only with `--clients`).
     KubekitMetadata,
     /// The same, without `managedFields` (only with `--clients`).
     KubekitMetadataStrip,
     KubeRs,
     Go,
+    /// client-go with its environment gates `ClientsAllowCBOR` and `ClientsPreferCBOR`.
+    GoCbor,
     /// A reader that decodes nothing (against a real cluster).
     Floor(Encoding),
 }
@@ -71,13 +82,26 @@ impl Client {
         Client::Floor(Encoding::Protobuf),
     ];
 
-    const ALL: [Client; 8] = [
+    /// The clients of `--resource widgets` without `--clients`: kubekit's informer with
+    /// its defaults (CBOR where served) and with JSON alone, kube-rs, client-go with its
+    /// defaults (JSON) and with its CBOR gates.
+    const WIDGETS: [Client; 5] = [
         Client::Kubekit,
+        Client::KubekitJson,
+        Client::KubeRs,
+        Client::Go,
+        Client::GoCbor,
+    ];
+
+    const ALL: [Client; 10] = [
+        Client::Kubekit,
+        Client::KubekitJson,
         Client::KubekitCompact,
         Client::KubekitMetadata,
         Client::KubekitMetadataStrip,
         Client::KubeRs,
         Client::Go,
+        Client::GoCbor,
         Client::Floor(Encoding::Json),
         Client::Floor(Encoding::Protobuf),
     ];
@@ -86,6 +110,7 @@ impl Client {
         match self {
             Client::KubeRs => "kube-rs",
             Client::Go => "client-go",
+            Client::GoCbor => "client-go-cbor",
             Client::Floor(encoding) => encoding.client_name(),
             _ => self.cache().map_or("", Cache::client_name),
         }
@@ -95,10 +120,11 @@ impl Client {
     fn cache(self) -> Option<Cache> {
         match self {
             Client::Kubekit => Some(Cache::Typed),
+            Client::KubekitJson => Some(Cache::TypedJson),
             Client::KubekitCompact => Some(Cache::Compact),
             Client::KubekitMetadata => Some(Cache::Metadata),
             Client::KubekitMetadataStrip => Some(Cache::MetadataStrip),
-            Client::KubeRs | Client::Go | Client::Floor(_) => None,
+            Client::KubeRs | Client::Go | Client::GoCbor | Client::Floor(_) => None,
         }
     }
 
@@ -110,6 +136,8 @@ impl Client {
 /// Command-line options of `kubekit-bench informer`.
 pub struct Options {
     pods: usize,
+    /// What the informers cache (`--resource`).
+    kind: Kind,
     updates: usize,
     runs: usize,
     clients: Vec<Client>,
@@ -133,6 +161,7 @@ impl Options {
         let mut clients_given = false;
         let mut options = Self {
             pods: 10_000,
+            kind: Kind::Pods,
             updates: 10_000,
             runs: 3,
             clients: Client::DEFAULT.to_vec(),
@@ -150,6 +179,13 @@ impl Options {
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--pods" => options.pods = option_count(&mut args, "--pods")?,
+                "--resource" => {
+                    options.kind = match option_value(&mut args, "--resource")?.as_str() {
+                        "pods" => Kind::Pods,
+                        "widgets" => Kind::Widgets,
+                        other => return Err(format!("--resource {other:?}: pods or widgets")),
+                    }
+                }
                 "--updates" => options.updates = option_count(&mut args, "--updates")?,
                 "--runs" => options.runs = option_count(&mut args, "--runs")?,
                 "--timeout" => {
@@ -182,7 +218,16 @@ impl Options {
         if options.link.is_some() && options.kubeconfig.is_none() {
             return Err("--link needs a real cluster (--real or --kubeconfig)".into());
         }
-        if options.kubeconfig.is_some() && !clients_given {
+        if options.kind == Kind::Widgets {
+            if options.kubeconfig.is_none() {
+                return Err(
+                    "--resource widgets needs a real cluster (--real or --kubeconfig)".into(),
+                );
+            }
+            if !clients_given {
+                options.clients = Client::WIDGETS.to_vec();
+            }
+        } else if options.kubeconfig.is_some() && !clients_given {
             options.clients.extend(Client::FLOORS);
         }
         Ok(options)
@@ -206,7 +251,7 @@ fn parse_clients(list: &str) -> Result<Vec<Client>, String> {
             .into_iter()
             .find(|c| c.name() == name)
             .ok_or(format!(
-                "--clients: unknown client {name:?} (kubekit, kubekit-compact, kubekit-metadata, kubekit-metadata-strip, kube-rs, client-go, reader-json, reader-protobuf)"
+                "--clients: unknown client {name:?} (kubekit, kubekit-json, kubekit-compact, kubekit-metadata, kubekit-metadata-strip, kube-rs, client-go, client-go-cbor, reader-json, reader-protobuf)"
             ))?;
         if !clients.contains(&client) {
             clients.push(client);
@@ -224,6 +269,8 @@ struct Program {
     path: PathBuf,
     /// Arguments before the peer options (the subcommand of kubekit's peer).
     args: Vec<String>,
+    /// Environment variables it runs with.
+    env: Vec<(&'static str, &'static str)>,
 }
 
 fn programs(options: &Options) -> Result<Vec<Program>, String> {
@@ -266,7 +313,23 @@ fn programs(options: &Options) -> Result<Vec<Program>, String> {
                     path.display()
                 ));
             }
-            Ok(Program { client, path, args })
+            let mut args = args;
+            if options.kind == Kind::Widgets {
+                args.extend(["--resource".to_string(), "widgets".to_string()]);
+            }
+            let env = match client {
+                Client::GoCbor => vec![
+                    ("KUBE_FEATURE_ClientsAllowCBOR", "true"),
+                    ("KUBE_FEATURE_ClientsPreferCBOR", "true"),
+                ],
+                _ => Vec::new(),
+            };
+            Ok(Program {
+                client,
+                path,
+                args,
+                env,
+            })
         })
         .collect()
 }
@@ -353,6 +416,7 @@ async fn run_peer(
 ) -> Result<Sample, String> {
     let mut child = Command::new(&program.path)
         .args(&program.args)
+        .envs(program.env.iter().copied())
         .args(source.peer_args())
         .args(["--updates".to_string(), expect.updates.to_string()])
         .stdin(Stdio::null())
@@ -382,7 +446,7 @@ async fn run_peer(
                 Source::Cluster(cluster, _) => {
                     // The writer's patches and the peer's report, side by side.
                     let writes = async {
-                        cluster.patch_pods(expect.updates).await?;
+                        cluster.patch(expect.updates).await?;
                         Ok::<_, String>(std::time::Instant::now())
                     };
                     let report = async {
@@ -620,13 +684,20 @@ pub fn run(options: Options) -> Result<(), String> {
         let source = match &options.kubeconfig {
             Some(kubeconfig) => {
                 println!(
-                    "informer: {} pods in a real cluster ({}), then {} label patches; {} runs",
+                    "informer: {} {} in a real cluster ({}), then {} label patches; {} runs",
                     options.pods,
+                    match options.kind {
+                        Kind::Pods => "pods",
+                        Kind::Widgets => "widgets (bench.kubekit.dev/v1)",
+                    },
                     kubeconfig.display(),
                     options.updates,
                     options.runs
                 );
-                let cluster = Cluster::populate(kubeconfig, &fixture, options.pods).await?;
+                let cluster = match options.kind {
+                    Kind::Pods => Cluster::populate(kubeconfig, &fixture, options.pods).await?,
+                    Kind::Widgets => Cluster::populate_widgets(kubeconfig, options.pods).await?,
+                };
                 let peers_kubeconfig = match options.link {
                     Some(link) => {
                         let linked = link::linked_kubeconfig(kubeconfig, link).await?;
@@ -769,7 +840,20 @@ mod tests {
         );
         let o = Options::parse(args("--kubeconfig k --clients kubekit").into_iter()).unwrap();
         assert_eq!(o.clients, [Client::Kubekit], "unless the clients are given");
-        for bad in ["--pods 0", "--pods", "--runs x", "--what"] {
+        let o = Options::parse(args("--kubeconfig k --resource widgets").into_iter()).unwrap();
+        assert_eq!(
+            o.clients,
+            Client::WIDGETS,
+            "the CBOR and JSON modes of both sides"
+        );
+        assert!(Options::parse(args("--resource widgets").into_iter()).is_err());
+        for bad in [
+            "--pods 0",
+            "--pods",
+            "--runs x",
+            "--what",
+            "--resource nodes",
+        ] {
             assert!(Options::parse(args(bad).into_iter()).is_err(), "{bad}");
         }
     }
