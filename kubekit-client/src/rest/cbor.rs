@@ -318,13 +318,14 @@ pub(crate) fn item_len(buf: &[u8]) -> Result<Option<usize>> {
     }
 }
 
-/// Decodes the data item at `pos` of `input` as a `T`, with what `options` say left out;
-/// gives the offset after it.
-pub(crate) fn from_slice_at<'de, T: de::Deserialize<'de>>(
+/// Decodes the data item at `pos` of `input` with `seed`, with what `options` say left
+/// out; gives the offset after it.
+pub(crate) fn seed_at<'de, S: DeserializeSeed<'de>>(
     input: &'de [u8],
     pos: usize,
     options: DecodeOptions,
-) -> Result<(T, usize)> {
+    seed: S,
+) -> Result<(S::Value, usize)> {
     let mut de = Deserializer {
         reader: Reader { input, pos },
         depth: 0,
@@ -335,11 +336,21 @@ pub(crate) fn from_slice_at<'de, T: de::Deserialize<'de>>(
             Level::Other
         },
     };
-    let value = T::deserialize(&mut de).map_err(|mut e| {
+    let value = seed.deserialize(&mut de).map_err(|mut e| {
         e.offset.get_or_insert(de.reader.pos);
         e
     })?;
     Ok((value, de.reader.pos))
+}
+
+/// Decodes the data item at `pos` of `input` as a `T`, with what `options` say left out;
+/// gives the offset after it.
+pub(crate) fn from_slice_at<'de, T: de::Deserialize<'de>>(
+    input: &'de [u8],
+    pos: usize,
+    options: DecodeOptions,
+) -> Result<(T, usize)> {
+    seed_at(input, pos, options, std::marker::PhantomData)
 }
 
 /// Decodes the one data item `input` holds as a `T`, with what `options` say left out.

@@ -327,21 +327,12 @@ fn decode_cbor_event<K: DeserializeOwned>(
 ) -> Result<WatchEvent<K>> {
     use super::client::cbor_error;
     let event_error = |e| cbor_error(format!("watch event of {what}"), e, item);
-    // The object at offset `at`, as an event of type `kind` has it, and the offset after it.
+    // The object at offset `at`, as an event of type `kind` has it, and the offset after it
+    // (managedFields left out as in a JSON event, whatever the type).
     let decode = |kind: &str, at: usize| -> Result<(Object<K>, usize)> {
         let expect = object_kind(kind).map_err(|e| event_error(serde::de::Error::custom(e)))?;
-        let plain = DecodeOptions::default();
-        let decoded = match expect {
-            ObjectKind::Typed => {
-                cbor::from_slice_at(item, at, options).map(|(o, end)| (Object::Typed(o), end))
-            }
-            ObjectKind::Bookmark => {
-                cbor::from_slice_at(item, at, plain).map(|(b, end)| (Object::Bookmark(b), end))
-            }
-            ObjectKind::Status => cbor::from_slice_at(item, at, plain)
-                .map(|(s, end)| (Object::Status(Box::new(s)), end)),
-        };
-        decoded.map_err(|e| cbor_error(format!("{kind} {what} in a watch event"), e, item))
+        cbor::seed_at(item, at, options, ObjectSeed(expect, PhantomData))
+            .map_err(|e| cbor_error(format!("{kind} {what} in a watch event"), e, item))
     };
     let (mut kind, mut object, mut early, mut failed) = (None::<String>, None, None, None);
     let walked = cbor::walk_map(item, |key, at| match (key, kind.as_deref()) {
