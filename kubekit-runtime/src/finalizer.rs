@@ -405,7 +405,7 @@ mod tests {
         let err = reconcile(cm, || "conflict".into()).await.unwrap_err();
         assert_eq!(err.policy(), ErrorPolicy::Retry);
 
-        // The finalizer's own failures are retried; so is any error, as before.
+        // The finalizer's own failures are retried, as any error without a policy is.
         let own: FinalizerError<ReconcileError> = FinalizerError::UnnamedObject;
         assert_eq!(own.policy(), None);
         assert_eq!(ReconcileError::from(own).policy(), ErrorPolicy::Retry);

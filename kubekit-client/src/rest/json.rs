@@ -12,9 +12,9 @@
 //! custom resources (and clients configured for JSON) are read as.
 //!
 //! With the feature, a document simd-json refuses is decoded again by serde_json, whose
-//! answer counts: an error reads as it always did (serde_json's message with line and
-//! column), and what only serde_json accepts (a `serde_json::value::RawValue` field in a
-//! user's type) still decodes.
+//! answer counts: an error reads as without the feature (serde_json's message with line
+//! and column), and what only serde_json accepts (a `serde_json::value::RawValue` field in
+//! a user's type) decodes.
 
 use std::borrow::Cow;
 use std::ops::Range;

@@ -1,6 +1,6 @@
 //! Objects with their type erased: one copy of the cache's machinery (the reflector, the
 //! delta FIFO, the informer's handler buffers) serves every resource type, where generic code
-//! was compiled again for each.
+//! would be compiled again for each.
 //! An object travels as an `Arc<dyn AnyObject>`, made from an `Arc<K>` and back without a
 //! copy.
 

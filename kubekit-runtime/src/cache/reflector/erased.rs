@@ -1,7 +1,7 @@
 //! The reflector's objects with their type erased: one copy of the reflector's code (the
 //! list, the streaming list, the watch loop, the shard and the backoff) serves every
-//! resource type, where a generic reflector was compiled again for each. What stays per
-//! type is here and small: the lister-watcher's items and events, wrapped in an `Arc` as
+//! resource type, where a generic reflector would be compiled again for each. What stays
+//! per type is here and small: the lister-watcher's items and events, wrapped in an `Arc` as
 //! they come, the store's objects, unwrapped as they go, and the transform.
 
 use std::sync::Arc;
