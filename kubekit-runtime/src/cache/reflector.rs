@@ -104,10 +104,11 @@ use super::key::{KeyError, key_of};
 use super::listwatch::ListerWatcher;
 use super::metrics::{BoundMetrics, ReflectorMetrics};
 use super::object::{AnyObject, Object};
-use super::shard::{ShardControl, ShardFilter, ShardSelector, ShardTarget, ShardWarnings};
+use super::shard::{ShardControl, ShardFilter, ShardSelector, ShardWarnings};
 use erased::{ErasedListerWatcher, ErasedStore, erase_options};
 use kubekit_client::clientset::{ListOptions, ResourceVersionMatch, WatchStream};
 use kubekit_client::rest::{Error, WatchEvent};
+use shard::shard_filter;
 
 /// Where a reflector puts what it sees: client-go's `Store` as the reflector uses it.
 /// Implemented by [`DeltaFifo`](super::DeltaFifo).
@@ -765,15 +766,6 @@ impl Core {
         }
     }
 
-    /// Whether `obj` is in the reflector's shard (always, without one); one that is not
-    /// is counted as dropped.
-    fn in_shard(&self, obj: &Object) -> bool {
-        self.shard
-            .lock()
-            .as_ref()
-            .is_none_or(|shard| shard.keeps(obj.meta()))
-    }
-
     /// Transforms and de-duplicates one listed object against the store; `None` for an
     /// object to skip (outside the shard, no name, a panicking transform).
     fn intern(&self, obj: Object) -> Option<Object> {
@@ -922,69 +914,6 @@ impl Core {
             shard_selector: self.shard_selector(),
             ..Default::default()
         }
-    }
-
-    /// The `shardSelector` of every list and watch.
-    fn shard_selector(&self) -> Option<String> {
-        self.shard()
-            .and_then(|shard| shard.param().map(str::to_string))
-    }
-
-    /// The current shard filter, if any.
-    fn shard(&self) -> Option<Arc<ShardFilter>> {
-        self.shard.lock().clone()
-    }
-
-    /// Adopts the shard control's current target: its generation, and whether it is
-    /// [`ShardTarget::Nothing`]. A new selector's filter starts not knowing what the server
-    /// does with it.
-    fn adopt_target(&self, control: &ShardControl) -> (u64, bool) {
-        let (generation, target) = control.target();
-        let current = self.shard();
-        let filter = match &target {
-            ShardTarget::Everything | ShardTarget::Nothing => None,
-            ShardTarget::Shard(selector) => match current {
-                Some(f) if f.selector() == selector => Some(f),
-                _ => Some(shard_filter(
-                    &self.opts,
-                    selector.clone(),
-                    &self.shard_warnings,
-                )),
-            },
-        };
-        *self.shard.lock() = filter;
-        (generation, target == ShardTarget::Nothing)
-    }
-
-    /// Learns, by listing one object, whether the server applies the shard selector
-    /// (a watch does not say); false when `cancel` fired meanwhile. A failure is only
-    /// logged: the stream that follows meets the same server and reports it.
-    async fn probe_shard(&self, cancel: &CancellationToken) -> bool {
-        let Some(shard) = self.shard() else {
-            return true;
-        };
-        if shard.param().is_none() {
-            // Never sent: nothing to learn from the server.
-            shard.listed(&self.opts.name, None);
-            return true;
-        }
-        let opts = ListOptions {
-            limit: Some(1),
-            shard_selector: self.shard_selector(),
-            ..Default::default()
-        };
-        let listed = tokio::select! {
-            _ = cancel.cancelled() => return false,
-            listed = self.lw.list_page(opts) => listed,
-        };
-        match listed {
-            Ok(page) => shard.listed(&self.opts.name, page.shard_selector.as_deref()),
-            Err(e) => tracing::debug!(
-                reflector = %self.opts.name,
-                "could not learn whether the server applies the shard selector: {e}"
-            ),
-        }
-        true
     }
 
     fn random_timeout(&self) -> Duration {
@@ -1249,30 +1178,9 @@ impl Core {
         let rv = resource_version(&obj).map(str::to_string);
         (op(self.store.as_ref(), obj), rv)
     }
-
-    /// A watched object outside the shard: dropped, or deleted from the store if the store
-    /// holds it (it moved out of the shard).
-    fn outside_shard(&self, obj: Object) -> Result<(), KeyError> {
-        let key = key_of(obj.meta())?;
-        if self.store.known(&key).is_none() {
-            return Ok(());
-        }
-        self.store.delete(obj)
-    }
 }
-
-/// A filter of `selector` for the reflector of `opts`, bound to its shard metrics and
-/// giving each warning once with its other filters (`warnings`).
-fn shard_filter<K>(
-    opts: &ReflectorOptions<K>,
-    selector: ShardSelector,
-    warnings: &Arc<ShardWarnings>,
-) -> Arc<ShardFilter> {
-    let metrics = opts.metrics.as_ref().map(|m| m.bind_shard(&opts.name));
-    Arc::new(ShardFilter::new(selector, metrics).warning_once_with(warnings))
-}
-
 mod erased;
+mod shard;
 
 #[cfg(test)]
 mod tests;

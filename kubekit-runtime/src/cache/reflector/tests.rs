@@ -12,23 +12,23 @@ use kubekit_client::clientset::ResourceClient;
 use kubekit_client::rest::test_server::{Reply, TestServer};
 use kubekit_client::rest::{Bookmark, ListPage, ObjectList};
 
-struct Harness {
-    script: Arc<Script>,
-    fifo: Arc<DeltaFifo<ConfigMap>>,
-    indexer: Arc<Indexer<ConfigMap>>,
-    reflector: Arc<Reflector<ConfigMap>>,
-    cancel: CancellationToken,
+pub(super) struct Harness {
+    pub(super) script: Arc<Script>,
+    pub(super) fifo: Arc<DeltaFifo<ConfigMap>>,
+    pub(super) indexer: Arc<Indexer<ConfigMap>>,
+    pub(super) reflector: Arc<Reflector<ConfigMap>>,
+    pub(super) cancel: CancellationToken,
     errors: Arc<Mutex<Vec<String>>>,
 }
 
-fn harness(configure: impl FnOnce(&mut ReflectorOptions<ConfigMap>)) -> Harness {
+pub(super) fn harness(configure: impl FnOnce(&mut ReflectorOptions<ConfigMap>)) -> Harness {
     let script = Arc::new(Script::default());
     harness_on(Arc::new(Fake(script.clone())), script, configure)
 }
 
 /// [`harness`], named `cms`, counting into [`ReflectorMetrics`](crate::cache::ReflectorMetrics)
 /// registered in the registry returned.
-fn metered_harness(
+pub(super) fn metered_harness(
     configure: impl FnOnce(&mut ReflectorOptions<ConfigMap>),
 ) -> (Harness, prometheus_client::registry::Registry) {
     let metrics = crate::cache::ReflectorMetrics::new();
@@ -81,7 +81,7 @@ fn harness_on(
 }
 
 impl Harness {
-    fn start(&self) -> tokio::task::JoinHandle<()> {
+    pub(super) fn start(&self) -> tokio::task::JoinHandle<()> {
         let r = self.reflector.clone();
         let cancel = self.cancel.clone();
         tokio::spawn(async move { r.run(cancel).await })
@@ -89,7 +89,7 @@ impl Harness {
 
     /// Lets the reflector run until it waits on the script or a timer (time is paused, so
     /// nothing advances the clock but `advance`).
-    async fn settle(&self) {
+    pub(super) async fn settle(&self) {
         for _ in 0..50 {
             tokio::task::yield_now().await;
         }
@@ -112,7 +112,7 @@ impl Harness {
     }
 
     /// Pops everything, applying it to the indexer as an informer would.
-    async fn drain(&self) -> Vec<(String, DeltaType)> {
+    pub(super) async fn drain(&self) -> Vec<(String, DeltaType)> {
         let mut seen = Vec::new();
         while !self.fifo.is_empty() {
             self.fifo
@@ -988,277 +988,6 @@ async fn a_transform_panicking_on_one_object_reports_it_skips_it_and_the_reflect
     assert_eq!(keys, ["ns/a", "ns/c", "ns/d"], "still watching");
     assert_eq!(h.errors().len(), 2);
     assert_eq!(h.reflector.last_sync_resource_version(), "12");
-    h.cancel.cancel();
-    task.await.unwrap();
-}
-
-/// A ConfigMap `name` at `rv` with `uid`.
-fn cm_uid(name: &str, rv: &str, uid: &str) -> ConfigMap {
-    let mut c = cm(name, rv);
-    c.metadata.uid = Some(uid.into());
-    c
-}
-
-/// The lower half of the hash space by uid, and uids in it and out of it.
-fn lower_half() -> (ShardSelector, Vec<String>, Vec<String>) {
-    let shard = ShardSelector::uid(crate::cache::ShardRange::new(0, 1 << 63).unwrap());
-    // Leading digits: FNV-1a barely carries a string's last bytes into its top bits.
-    let (inside, outside) = (0..40)
-        .map(|i| format!("{i}-uid"))
-        .partition(|uid| shard.contains(crate::cache::shard_hash(uid)));
-    (shard, inside, outside)
-}
-
-/// One object of each half at resourceVersion 5: `in0` inside the shard, `out0` outside.
-fn one_of_each(inside: &[String], outside: &[String]) -> Vec<ConfigMap> {
-    vec![
-        cm_uid("in0", "5", &inside[0]),
-        cm_uid("out0", "5", &outside[0]),
-    ]
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_sharded_reflector_filters_itself_when_the_server_ignores_its_selector() {
-    let (shard, inside, outside) = lower_half();
-    let (h, registry) = metered_harness(|o| {
-        o.shard = Some(shard.clone());
-    });
-    // The server sends every object and no shardInfo.
-    h.script
-        .list_sharded("10", None, one_of_each(&inside, &outside));
-    let events = h.script.watch();
-    let task = h.start();
-    h.settle().await;
-    events
-        .send(Ok(WatchEvent::Added(cm_uid("in1", "11", &inside[1]))))
-        .unwrap();
-    events
-        .send(Ok(WatchEvent::Added(cm_uid("out1", "12", &outside[1]))))
-        .unwrap();
-    events
-        .send(Ok(WatchEvent::Deleted(cm_uid("out0", "13", &outside[0]))))
-        .unwrap();
-    h.settle().await;
-    h.drain().await;
-
-    let mut cached = h.indexer.list_keys();
-    cached.sort();
-    assert_eq!(cached, ["ns/in0", "ns/in1"]);
-    assert_eq!(
-        h.reflector.last_sync_resource_version(),
-        "13",
-        "a dropped event still advances the version"
-    );
-    let calls = h.script.calls();
-    for (kind, opts) in &calls {
-        assert_eq!(
-            opts.shard_selector.as_deref(),
-            Some(shard.to_string().as_str()),
-            "{kind} carries the selector"
-        );
-    }
-    assert_metric_lines(
-        &registry,
-        &[
-            r#"reflector_shard_server_filtered{name="cms"} 0"#,
-            r#"reflector_shard_dropped_objects_total{name="cms"} 3"#,
-        ],
-    );
-    h.cancel.cancel();
-    task.await.unwrap();
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_sharded_reflector_reports_server_filtering_when_the_list_echoes_its_selector() {
-    let (shard, inside, _) = lower_half();
-    let (h, registry) = metered_harness(|o| {
-        o.shard = Some(shard.clone());
-    });
-    h.script.list_sharded(
-        "10",
-        Some(&shard.to_string()),
-        vec![cm_uid("in0", "5", &inside[0])],
-    );
-    let _events = h.script.watch();
-    let task = h.start();
-    h.settle().await;
-    h.drain().await;
-    assert_eq!(h.indexer.list_keys(), ["ns/in0"]);
-    assert_metric_lines(
-        &registry,
-        &[
-            r#"reflector_shard_server_filtered{name="cms"} 1"#,
-            r#"reflector_shard_dropped_objects_total{name="cms"} 0"#,
-        ],
-    );
-    h.cancel.cancel();
-    task.await.unwrap();
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_watch_event_moving_a_cached_object_out_of_the_shard_deletes_it() {
-    let (shard, inside, outside) = lower_half();
-    let h = harness(|o| o.shard = Some(shard));
-    h.script
-        .list_sharded("10", None, vec![cm_uid("a", "5", &inside[0])]);
-    let events = h.script.watch();
-    let task = h.start();
-    h.settle().await;
-    h.drain().await;
-    assert_eq!(h.indexer.list_keys(), ["ns/a"]);
-    events
-        .send(Ok(WatchEvent::Modified(cm_uid("a", "11", &outside[0]))))
-        .unwrap();
-    h.settle().await;
-    assert_eq!(h.drain().await, [("ns/a".to_string(), DeltaType::Deleted)]);
-    assert!(h.indexer.list_keys().is_empty());
-    h.cancel.cancel();
-    task.await.unwrap();
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_sharded_streaming_list_lists_one_object_to_learn_what_the_server_does() {
-    let (shard, inside, outside) = lower_half();
-    let h = harness(|o| {
-        o.use_streaming_list = true;
-        o.shard = Some(shard.clone());
-    });
-    h.script.list_sharded("10", None, vec![]);
-    let events = h.script.watch();
-    let task = h.start();
-    h.settle().await;
-    events
-        .send(Ok(WatchEvent::Added(cm_uid("in0", "5", &inside[0]))))
-        .unwrap();
-    events
-        .send(Ok(WatchEvent::Added(cm_uid("out0", "5", &outside[0]))))
-        .unwrap();
-    events.send(Ok(initial_events_end("8"))).unwrap();
-    h.settle().await;
-    h.drain().await;
-    assert!(h.fifo.has_synced());
-    assert_eq!(h.indexer.list_keys(), ["ns/in0"]);
-    let calls = h.script.calls();
-    assert_eq!(h.script.kinds(), ["list", "watch"]);
-    let (probe, stream) = (&calls[0].1, &calls[1].1);
-    assert_eq!(probe.limit, Some(1));
-    assert_eq!(probe.resource_version, None, "the latest state");
-    assert_eq!(probe.shard_selector, Some(shard.to_string()));
-    assert_eq!(stream.send_initial_events, Some(true));
-    assert_eq!(stream.shard_selector, Some(shard.to_string()));
-    h.cancel.cancel();
-    task.await.unwrap();
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_shard_control_makes_a_running_reflector_relist_keeping_what_stays_in_its_shard() {
-    let (shard, inside, outside) = lower_half();
-    let control = ShardControl::new(ShardTarget::Shard(shard.clone()));
-    let h = harness(|o| o.shard_control = Some(control.clone()));
-    h.script
-        .list_sharded("10", None, one_of_each(&inside, &outside));
-    let _first = h.script.watch();
-    let task = h.start();
-    control.listed(0).await;
-    h.drain().await;
-    assert_eq!(h.indexer.list_keys(), ["ns/in0"]);
-
-    // Widened to everything while watching: the watch is dropped and the relist (at the
-    // last version, without a selector) adds what is now in, keeping what stayed.
-    h.script
-        .list_sharded("20", None, one_of_each(&inside, &outside));
-    let _second = h.script.watch();
-    let generation = control.set(ShardTarget::Everything);
-    control.listed(generation).await;
-    let deltas = h.drain().await;
-    assert!(
-        !deltas.contains(&("ns/in0".into(), DeltaType::Deleted)),
-        "an object still in the shard is never deleted: {deltas:?}"
-    );
-    let mut cached = h.indexer.list_keys();
-    cached.sort();
-    assert_eq!(cached, ["ns/in0", "ns/out0"]);
-    let lists: Vec<_> = h
-        .script
-        .calls()
-        .into_iter()
-        .filter(|(kind, _)| *kind == "list")
-        .collect();
-    assert_eq!(lists.len(), 2, "{lists:?}");
-    assert_eq!(lists[1].1.shard_selector, None);
-    assert_eq!(lists[1].1.resource_version.as_deref(), Some("10"));
-
-    // Nothing: the store lets go of everything without asking the server.
-    let generation = control.set(ShardTarget::Nothing);
-    control.listed(generation).await;
-    h.drain().await;
-    assert!(h.indexer.list_keys().is_empty());
-    h.cancel.cancel();
-    task.await.unwrap();
-}
-
-/// A ConfigMap `name` at `rv` controlled by the owner of uid `controller` (none: `None`).
-fn child(name: &str, rv: &str, controller: Option<&str>) -> ConfigMap {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-    let mut c = cm(name, rv);
-    c.metadata.owner_references = controller.map(|uid| {
-        vec![OwnerReference {
-            uid: uid.into(),
-            controller: Some(true),
-            ..OwnerReference::default()
-        }]
-    });
-    c
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_reflector_sharded_by_controller_uid_never_sends_the_selector_and_filters_alone() {
-    let (by_uid, inside, outside) = lower_half();
-    let key = crate::cache::ShardKey::ControllerUid;
-    let shard = ShardSelector::new(key, by_uid.ranges().to_vec()).unwrap();
-    let (h, registry) = metered_harness(|o| {
-        o.use_streaming_list = true;
-        o.shard = Some(shard);
-    });
-    let events = h.script.watch();
-    let task = h.start();
-    h.settle().await;
-    for obj in [
-        child("mine", "5", Some(&inside[0])),
-        child("theirs", "6", Some(&outside[0])),
-        child("nobodys", "7", None),
-    ] {
-        events.send(Ok(WatchEvent::Added(obj))).unwrap();
-    }
-    events.send(Ok(initial_events_end("8"))).unwrap();
-    h.settle().await;
-    h.drain().await;
-    let mut cached = h.indexer.list_keys();
-    cached.sort();
-    assert_eq!(cached, ["ns/mine", "ns/nobodys"]);
-    assert_eq!(h.script.kinds(), ["watch"], "no probe: nothing to learn");
-    assert_eq!(h.script.calls()[0].1.shard_selector, None, "never sent");
-    assert_metric_lines(
-        &registry,
-        &[
-            r#"reflector_shard_server_filtered{name="cms"} 0"#,
-            r#"reflector_shard_dropped_objects_total{name="cms"} 1"#,
-        ],
-    );
-
-    // Its controller changed to one of another shard: it leaves this one's cache.
-    events
-        .send(Ok(WatchEvent::Modified(child(
-            "mine",
-            "9",
-            Some(&outside[1]),
-        ))))
-        .unwrap();
-    h.settle().await;
-    assert_eq!(
-        h.drain().await,
-        [("ns/mine".to_string(), DeltaType::Deleted)]
-    );
     h.cancel.cancel();
     task.await.unwrap();
 }

@@ -1,349 +1,21 @@
-//! The control loop of a controller: workers that take keys from a rate-limited work queue
-//! and reconcile them (the `Run` / `runWorker` / `processNextWorkItem` pattern every
-//! client-go controller repeats).
-//!
-//! # Contract
-//!
-//! - [`Runner::run`] first waits for the caches the controller reads (any future that
-//!   resolves to `true` once they have synced, typically
-//!   [`SharedInformerFactory::wait_for_cache_sync`](crate::informers::SharedInformerFactory::wait_for_cache_sync)
-//!   folded to a `bool`); if they never sync before cancellation, it returns
-//!   [`RunError::CachesNotSynced`] and starts no worker.
-//! - Then `workers` tasks each loop: get a key, reconcile it, and
-//!   - on success **forget** the key (its backoff starts over) and, for
-//!     [`ReconcileAction::RequeueAfter`], add it again after that delay;
-//!   - on error do what the error's [`ErrorPolicy`] says:
-//!     - [`Retry`](ErrorPolicy::Retry) (what `?` on any error gives): re-add it
-//!       **rate-limited** while it has been retried fewer than [`Runner::max_retries`]
-//!       times, then drop it with an error log;
-//!     - [`RequeueAfter`](ErrorPolicy::RequeueAfter): add it again after that delay; its
-//!       failure history in the rate limiter is left as it is (neither raised nor
-//!       cleared), and `max_retries` does not apply;
-//!     - [`Permanent`](ErrorPolicy::Permanent): log it as an error, count it
-//!       ([`RunStats::permanent`], `controller_runtime_terminal_reconcile_errors_total`),
-//!       forget the key and cancel any retry of it still waiting in the queue. The key is
-//!       reconciled again only when something adds it to the queue again: for a
-//!       controller, a new event about its object (a change, or a resync). A key added
-//!       while its reconcile ran is reconciled again, as always;
-//!   - on a **panic** inside the reconcile (or while the reconciler makes its future),
-//!     report it (log and
-//!     [`RunStats::panics`]) and re-add it rate-limited like an error; the worker goes on;
-//!   - a reconcile that outlasts [`Runner::reconcile_timeout`] is dropped and counts as an
-//!     error (retried);
-//!   - and always mark it **done**, exactly once.
-//! - Each reconcile runs in an INFO-level `reconcile` [span](tracing::Span) with the fields
-//!   `controller`, `key` (`namespace/name`), `attempt` (the key's retries through the rate
-//!   limiter so far, client-go's `NumRequeues`: 0 on a first try) and `reconcile_id` (32 hex
-//!   digits, random, different for every reconcile, as controller-runtime's `reconcileID`):
-//!   whatever the reconciler logs carries them. kubekit installs no subscriber. The span's
-//!   target is `kubekit::controller`: a filter that turns kubekit's INFO off (say
-//!   `RUST_LOG=info,kubekit=warn`) drops the span and its fields with it; keep
-//!   `kubekit::controller=info` on to have them.
-//! - When the cancellation token fires, the queue is shut down: workers finish the keys
-//!   in flight *and those still queued*, then `run` returns once every worker has ended.
-//!   With [`Runner::graceful_shutdown`] instead, the queued keys are dropped and the
-//!   reconciles in flight get a grace period, after which they are dropped too.
-//!   [`Runner::run_or_abort`] also takes an `abort` token: when it fires, workers take no
-//!   further key and the reconciles in flight are dropped at their next `.await` (what a
-//!   controller that lost its leadership must do), their keys put back on the queue; the
-//!   queue is left running, so that a later run (once leading again) takes its keys.
-//! - A worker task that ends before shutdown (a panic outside the reconcile) is counted in
-//!   [`RunStats::workers_died`], which a liveness check reads.
-//! - [`shutdown_signal`] gives a token cancelled by the first SIGINT or SIGTERM; a second
-//!   signal exits the process at once, as a Go controller's `SetupSignalHandler` does.
-//!
-//! A reconciler is either a [`Reconciler`] (returns a boxed future; usable as a trait
-//! object) or, more simply, an [`AsyncReconciler`] (an `async fn`):
-//!
-//! ```no_run
-//! # async fn demo(queue: kubekit::workqueue::RateLimitingQueue<String>) {
-//! use std::time::Duration;
-//! use kubekit::controller::{ReconcileAction, AsyncReconciler, ReconcileError, ReconcileResultExt, Runner, shutdown_signal};
-//!
-//! struct Printer;
-//! impl AsyncReconciler for Printer {
-//!     async fn reconcile(&self, key: &str) -> Result<ReconcileAction, ReconcileError> {
-//!         tracing::info!("reconciling"); // logged with controller, key, attempt, reconcile_id
-//!         let Some((_namespace, name)) = key.split_once('/') else {
-//!             // Retrying cannot help: wait until the object changes.
-//!             return Err(ReconcileError::new(format!("{key} is not namespaced")).permanent());
-//!         };
-//!         let config = std::fs::read_to_string(format!("/etc/printer/{name}"))
-//!             .requeue_after(Duration::from_secs(30))?; // not there yet: look again in 30 s
-//!         let width: usize = config.trim().parse()?; // any other error: retried with backoff
-//!         println!("{name:>width$}");
-//!         Ok(ReconcileAction::Done)
-//!     }
-//! }
-//!
-//! let runner = Runner::new("printer", queue).max_retries(10);
-//! let cancel = shutdown_signal();
-//! runner.run(std::sync::Arc::new(Printer), 2, async { true }, cancel).await.unwrap();
-//! # }
-//! ```
+//! [`Runner`]: the workers that take keys from the queue and reconcile them, and their
+//! counters ([`RunStats`]).
 
-use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::ops::Deref;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
-use kube::Resource;
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::cache::{
-    MaybeTombstone, ResourceEventHandlerFuncs, deletion_handling_meta_namespace_key,
-    meta_namespace_key,
-};
-use crate::finalizer::FinalizerError;
+use super::error::{ErrorPolicy, ReconcileError};
+use super::metrics::{ControllerMetrics, Settled};
+use super::reconciler::{ReconcileAction, ReconcileTimeout, Reconciler};
 use crate::workqueue::RateLimitingQueue;
-
-/// What becomes of a key whose reconcile failed (kube-rs's `error_policy` answer,
-/// controller-runtime's `TerminalError` and `Result.RequeueAfter` for errors). See the
-/// [module docs](self) for each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ErrorPolicy {
-    /// Retry through the queue's rate limiter (per-key exponential backoff), up to
-    /// [`Runner::max_retries`] times.
-    #[default]
-    Retry,
-    /// Reconcile the key again after this delay, instead of the rate limiter's.
-    RequeueAfter(Duration),
-    /// Retrying cannot help (an invalid spec, a refused permission): do not retry; the
-    /// key is reconciled again when its object changes. Logged, counted, and (in a
-    /// manager's controller) recorded as a Warning Event on the object.
-    Permanent,
-}
-
-/// The error a reconcile returns: any error, and the [`ErrorPolicy`] it asks for.
-///
-/// `?` on any [`std::error::Error`] (and `.into()` of a `&str`, a `String` or a
-/// `Box<dyn Error + Send + Sync>`) makes one that is retried; [`permanent`](Self::permanent)
-/// and [`requeue_after`](Self::requeue_after) change that, and
-/// [`ReconcileResultExt`] does the same on a `Result`. It dereferences to the error it
-/// holds (`err.to_string()`, `err.downcast_ref::<kubekit::rest::Error>()`,
-/// `err.source()`), which [`into_inner`](Self::into_inner) gives back.
-///
-/// It used to be an alias of `Box<dyn Error + Send + Sync>`: every signature that named it
-/// is unchanged, and code that made one with `.into()` or `?` compiles as it did; code that
-/// made one with `Box::new(e)` now writes `e.into()` or `ReconcileError::new(e)`. It is not
-/// itself a `std::error::Error` (as `anyhow::Error` is not), which is what lets it be made
-/// from any error with `?`.
-///
-/// ```
-/// use std::time::Duration;
-/// use kubekit::controller::{ErrorPolicy, ReconcileError};
-///
-/// let err: ReconcileError = "the API server is down".into();
-/// assert_eq!(err.policy(), ErrorPolicy::Retry);
-/// let err = ReconcileError::new("spec.replicas is negative").permanent();
-/// assert_eq!(err.policy(), ErrorPolicy::Permanent);
-/// let err = ReconcileError::new("waiting for the volume").requeue_after(Duration::from_secs(10));
-/// assert_eq!(err.policy(), ErrorPolicy::RequeueAfter(Duration::from_secs(10)));
-/// assert_eq!(err.to_string(), "waiting for the volume");
-/// ```
-pub struct ReconcileError {
-    error: Box<dyn StdError + Send + Sync>,
-    policy: ErrorPolicy,
-}
-
-impl ReconcileError {
-    /// `error`, to be retried ([`ErrorPolicy::Retry`]) — unless `error`, or one of its
-    /// [sources](StdError::source), is a [`FinalizerError`] around a `ReconcileError`:
-    /// then that one's policy, so `.permanent()` or `.requeue_after(d)` inside a
-    /// finalizer's `Apply` or `Cleanup` survives `?` on the finalizer's result.
-    ///
-    /// ```
-    /// use kubekit::controller::{ErrorPolicy, ReconcileError};
-    /// use kubekit::finalizer::FinalizerError;
-    ///
-    /// let inner = ReconcileError::new("spec.port is out of range").permanent();
-    /// let err = ReconcileError::new(FinalizerError::ApplyFailed(inner));
-    /// assert_eq!(err.policy(), ErrorPolicy::Permanent);
-    /// assert_eq!(err.to_string(), "apply failed: spec.port is out of range");
-    /// ```
-    pub fn new(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
-        let error = error.into();
-        let policy = carried_policy(&*error).unwrap_or_default();
-        Self { error, policy }
-    }
-
-    /// The same error, not to be retried until its object changes
-    /// ([`ErrorPolicy::Permanent`]).
-    #[must_use]
-    pub fn permanent(self) -> Self {
-        self.with_policy(ErrorPolicy::Permanent)
-    }
-
-    /// The same error, to be reconciled again after `delay`
-    /// ([`ErrorPolicy::RequeueAfter`]).
-    #[must_use]
-    pub fn requeue_after(self, delay: Duration) -> Self {
-        self.with_policy(ErrorPolicy::RequeueAfter(delay))
-    }
-
-    /// The same error, with `policy`.
-    #[must_use]
-    pub fn with_policy(mut self, policy: ErrorPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
-
-    /// What the error asks for.
-    pub fn policy(&self) -> ErrorPolicy {
-        self.policy
-    }
-
-    /// The error itself.
-    pub fn into_inner(self) -> Box<dyn StdError + Send + Sync> {
-        self.error
-    }
-}
-
-/// The policy of the first [`FinalizerError`] around a [`ReconcileError`] in `error`'s
-/// chain (itself, then its sources) that has one.
-fn carried_policy(error: &(dyn StdError + 'static)) -> Option<ErrorPolicy> {
-    let mut next = Some(error);
-    while let Some(error) = next {
-        if let Some(policy) = error
-            .downcast_ref::<FinalizerError<ReconcileError>>()
-            .and_then(FinalizerError::policy)
-        {
-            return Some(policy);
-        }
-        next = error.source();
-    }
-    None
-}
-
-impl<E: Into<Box<dyn StdError + Send + Sync>>> From<E> for ReconcileError {
-    fn from(error: E) -> Self {
-        Self::new(error)
-    }
-}
-
-impl Deref for ReconcileError {
-    type Target = dyn StdError + Send + Sync;
-
-    fn deref(&self) -> &Self::Target {
-        &*self.error
-    }
-}
-
-impl fmt::Display for ReconcileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.error, f)
-    }
-}
-
-impl fmt::Debug for ReconcileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReconcileError")
-            .field("error", &self.error)
-            .field("policy", &self.policy)
-            .finish()
-    }
-}
-
-/// Sets the [`ErrorPolicy`] of a `Result`'s error:
-/// `client.get(name).await.permanent()?`.
-pub trait ReconcileResultExt<T> {
-    /// The error, if any, as a permanent [`ReconcileError`].
-    fn permanent(self) -> Result<T, ReconcileError>;
-    /// The error, if any, as a [`ReconcileError`] to reconcile again after `delay`.
-    fn requeue_after(self, delay: Duration) -> Result<T, ReconcileError>;
-}
-
-impl<T, E: Into<ReconcileError>> ReconcileResultExt<T> for Result<T, E> {
-    fn permanent(self) -> Result<T, ReconcileError> {
-        self.map_err(|e| e.into().permanent())
-    }
-
-    fn requeue_after(self, delay: Duration) -> Result<T, ReconcileError> {
-        self.map_err(|e| e.into().requeue_after(delay))
-    }
-}
-
-/// What to do with a key after a successful reconcile (controller-runtime's `Result`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ReconcileAction {
-    /// Nothing more until the next change of a watched object.
-    #[default]
-    Done,
-    /// Reconcile the key again after this delay (its error backoff starts over).
-    RequeueAfter(Duration),
-}
-
-/// The former name of [`ReconcileAction`], renamed because it clashed with kube-runtime's
-/// `controller::Action`.
-///
-/// ```
-/// # #![allow(deprecated)]
-/// use kubekit::controller::{Action, ReconcileAction};
-///
-/// let action: ReconcileAction = Action::Done;
-/// assert_eq!(action, Action::default());
-/// ```
-#[deprecated(
-    note = "renamed `ReconcileAction` (the old name clashed with `kube::runtime::controller::Action`)"
-)]
-pub type Action = ReconcileAction;
-
-/// The business logic of a controller: bring the object named by `key` to its desired
-/// state. Implement [`AsyncReconciler`] instead to write it as an `async fn`.
-pub trait Reconciler: Send + Sync + 'static {
-    /// Reconciles one key; an error is handled as its [`ErrorPolicy`] says.
-    fn reconcile<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>>;
-
-    /// Asked before each reconcile of `key`: `None` (the default) reconciles it now;
-    /// `Some(delay)` puts it back on the queue for `delay`, which counts as neither a
-    /// reconcile nor a retry. The manager defers a key until its informers have delivered
-    /// what the key's last reconcile wrote (read-your-own-writes).
-    fn defer(&self, key: &str) -> Option<Duration> {
-        let _ = key;
-        None
-    }
-}
-
-/// A [`Reconciler`] written as an `async fn` (`async fn reconcile(&self, key: &str) ->
-/// Result<ReconcileAction, ReconcileError>`); every `AsyncReconciler` is a `Reconciler`. Its future
-/// must be `Send` (workers are tokio tasks). Unlike `Reconciler`, it cannot be used as a
-/// trait object.
-pub trait AsyncReconciler: Send + Sync + 'static {
-    /// Reconciles one key; an error is handled as its [`ErrorPolicy`] says.
-    fn reconcile(
-        &self,
-        key: &str,
-    ) -> impl Future<Output = Result<ReconcileAction, ReconcileError>> + Send;
-}
-
-impl<R: AsyncReconciler> Reconciler for R {
-    fn reconcile<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
-        Box::pin(AsyncReconciler::reconcile(self, key))
-    }
-}
-
-/// The error counted when a reconcile outlasts [`Runner::reconcile_timeout`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("reconcile timed out after {0:?}")]
-pub struct ReconcileTimeout(pub Duration);
 
 /// Why [`Runner::run`] did not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -393,143 +65,6 @@ impl RunStats {
     }
 }
 
-/// controller-runtime's reconcile metrics, by controller name:
-/// `controller_runtime_reconcile_total{controller,result}` (`success`, `requeue_after` or
-/// `error`; a panic, a timeout and a permanent error are errors),
-/// `controller_runtime_reconcile_errors_total{controller}`,
-/// `controller_runtime_terminal_reconcile_errors_total{controller}` (the errors that are
-/// [permanent](ErrorPolicy::Permanent): their key is not retried) and
-/// `controller_runtime_reconcile_time_seconds{controller}`; and, as kubekit's own,
-/// `controller_runtime_reconcile_retries_total{controller}`: the errors whose key was
-/// queued again, rate-limited or after a delay (so `errors = retries + terminal + keys
-/// dropped after max_retries`). Give it to a runner with [`Runner::metrics`]; cheap to
-/// clone (clones share the families).
-#[derive(Clone)]
-pub struct ControllerMetrics {
-    total: Family<ResultLabels, Counter>,
-    errors: Family<ControllerLabel, Counter>,
-    terminal: Family<ControllerLabel, Counter>,
-    retries: Family<ControllerLabel, Counter>,
-    time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
-}
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResultLabels {
-    controller: String,
-    result: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ControllerLabel {
-    controller: String,
-}
-
-/// controller-runtime's reconcile time buckets, in seconds.
-const RECONCILE_BUCKETS: [f64; 21] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
-    1.0, 1.25, 1.5, 60.0,
-];
-
-fn reconcile_histogram() -> Histogram {
-    Histogram::new(RECONCILE_BUCKETS)
-}
-
-impl Default for ControllerMetrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Debug for ControllerMetrics {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ControllerMetrics").finish_non_exhaustive()
-    }
-}
-
-impl ControllerMetrics {
-    /// The families, empty and not yet registered anywhere.
-    pub fn new() -> Self {
-        Self {
-            total: Family::default(),
-            errors: Family::default(),
-            terminal: Family::default(),
-            retries: Family::default(),
-            time: Family::new_with_constructor(reconcile_histogram),
-        }
-    }
-
-    /// Registers the families into `registry` under controller-runtime's names. Register
-    /// one `ControllerMetrics` into a registry once.
-    pub fn register(&self, registry: &mut Registry) {
-        // The encoder appends `_total` to counters.
-        registry.register(
-            "controller_runtime_reconcile",
-            "Total number of reconciliations per controller",
-            self.total.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_errors",
-            "Total number of reconciliation errors per controller",
-            self.errors.clone(),
-        );
-        registry.register(
-            "controller_runtime_terminal_reconcile_errors",
-            "Total number of terminal reconciliation errors per controller",
-            self.terminal.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_retries",
-            "Total number of reconciliation errors whose key was queued again per controller",
-            self.retries.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_time_seconds",
-            "Length of time per reconciliation per controller",
-            self.time.clone(),
-        );
-    }
-
-    fn observe(&self, controller: &str, result: &'static str, took: Duration) {
-        self.total
-            .get_or_create(&ResultLabels {
-                controller: controller.to_string(),
-                result,
-            })
-            .inc();
-        let label = ControllerLabel {
-            controller: controller.to_string(),
-        };
-        if result == "error" {
-            self.errors.get_or_create(&label).inc();
-        }
-        self.time.get_or_create(&label).observe(took.as_secs_f64());
-    }
-
-    /// Counts an error of `controller` after which `what` was done with its key.
-    fn settled(&self, controller: &str, what: Settled) {
-        let family = match what {
-            Settled::Retried => &self.retries,
-            Settled::Permanent => &self.terminal,
-            Settled::Dropped => return,
-        };
-        family
-            .get_or_create(&ControllerLabel {
-                controller: controller.to_string(),
-            })
-            .inc();
-    }
-}
-
-/// What became of a key after an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Settled {
-    /// Queued again, rate-limited or after a delay.
-    Retried,
-    /// Not retried: the error was permanent.
-    Permanent,
-    /// Not retried: it had been retried `max_retries` times.
-    Dropped,
-}
-
 /// What one reconcile gave.
 enum Outcome {
     Succeeded(ReconcileAction),
@@ -552,7 +87,7 @@ impl fmt::Display for ReconcileId {
     }
 }
 
-/// Runs workers over a queue; see the [module docs](self).
+/// Runs workers over a queue; see the [module docs](super).
 #[derive(Debug)]
 pub struct Runner {
     name: String,
@@ -883,86 +418,18 @@ impl<R: Reconciler> Worker<R> {
     }
 }
 
-/// Puts the key (`namespace/name`) of `obj` on `queue`; an object without a name is
-/// logged and skipped.
-pub fn enqueue<K: Resource + 'static>(queue: &RateLimitingQueue<String>, obj: &K) {
-    match meta_namespace_key(obj) {
-        Ok(key) => queue.add(key),
-        Err(e) => tracing::error!("cannot enqueue an object: {e}"),
-    }
-}
-
-/// The event handler of a client-go style controller: the key of every added, updated or
-/// deleted object goes on `queue` (for a deletion learned from a relist, the tombstone's
-/// key). It never blocks, so the informer calls it on its own task
-/// ([`ResourceEventHandler::may_block`](crate::cache::ResourceEventHandler::may_block)).
-pub fn enqueue_handler<K: Resource + Send + Sync + 'static>(
-    queue: &RateLimitingQueue<String>,
-) -> ResourceEventHandlerFuncs<K> {
-    let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
-    ResourceEventHandlerFuncs::new()
-        .on_add(move |obj: &Arc<K>, _| enqueue(&on_add, obj.as_ref()))
-        .on_update(move |_: &Arc<K>, new: &Arc<K>| enqueue(&on_update, new.as_ref()))
-        .on_delete(
-            move |obj: &MaybeTombstone<K>| match deletion_handling_meta_namespace_key(obj) {
-                Ok(key) => on_delete.add(key),
-                Err(e) => tracing::error!("cannot enqueue a deleted object: {e}"),
-            },
-        )
-        .non_blocking()
-}
-
-/// A token cancelled by the first SIGINT or SIGTERM; a second one exits the process with
-/// status 1. Must be called within a tokio runtime.
-pub fn shutdown_signal() -> CancellationToken {
-    let cancel = CancellationToken::new();
-    let token = cancel.clone();
-    tokio::spawn(async move {
-        let mut signals = 0;
-        loop {
-            if wait_for_signal().await.is_err() {
-                tracing::error!("cannot listen for signals; shut down by other means");
-                return;
-            }
-            signals += 1;
-            if signals == 1 {
-                tracing::info!("signal received: shutting down (again to exit at once)");
-                token.cancel();
-            } else {
-                tracing::warn!("second signal: exiting now");
-                std::process::exit(1);
-            }
-        }
-    });
-    cancel
-}
-
-#[cfg(unix)]
-async fn wait_for_signal() -> std::io::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    Ok(())
-}
-
-#[cfg(not(unix))]
-async fn wait_for_signal() -> std::io::Result<()> {
-    tokio::signal::ctrl_c().await
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::collections::HashMap;
     use std::time::Duration;
 
+    use futures_util::future::BoxFuture;
     use parking_lot::Mutex;
+    use prometheus_client::registry::Registry;
 
     use super::*;
     use crate::cache::test_support::assert_metric_lines;
+    use crate::controller::AsyncReconciler;
     use crate::workqueue::ItemExponentialFailureRateLimiter;
 
     /// Fails `key-fail` always, panics on `key-panic` the first time, succeeds otherwise;
@@ -1005,7 +472,7 @@ mod tests {
         }
     }
 
-    fn queue() -> RateLimitingQueue<String> {
+    pub(crate) fn queue() -> RateLimitingQueue<String> {
         RateLimitingQueue::new(ItemExponentialFailureRateLimiter::new(
             Duration::from_millis(1),
             Duration::from_millis(10),
@@ -1062,7 +529,12 @@ mod tests {
     }
 
     /// Runs `runner` with `workers` workers for `time`, then cancels it and waits for it.
-    async fn run_for<R: Reconciler>(runner: &Runner, r: Arc<R>, workers: usize, time: Duration) {
+    pub(crate) async fn run_for<R: Reconciler>(
+        runner: &Runner,
+        r: Arc<R>,
+        workers: usize,
+        time: Duration,
+    ) {
         let cancel = CancellationToken::new();
         let run = runner.run(r, workers, async { true }, cancel.clone());
         let stop = async {
@@ -1290,46 +762,6 @@ mod tests {
         );
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn metrics_count_retries_and_permanent_failures_per_controller() {
-        let q = queue();
-        for key in ["ns/retried", "ns/later", "ns/permanent"] {
-            q.add(key.to_string());
-        }
-        struct ByKey;
-        impl AsyncReconciler for ByKey {
-            async fn reconcile(&self, key: &str) -> Result<ReconcileAction, ReconcileError> {
-                static RETRIED: AtomicU64 = AtomicU64::new(0);
-                static LATER: AtomicU64 = AtomicU64::new(0);
-                match key {
-                    "ns/retried" if RETRIED.fetch_add(1, Ordering::Relaxed) < 2 => {
-                        Err("conflict".into())
-                    }
-                    "ns/later" if LATER.fetch_add(1, Ordering::Relaxed) < 1 => {
-                        Err(ReconcileError::new("not yet").requeue_after(Duration::from_secs(1)))
-                    }
-                    "ns/permanent" => Err(ReconcileError::new("invalid").permanent()),
-                    _ => Ok(ReconcileAction::Done),
-                }
-            }
-        }
-        let metrics = ControllerMetrics::new();
-        let mut registry = Registry::default();
-        metrics.register(&mut registry);
-        let runner = Runner::new("test", q.clone()).metrics(&metrics);
-        run_for(&runner, Arc::new(ByKey), 1, Duration::from_secs(60)).await;
-        assert_metric_lines(
-            &registry,
-            &[
-                r#"controller_runtime_reconcile_total{controller="test",result="error"} 4"#,
-                r#"controller_runtime_reconcile_total{controller="test",result="success"} 2"#,
-                r#"controller_runtime_reconcile_errors_total{controller="test"} 4"#,
-                r#"controller_runtime_reconcile_retries_total{controller="test"} 3"#,
-                r#"controller_runtime_terminal_reconcile_errors_total{controller="test"} 1"#,
-            ],
-        );
-    }
-
     /// What a `fmt` subscriber writes, kept for the test to read.
     #[derive(Clone, Default)]
     struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -1396,35 +828,6 @@ mod tests {
                     && l.contains("error syncing: conflict; retrying")),
             "the runner's own log of the error is in the span too:\n{text}"
         );
-    }
-
-    #[test]
-    fn question_mark_on_any_error_retries_and_the_result_extension_sets_the_policy() {
-        fn parse(s: &str) -> Result<u32, ReconcileError> {
-            Ok(s.parse::<u32>()?)
-        }
-        let err = parse("x").unwrap_err();
-        assert_eq!(err.policy(), ErrorPolicy::Retry);
-        assert!(
-            err.is::<std::num::ParseIntError>(),
-            "dereferences to the error"
-        );
-        let err = "x".parse::<u32>().permanent().unwrap_err();
-        assert_eq!(err.policy(), ErrorPolicy::Permanent);
-        let err = "x"
-            .parse::<u32>()
-            .requeue_after(Duration::from_secs(3))
-            .unwrap_err();
-        assert_eq!(
-            err.policy(),
-            ErrorPolicy::RequeueAfter(Duration::from_secs(3))
-        );
-        let boxed: Box<dyn std::error::Error + Send + Sync> = "boxed".into();
-        let err = ReconcileError::from(boxed).with_policy(ErrorPolicy::Permanent);
-        assert_eq!(err.to_string(), "boxed");
-        assert_eq!(err.into_inner().to_string(), "boxed");
-        let from_string: ReconcileError = format!("{} failed", "sync").into();
-        assert_eq!(format!("{from_string}"), "sync failed");
     }
 
     /// Runs `runner` with one worker over `script` and aborts it 5 s in, cancelling it
@@ -1575,32 +978,6 @@ mod tests {
         };
         drop(at_shutdown);
         assert_eq!(stats.workers_died(), 1, "ending at shutdown is not dying");
-    }
-
-    #[tokio::test]
-    async fn the_enqueue_handler_queues_the_key_of_adds_updates_deletes_and_tombstones() {
-        use crate::cache::{DeletedFinalStateUnknown, ResourceEventHandler};
-        use k8s_openapi::api::core::v1::Pod;
-
-        let pod = |name: &str| {
-            let mut p = Pod::default();
-            p.metadata.namespace = Some("ns".into());
-            p.metadata.name = Some(name.into());
-            Arc::new(p)
-        };
-        let q = queue();
-        let handler = enqueue_handler::<Pod>(&q);
-        let h: &dyn ResourceEventHandler<Pod> = &handler;
-        assert!(!h.may_block(), "queueing a key never blocks: called inline");
-        h.on_add(&pod("a"), true);
-        h.on_update(&pod("b"), &pod("b"));
-        h.on_delete(&MaybeTombstone::Object(pod("c")));
-        h.on_delete(&MaybeTombstone::Tombstone(DeletedFinalStateUnknown {
-            key: "ns/d".into(),
-            obj: pod("d"),
-        }));
-        h.on_add(&Arc::new(Pod::default()), false);
-        assert_eq!(q.len(), 4, "the nameless pod is skipped");
     }
 
     #[tokio::test(start_paused = true)]
