@@ -1,6 +1,6 @@
 // Command informer is the client-go side of the informer benchmark: it runs a stock
-// client-go shared Pod informer (or, with --resource widgets, the dynamic informer of the
-// benchmark's custom resource) against an API server so that the Rust benchmark
+// client-go shared Pod informer (or, with --resource, the shared informer of another
+// built-in kind, or the dynamic informer of the benchmark's custom resource widgets) against an API server so that the Rust benchmark
 // orchestrator can compare it with kubekit's informer. With the environment gates
 // KUBE_FEATURE_ClientsAllowCBOR=true and KUBE_FEATURE_ClientsPreferCBOR=true it reports
 // itself as client-go-cbor.
@@ -135,7 +135,7 @@ func main() {
 	server := flag.String("server", "", "API server URL (plain http, no auth), e.g. a replay server")
 	kubeconfig := flag.String("kubeconfig", "", "path to a kubeconfig for a real cluster (instead of --server)")
 	updates := flag.Int("updates", 0, "after sync, wait for this many MODIFIED events, then report their rate")
-	resource := flag.String("resource", "pods", "what to cache: pods (typed, SharedInformerFactory) or widgets (the benchmark's custom resource, dynamic informer)")
+	resource := flag.String("resource", "pods", "what to cache: pods, deployments, configmaps, secrets, events or nodes (typed, SharedInformerFactory), or widgets (the benchmark's custom resource, dynamic informer)")
 	if err := flag.CommandLine.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
@@ -181,13 +181,23 @@ func main() {
 	var informer cache.SharedIndexInformer
 	var startInformers func(stop <-chan struct{})
 	switch *resource {
-	case "pods":
+	case "pods", "configmaps", "secrets", "events", "nodes", "deployments":
 		clientset, err := kubernetes.NewForConfig(config)
 		if err != nil {
 			fail(1, "create clientset: %v", err)
 		}
 		factory := informers.NewSharedInformerFactory(clientset, 0)
-		informer = factory.Core().V1().Pods().Informer()
+		// ForResource gives the factory's typed informer of a built-in resource, the one
+		// factory.Core().V1().Pods() (or Apps().V1().Deployments()) gives.
+		gvr := schema.GroupVersionResource{Version: "v1", Resource: *resource}
+		if *resource == "deployments" {
+			gvr.Group = "apps"
+		}
+		generic, err := factory.ForResource(gvr)
+		if err != nil {
+			fail(1, "the informer of %v: %v", gvr, err)
+		}
+		informer = generic.Informer()
 		startInformers = factory.Start
 	case "widgets":
 		// A custom resource without generated clients: client-go's dynamic informer.
@@ -200,7 +210,7 @@ func main() {
 		informer = factory.ForResource(gvr).Informer()
 		startInformers = factory.Start
 	default:
-		fail(2, "--resource %q: expected pods or widgets", *resource)
+		fail(2, "--resource %q: expected pods, deployments, configmaps, secrets, events, nodes or widgets", *resource)
 	}
 
 	// Handlers of one registration run on a single goroutine, one at a time; main reads

@@ -30,8 +30,69 @@ pub enum Kind {
     /// Every Pod (the default).
     #[default]
     Pods,
+    /// Every Deployment (apps/v1).
+    Deployments,
+    /// Every ConfigMap.
+    ConfigMaps,
+    /// Every Secret.
+    Secrets,
+    /// Every Event (core/v1).
+    Events,
+    /// Every Node.
+    Nodes,
     /// Every [`widget::Widget`] (`--resource widgets`).
     Widgets,
+}
+
+impl Kind {
+    /// Every kind, in the order of `--resource`'s help.
+    pub const ALL: [Kind; 7] = [
+        Kind::Pods,
+        Kind::Deployments,
+        Kind::ConfigMaps,
+        Kind::Secrets,
+        Kind::Events,
+        Kind::Nodes,
+        Kind::Widgets,
+    ];
+
+    /// The resource's plural name, as `--resource` takes it.
+    pub fn resource(self) -> &'static str {
+        match self {
+            Kind::Pods => "pods",
+            Kind::Deployments => "deployments",
+            Kind::ConfigMaps => "configmaps",
+            Kind::Secrets => "secrets",
+            Kind::Events => "events",
+            Kind::Nodes => "nodes",
+            Kind::Widgets => widget::PLURAL,
+        }
+    }
+
+    /// The API group and version that serve it (`""` for the core group).
+    pub fn group_version(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Deployments => ("apps", "v1"),
+            Kind::Widgets => (widget::GROUP, widget::VERSION),
+            _ => ("", "v1"),
+        }
+    }
+
+    /// Whether its objects live in namespaces.
+    pub fn namespaced(self) -> bool {
+        self != Kind::Nodes
+    }
+
+    /// The kind named `resource` (`--resource`'s value).
+    pub fn parse(resource: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.resource() == resource)
+            .ok_or_else(|| {
+                let known: Vec<_> = Self::ALL.iter().map(|k| k.resource()).collect();
+                format!("--resource {resource:?}: one of {}", known.join(", "))
+            })
+    }
 }
 
 /// The API server a peer syncs from.
@@ -56,8 +117,7 @@ pub struct PeerOptions {
 
 impl PeerOptions {
     /// The usage line of a peer program.
-    pub const USAGE: &'static str =
-        "(--server URL | --kubeconfig PATH) [--updates M] [--resource pods|widgets]";
+    pub const USAGE: &'static str = "(--server URL | --kubeconfig PATH) [--updates M] [--resource pods|deployments|configmaps|secrets|events|nodes|widgets]";
 
     /// Parses the arguments that follow the program name (or subcommand).
     pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
@@ -76,13 +136,7 @@ impl PeerOptions {
                     continue;
                 }
                 "--resource" => {
-                    kind = match value("--resource")?.as_str() {
-                        "pods" => Kind::Pods,
-                        "widgets" => Kind::Widgets,
-                        other => {
-                            return Err(format!("--resource: {other:?} is not pods or widgets"));
-                        }
-                    };
+                    kind = Kind::parse(&value("--resource")?)?;
                     continue;
                 }
                 other => return Err(format!("unknown option {other:?}")),
@@ -380,8 +434,12 @@ mod tests {
         let o = PeerOptions::parse(args("--kubeconfig /k")).unwrap();
         assert_eq!(o.target, Target::Kubeconfig("/k".into()));
         assert_eq!(o.updates, 0);
+        assert_eq!(o.kind, Kind::Pods);
+        let o = PeerOptions::parse(args("--kubeconfig /k --resource configmaps")).unwrap();
+        assert_eq!(o.kind, Kind::ConfigMaps);
         for bad in [
             "",
+            "--kubeconfig /k --resource configmap",
             "--updates 3",
             "--server a --kubeconfig b",
             "--server",
@@ -390,6 +448,15 @@ mod tests {
         ] {
             assert!(PeerOptions::parse(args(bad)).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn every_kind_is_parsed_from_its_resource_name() {
+        for kind in Kind::ALL {
+            assert_eq!(Kind::parse(kind.resource()), Ok(kind));
+        }
+        let e = Kind::parse("Pods").unwrap_err();
+        assert!(e.contains("pods, deployments"), "{e}");
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! the protocol of [`informer_protocol`].
 //!
 //! Usage: `kube-rs-informer (--server URL | --kubeconfig PATH) [--updates M] [--resource
-//! pods|widgets]`; with `--resource widgets` the reflector caches the benchmark's custom
-//! resource ([`Widget`]) instead of Pods.
+//! R]`; with `--resource` the reflector caches another kind (deployments, configmaps,
+//! secrets, events, nodes, or the benchmark's custom resource [`Widget`]) instead of Pods.
 //!
 //! The watcher has kube-rs's default configuration (paged lists of 500, then a watch with
 //! bookmarks) and its default backoff; the client has no client-side rate limit (kube has
@@ -17,7 +17,8 @@ use std::time::Instant;
 use futures::{Stream, StreamExt};
 use informer_protocol::widget::Widget;
 use informer_protocol::{Kind, PeerOptions, Target, UpdateTimer, report_synced, report_updated};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod, Secret};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, Client};
@@ -89,6 +90,11 @@ async fn run(options: PeerOptions) -> Result<(), String> {
     let client = Client::try_from(config(&options.target).await?).map_err(|e| e.to_string())?;
     match options.kind {
         Kind::Pods => reflect(Api::<Pod>::all(client), &options).await,
+        Kind::Deployments => reflect(Api::<Deployment>::all(client), &options).await,
+        Kind::ConfigMaps => reflect(Api::<ConfigMap>::all(client), &options).await,
+        Kind::Secrets => reflect(Api::<Secret>::all(client), &options).await,
+        Kind::Events => reflect(Api::<Event>::all(client), &options).await,
+        Kind::Nodes => reflect(Api::<Node>::all(client), &options).await,
         Kind::Widgets => reflect(Api::<Widget>::all(client), &options).await,
     }
 }

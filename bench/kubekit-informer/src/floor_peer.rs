@@ -1,6 +1,6 @@
 //! The floor of the informer benchmark (`kubekit-informer floor-peer --json|--protobuf`): a
-//! reader that makes the informers' request — a streaming list of all Pods
-//! (`watch=true&sendInitialEvents=true`), asking for JSON or for protobuf — and decodes
+//! reader that makes the informers' request — a streaming list of all Pods, or of the
+//! kind `--resource` names (`watch=true&sendInitialEvents=true`), asking for JSON or for protobuf — and decodes
 //! nothing. It splits the stream into events (lines, or length-prefixed frames) and reads
 //! only each event's type, so its sync time is what the server and the transport cost:
 //! no informer can sync faster from the same server. It reports as `reader-json` or
@@ -137,11 +137,12 @@ pub fn run((encoding, options): (Encoding, PeerOptions)) -> Result<(), String> {
     crate::informer_peer::run_with_config(&target, |config| async move {
         let rest = RestClient::new(&config).map_err(|e| e.to_string())?;
         let client = encoding.client_name();
+        let (group, version) = options.kind.group_version();
         let started = Instant::now();
         let mut body = rest
             .get()
-            .group_version("", "v1")
-            .resource("pods")
+            .group_version(group, version)
+            .resource(options.kind.resource())
             .param("watch", "true")
             .param("sendInitialEvents", "true")
             .param("resourceVersionMatch", "NotOlderThan")

@@ -14,30 +14,35 @@
 //! `--metadata-strip` the same without them (the factory's default), as
 //! `kubekit-metadata-strip`.
 //!
-//! With `--resource widgets` the typed informer caches the benchmark's custom resource
-//! ([`Widget`], `factory.for_type::<Widget>()`), in CBOR where the server serves it
-//! (`--json`: JSON).
+//! With `--resource R` the informer caches another kind (`factory.for_type::<K>()`, the
+//! compact and metadata caches likewise): deployments, configmaps, secrets, events, nodes,
+//! or the benchmark's custom resource ([`Widget`]), typed only, in CBOR where the server
+//! serves it (`--json`: JSON).
 //!
 //! With `--shard I/N` the factory is given the I-th of N equal uid ranges
 //! ([`SharedInformerFactoryBuilder::shard`](kubekit::informers::SharedInformerFactoryBuilder::shard)):
 //! the informer caches only the Pods whose uid hashes into it, filtered by the server when
 //! it serves sharded lists and watches, by the informer otherwise (`bench/run.sh shards`).
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use informer_protocol::widget::Widget;
 use informer_protocol::{Kind, PeerOptions, Target, UpdateTimer, report_synced, report_updated};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node, Pod, Secret};
 use kube::Resource;
 use kubekit::cache::{
     Compact, ResourceEventHandlerFuncs, ShardRange, ShardSelector, SharedIndexInformer, meta_ref,
 };
 use kubekit::clientset::Clientset;
 use kubekit::informers::SharedInformerFactory;
-use kubekit::meta::GroupVersionResource;
+use kubekit::meta::{GroupVersionResource, KnownScope};
 use kubekit::rest::RestConfig;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -182,29 +187,56 @@ pub fn run(
             builder = builder.shard(shard);
         }
         let factory = builder.build();
-        match (options.kind, cache) {
-            (Kind::Widgets, Cache::Typed | Cache::TypedJson) => {
-                let widgets = factory.for_type::<Widget>();
-                peer(cache, &options, &factory, widgets.informer()).await
-            }
-            (Kind::Widgets, _) => Err(format!(
-                "{} is not measured on widgets",
-                cache.client_name()
-            )),
-            (Kind::Pods, Cache::Typed | Cache::TypedJson) => {
-                let pods = factory.core_v1().pods();
-                peer(cache, &options, &factory, pods.informer()).await
-            }
-            (Kind::Pods, Cache::Compact) => {
-                let pods = factory.for_type::<Compact<Pod>>();
-                peer(cache, &options, &factory, pods.informer()).await
-            }
-            (Kind::Pods, Cache::Metadata | Cache::MetadataStrip) => {
-                let pods = factory.for_metadata(&GroupVersionResource::of::<Pod>());
-                peer(cache, &options, &factory, pods.informer()).await
-            }
+        match options.kind {
+            Kind::Pods => cached::<Pod>(cache, &options, &factory).await,
+            Kind::Deployments => cached::<Deployment>(cache, &options, &factory).await,
+            Kind::ConfigMaps => cached::<ConfigMap>(cache, &options, &factory).await,
+            Kind::Secrets => cached::<Secret>(cache, &options, &factory).await,
+            Kind::Events => cached::<Event>(cache, &options, &factory).await,
+            Kind::Nodes => cached::<Node>(cache, &options, &factory).await,
+            Kind::Widgets => match cache {
+                Cache::Typed | Cache::TypedJson => {
+                    let widgets = factory.for_type::<Widget>();
+                    peer(cache, &options, &factory, widgets.informer()).await
+                }
+                _ => Err(format!(
+                    "{} is not measured on widgets",
+                    cache.client_name()
+                )),
+            },
         }
     })
+}
+
+/// Runs the peer on the informer of `K` that `cache` names.
+async fn cached<K>(
+    cache: Cache,
+    options: &PeerOptions,
+    factory: &SharedInformerFactory,
+) -> Result<(), String>
+where
+    K: Resource<DynamicType = (), Scope: KnownScope>
+        + Serialize
+        + DeserializeOwned
+        + Clone
+        + fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    match cache {
+        Cache::Typed | Cache::TypedJson => {
+            peer(cache, options, factory, factory.for_type::<K>().informer()).await
+        }
+        Cache::Compact => {
+            let informer = factory.for_type::<Compact<K>>();
+            peer(cache, options, factory, informer.informer()).await
+        }
+        Cache::Metadata | Cache::MetadataStrip => {
+            let informer = factory.for_metadata(&GroupVersionResource::of::<K>());
+            peer(cache, options, factory, informer.informer()).await
+        }
+    }
 }
 
 async fn peer<K>(

@@ -9,7 +9,10 @@
 //! and triggers the M events into it; the peer prints `updated {json}` once it has seen
 //! the M-th and exits. See [`informer_protocol`] for the lines.
 //!
-//! With `--resource widgets` (and a real cluster) the objects are N custom resources
+//! With `--shape S` (and a real cluster) the objects are N of a shape of the corpus
+//! ([`shapes`]): Pods small, typical and large, Deployments, ConfigMaps, Secrets, Events,
+//! Nodes; `--corpus` runs every one in turn, a table each, the informers caching the
+//! shape's kind. With `--resource widgets` (`--shape widgets`) they are N custom resources
 //! (`widgets.bench.kubekit.dev`, [`informer_protocol::widget`]) with a spec and a status:
 //! kubekit's typed informer (CBOR where the server serves it, and `kubekit-json` with JSON
 //! alone), kube-rs's reflector of the same type, and client-go's dynamic informer (JSON as
@@ -27,6 +30,7 @@ mod fixture;
 mod link;
 mod real;
 mod server;
+mod shapes;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -44,6 +48,7 @@ use kubekit_informer::informer_peer::Cache;
 use link::Link;
 pub(crate) use real::Cluster;
 use server::ReplayServer;
+use shapes::Shape;
 
 /// The clients compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,8 +141,8 @@ impl Client {
 /// Command-line options of `kubekit-bench informer`.
 pub struct Options {
     pods: usize,
-    /// What the informers cache (`--resource`).
-    kind: Kind,
+    /// The shapes of object measured, one table each (`--shape`, `--corpus`).
+    shapes: Vec<Shape>,
     updates: usize,
     runs: usize,
     clients: Vec<Client>,
@@ -161,7 +166,7 @@ impl Options {
         let mut clients_given = false;
         let mut options = Self {
             pods: 10_000,
-            kind: Kind::Pods,
+            shapes: vec![Shape::Fixture],
             updates: 10_000,
             runs: 3,
             clients: Client::DEFAULT.to_vec(),
@@ -179,13 +184,19 @@ impl Options {
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--pods" => options.pods = option_count(&mut args, "--pods")?,
-                "--resource" => {
-                    options.kind = match option_value(&mut args, "--resource")?.as_str() {
-                        "pods" => Kind::Pods,
-                        "widgets" => Kind::Widgets,
-                        other => return Err(format!("--resource {other:?}: pods or widgets")),
-                    }
+                "--resource" => match option_value(&mut args, "--resource")?.as_str() {
+                    "pods" => options.shapes = vec![Shape::Fixture],
+                    "widgets" => options.shapes = vec![Shape::Widgets],
+                    other => return Err(format!("--resource {other:?}: pods or widgets")),
+                },
+                "--shape" => {
+                    let list = option_value(&mut args, "--shape")?;
+                    options.shapes = list
+                        .split(',')
+                        .map(Shape::parse)
+                        .collect::<Result<_, _>>()?;
                 }
+                "--corpus" => options.shapes = Shape::CORPUS.to_vec(),
                 "--updates" => options.updates = option_count(&mut args, "--updates")?,
                 "--runs" => options.runs = option_count(&mut args, "--runs")?,
                 "--timeout" => {
@@ -218,11 +229,12 @@ impl Options {
         if options.link.is_some() && options.kubeconfig.is_none() {
             return Err("--link needs a real cluster (--real or --kubeconfig)".into());
         }
-        if options.kind == Kind::Widgets {
-            if options.kubeconfig.is_none() {
-                return Err(
-                    "--resource widgets needs a real cluster (--real or --kubeconfig)".into(),
-                );
+        if options.kubeconfig.is_none() && options.shapes != [Shape::Fixture] {
+            return Err("--shape and --corpus need a real cluster (--real or --kubeconfig)".into());
+        }
+        if options.shapes.contains(&Shape::Widgets) {
+            if options.shapes.len() > 1 {
+                return Err("--shape widgets is measured alone (its clients differ)".into());
             }
             if !clients_given {
                 options.clients = Client::WIDGETS.to_vec();
@@ -273,7 +285,8 @@ struct Program {
     env: Vec<(&'static str, &'static str)>,
 }
 
-fn programs(options: &Options) -> Result<Vec<Program>, String> {
+/// The programs of the clients, their informers caching `kind`.
+fn programs(options: &Options, kind: Kind) -> Result<Vec<Program>, String> {
     let this = std::env::current_exe().map_err(|e| format!("locating kubekit-bench: {e}"))?;
     let kubekit =
         (options.kubekit_bin.clone()).unwrap_or_else(|| this.with_file_name("kubekit-informer"));
@@ -314,8 +327,8 @@ fn programs(options: &Options) -> Result<Vec<Program>, String> {
                 ));
             }
             let mut args = args;
-            if options.kind == Kind::Widgets {
-                args.extend(["--resource".to_string(), "widgets".to_string()]);
+            if kind != Kind::Pods {
+                args.extend(["--resource".to_string(), kind.resource().to_string()]);
             }
             let env = match client {
                 Client::GoCbor => vec![
@@ -675,72 +688,86 @@ fn print_table(results: &[ClientRuns], pods: usize, updates: usize, runs: usize)
 /// Runs the benchmark and prints its table.
 pub fn run(options: Options) -> Result<(), String> {
     let fixture = Fixture::load(&options.fixture)?;
-    let programs = programs(&options)?;
+    for &shape in &options.shapes {
+        programs(&options, shape.kind())?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("building the runtime: {e}"))?;
     runtime.block_on(async {
-        let source = match &options.kubeconfig {
-            Some(kubeconfig) => {
-                println!(
-                    "informer: {} {} in a real cluster ({}), then {} label patches; {} runs",
-                    options.pods,
-                    match options.kind {
-                        Kind::Pods => "pods",
-                        Kind::Widgets => "widgets (bench.kubekit.dev/v1)",
-                    },
-                    kubeconfig.display(),
-                    options.updates,
-                    options.runs
-                );
-                let cluster = match options.kind {
-                    Kind::Pods => Cluster::populate(kubeconfig, &fixture, options.pods).await?,
-                    Kind::Widgets => Cluster::populate_widgets(kubeconfig, options.pods).await?,
-                };
-                let peers_kubeconfig = match options.link {
-                    Some(link) => {
-                        let linked = link::linked_kubeconfig(kubeconfig, link).await?;
-                        println!(
-                            "link: {} Mbit/s each way, {:?} round trip (a pacing proxy; the writer is not on it)",
-                            link.bits_per_second as f64 / 1e6,
-                            link.round_trip
-                        );
-                        linked
-                    }
-                    None => kubeconfig.clone(),
-                };
-                Source::Cluster(cluster, peers_kubeconfig)
-            }
-            None => {
-                let replica = fixture.replicate(options.pods, options.updates);
-                println!(
-                    "informer: {} pods, then {} MODIFIED events; {} runs; replay server on 127.0.0.1 (HTTP/1.1, JSON)",
-                    options.pods, options.updates, options.runs
-                );
-                println!(
-                    "pods: {} bytes of JSON in total, {} per pod on average; events: {} bytes",
-                    replica.items.bytes().len(),
-                    replica.items.bytes().len() / options.pods,
-                    replica.events.bytes().len()
-                );
-                Source::Replay(ReplayServer::start(replica, options.verbose).await?)
-            }
-        };
+        for &shape in &options.shapes {
+            run_shape(&options, &fixture, shape).await?;
+        }
+        Ok(())
+    })
+}
+
+/// Measures the clients on objects of `shape` and prints their table.
+async fn run_shape(options: &Options, fixture: &Fixture, shape: Shape) -> Result<(), String> {
+    let programs = programs(options, shape.kind())?;
+    let source = match &options.kubeconfig {
+        Some(kubeconfig) => {
+            println!(
+                "informer: {} {} in a real cluster ({}), then {} label patches; {} runs",
+                options.pods,
+                match shape {
+                    Shape::Fixture => "pods",
+                    Shape::Widgets => "widgets (bench.kubekit.dev/v1)",
+                    _ => shape.name(),
+                },
+                kubeconfig.display(),
+                options.updates,
+                options.runs
+            );
+            let cluster = match shape {
+                Shape::Fixture => Cluster::populate(kubeconfig, fixture, options.pods).await?,
+                _ => Cluster::populate_shape(kubeconfig, shape, options.pods).await?,
+            };
+            let peers_kubeconfig = match options.link {
+                Some(link) => {
+                    let linked = link::linked_kubeconfig(kubeconfig, link).await?;
+                    println!(
+                        "link: {} Mbit/s each way, {:?} round trip (a pacing proxy; the writer is not on it)",
+                        link.bits_per_second as f64 / 1e6,
+                        link.round_trip
+                    );
+                    linked
+                }
+                None => kubeconfig.clone(),
+            };
+            Source::Cluster(cluster, peers_kubeconfig)
+        }
+        None => {
+            let replica = fixture.replicate(options.pods, options.updates);
+            println!(
+                "informer: {} pods, then {} MODIFIED events; {} runs; replay server on 127.0.0.1 (HTTP/1.1, JSON)",
+                options.pods, options.updates, options.runs
+            );
+            println!(
+                "pods: {} bytes of JSON in total, {} per pod on average; events: {} bytes",
+                replica.items.bytes().len(),
+                replica.items.bytes().len() / options.pods,
+                replica.events.bytes().len()
+            );
+            Source::Replay(ReplayServer::start(replica, options.verbose).await?)
+        }
+    };
+    if shape == Shape::Fixture {
         println!(
             "fixture: {} ({} pods, {} bytes/pod on average)",
             options.fixture.display(),
             fixture.len(),
             fixture.average_bytes()
         );
-        println!("command: {}", options.command_line);
-        let results = measure(&options, &programs, &source).await;
-        if let Source::Cluster(cluster, _) = &source {
-            cluster.clean_up().await?;
-        }
-        print_table(&results, options.pods, options.updates, options.runs);
-        Ok(())
-    })
+    }
+    println!("command: {}", options.command_line);
+    let results = measure(options, &programs, &source).await;
+    if let Source::Cluster(cluster, _) = &source {
+        cluster.clean_up().await?;
+    }
+    print_table(&results, options.pods, options.updates, options.runs);
+    Ok(())
 }
 
 async fn measure(options: &Options, programs: &[Program], source: &Source) -> Vec<ClientRuns> {
@@ -846,13 +873,22 @@ mod tests {
             Client::WIDGETS,
             "the CBOR and JSON modes of both sides"
         );
-        assert!(Options::parse(args("--resource widgets").into_iter()).is_err());
+        assert_eq!(o.shapes, [Shape::Widgets]);
+        let o = Options::parse(args("--kubeconfig k --corpus").into_iter()).unwrap();
+        assert_eq!(o.shapes, Shape::CORPUS);
+        assert_eq!(o.clients[4..], Client::FLOORS);
+        let o = Options::parse(args("--kubeconfig k --shape nodes,secrets").into_iter()).unwrap();
+        assert_eq!(o.shapes, [Shape::Nodes, Shape::Secrets]);
         for bad in [
             "--pods 0",
             "--pods",
             "--runs x",
             "--what",
             "--resource nodes",
+            "--resource widgets",
+            "--corpus",
+            "--kubeconfig k --shape pods",
+            "--kubeconfig k --shape widgets,nodes",
         ] {
             assert!(Options::parse(args(bad).into_iter()).is_err(), "{bad}");
         }

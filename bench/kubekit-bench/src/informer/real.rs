@@ -1,12 +1,15 @@
-//! The confirmation mode: instead of the replay server, N pods made from the fixture's
-//! templates in a real cluster, in namespaces `bench-<i mod 10>` that are deleted at the
-//! end (and beforehand, if a previous run left them).
+//! The confirmation mode: instead of the replay server, N objects in a real cluster — Pods
+//! made from the fixture's templates, or objects of a [`Shape`] of the corpus — in
+//! namespaces `bench-<i mod 10>` that are deleted at the end (and beforehand, if a previous
+//! run left them); Nodes, which have no namespace, are deleted by their label.
 //!
-//! Each pod is created from its template without what the server or the controllers set
-//! (uid, resourceVersion, creationTimestamp, managedFields, ownerReferences, generateName,
-//! spec.nodeName: no node exists, and the pod garbage collector deletes pods bound to a
-//! missing node), then given the template's status by a status update, as a kubelet
-//! would: each pod carries a status and the managedFields the server writes for both.
+//! Each fixture pod is created from its template without what the server or the
+//! controllers set (uid, resourceVersion, creationTimestamp, managedFields,
+//! ownerReferences, generateName, spec.nodeName: no node exists, and the pod garbage
+//! collector deletes pods bound to a missing node), then given the template's status by a
+//! status update, as a kubelet would: each pod carries a status and the managedFields the
+//! server writes for both. A shape's objects are created the same way, a status write
+//! following the create where the shape has a status.
 //!
 //! The watch updates are merge patches of a label, each a new value: every patch is one
 //! MODIFIED event for each informer watching.
@@ -17,38 +20,38 @@ use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{Namespace, Pod, PodStatus};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kubekit::clientset::{
     Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchBody, PatchOptions,
     UpdateOptions,
 };
+use kubekit::dynamic::{DynamicClient, DynamicResourceClient, Unstructured};
+use kubekit::meta::GroupVersionResource;
 use kubekit::rest::RestConfig;
 
 use informer_protocol::Kind;
-use informer_protocol::widget::{self, Widget};
-use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kubekit::dynamic::{DynamicClient, Unstructured};
-use kubekit::meta::GroupVersionResource;
-use kubekit::meta::Object;
+use informer_protocol::widget;
 
 use super::fixture::Fixture;
+use super::shapes::{NODE_LABEL, Shape};
 
 /// Creates, and patches, in flight at once.
 const CONCURRENT_CREATES: usize = 32;
-/// Namespaces the pods are spread over.
+/// Namespaces the objects are spread over.
 const NAMESPACES: usize = 10;
 /// How long a namespace may take to go away.
 const NAMESPACE_DELETION: Duration = Duration::from_secs(300);
 
-/// The pods made in a real cluster; [`Cluster::clean_up`] deletes them.
+/// The objects made in a real cluster; [`Cluster::clean_up`] deletes them.
 pub struct Cluster {
     clientset: Clientset,
+    dynamic: DynamicClient,
     /// What the objects are.
     kind: Kind,
     namespaces: Vec<String>,
-    /// The objects made, (namespace, name).
-    pods: Vec<(String, String)>,
-    /// Patches written so far: the next patch's label value, and which pod it goes to.
+    /// The objects made, (namespace, name); the namespace is empty for Nodes.
+    objects: Vec<(String, String)>,
+    /// Patches written so far: the next patch's label value, and which object it goes to.
     patches: AtomicUsize,
 }
 
@@ -83,43 +86,62 @@ impl Cluster {
         cluster.kept_if(filled).await
     }
 
-    /// Creates `widgets` Widgets (the custom resource of `--resource widgets`, its CRD
-    /// installed first) in the cluster of `kubeconfig`, each with a spec and a status.
-    pub async fn populate_widgets(kubeconfig: &Path, widgets: usize) -> Result<Self, String> {
-        let names = (0..widgets).map(|i| format!("widget-{i}")).collect();
-        let cluster = Self::empty(kubeconfig, Kind::Widgets, names).await?;
-        let crd: CustomResourceDefinition =
-            serde_json::from_value(widget_crd()).map_err(|e| format!("the Widget CRD: {e}"))?;
-        cluster
-            .clientset
-            .install_crd(crd, "kubekit-bench")
-            .await
-            .map_err(|e| format!("installing the Widget CRD: {e}"))?;
-        let filled = cluster.fill_widgets().await;
+    /// Creates `count` objects of `shape` (not [`Shape::Fixture`]) in the cluster of
+    /// `kubeconfig`, each given its status; for Widgets, their CRD is installed first.
+    pub async fn populate_shape(
+        kubeconfig: &Path,
+        shape: Shape,
+        count: usize,
+    ) -> Result<Self, String> {
+        let names = (0..count).map(|i| shape.object_name(i)).collect();
+        let cluster = Self::empty(kubeconfig, shape.kind(), names).await?;
+        if shape == Shape::Widgets {
+            let crd: CustomResourceDefinition =
+                serde_json::from_value(widget_crd()).map_err(|e| format!("the Widget CRD: {e}"))?;
+            cluster
+                .clientset
+                .install_crd(crd, "kubekit-bench")
+                .await
+                .map_err(|e| format!("installing the Widget CRD: {e}"))?;
+        }
+        let filled = cluster.fill_shape(shape).await;
         cluster.kept_if(filled).await
     }
 
-    /// The cluster of `kubeconfig` without the benchmark's namespaces (deleted if a run
+    /// The cluster of `kubeconfig` without the benchmark's objects (deleted if a run
     /// left them), about to hold objects of `kind` named `names` (the i-th in namespace
-    /// `bench-<i mod 10>`).
+    /// `bench-<i mod 10>` if the kind has namespaces).
     async fn empty(kubeconfig: &Path, kind: Kind, names: Vec<String>) -> Result<Self, String> {
         let config = RestConfig::from_kubeconfig(kubeconfig)
             .await
             .map_err(|e| e.to_string())?
             .with_rate_limit(-1.0, 0);
+        let clientset = Clientset::new(&config).map_err(|e| e.to_string())?;
+        let namespace = |i: usize| match kind.namespaced() {
+            true => format!("bench-{}", i % NAMESPACES),
+            false => String::new(),
+        };
         let cluster = Self {
-            clientset: Clientset::new(&config).map_err(|e| e.to_string())?,
+            dynamic: DynamicClient::from_rest_client(clientset.rest_client().clone()),
+            clientset,
             kind,
             namespaces: (0..NAMESPACES).map(|k| format!("bench-{k}")).collect(),
-            pods: names
+            objects: names
                 .into_iter()
                 .enumerate()
-                .map(|(i, name)| (format!("bench-{}", i % NAMESPACES), name))
+                .map(|(i, name)| (namespace(i), name))
                 .collect(),
             patches: AtomicUsize::new(0),
         };
-        cluster.delete_namespaces().await?;
+        cluster.clean_up().await?;
         Ok(cluster)
+    }
+
+    /// The dynamic client of the objects' resource, in `namespace` (`""`: every one).
+    fn resource(&self, namespace: &str) -> DynamicResourceClient {
+        let (group, version) = self.kind.group_version();
+        let gvr = GroupVersionResource::new(group, version, self.kind.resource());
+        self.dynamic.resource(&gvr).namespace(namespace)
     }
 
     /// The cluster once `filled`; if filling failed, its error, the namespaces deleted.
@@ -149,33 +171,34 @@ impl Cluster {
         Ok(())
     }
 
-    /// Creates the namespaces and the Widgets, each then given its status, and waits
-    /// until the API server lists them all.
-    async fn fill_widgets(&self) -> Result<(), String> {
+    /// Creates the namespaces and the objects of `shape`, each then given its status,
+    /// and waits until the API server lists them all.
+    async fn fill_shape(&self, shape: Shape) -> Result<(), String> {
         self.create_namespaces().await?;
-        let dynamic = DynamicClient::from_rest_client(self.clientset.rest_client().clone());
-        let gvr = GroupVersionResource::new(widget::GROUP, widget::VERSION, widget::PLURAL);
-        let (dynamic, gvr) = (&dynamic, &gvr);
         let started = Instant::now();
-        stream::iter(self.pods.iter().enumerate())
+        stream::iter(self.objects.iter().enumerate())
             .map(|(i, (namespace, name))| {
-                // Written as JSON: a typed Widget serializes no apiVersion and kind, which
+                // Written as JSON: a typed object serializes no apiVersion and kind, which
                 // the create of a custom resource needs.
-                let client = dynamic.resource(gvr).namespace(namespace);
+                let client = self.resource(namespace);
+                let what = format!("{} {namespace}/{name}", shape.name());
                 async move {
-                    let body: Unstructured = serde_json::from_value(widget(i, namespace, name))
-                        .map_err(|e| format!("a Widget: {e}"))?;
+                    let body = shape
+                        .object(i, namespace, name)
+                        .ok_or_else(|| format!("{what}: the shape has no objects of its own"))?;
+                    let body: Unstructured =
+                        serde_json::from_value(body).map_err(|e| format!("{what}: {e}"))?;
                     client
                         .create(&body, &CreateOptions::default())
                         .await
-                        .map_err(|e| format!("creating widget {namespace}/{name}: {e}"))?;
-                    let status = PatchBody::Merge(serde_json::json!({"status": widget_status(i)}));
-                    client
-                        .patch_status(name, &status, &PatchOptions::default())
-                        .await
-                        .map_err(|e| {
-                            format!("writing the status of widget {namespace}/{name}: {e}")
-                        })?;
+                        .map_err(|e| format!("creating {what}: {e}"))?;
+                    if let Some(status) = shape.status(i) {
+                        let status = PatchBody::Merge(serde_json::json!({"status": status}));
+                        client
+                            .patch_status(name, &status, &PatchOptions::default())
+                            .await
+                            .map_err(|e| format!("writing the status of {what}: {e}"))?;
+                    }
                     Ok::<(), String>(())
                 }
             })
@@ -183,12 +206,12 @@ impl Cluster {
             .try_for_each(|()| async { Ok(()) })
             .await?;
         eprintln!(
-            "created {} widgets in {} namespaces in {:.1?}",
-            self.pods.len(),
-            self.namespaces.len(),
+            "created {} {} in {:.1?}",
+            self.objects.len(),
+            shape.name(),
             started.elapsed()
         );
-        self.wait_for_watch_cache::<Widget>().await
+        self.wait_for_watch_cache().await
     }
 
     /// Creates the namespaces and the pods, and waits until the API server lists them all.
@@ -231,17 +254,15 @@ impl Cluster {
             self.namespaces.len(),
             started.elapsed()
         );
-        self.wait_for_watch_cache::<Pod>().await
+        self.wait_for_watch_cache().await
     }
 
     /// Waits until a list served from the API server's watch cache (resourceVersion 0, the
     /// first list of kubekit's and kube-rs's informers) holds every object created: right
     /// after the creates it may still lag behind them.
-    async fn wait_for_watch_cache<K: Object<Scope = NamespaceResourceScope>>(
-        &self,
-    ) -> Result<(), String> {
-        let pods = self.pods.len();
-        let all = self.clientset.resource::<K>("");
+    async fn wait_for_watch_cache(&self) -> Result<(), String> {
+        let expected = self.objects.len();
+        let all = self.resource("");
         let options = ListOptions {
             resource_version: Some("0".into()),
             ..ListOptions::default()
@@ -252,46 +273,36 @@ impl Cluster {
                 .list(&options)
                 .await
                 .map_err(|e| format!("listing: {e}"))?;
-            let ours = list
-                .items
-                .iter()
-                .filter(|object| {
-                    let namespace = object.meta().namespace.as_deref().unwrap_or_default();
-                    self.namespaces.iter().any(|ns| ns == namespace)
-                })
-                .count();
-            if ours >= pods {
+            let ours = list.items.iter().filter(|o| self.is_ours(o)).count();
+            if ours >= expected {
                 return Ok(());
             }
             if started.elapsed() > Duration::from_secs(60) {
                 return Err(format!(
-                    "the API server's watch cache still lists {ours} of the {pods} objects"
+                    "the API server's watch cache still lists {ours} of the {expected} objects"
                 ));
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
 
-    /// Patches a label of `count` objects, the objects in turn, each patch a new value.
-    pub async fn patch(&self, count: usize) -> Result<(), String> {
-        match self.kind {
-            Kind::Pods => self.patch_objects::<Pod>(count).await,
-            Kind::Widgets => self.patch_objects::<Widget>(count).await,
+    /// Whether `object` is one the benchmark made.
+    fn is_ours(&self, object: &Unstructured) -> bool {
+        match object.namespace() {
+            Some(namespace) => self.namespaces.iter().any(|ns| ns == namespace),
+            None => object.labels().contains_key(NODE_LABEL),
         }
     }
 
-    async fn patch_objects<K: Object<Scope = NamespaceResourceScope>>(
-        &self,
-        count: usize,
-    ) -> Result<(), String> {
+    /// Patches a label of `count` objects, the objects in turn, each patch a new value.
+    pub async fn patch(&self, count: usize) -> Result<(), String> {
         let first = self.patches.fetch_add(count, Ordering::Relaxed);
         stream::iter(first..first + count)
             .map(|n| async move {
-                let (namespace, name) = &self.pods[n % self.pods.len()];
+                let (namespace, name) = &self.objects[n % self.objects.len()];
                 let patch =
                     serde_json::json!({"metadata": {"labels": {"bench-update": n.to_string()}}});
-                self.clientset
-                    .resource::<K>(namespace)
+                self.resource(namespace)
                     .patch(name, &PatchBody::Merge(patch), &PatchOptions::default())
                     .await
                     .map(drop)
@@ -302,8 +313,19 @@ impl Cluster {
             .await
     }
 
-    /// Deletes the namespaces (and so the pods) and waits until they are gone.
+    /// Deletes the namespaces (and so the objects in them) and the benchmark's Nodes, and
+    /// waits until the namespaces are gone.
     pub async fn clean_up(&self) -> Result<(), String> {
+        if !self.kind.namespaced() {
+            let nodes = ListOptions {
+                label_selector: Some(format!("{NODE_LABEL}=true")),
+                ..ListOptions::default()
+            };
+            self.resource("")
+                .delete_collection(&DeleteOptions::default(), &nodes)
+                .await
+                .map_err(|e| format!("deleting the nodes labelled {NODE_LABEL}: {e}"))?;
+        }
         self.delete_namespaces().await
     }
 
@@ -336,7 +358,7 @@ impl Cluster {
 }
 
 /// The Widget CRD: its schema types the spec and the status (the server prunes nothing
-/// of what [`widget()`] writes).
+/// of what the shape writes).
 fn widget_crd() -> serde_json::Value {
     let string = serde_json::json!({"type": "string"});
     let strings = serde_json::json!({"type": "array", "items": string});
@@ -371,41 +393,5 @@ fn widget_crd() -> serde_json::Value {
                 }}},
             }],
         },
-    })
-}
-
-/// The `i`-th Widget, `namespace/name`, as an operator's user would write one: an image,
-/// replicas, a command, six env vars, two ports, four settings, three labels.
-fn widget(i: usize, namespace: &str, name: &str) -> serde_json::Value {
-    serde_json::json!({
-        "apiVersion": format!("{}/{}", widget::GROUP, widget::VERSION),
-        "kind": "Widget",
-        "metadata": {
-            "name": name, "namespace": namespace,
-            "labels": {"app": format!("shop-{}", i % 50), "tier": "backend", "team": format!("team-{}", i % 7)},
-            "annotations": {"bench.kubekit.dev/owner": format!("owner-{}@example.com", i % 13)},
-        },
-        "spec": {
-            "image": format!("registry.example.com/shop/service-{}:v1.{}.{}", i % 50, i % 10, i % 4),
-            "replicas": 1 + i % 5,
-            "command": ["/bin/service", "--config=/etc/service/config.yaml", format!("--shard={}", i % 16)],
-            "env": (0..6).map(|k| serde_json::json!({"name": format!("SERVICE_OPTION_{k}"), "value": format!("value-{}-{k}", i % 100)})).collect::<Vec<_>>(),
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}, {"name": "metrics", "port": 9090, "protocol": "TCP"}],
-            "settings": {"logLevel": "info", "timeout": format!("{}s", 10 + i % 20), "retries": "3", "region": format!("region-{}", i % 4)},
-            "paused": false,
-        },
-    })
-}
-
-/// The `i`-th Widget's status: running, with three conditions.
-fn widget_status(i: usize) -> serde_json::Value {
-    let condition = |kind: &str, reason: &str| {
-        serde_json::json!({"type": kind, "status": "True", "reason": reason,
-            "message": format!("{kind} since the last rollout of generation {}", 1 + i % 3),
-            "lastTransitionTime": "2026-12-01T10:00:00Z"})
-    };
-    serde_json::json!({
-        "phase": "Running", "observedGeneration": 1, "readyReplicas": 1 + i % 5,
-        "conditions": [condition("Ready", "AllReplicasReady"), condition("Available", "MinimumReplicasAvailable"), condition("Progressing", "RolloutComplete")],
     })
 }
