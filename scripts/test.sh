@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step is printed with the time it starts, so a log shows where a run's time goes.
+step() { printf '\n==> %s (%s)\n' "$*" "$(date -u +%T)"; }
 
 # The workspace builds some thirty test binaries; with full debug info and incremental
 # caches their target directory passes 35 GB, more than a CI disk may have free (the
@@ -69,3 +70,4 @@ echo "control-plane tests ran against $started local control plane(s)"
 cargo test -p kubekit-client --lib --locked --features simd-json -- rest::json
 # The registry's codecs without kubekit-protobuf's `encode` (the workspace turns it on).
 cargo test -p kubekit-protobuf --lib --locked -- registry
+step "done"
