@@ -59,6 +59,12 @@ benchmarks:
                                           ClientsAllowCBOR/ClientsPreferCBOR gates); start
                                           the cluster with KUBEKIT_FEATURE_GATES=
                                           ShardedListAndWatch=true,CBORServingAndStorage=true
+                       --shape S[,S...]   with --real or --kubeconfig: N objects of each
+                                          shape instead of the fixture's Pods, one table
+                                          each: pods-small, pods-typical, pods-large,
+                                          deployments, configmaps, secrets, events,
+                                          nodes (the clients cache that kind)
+                       --corpus           every one of those shapes in turn
                        --link RATE/RTT    with --real or --kubeconfig: the clients reach
                                           the server through a proxy that paces each
                                           direction to RATE and delays by RTT/2, e.g.

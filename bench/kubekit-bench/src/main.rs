@@ -91,6 +91,11 @@ benchmarks:
                        --timeout SECS      a peer taking longer fails (default 600)
                        --kubeconfig PATH   create the pods in this cluster instead and only
                                            sync (confirms the replay server's figures)
+                       --shape S[,S...]    with --kubeconfig: objects of these shapes
+                                           instead, a table each (pods-small, pods-typical,
+                                           pods-large, deployments, configmaps, secrets,
+                                           events, nodes, widgets)
+                       --corpus            with --kubeconfig: every shape but widgets
                        --verbose           log requests and each run's server counters
   compact     what the compact cache costs and saves per Pod: build time, memory, compressed
               size, get (cold and warm) and a lister's list, typed Pod vs Compact<Pod>

@@ -5,7 +5,9 @@
 //! Every object is the `i`-th of its shape, named and placed by [`Cluster`](super::Cluster);
 //! values vary with `i` as names, IPs and hashes do in a cluster (no two objects are
 //! equal), and the status is written by a status write after the create, as a kubelet or
-//! a controller would, so the server adds managedFields for both.
+//! a controller would, so the server adds managedFields for both. Pods carry no
+//! ownerReferences: the garbage collector deletes a Pod whose owner does not exist, and
+//! the benchmark makes no ReplicaSets.
 
 use informer_protocol::Kind;
 use informer_protocol::widget;
@@ -279,7 +281,6 @@ fn pod_typical(i: usize) -> Value {
                 "prometheus.io/port": "9090",
                 "kubectl.kubernetes.io/restartedAt": format!("2026-11-{:02}T10:{:02}:00Z", 1 + i % 28, i % 60),
             },
-            "ownerReferences": [owner(i)],
         },
         "spec": pod_spec(i, vec![container(i, "app", 6, true), container(i, "sidecar", 6, true)], vec![service_account_volume(i)]),
     })
@@ -329,16 +330,8 @@ fn pod_large(i: usize) -> Value {
     spec["initContainers"] = json!([init("istio-init"), init("migrate")]);
     spec["affinity"] = json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": format!("shop-{}", i % 50)}}, "topologyKey": "kubernetes.io/hostname"}}]}});
     json!({
-        "metadata": {"labels": labels(i, 6), "annotations": annotations, "ownerReferences": [owner(i)]},
+        "metadata": {"labels": labels(i, 6), "annotations": annotations},
         "spec": spec,
-    })
-}
-
-/// The ReplicaSet that owns the `i`-th Pod.
-fn owner(i: usize) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("shop-{}-{:010x}", i % 50, i / 50),
-        "uid": uid(i, 0xa), "controller": true, "blockOwnerDeletion": true,
     })
 }
 
