@@ -24,7 +24,7 @@
 //!   object's `metadata.managedFields` are skipped, never decoded.
 //! - **Raw JSON.** A `serde_json::value::RawValue` (what the compact cache keeps, or a
 //!   field of a user's type) receives the item as JSON text.
-//! - **Streams.** [`item_len`] tells whether a buffer starts with a whole data item (and
+//! - **Streams.** [`ItemScanner`] tells whether a buffer starts with a whole data item (and
 //!   its length), so a `cbor-seq` watch is split into events as they arrive.
 
 use std::fmt;
@@ -216,36 +216,17 @@ impl<'de> Reader<'de> {
         Ok(std::borrow::Cow::Owned(all))
     }
 
-    /// Skips one data item (with its tags).
+    /// Skips one data item (with its tags), nested in `depth` others.
     fn skip(&mut self, depth: usize) -> Result<()> {
-        if depth > MAX_DEPTH {
-            return Err(Error::at(self.pos, "nested too deeply"));
-        }
-        let start = self.pos;
-        let head = self.head()?;
-        match head.major {
-            0 | 1 => {}
-            2 | 3 => {
-                self.string(head)?;
-            }
-            4 | 5 => {
-                let per = if head.major == 4 { 1 } else { 2 };
-                if head.indefinite() {
-                    while !self.at_break()? {
-                        for _ in 0..per {
-                            self.skip(depth + 1)?;
-                        }
-                    }
-                } else {
-                    for _ in 0..self.count(start, head.arg, per)? * per as usize {
-                        self.skip(depth + 1)?;
-                    }
-                }
-            }
-            6 => self.skip(depth + 1)?,
-            _ if head.indefinite() => return Err(Error::at(start, "a break outside any item")),
-            _ => {}
-        }
+        let mut scanner = ItemScanner {
+            pos: self.pos,
+            open: Vec::new(),
+            depth,
+        };
+        let end = scanner
+            .scan(self.input)?
+            .ok_or(Error::eof(self.input.len()))?;
+        self.pos = end;
         Ok(())
     }
 
@@ -309,12 +290,117 @@ impl Left {
 }
 
 /// The length of the data item `buf` starts with, `None` if `buf` ends inside it.
+#[cfg(test)]
 pub(crate) fn item_len(buf: &[u8]) -> Result<Option<usize>> {
-    let mut reader = Reader { input: buf, pos: 0 };
-    match reader.skip(0) {
-        Ok(()) => Ok(Some(reader.pos)),
-        Err(e) if e.eof => Ok(None),
-        Err(e) => Err(e),
+    ItemScanner::default().scan(buf)
+}
+
+/// A container the [`ItemScanner`] is inside, and what is left of it.
+#[derive(Clone, Copy, Debug)]
+enum Open {
+    /// The items left of a definite array or map (a map's entries count two each), or of
+    /// a tag (the one item it encloses).
+    Items(u64),
+    /// An indefinite array or map, which a `break` ends.
+    Indefinite,
+    /// An indefinite string of this major type: definite chunks of it until a `break`.
+    Chunks(u8),
+}
+
+/// Finds where a data item ends in a buffer that grows between calls (a `cbor-seq`
+/// watch, chunk by chunk), reading each byte once: what it has read of an item stays read
+/// until the item ends, so an event that arrives in many chunks costs one pass, not one
+/// per chunk. Heads and string lengths are checked as [`Reader`] checks them; nesting is
+/// capped at [`MAX_DEPTH`].
+#[derive(Debug, Default)]
+pub(crate) struct ItemScanner {
+    /// Bytes of the item read so far: up to the end of the last whole head (and its
+    /// string).
+    pos: usize,
+    /// The containers being read, outermost first.
+    open: Vec<Open>,
+    /// How deeply the item is nested in others.
+    depth: usize,
+}
+
+impl ItemScanner {
+    /// The length of the data item `buf` starts with, `None` while `buf` ends inside it.
+    /// `buf` holds what the calls since the last item were given, and more: it may only
+    /// grow. Once a length is given, the scanner starts over for the item after it.
+    pub(crate) fn scan(&mut self, buf: &[u8]) -> Result<Option<usize>> {
+        let mut reader = Reader {
+            input: buf,
+            pos: self.pos,
+        };
+        loop {
+            let done = match self.step(&mut reader) {
+                Ok(done) => done,
+                Err(e) if e.eof => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            self.pos = reader.pos;
+            if done && self.close() {
+                self.pos = 0;
+                return Ok(Some(reader.pos));
+            }
+        }
+    }
+
+    /// Reads one head (with a definite string's content, or a `break`); whether it ends
+    /// an item. At the end of the input, an error whose `eof` is set.
+    fn step(&mut self, reader: &mut Reader<'_>) -> Result<bool> {
+        if let Some(Open::Indefinite | Open::Chunks(_)) = self.open.last()
+            && reader.at_break()?
+        {
+            self.open.pop();
+            return Ok(true);
+        }
+        let start = reader.pos;
+        let head = reader.head()?;
+        if let Some(&Open::Chunks(major)) = self.open.last()
+            && (head.major != major || head.indefinite())
+        {
+            return Err(Error::at(
+                start,
+                "an indefinite string holds a foreign chunk",
+            ));
+        }
+        let open = match head.major {
+            2 | 3 if head.indefinite() => Open::Chunks(head.major),
+            2 | 3 => return reader.take(head.arg).map(|_| true),
+            4 | 5 if head.indefinite() => Open::Indefinite,
+            4 | 5 => match head.arg.checked_mul(if head.major == 4 { 1 } else { 2 }) {
+                Some(0) => return Ok(true),
+                Some(items) => Open::Items(items),
+                None => return Err(Error::at(start, "a map of more than 2^63 entries")),
+            },
+            6 => Open::Items(1),
+            _ if head.indefinite() => return Err(Error::at(start, "a break outside any item")),
+            _ => return Ok(true),
+        };
+        if self.depth + self.open.len() >= MAX_DEPTH {
+            return Err(Error::at(start, "nested too deeply"));
+        }
+        self.open.push(open);
+        Ok(false)
+    }
+
+    /// Counts an item that ended in the containers it ends; whether the outermost item
+    /// ended with it.
+    fn close(&mut self) -> bool {
+        loop {
+            match self.open.last_mut() {
+                None => return true,
+                Some(Open::Items(left)) => {
+                    *left -= 1;
+                    if *left > 0 {
+                        return false;
+                    }
+                    self.open.pop();
+                }
+                Some(Open::Indefinite | Open::Chunks(_)) => return false,
+            }
+        }
     }
 }
 
@@ -1007,6 +1093,37 @@ mod tests {
     }
 
     #[test]
+    fn a_scanner_keeps_what_it_read_of_an_item_across_chunks() {
+        let big = json!({"items": (0..200).map(|i| json!({"n": i, "s": "x".repeat(i)})).collect::<Vec<_>>()});
+        let body = encode(&big);
+        let mut scanner = ItemScanner::default();
+        assert_eq!(scanner.scan(&body[..body.len() / 2]).unwrap(), None);
+        // Resumed, not started over: the first half is behind it.
+        assert!(
+            scanner.pos > body.len() / 4,
+            "{} of {}",
+            scanner.pos,
+            body.len()
+        );
+        assert_eq!(scanner.scan(&body).unwrap(), Some(body.len()));
+        // Then the next item starts from the beginning of the buffer it is given.
+        assert_eq!(scanner.scan(&body).unwrap(), Some(body.len()));
+        // Indefinite arrays, maps and strings, and tags, across every cut.
+        let mut odd = vec![
+            0x9f, 0xbf, 0x61, b'k', 0x7f, 0x61, b'v', 0x62, b'w', b'x', 0xff,
+        ];
+        odd.extend([0xff, 0xc6, 0x82, 0x01, 0x5f, 0x41, 0x00, 0xff, 0xff]);
+        let mut scanner = ItemScanner::default();
+        for cut in 0..odd.len() {
+            assert_eq!(scanner.scan(&odd[..cut]).unwrap(), None, "cut at {cut}");
+        }
+        assert_eq!(scanner.scan(&odd).unwrap(), Some(odd.len()));
+        // A text string's chunk inside a byte string's indefinite string.
+        let foreign = [0x5f, 0x61, b'a', 0xff];
+        assert!(item_len(&foreign).is_err());
+    }
+
+    #[test]
     fn malformed_input_is_an_error_naming_its_offset_never_a_panic() {
         // An array claiming 2^32 elements in 5 bytes: refused before any allocation.
         let err = from_slice::<Vec<u8>>(&[0x9a, 0xff, 0xff, 0xff, 0xff]).unwrap_err();
@@ -1086,6 +1203,26 @@ mod tests {
             let _ = from_slice::<Value>(&corrupted);
             let _ = item_len(&corrupted);
             let _ = map_entries(&corrupted);
+        }
+
+        #[test]
+        fn a_scanner_fed_in_chunks_finds_each_item_where_one_pass_does(
+            values in prop::collection::vec(json_value(), 1..4),
+            chunk in 1usize..64,
+        ) {
+            let items: Vec<Vec<u8>> = values.iter().map(encode).collect();
+            let stream = items.concat();
+            let mut scanner = ItemScanner::default();
+            let (mut start, mut received, mut found) = (0, 0, Vec::new());
+            while received < stream.len() {
+                received = (received + chunk).min(stream.len());
+                while let Some(len) = scanner.scan(&stream[start..received]).unwrap() {
+                    found.push(len);
+                    start += len;
+                }
+            }
+            let lens: Vec<usize> = items.iter().map(Vec::len).collect();
+            prop_assert_eq!(found, lens);
         }
     }
 }

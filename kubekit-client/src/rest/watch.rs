@@ -439,6 +439,9 @@ pub struct WatchDecoder<K> {
     /// Bytes at the start of `buf` known to hold no newline: each byte is searched once,
     /// however many chunks a long line arrives in.
     scanned: usize,
+    /// Where the CBOR item being received ends, read once however many chunks it
+    /// arrives in.
+    cbor: cbor::ItemScanner,
     /// The longest line accepted.
     max_event_bytes: usize,
     /// A line was too long: no more events.
@@ -455,6 +458,7 @@ impl<K: DeserializeOwned + 'static> WatchDecoder<K> {
             buf: BytesMut::new(),
             framing: Framing::Lines(DecodeOptions::default()),
             scanned: 0,
+            cbor: cbor::ItemScanner::default(),
             max_event_bytes: MAX_WATCH_EVENT_BYTES,
             failed: false,
             what: what.into(),
@@ -600,7 +604,7 @@ impl<K> WatchDecoder<K> {
         if self.failed || self.buf.is_empty() {
             return None;
         }
-        match cbor::item_len(&self.buf) {
+        match self.cbor.scan(&self.buf) {
             Ok(Some(len)) if len <= self.max_event_bytes => {
                 Some(Ok(self.buf.split_to(len).freeze()))
             }
@@ -630,6 +634,7 @@ impl<K> WatchDecoder<K> {
         }
         let rest = std::mem::take(&mut self.buf).freeze();
         self.scanned = 0;
+        self.cbor = cbor::ItemScanner::default();
         let blank = match self.framing {
             Framing::Lines(_) => rest.iter().all(u8::is_ascii_whitespace),
             Framing::Protobuf(_) | Framing::Cbor(_) => rest.is_empty(),
