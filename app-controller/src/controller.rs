@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
-use kube::core::NamespaceResourceScope;
 use kubekit::applyconfigurations::api::{apps::v1 as apps, core::v1 as core};
 use kubekit::applyconfigurations::apimachinery::pkg::apis::meta::v1 as meta;
 use kubekit::applyconfigurations::{ApplyConfiguration, configuration_of};
@@ -167,7 +166,7 @@ async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<ReconcileAction, Reco
         let config = AppApply::new(name, ns).status(configuration_of(&status)?);
         // The manager the children are applied by too, taking over the App's status.
         let options = PatchOptions::apply(CONTROLLER_NAME).force();
-        let apps = ctx.clientset.resource::<App>(ns);
+        let apps = ctx.clientset.for_object(&*app);
         apps.apply_status(&config, &options).await?;
     }
     let message = "App synced successfully";

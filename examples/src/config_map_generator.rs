@@ -111,22 +111,18 @@ async fn apply(
     let applied = config_maps
         .apply_owned(generator, desired, CONTROLLER)
         .await;
-    let (status, reason, message) = match &applied {
-        Ok(_) => (
-            CONDITION_TRUE,
-            "Applied",
-            format!("ConfigMap {name} holds the data"),
-        ),
-        Err(e) => (CONDITION_FALSE, "ApplyFailed", e.to_string()),
+    let ready = condition(READY).observed_generation(generator.metadata.generation);
+    let ready = match &applied {
+        Ok(_) => ready
+            .status(true)
+            .reason("Applied")
+            .message(format!("ConfigMap {name} holds the data")),
+        Err(e) => ready
+            .status(false)
+            .reason("ApplyFailed")
+            .message(e.to_string()),
     };
     let mut conditions = generator.status.clone().unwrap_or_default().conditions;
-    let ready = new_condition(
-        READY,
-        status,
-        reason,
-        &message,
-        generator.metadata.generation,
-    );
     if set_status_condition(&mut conditions, ready) {
         // Only the condition this controller sets: `conditions` is a map by `type`, the
         // others stay their managers'.
@@ -141,7 +137,7 @@ async fn apply(
             })?;
         let status = ConfigMapGeneratorStatusApply::default().conditions(ours);
         let config = ConfigMapGeneratorApply::new(generator.name_any(), &namespace).status(status);
-        let generators = clientset.resource::<ConfigMapGenerator>(&namespace);
+        let generators = clientset.for_object(generator);
         let options = PatchOptions::apply(CONTROLLER).force();
         generators.apply_status(&config, &options).await?;
     }

@@ -18,12 +18,15 @@
 //!   finds the first of a type; the `is_status_condition_*` predicates compare its status.
 //! - *now* is taken in whole seconds: the API server stores condition times to the second,
 //!   so a condition read back from the server equals the one that was written.
+//! - [`condition`] builds the condition to set with each field named
+//!   (`condition("Ready").status(true).reason("Applied")`); [`new_condition`] makes the
+//!   same with every field given in a row. [`set_status_condition`] takes either.
 //!
 //! ```
-//! use kubekit::conditions::{self, CONDITION_TRUE};
+//! use kubekit::conditions::{self, condition};
 //!
 //! let mut list = Vec::new();
-//! let ready = conditions::new_condition("Ready", CONDITION_TRUE, "Applied", "config applied", Some(3));
+//! let ready = condition("Ready").status(true).reason("Applied").observed_generation(3);
 //! assert!(conditions::set_status_condition(&mut list, ready.clone()));
 //! assert!(!conditions::set_status_condition(&mut list, ready), "nothing changed");
 //! assert!(conditions::is_status_condition_true(&list, "Ready"));
@@ -53,7 +56,8 @@ pub fn is_unset(time: &Time) -> bool {
 /// A condition of type `type_` with its `status` ([`CONDITION_TRUE`], [`CONDITION_FALSE`]
 /// or [`CONDITION_UNKNOWN`]), `reason` (CamelCase, not empty on the server), `message` and
 /// the generation it was computed from, its transition time unset, so that
-/// [`set_status_condition`] stamps it when the status changes.
+/// [`set_status_condition`] stamps it when the status changes. [`condition`] builds the
+/// same condition with each field named.
 pub fn new_condition(
     type_: &str,
     status: &str,
@@ -71,6 +75,84 @@ pub fn new_condition(
     }
 }
 
+/// A condition of type `type_` to build field by field, for [`set_status_condition`]:
+/// `condition("Ready").status(true).reason("Applied").message("…").observed_generation(g)`.
+///
+/// Until set, its status is [`CONDITION_UNKNOWN`], its reason and message are empty and it
+/// has no `observedGeneration`. Its transition time is unset, as [`new_condition`] leaves
+/// it, so that [`set_status_condition`] stamps it when the status changes. Give it a
+/// reason: the API conventions ask for one, and the server refuses an empty one where it
+/// validates conditions.
+///
+/// ```
+/// use kubekit::conditions::{CONDITION_FALSE, condition, new_condition};
+/// use kubekit::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+///
+/// let generation: Option<i64> = Some(2); // an object's `metadata.generation`
+/// let built: Condition = condition("Ready")
+///     .status(false)
+///     .reason("Scaling")
+///     .message(format!("{} of {} available", 1, 3))
+///     .observed_generation(generation)
+///     .into();
+/// let in_a_row = new_condition("Ready", CONDITION_FALSE, "Scaling", "1 of 3 available", Some(2));
+/// assert_eq!(built, in_a_row);
+/// ```
+pub fn condition(type_: &str) -> ConditionBuilder {
+    ConditionBuilder(new_condition(type_, CONDITION_UNKNOWN, "", "", None))
+}
+
+/// A [`Condition`] being built by [`condition`]; [`set_status_condition`] takes it as it
+/// is, and `Condition::from` (or `.into()`) ends it.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "a condition does nothing until it is set: pass it to `set_status_condition`"]
+pub struct ConditionBuilder(Condition);
+
+impl ConditionBuilder {
+    /// The status: [`CONDITION_TRUE`] when `holds`, [`CONDITION_FALSE`] otherwise.
+    pub fn status(mut self, holds: bool) -> Self {
+        let status = if holds {
+            CONDITION_TRUE
+        } else {
+            CONDITION_FALSE
+        };
+        self.0.status = status.to_string();
+        self
+    }
+
+    /// The status [`CONDITION_UNKNOWN`] (whether the condition holds cannot be decided),
+    /// what it is until [`status`](Self::status) is set.
+    pub fn unknown(mut self) -> Self {
+        self.0.status = CONDITION_UNKNOWN.to_string();
+        self
+    }
+
+    /// The reason: a CamelCase word for programs (`Applied`, `ApplyFailed`).
+    pub fn reason(mut self, reason: &str) -> Self {
+        self.0.reason = reason.to_string();
+        self
+    }
+
+    /// The message: what happened, for humans.
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.0.message = message.into();
+        self
+    }
+
+    /// The `metadata.generation` of the object the condition was computed from: an `i64`,
+    /// or the object's `Option<i64>` as it is (`None` leaves it unset).
+    pub fn observed_generation(mut self, generation: impl Into<Option<i64>>) -> Self {
+        self.0.observed_generation = generation.into();
+        self
+    }
+}
+
+impl From<ConditionBuilder> for Condition {
+    fn from(builder: ConditionBuilder) -> Self {
+        builder.0
+    }
+}
+
 /// Now, in whole seconds (what the server keeps of a condition's time).
 fn now() -> Time {
     let now = Timestamp::now();
@@ -82,9 +164,14 @@ fn or_now(time: Time) -> Time {
     if is_unset(&time) { now() } else { time }
 }
 
-/// Sets `condition` in `conditions` (`meta.SetStatusCondition`): see the
-/// [module docs](self). Returns whether `conditions` changed.
-pub fn set_status_condition(conditions: &mut Vec<Condition>, condition: Condition) -> bool {
+/// Sets `condition` (a [`Condition`], or a [`condition`] being built) in `conditions`
+/// (`meta.SetStatusCondition`): see the [module docs](self). Returns whether `conditions`
+/// changed.
+pub fn set_status_condition(
+    conditions: &mut Vec<Condition>,
+    condition: impl Into<Condition>,
+) -> bool {
+    let condition: Condition = condition.into();
     let Some(existing) = conditions.iter_mut().find(|c| c.type_ == condition.type_) else {
         let last_transition_time = or_now(condition.last_transition_time.clone());
         conditions.push(Condition {
@@ -192,6 +279,65 @@ mod tests {
         assert!(stamped.as_second() >= before, "{stamped}");
         assert!(stamped.as_second() <= Timestamp::now().as_second());
         assert_eq!(stamped.subsec_nanosecond(), 0);
+    }
+
+    #[test]
+    fn the_builder_gives_the_condition_new_condition_gives() {
+        let built: Condition = super::condition("Ready")
+            .status(true)
+            .reason("Applied")
+            .message(String::from("config applied"))
+            .observed_generation(3)
+            .into();
+        let in_a_row = new_condition(
+            "Ready",
+            CONDITION_TRUE,
+            "Applied",
+            "config applied",
+            Some(3),
+        );
+        assert_eq!(built, in_a_row);
+        let failed = super::condition("Ready")
+            .reason("ApplyFailed")
+            .message("refused")
+            .status(false)
+            .observed_generation(None);
+        let in_a_row = new_condition("Ready", CONDITION_FALSE, "ApplyFailed", "refused", None);
+        assert_eq!(Condition::from(failed), in_a_row, "in any order");
+        let unknown = super::condition("Ready")
+            .status(true)
+            .unknown()
+            .reason("Probing");
+        let in_a_row = new_condition("Ready", CONDITION_UNKNOWN, "Probing", "", None);
+        assert_eq!(Condition::from(unknown), in_a_row);
+    }
+
+    #[test]
+    fn a_built_condition_is_unknown_with_nothing_else_until_set() {
+        let bare = Condition::from(super::condition("Ready"));
+        assert_eq!(
+            bare,
+            new_condition("Ready", CONDITION_UNKNOWN, "", "", None)
+        );
+        assert!(is_unset(&bare.last_transition_time));
+    }
+
+    #[test]
+    fn set_status_condition_stamps_a_built_condition_and_keeps_its_time_while_its_status_stays() {
+        let before = Timestamp::now().as_second();
+        let mut list = Vec::new();
+        let ready = super::condition("Ready").status(true).reason("Applied");
+        assert!(set_status_condition(&mut list, ready.clone()));
+        let stamped = list[0].last_transition_time.clone();
+        assert!(stamped.0.as_second() >= before, "{stamped:?}");
+        assert!(stamped.0.as_second() <= Timestamp::now().as_second());
+        assert_eq!(stamped.0.subsec_nanosecond(), 0);
+        assert!(!set_status_condition(&mut list, ready), "nothing changed");
+        let later = super::condition("Ready")
+            .status(true)
+            .reason("StillApplied");
+        assert!(set_status_condition(&mut list, later));
+        assert_eq!(list[0].last_transition_time, stamped);
     }
 
     #[test]

@@ -15,7 +15,12 @@
 //! `kube::Resource` and `kube::ResourceExt`, so importing those too is no clash), and so
 //! are tokio-util's [`CancellationToken`], which [`Manager::start`] takes, and
 //! apimachinery's [`Condition`], which [`set_status_condition`] and the other condition
-//! helpers work on.
+//! helpers work on. So are `k8s-openapi`'s scopes, [`NamespaceResourceScope`] and
+//! [`ClusterResourceScope`], and kubekit's [`KnownScope`], which a helper generic over the
+//! kind it reconciles names in its bounds (`K: Resource<Scope = NamespaceResourceScope>`,
+//! or `K::Scope: KnownScope` for either scope, as [`Clientset::for_object`] has it);
+//! `kube::core` re-exports the first two, the same items, so importing them from there
+//! too is no clash.
 //! [`Object`](crate::meta::Object) and
 //! [`PropagationPolicy`](crate::clientset::PropagationPolicy) are left out: `kube::api`
 //! has types of those names.
@@ -34,6 +39,19 @@
 //! assert!(apply.is_apply() && theirs.is_none() && ours.is_none());
 //! let policy = PropagationPolicy::Foreground; // kube::api's; kubekit's is not in the prelude
 //! # let _ = (merge, policy, ReconcileAction::Done, ObjectKey::new("ns", "name"));
+//!
+//! // The scopes and the condition builder: kubekit's (or k8s-openapi's) only.
+//! use kubekit::k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+//! fn namespaced<K: Resource<Scope = NamespaceResourceScope>>() {}
+//! fn cluster_scoped<K: Resource<Scope = ClusterResourceScope>>() {}
+//! fn is_namespaced<K: Resource>() -> bool where K::Scope: KnownScope {
+//!     <K::Scope as KnownScope>::NAMESPACED
+//! }
+//! namespaced::<Pod>();
+//! cluster_scoped::<Node>();
+//! assert!(is_namespaced::<Pod>() && !is_namespaced::<Namespace>());
+//! let ready: ConditionBuilder = condition("Ready").status(true).reason("Listening");
+//! assert_eq!(Condition::from(ready).status, CONDITION_TRUE);
 //! ```
 //!
 //! ```no_run
@@ -72,9 +90,9 @@
 //!     };
 //!     let port: u16 = port.parse().permanent()?;
 //!     let mut conditions: Vec<Condition> = Vec::new();
-//!     let ready = new_condition("Ready", CONDITION_TRUE, "Listening", &format!("port {port}"), None);
+//!     let ready = condition("Ready").status(true).reason("Listening").message(format!("port {port}"));
 //!     set_status_condition(&mut conditions, ready);
-//!     let config_maps = clientset.core_v1().config_maps(&cm.namespace().unwrap_or_default());
+//!     let config_maps = clientset.for_object(cm);
 //!     // Not there yet: look again in 10 s rather than backing off.
 //!     config_maps.get(&format!("{}-peer", cm.name_any()), &GetOptions::default())
 //!         .await
@@ -109,17 +127,18 @@
 //! ```
 
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+pub use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 pub use kube::{Resource, ResourceExt};
 pub use tokio_util::sync::CancellationToken;
 
 pub use crate::clientset::{
-    Clientset, CreateOptions, DeleteOptions, GetOptions, ListOptions, PatchBody, PatchOptions,
-    ResourceClient, UpdateOptions,
+    Clientset, CreateOptions, DeleteOptions, GetOptions, KnownScope, ListOptions, PatchBody,
+    PatchOptions, ResourceClient, UpdateOptions,
 };
 pub use crate::conditions::{
-    CONDITION_FALSE, CONDITION_TRUE, CONDITION_UNKNOWN, find_status_condition,
-    is_status_condition_false, is_status_condition_present_and_equal, is_status_condition_true,
-    new_condition, remove_status_condition, set_status_condition,
+    CONDITION_FALSE, CONDITION_TRUE, CONDITION_UNKNOWN, ConditionBuilder, condition,
+    find_status_condition, is_status_condition_false, is_status_condition_present_and_equal,
+    is_status_condition_true, new_condition, remove_status_condition, set_status_condition,
 };
 pub use crate::controller::{
     AsyncReconciler, ErrorPolicy, ReconcileAction, ReconcileError, ReconcileResultExt,

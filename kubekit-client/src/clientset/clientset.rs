@@ -9,6 +9,8 @@
 //!   (`clientset.apps_v1().deployments(ns)`, see [`groups`](super::groups)); any other
 //!   type, custom resources included, through [`Clientset::resource`] or
 //!   [`Clientset::cluster_resource`], which give the same [`ResourceClient`].
+//! - [`Clientset::for_object`] gives the client of an object's own kind in its own
+//!   namespace (what a reconcile writes its object back with), whatever the kind's scope.
 //!
 //! ```no_run
 //! # async fn demo() -> kubekit::rest::Result<()> {
@@ -35,8 +37,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::Resource;
 
-use super::resource_client::ResourceClient;
+use super::resource_client::{KnownScope, ResourceClient};
 use super::{GetOptions, PatchBody, PatchOptions};
+use crate::meta_ref::meta_ref;
 use crate::rest::{Error, RestClient, RestConfig, Result};
 
 /// How long [`Clientset::install_crd`] waits for the API server to serve a
@@ -96,6 +99,36 @@ impl Clientset {
         K: Resource<DynamicType = (), Scope = ClusterResourceScope> + 'static,
     {
         ResourceClient::cluster(self.rest.clone())
+    }
+
+    /// The client of `obj`'s own kind in `obj`'s own namespace: what a reconcile writes
+    /// its object (or its status) back with. Cluster-wide when `K` is cluster-scoped
+    /// (decided by `K::Scope`, see [`KnownScope`]), so generic code works for both
+    /// scopes. For a namespaced `obj` it is
+    /// [`resource::<K>(obj's namespace)`](Self::resource); an object without a namespace
+    /// (one neither read from the server nor given one) gives the all-namespaces client,
+    /// whose verbs on one object the server refuses.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # async fn demo(clientset: kubekit::clientset::Clientset, cm: Arc<ConfigMap>) -> kubekit::rest::Result<()> {
+    /// use kubekit::clientset::{PatchBody, PatchOptions};
+    /// use kube::ResourceExt;
+    ///
+    /// // The ConfigMaps of `cm`'s namespace, not `config_maps(&cm.namespace().unwrap_or_default())`.
+    /// let config_maps = clientset.for_object(&*cm);
+    /// let mark = PatchBody::Merge(serde_json::json!({ "metadata": { "labels": { "seen": "yes" } } }));
+    /// config_maps.patch(&cm.name_any(), &mark, &PatchOptions::default()).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn for_object<K>(&self, obj: &K) -> ResourceClient<K>
+    where
+        K: Resource<DynamicType = (), Scope: KnownScope> + 'static,
+    {
+        let namespace = meta_ref(obj).namespace().unwrap_or_default();
+        ResourceClient::new(self.rest.clone(), namespace)
     }
 }
 
@@ -205,5 +238,51 @@ fn crd_established(name: &str, crd: &CustomResourceDefinition) -> Result<bool> {
 impl From<RestClient> for Clientset {
     fn from(rest: RestClient) -> Self {
         Self::from_rest_client(rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+
+    use super::*;
+    use crate::rest::test_server::{Reply, TestServer};
+
+    #[tokio::test]
+    async fn for_object_is_the_client_of_the_objects_kind_in_its_namespace_or_cluster_wide() {
+        let server = TestServer::start(|_| Reply::status(404, "NotFound")).await;
+        let clientset = Clientset::from_rest_client(server.client());
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some("settings".into());
+        cm.metadata.namespace = Some("demo".into());
+        let config_maps = clientset.for_object(&cm);
+        assert_eq!(config_maps.namespace(), Some("demo"));
+        let get = GetOptions::default();
+        assert!(
+            config_maps
+                .get_opt("settings", &get)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let mut ns = Namespace::default();
+        ns.metadata.name = Some("demo".into());
+        // A namespace stamped on a cluster-scoped object changes nothing.
+        ns.metadata.namespace = Some("elsewhere".into());
+        let namespaces = clientset.for_object(&ns);
+        assert_eq!(namespaces.namespace(), None);
+        assert!(namespaces.get_opt("demo", &get).await.unwrap().is_none());
+        let requests = server.requests();
+        let paths: Vec<_> = requests
+            .iter()
+            .map(|r| r.split('?').next().unwrap_or(r))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "GET /api/v1/namespaces/demo/configmaps/settings",
+                "GET /api/v1/namespaces/demo",
+            ]
+        );
     }
 }

@@ -4,7 +4,8 @@
 //!   `clientset.apps_v1().deployments(ns)`, … for the built-in groups (generated from one
 //!   table of every group version `k8s-openapi` has types for, see [`groups`] and
 //!   [`built_in_resources`]), and [`Clientset::resource`] / [`Clientset::cluster_resource`]
-//!   for any other type, custom resources included.
+//!   for any other type, custom resources included; [`Clientset::for_object`] for an
+//!   object's own kind in its own namespace.
 //! - [`ResourceClient<K>`]: the verbs on one resource: create, get, list, watch, update,
 //!   update_status, patch, patch_status, delete, delete_collection, get_status.
 //! - Options mirroring metav1's ([`ListOptions`], [`GetOptions`], [`CreateOptions`],
