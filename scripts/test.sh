@@ -51,6 +51,12 @@ step "the crates as crates.io would take them"
 # environment: the library leaves it to programs.
 published=(-p kubekit -p kubekit-client -p kubekit-runtime -p kubekit-webhook -p kubekit-manager
   -p kubekit-applyconfigurations -p kubekit-derive -p kubekit-protobuf -p kubekit-fake)
+# cargo unpacks the crates it packaged from a local registry into $CARGO_HOME/registry/src,
+# and reuses an unpacked crate it finds there: one left by an earlier run at the same path
+# holds that run's sources. Removed, so that each run builds what it packaged.
+for crate in "${published[@]}"; do
+  [[ $crate == -p ]] || rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$crate"-[0-9]*
+done
 K8S_OPENAPI_ENABLED_VERSION=1.37 cargo package --locked "${published[@]}"
 # The minimum supported Rust version (`rust-version` in Cargo.toml) builds them too.
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
