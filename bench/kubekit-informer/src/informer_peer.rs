@@ -24,7 +24,6 @@
 //! the informer caches only the Pods whose uid hashes into it, filtered by the server when
 //! it serves sharded lists and watches, by the informer otherwise (`bench/run.sh shards`).
 
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -39,10 +38,8 @@ use kubekit::cache::{
 };
 use kubekit::clientset::Clientset;
 use kubekit::informers::SharedInformerFactory;
-use kubekit::meta::{GroupVersionResource, KnownScope};
+use kubekit::meta::{GroupVersionResource, Object};
 use kubekit::rest::RestConfig;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -215,14 +212,7 @@ async fn cached<K>(
     factory: &SharedInformerFactory,
 ) -> Result<(), String>
 where
-    K: Resource<DynamicType = (), Scope: KnownScope>
-        + Serialize
-        + DeserializeOwned
-        + Clone
-        + fmt::Debug
-        + Send
-        + Sync
-        + 'static,
+    K: Object,
 {
     match cache {
         Cache::Typed | Cache::TypedJson => {

@@ -688,24 +688,29 @@ fn print_table(results: &[ClientRuns], pods: usize, updates: usize, runs: usize)
 /// Runs the benchmark and prints its table.
 pub fn run(options: Options) -> Result<(), String> {
     let fixture = Fixture::load(&options.fixture)?;
-    for &shape in &options.shapes {
-        programs(&options, shape.kind())?;
-    }
+    // Every shape's peers are found before any object is made.
+    let shapes = (options.shapes.iter())
+        .map(|&shape| Ok((shape, programs(&options, shape.kind())?)))
+        .collect::<Result<Vec<_>, String>>()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("building the runtime: {e}"))?;
     runtime.block_on(async {
-        for &shape in &options.shapes {
-            run_shape(&options, &fixture, shape).await?;
+        for (shape, programs) in &shapes {
+            run_shape(&options, &fixture, *shape, programs).await?;
         }
         Ok(())
     })
 }
 
-/// Measures the clients on objects of `shape` and prints their table.
-async fn run_shape(options: &Options, fixture: &Fixture, shape: Shape) -> Result<(), String> {
-    let programs = programs(options, shape.kind())?;
+/// Measures the clients of `programs` on objects of `shape` and prints their table.
+async fn run_shape(
+    options: &Options,
+    fixture: &Fixture,
+    shape: Shape,
+    programs: &[Program],
+) -> Result<(), String> {
     let source = match &options.kubeconfig {
         Some(kubeconfig) => {
             println!(
@@ -762,7 +767,7 @@ async fn run_shape(options: &Options, fixture: &Fixture, shape: Shape) -> Result
         );
     }
     println!("command: {}", options.command_line);
-    let results = measure(options, &programs, &source).await;
+    let results = measure(options, programs, &source).await;
     if let Source::Cluster(cluster, _) = &source {
         cluster.clean_up().await?;
     }
