@@ -477,9 +477,13 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
         }
         let resync = resync_period.unwrap_or(manager.resync_period);
         watch_primary(primary.informer(), &enqueue, resync);
-        let shard = manager.member.as_ref().map(|m| Arc::clone(m.gate()));
+        let shard = manager.coordination.shard_gate().cloned();
         if let Some(gate) = &shard {
+            // Its cache narrowed to the held ranges, its objects swept into the queue when
+            // a range is taken.
             gate_informer(gate, primary.informer(), Some(gate.key()));
+            let sweep = sweep(primary.informer().indexer(), &enqueue, gate.key());
+            gate.add_sweep(&name, sweep);
         }
         // Its own informers: the primary type's and the watched ones'.
         let mut own = vec![synced(primary.informer())];
@@ -492,12 +496,6 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             .metrics(&manager.metrics.controller);
         if let Some(timeout) = reconcile_timeout {
             runner = runner.reconcile_timeout(timeout);
-        }
-        if let Some(gate) = &shard {
-            gate.add_sweep(
-                &name,
-                sweep(primary.informer().indexer(), &enqueue, gate.key()),
-            );
         }
         let reconciler = Arc::new(FnReconciler {
             indexer: primary.informer().indexer().clone(),

@@ -100,11 +100,13 @@
 //! ```
 
 pub mod builder;
+mod coordination;
 pub mod endpoints;
 pub mod predicate;
 pub mod rbac;
 pub mod read_your_writes;
 pub mod sharding;
+mod start;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -112,7 +114,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures_util::future::{BoxFuture, join_all};
+use futures_util::future::BoxFuture;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -122,10 +124,10 @@ pub use predicate::{Change, Predicate};
 pub use rbac::{Rbac, Rule, Verb};
 pub use sharding::{HELD_ANNOTATION, RING_LABEL, Sharding, ShardingError};
 
+use coordination::Coordination;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kubekit_client::clientset::{Clientset, KnownScope};
 use kubekit_client::rest::{RestClient, RestClientMetrics, RestConfig};
@@ -133,17 +135,14 @@ use kubekit_runtime::cache::ReflectorMetrics;
 use kubekit_runtime::controller::{ControllerMetrics, RunError, RunStats};
 use kubekit_runtime::informers::SharedInformerFactory;
 use kubekit_runtime::leaderelection::{
-    ConfigError, LeaderCallbacks, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector,
-    LeaseLock, RunOutcome,
+    ConfigError, LeaderElectionConfig, LeaderElectionMetrics, LeaderElector, LeaseLock,
 };
 use kubekit_runtime::record::{ClientsetSink, EventBroadcaster, EventRecorder, EventSource};
 use kubekit_runtime::workqueue::WorkqueueMetrics;
 use kubekit_webhook::{
-    CaBundleTarget, Certificates, WebhookBuilder, WebhookEndpoint, WebhookMetrics, WebhookServer,
-    Webhooks,
+    CaBundleTarget, Certificates, WebhookBuilder, WebhookEndpoint, WebhookMetrics, Webhooks,
 };
 use read_your_writes::Tracker;
-use sharding::{LeaseStore, ShardGate};
 
 /// Why a manager could not be built or stopped running.
 #[derive(Debug, thiserror::Error)]
@@ -215,8 +214,6 @@ struct RegisteredController {
     run: RunFn,
 }
 
-type LeaderElectionFn = Box<dyn FnOnce(&Clientset) -> LeaderElectionConfig<LeaseLock>>;
-
 /// Builds a [`Manager`]; made by [`Manager::builder`].
 #[must_use = "a manager builder does nothing until `build` is called"]
 pub struct ManagerBuilder {
@@ -224,13 +221,11 @@ pub struct ManagerBuilder {
     namespace: String,
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
-    leader_election: Option<LeaderElectionFn>,
-    sharding: Option<Sharding>,
+    coordination: coordination::Requested,
     resync_period: Duration,
     graceful_shutdown_timeout: Duration,
     /// The wait limit of read-your-own-writes; `None`: off.
     read_your_writes: Option<Duration>,
-    exit_on_lost_leadership: bool,
     webhook: WebhookSettings,
 }
 
@@ -251,12 +246,10 @@ impl fmt::Debug for ManagerBuilder {
             .field("namespace", &self.namespace)
             .field("metrics_address", &self.metrics_address)
             .field("health_address", &self.health_address)
-            .field("leader_election", &self.leader_election.is_some())
-            .field("sharding", &self.sharding)
+            .field("coordination", &self.coordination)
             .field("resync_period", &self.resync_period)
             .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
             .field("read_your_writes", &self.read_your_writes)
-            .field("exit_on_lost_leadership", &self.exit_on_lost_leadership)
             .field("webhook", &self.webhook)
             .finish_non_exhaustive()
     }
@@ -355,7 +348,7 @@ impl ManagerBuilder {
     /// informers keep running, the keys left queued and those of the reconciles dropped
     /// wait in their queues, and the controllers start again once it leads.
     pub fn exit_on_lost_leadership(mut self, exit: bool) -> Self {
-        self.exit_on_lost_leadership = exit;
+        self.coordination.exit_on_lost_leadership = exit;
         self
     }
 
@@ -365,7 +358,7 @@ impl ManagerBuilder {
         mut self,
         config: impl FnOnce(&Clientset) -> LeaderElectionConfig<LeaseLock> + 'static,
     ) -> Self {
-        self.leader_election = Some(Box::new(config));
+        self.coordination.leader_election = Some(Box::new(config));
         self
     }
 
@@ -375,7 +368,7 @@ impl ManagerBuilder {
     /// [`leader_election`](Self::leader_election). The manager's clientset then writes only
     /// while this member's Lease is renewed by its own clock.
     pub fn sharding(mut self, sharding: Sharding) -> Self {
-        self.sharding = Some(sharding);
+        self.coordination.sharding = Some(sharding);
         self
     }
 
@@ -396,12 +389,6 @@ impl ManagerBuilder {
         metrics.webhook.register(&mut registry);
         metrics.sharding.register(&mut registry);
         metrics.read_your_writes.register(&mut registry);
-        if let Some(sharding) = &self.sharding {
-            sharding.validate()?;
-            if self.leader_election.is_some() {
-                return Err(ShardingError::WithLeaderElection.into());
-            }
-        }
         let config = self.config.with_metrics(&metrics.rest);
         let clientset = Clientset::new(&config)?;
         let webhook_client = clientset.rest_client().clone();
@@ -411,44 +398,11 @@ impl ManagerBuilder {
         // filter and aggregation) never makes a reconcile's writes wait.
         let event_sink = ClientsetSink::new(Clientset::new(&config)?);
         let mut rbac = Rbac::new();
-        let elector = match self.leader_election {
-            Some(config) => {
-                let config = config(&clientset).metrics(&metrics.leader);
-                let lock = config.lock();
-                let lease = Rule::of::<Lease>()
-                    .namespace(lock.leases().namespace().unwrap_or_default())
-                    .names([lock.name()]);
-                rbac.add(lease.verbs([Verb::Get, Verb::Create, Verb::Update]));
-                Some(LeaderElector::new(config)?)
-            }
-            None => None,
-        };
-        let member = match self.sharding {
-            None => None,
-            Some(sharding) => {
-                let leases = Rule::of::<Lease>().namespace(sharding.namespace_name());
-                rbac.add(leases.verbs([
-                    Verb::List,
-                    Verb::Watch,
-                    Verb::Create,
-                    Verb::Update,
-                    Verb::Delete,
-                ]));
-                // A client of its own: its rate limiter never makes a renewal wait behind
-                // the controllers' writes (a renewal waiting past the renew deadline would
-                // stop all work).
-                let own = Clientset::new(&config)?;
-                Some(shard_member(&own, sharding, &metrics))
-            }
-        };
-        // Everything but the elector's (or the member's) own lock writes only while this
-        // replica leads (or its membership holds).
-        let fence = match (&elector, &member) {
-            (Some(elector), _) => Some(elector.fence()),
-            (None, Some(member)) => Some(member.gate().fence()),
-            (None, None) => None,
-        };
-        let clientset = match fence {
+        let coordination =
+            Coordination::new(self.coordination, &clientset, &config, &metrics, &mut rbac)?;
+        // Everything but the coordination's own lock writes only while this replica leads
+        // (or its membership holds).
+        let clientset = match coordination.fence() {
             Some(fence) => {
                 Clientset::from_rest_client(clientset.rest_client().with_write_guard(fence))
             }
@@ -486,14 +440,12 @@ impl ManagerBuilder {
             broadcaster,
             registry,
             metrics,
-            elector,
-            member,
+            coordination,
             metrics_address: self.metrics_address,
             health_address: self.health_address,
             resync_period: self.resync_period,
             graceful_shutdown_timeout: self.graceful_shutdown_timeout,
             read_your_writes,
-            exit_on_lost_leadership: self.exit_on_lost_leadership,
             controllers: Vec::new(),
             webhooks: Webhooks::default(),
             webhook: self.webhook,
@@ -516,14 +468,12 @@ pub struct Manager {
     broadcaster: EventBroadcaster,
     registry: Registry,
     metrics: Metrics,
-    elector: Option<LeaderElector>,
-    member: Option<sharding::Member<LeaseStore>>,
+    coordination: Coordination,
     metrics_address: Option<SocketAddr>,
     health_address: Option<SocketAddr>,
     resync_period: Duration,
     graceful_shutdown_timeout: Duration,
     read_your_writes: Option<Arc<Tracker>>,
-    exit_on_lost_leadership: bool,
     controllers: Vec<RegisteredController>,
     webhooks: Webhooks,
     webhook: WebhookSettings,
@@ -536,14 +486,12 @@ impl fmt::Debug for Manager {
         let names: Vec<&str> = self.controllers.iter().map(|c| c.name.as_str()).collect();
         f.debug_struct("Manager")
             .field("factory", &self.factory)
-            .field("elector", &self.elector)
-            .field("member", &self.member)
+            .field("coordination", &self.coordination)
             .field("metrics_address", &self.metrics_address)
             .field("health_address", &self.health_address)
             .field("resync_period", &self.resync_period)
             .field("graceful_shutdown_timeout", &self.graceful_shutdown_timeout)
             .field("read_your_writes", &self.read_your_writes)
-            .field("exit_on_lost_leadership", &self.exit_on_lost_leadership)
             .field("controllers", &names)
             .field("webhooks", &self.webhooks)
             .field("webhook", &self.webhook)
@@ -559,12 +507,10 @@ impl Manager {
             namespace: String::new(),
             metrics_address: None,
             health_address: None,
-            leader_election: None,
-            sharding: None,
+            coordination: coordination::Requested::default(),
             resync_period: Duration::ZERO,
             graceful_shutdown_timeout: DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
             read_your_writes: Some(read_your_writes::DEFAULT_TIMEOUT),
-            exit_on_lost_leadership: false,
             webhook: WebhookSettings::default(),
         }
     }
@@ -597,7 +543,7 @@ impl Manager {
 
     /// The leader elector, when leader election is on.
     pub fn elector(&self) -> Option<&LeaderElector> {
-        self.elector.as_ref()
+        self.coordination.elector()
     }
 
     /// A builder of a controller of `K` named `name` (its queue, metrics and logs say so).
@@ -684,145 +630,6 @@ impl Manager {
         }
         rbac
     }
-
-    /// Runs everything until `cancel` fires or leadership is lost; see the
-    /// [module docs](self).
-    pub async fn start(self, cancel: CancellationToken) -> Result<(), ManagerError> {
-        let Manager {
-            factory,
-            broadcaster,
-            registry,
-            elector,
-            member,
-            metrics_address,
-            health_address,
-            controllers,
-            webhooks,
-            webhook,
-            webhook_client,
-            metrics,
-            exit_on_lost_leadership,
-            ..
-        } = self;
-        let webhook_server = match webhook.server {
-            None if webhooks.is_empty() => None,
-            None => {
-                factory.shutdown().await;
-                broadcaster.shutdown().await;
-                return Err(ManagerError::NoWebhookServer(webhooks.paths()));
-            }
-            Some((address, certificates)) => {
-                let mut server = WebhookServer::new(certificates)
-                    .webhooks(webhooks)
-                    .metrics(&metrics.webhook)
-                    .client(webhook_client);
-                if let Some((name, endpoint)) = webhook.install {
-                    server = server.install_manifests(&name, endpoint);
-                }
-                if let Some(timeout) = webhook.timeout {
-                    server = server.timeout(timeout);
-                }
-                Some((address, server))
-            }
-        };
-        let synced = Arc::new(AtomicBool::new(false));
-        let mut endpoints = Endpoints::new(registry).readyz("informers", {
-            let synced = synced.clone();
-            move || match synced.load(Ordering::Acquire) {
-                true => Ok(()),
-                false => Err("caches not synced".into()),
-            }
-        });
-        if let Some((_, server)) = &webhook_server {
-            let readiness = server.readiness();
-            endpoints = endpoints.readyz("webhook", move || readiness.check());
-        }
-        for c in &controllers {
-            let stats = c.stats.clone();
-            endpoints = endpoints.healthz(format!("controller-{}", c.name), move || {
-                match stats.workers_died() {
-                    0 => Ok(()),
-                    died => Err(format!("{died} worker task(s) died")),
-                }
-            });
-        }
-        let stop_endpoints = CancellationToken::new();
-        let mut served = Vec::new();
-        let mut result = Ok(());
-        for address in [metrics_address, health_address].into_iter().flatten() {
-            match endpoints
-                .clone()
-                .serve(address, stop_endpoints.clone())
-                .await
-            {
-                Ok(s) => {
-                    tracing::info!(address = %s.address(), "serving /metrics, /healthz and /readyz");
-                    served.push(s);
-                }
-                Err(source) => {
-                    result = Err(ManagerError::Serve { address, source });
-                    break;
-                }
-            }
-        }
-        let serving_webhooks = webhook_server.is_some();
-        if let (Ok(()), Some((address, server))) = (&result, webhook_server) {
-            match server.serve(address, stop_endpoints.clone()).await {
-                Ok(s) => {
-                    tracing::info!(address = %s.address(), "serving the webhooks");
-                    served.push(s);
-                }
-                Err(e) => result = Err(e.into()),
-            }
-        }
-        if result.is_ok() {
-            let mut member = member;
-            if let Some(member) = &mut member {
-                // Before the informers start: they list only what the member holds.
-                member.narrow_informers();
-            }
-            factory.start();
-            let running = cancel.child_token();
-            let sync = async {
-                if factory.wait_for_served_caches(&running).await {
-                    tracing::info!("informer caches synced (those of resources not served aside)");
-                    synced.store(true, Ordering::Release);
-                }
-            };
-            let run = async {
-                let result = match (elector, member) {
-                    (Some(elector), _) => {
-                        let exit = exit_on_lost_leadership;
-                        lead(elector, controllers, &factory, &cancel, exit).await
-                    }
-                    (None, Some(member)) => {
-                        shard(member, controllers, &factory, &cancel).await;
-                        Ok(())
-                    }
-                    (None, None) => {
-                        let never = CancellationToken::new();
-                        run_controllers(&controllers, &factory, cancel.clone(), never).await;
-                        Ok(())
-                    }
-                };
-                // The webhooks are served until `cancel`, whether controllers run or not.
-                if serving_webhooks && result.is_ok() {
-                    cancel.cancelled().await;
-                }
-                running.cancel();
-                result
-            };
-            result = tokio::join!(sync, run).1;
-        }
-        factory.shutdown().await;
-        broadcaster.shutdown().await;
-        stop_endpoints.cancel();
-        for s in served {
-            s.stopped().await;
-        }
-        tracing::info!("manager stopped");
-        result
-    }
 }
 
 /// A rule on the object whose `caBundle` a webhook server writes, by name.
@@ -838,114 +645,4 @@ fn target_rule(target: &CaBundleTarget) -> Rule {
             Rule::of::<CustomResourceDefinition>().names([name])
         }
     }
-}
-
-/// Runs the controllers while `elector` leads, and after a lost lease (unless
-/// `exit_on_lost_leadership`, or after `cancel`) waits to lead again; see the
-/// [module docs](self).
-async fn lead(
-    elector: LeaderElector,
-    controllers: Vec<RegisteredController>,
-    factory: &Arc<SharedInformerFactory>,
-    cancel: &CancellationToken,
-    exit_on_lost_leadership: bool,
-) -> Result<(), ManagerError> {
-    let identity = elector.identity().to_string();
-    loop {
-        tracing::info!(%identity, "waiting for leadership");
-        // Fired when this replica stops leading: at once when the lease is lost (even while
-        // draining after `cancel`), only after the work returned otherwise.
-        let stopped = CancellationToken::new();
-        let on_stopped = stopped.clone();
-        let (identity, controllers) = (&identity, &controllers);
-        // The controllers' shutdown follows `cancel`, not the elector's token (which a lost
-        // lease fires too): a lost lease aborts them, leaving their queues for the next term.
-        let callbacks = LeaderCallbacks::new(|_leading: CancellationToken| async move {
-            tracing::info!(%identity, "started leading: starting controllers");
-            let abort = CancellationToken::new();
-            let run = run_controllers(controllers, factory, cancel.clone(), abort.clone());
-            run_to_end(run, &stopped, || abort.cancel()).await;
-            tracing::info!(%identity, "stopped leading: controllers stopped");
-        })
-        .on_stopped_leading(move || on_stopped.cancel());
-        match elector.run(cancel.clone(), callbacks).await {
-            RunOutcome::LeadershipLost if exit_on_lost_leadership || cancel.is_cancelled() => {
-                return Err(ManagerError::LeadershipLost);
-            }
-            RunOutcome::LeadershipLost => {
-                tracing::warn!(%identity, "lost the lease: a candidate again");
-            }
-            RunOutcome::Cancelled | RunOutcome::WorkFinished => return Ok(()),
-        }
-    }
-}
-
-/// The membership of a sharded manager, renewing its Lease through `clientset`.
-fn shard_member(
-    clientset: &Clientset,
-    sharding: Sharding,
-    metrics: &Metrics,
-) -> sharding::Member<LeaseStore> {
-    let gate = Arc::new(ShardGate::new(sharding.key()));
-    let leases = clientset
-        .coordination_v1()
-        .leases(sharding.namespace_name());
-    let store = LeaseStore::new(leases, sharding.ring(), sharding.lease_name());
-    let metrics = Some(metrics.sharding.clone());
-    sharding::Member::new(store, gate, &sharding, metrics)
-}
-
-/// Runs the controllers while `member` takes part in its ring: on `cancel`, the gate
-/// closes (no reconcile starts any more: queued keys are dropped, as the next owners of
-/// these ranges sweep their objects), the reconciles in flight finish, then the member
-/// releases its Lease.
-async fn shard(
-    member: sharding::Member<LeaseStore>,
-    controllers: Vec<RegisteredController>,
-    factory: &Arc<SharedInformerFactory>,
-    cancel: &CancellationToken,
-) {
-    let release = CancellationToken::new();
-    let gate = Arc::clone(member.gate());
-    let work = async {
-        let never = CancellationToken::new();
-        let run = run_controllers(&controllers, factory, cancel.clone(), never);
-        run_to_end(run, cancel, || gate.close()).await;
-        release.cancel();
-    };
-    tokio::join!(member.run(release.clone()), work);
-}
-
-/// Runs `work` to its end; if `token` fires first, calls `then` and still waits for it.
-async fn run_to_end(
-    work: impl Future<Output = ()>,
-    token: &CancellationToken,
-    then: impl FnOnce(),
-) {
-    tokio::pin!(work);
-    tokio::select! {
-        () = &mut work => {}
-        () = token.cancelled() => {
-            then();
-            work.await;
-        }
-    }
-}
-
-/// Runs every controller until `cancel` (a bounded shutdown) or `abort` fires.
-async fn run_controllers(
-    controllers: &[RegisteredController],
-    factory: &Arc<SharedInformerFactory>,
-    cancel: CancellationToken,
-    abort: CancellationToken,
-) {
-    let runs = controllers.iter().map(|c| {
-        let run = (c.run)(factory.clone(), cancel.clone(), abort.clone());
-        async move {
-            if let Err(e) = run.await {
-                tracing::error!(controller = %c.name, "{e}");
-            }
-        }
-    });
-    join_all(runs).await;
 }
