@@ -36,8 +36,13 @@ pub enum ErrorPolicy {
 ///
 /// Code written for a `Box<dyn Error + Send + Sync>` error carries over: one made with
 /// `.into()` or `?` makes a `ReconcileError` the same way, and `Box::new(e)` is written
-/// `e.into()` or `ReconcileError::new(e)`. It is not itself a `std::error::Error` (as
-/// `anyhow::Error` is not), which is what lets it be made from any error with `?`.
+/// `e.into()` or `ReconcileError::new(e)`. Where a `std::error::Error` is wanted,
+/// [`as_ref`](AsRef::as_ref) lends the one it holds as `&(dyn Error + Send + Sync)` and
+/// [`into_inner`](Self::into_inner) gives it back boxed
+/// (`.map_err(ReconcileError::into_inner)?` in a function returning
+/// `Box<dyn Error + Send + Sync>`). It is not itself a `std::error::Error`, as
+/// `anyhow::Error` is not: Rust's coherence rules would then forbid the conversion, from
+/// any error, a `&str` or a `String`, that lets `?` and `.into()` make one.
 ///
 /// ```
 /// use std::time::Duration;
@@ -139,6 +144,12 @@ impl Deref for ReconcileError {
     }
 }
 
+impl AsRef<dyn StdError + Send + Sync> for ReconcileError {
+    fn as_ref(&self) -> &(dyn StdError + Send + Sync + 'static) {
+        &*self.error
+    }
+}
+
 impl fmt::Display for ReconcileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.error, f)
@@ -204,5 +215,21 @@ mod tests {
         assert_eq!(err.into_inner().to_string(), "boxed");
         let from_string: ReconcileError = format!("{} failed", "sync").into();
         assert_eq!(format!("{from_string}"), "sync failed");
+    }
+
+    #[test]
+    fn a_reconcile_error_lends_and_gives_back_the_std_error_it_holds() {
+        fn reconcile() -> Result<(), ReconcileError> {
+            Err(ReconcileError::new(std::fmt::Error).permanent())
+        }
+        fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+            reconcile().map_err(ReconcileError::into_inner)?;
+            Ok(())
+        }
+        assert!(run().unwrap_err().is::<std::fmt::Error>());
+        let err = reconcile().unwrap_err();
+        let lent: &(dyn std::error::Error + Send + Sync) = err.as_ref();
+        assert!(lent.is::<std::fmt::Error>());
+        assert_eq!(err.policy(), ErrorPolicy::Permanent, "lending keeps the policy");
     }
 }
