@@ -70,7 +70,7 @@ use kubekit_runtime::cache::{
     controller_uid_index, meta_ref, shard_hash,
 };
 use kubekit_runtime::controller::{
-    ErrorPolicy, ReconcileAction, ReconcileError, Reconciler, Runner,
+    ErrorPolicy, ObjectReconciler, ReconcileAction, ReconcileError, Reconciler, Runner,
 };
 use kubekit_runtime::informers::SharedInformerFactory;
 use kubekit_runtime::record::{EventRecorder, EventType};
@@ -498,9 +498,7 @@ impl<'m, K: Object> ControllerBuilder<'m, K> {
             runner = runner.reconcile_timeout(timeout);
         }
         let reconciler = Arc::new(FnReconciler {
-            indexer: primary.informer().indexer().clone(),
-            reconcile,
-            ctx,
+            reconciler: ObjectReconciler::new(primary.informer().indexer().clone(), reconcile, ctx),
             error_policy,
             recorder: manager.event_recorder(&name),
             shard,
@@ -595,9 +593,7 @@ struct ShardLost;
 /// reconciles only objects the gate admits (others are dropped), and drops a reconcile the
 /// gate tells to stop.
 struct FnReconciler<K, F, C> {
-    indexer: Arc<Indexer<K>>,
-    reconcile: F,
-    ctx: Arc<C>,
+    reconciler: ObjectReconciler<K, F, C>,
     error_policy: Option<ErrorPolicyFn<K>>,
     recorder: EventRecorder,
     shard: Option<Arc<ShardGate>>,
@@ -636,7 +632,7 @@ where
         &'a self,
         key: &'a str,
     ) -> BoxFuture<'a, Result<ReconcileAction, ReconcileError>> {
-        let Some(obj) = self.indexer.get(key) else {
+        let Some(obj) = self.reconciler.object(key) else {
             // The runner's span names the controller and the key.
             match self.shard {
                 // Expected: an owned object of another replica's shard enqueued its owner.
@@ -657,7 +653,7 @@ where
                 }
             },
         };
-        let reconcile = (self.reconcile)(obj.clone(), self.ctx.clone());
+        let reconcile = self.reconciler.call(obj.clone());
         let reconcile = async move {
             match &self.read_your_writes {
                 Some(gate) => gate.track(key, reconcile).await,
@@ -906,9 +902,7 @@ mod tests {
         let events = RecordingSink::default();
         broadcaster.start_recording_to_sink(events.clone());
         let reconciler = Arc::new(FnReconciler {
-            indexer: informer.indexer().clone(),
-            reconcile,
-            ctx: Arc::new(()),
+            reconciler: ObjectReconciler::new(informer.indexer().clone(), reconcile, Arc::new(())),
             error_policy,
             recorder: broadcaster.new_recorder(kubekit_runtime::record::EventSource::new("test")),
             shard: None,

@@ -230,6 +230,10 @@ mod tests {
         let err = reconcile().unwrap_err();
         let lent: &(dyn std::error::Error + Send + Sync) = err.as_ref();
         assert!(lent.is::<std::fmt::Error>());
-        assert_eq!(err.policy(), ErrorPolicy::Permanent, "lending keeps the policy");
+        assert_eq!(
+            err.policy(),
+            ErrorPolicy::Permanent,
+            "lending keeps the policy"
+        );
     }
 }

@@ -52,8 +52,13 @@
 //! - [`shutdown_signal`] gives a token cancelled by the first SIGINT or SIGTERM; a second
 //!   signal exits the process at once, as a Go controller's `SetupSignalHandler` does.
 //!
-//! A reconciler is either a [`Reconciler`] (returns a boxed future; usable as a trait
-//! object) or, more simply, an [`AsyncReconciler`] (an `async fn`):
+//! The reconcile a runner calls is a [`Reconciler`] of keys. The usual one is an
+//! [`ObjectReconciler`]: a function of the cached object and a context,
+//! `async fn reconcile(obj: Arc<K>, ctx: Arc<C>) -> Result<ReconcileAction, E>`, the
+//! signature a manager's controllers take, so one reconcile function runs under either.
+//! A reconciler that works on keys itself (to act on a key whose object is gone, say, as
+//! client-go's workqueue example does) implements [`Reconciler`] (returns a boxed future;
+//! usable as a trait object) or, more simply, [`AsyncReconciler`] (an `async fn`):
 //!
 //! ```no_run
 //! # async fn demo(queue: kubekit::workqueue::RateLimitingQueue<String>) {
@@ -85,12 +90,14 @@
 mod error;
 mod handlers;
 mod metrics;
+mod object;
 mod reconciler;
 mod runner;
 
 pub use error::{ErrorPolicy, ReconcileError, ReconcileResultExt};
 pub use handlers::{enqueue, enqueue_handler, shutdown_signal};
 pub use metrics::ControllerMetrics;
+pub use object::ObjectReconciler;
 #[allow(deprecated)]
 pub use reconciler::Action;
 pub use reconciler::{AsyncReconciler, ReconcileAction, ReconcileTimeout, Reconciler};
