@@ -1,7 +1,7 @@
 //! The informer machinery (client-go's `tools/cache`).
 //!
 //! Data flows one way: a [`Reflector`] lists and watches the server through a
-//! [`ListerWatcher`] and puts what it sees into a [`DeltaFifo`]; a [`Controller`] pops the
+//! [`ListerWatcher`] and puts what it sees into a [`DeltaFifo`]; a [`ProcessLoop`] pops the
 //! FIFO and hands each key's deltas to a process function; a [`SharedIndexInformer`] is
 //! that loop with an [`Indexer`] as the cache and any number of
 //! [`ResourceEventHandler`]s fed from it.
@@ -22,12 +22,11 @@
 //!   backoff and relist rules.
 //! - [`shard`]: [`ShardSelector`], one shard of a resource's objects by the hash of their
 //!   uid or namespace, as the API server's sharded list and watch selects them.
-//! - [`controller`]: [`Controller`], the process loop.
+//! - [`process_loop`]: [`ProcessLoop`], the process loop (formerly `cache::Controller`).
 //! - [`handler`]: [`ResourceEventHandler`] and [`ResourceEventHandlerFuncs`].
 //! - [`shared_informer`]: [`SharedIndexInformer`] and its handler registrations.
 //! - [`wait_for_cache_sync`]: waits for several informers at once.
 
-pub mod controller;
 pub mod delta_fifo;
 pub mod handler;
 pub mod key;
@@ -35,6 +34,7 @@ pub mod listwatch;
 pub mod metrics;
 mod object;
 pub mod pager;
+pub mod process_loop;
 pub mod reflector;
 pub mod shard;
 pub mod shared_informer;
@@ -42,7 +42,6 @@ pub mod store;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_support;
 
-pub use controller::{Controller, ControllerConfig, ProcessError, ProcessFunc};
 pub use delta_fifo::{Closed, Delta, DeltaFifo, DeltaType, Deltas};
 pub use handler::{ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use key::{
@@ -55,6 +54,7 @@ pub use kubekit_client::meta_ref::{self, MetaRef, OwnerRef, meta_ref};
 pub use listwatch::{ListWatch, ListerWatcher, TweakListOptions};
 pub use metrics::ReflectorMetrics;
 pub use pager::{DEFAULT_PAGE_SIZE, ListPager, Page};
+pub use process_loop::{ProcessError, ProcessFunc, ProcessLoop, ProcessLoopConfig};
 pub use reflector::{
     BackoffPolicy, Reflector, ReflectorOptions, ReflectorStore, ShouldResync, TransformFunc,
     WATCH_BACKLOG_LIMIT, WatchErrorHandler, default_watch_error_handler, strip_managed_fields,
@@ -70,6 +70,35 @@ pub use store::{
     CONTROLLER_UID_INDEX, Error, IndexFunc, Indexer, NAMESPACE_INDEX, controller_uid_index,
     namespace_index_func,
 };
+
+/// The former name of [`ProcessLoop`], renamed because "controller" names the
+/// reconciling controllers (a [`Runner`](crate::controller::Runner), a manager's).
+///
+/// ```
+/// # #![allow(deprecated)]
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubekit::cache::{Controller, ProcessLoop};
+///
+/// fn renamed(old: Controller<ConfigMap>) -> ProcessLoop<ConfigMap> {
+///     old
+/// }
+/// ```
+#[deprecated(
+    note = "renamed `cache::ProcessLoop` (client-go's `cache.Controller`, the loop under an informer)"
+)]
+pub type Controller<K> = ProcessLoop<K>;
+
+/// The former name of [`ProcessLoopConfig`].
+#[deprecated(note = "renamed `cache::ProcessLoopConfig`")]
+pub type ControllerConfig<K> = ProcessLoopConfig<K>;
+
+/// The former path of [`process_loop`].
+#[deprecated(note = "renamed `cache::process_loop`")]
+pub mod controller {
+    #[allow(deprecated)]
+    pub use super::{Controller, ControllerConfig};
+    pub use super::{ProcessError, ProcessFunc};
+}
 
 use std::time::Duration;
 

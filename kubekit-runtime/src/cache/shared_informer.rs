@@ -81,12 +81,12 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::controller::{Controller, ControllerConfig, ErasedController};
 use super::delta_fifo::{DeltaFifo, DeltaType, Deltas};
 use super::handler::ResourceEventHandler;
 use super::key::MaybeTombstone;
 use super::listwatch::ListerWatcher;
 use super::object::{AnyObject, Object, erase_tombstone, typed, typed_tombstone};
+use super::process_loop::{ErasedProcessLoop, ProcessLoop, ProcessLoopConfig};
 use super::reflector::{Reflector, ReflectorOptions};
 use super::store::{Error as StoreError, IndexFunc, Indexer};
 
@@ -653,9 +653,9 @@ where
 
 /// What running an informer takes, whatever its type.
 trait Run: Send + Sync {
-    /// Marks the informer started and starts its handlers' threads; its controller, or
+    /// Marks the informer started and starts its handlers' threads; its process loop, or
     /// `None` when it was started already.
-    fn start(&self) -> Option<ErasedController>;
+    fn start(&self) -> Option<ErasedProcessLoop>;
     /// Stops the handlers: their threads, to wait for.
     fn stop(&self) -> Vec<JoinHandle<()>>;
 }
@@ -664,7 +664,7 @@ impl<K> Run for SharedIndexInformer<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
-    fn start(&self) -> Option<ErasedController> {
+    fn start(&self) -> Option<ErasedProcessLoop> {
         let resync = {
             let mut processor = self.shared.processor.lock();
             if processor.started {
@@ -684,7 +684,7 @@ where
             let reflector = self.options.lock().clone();
             let shared = self.shared.clone();
             let metrics = reflector.metrics.as_ref().map(|m| m.bind(&reflector.name));
-            let mut config = ControllerConfig::new(
+            let mut config = ProcessLoopConfig::new(
                 self.shared.fifo.clone(),
                 self.lw.clone(),
                 Arc::new(move |deltas: &Deltas<K>| {
@@ -701,9 +701,9 @@ where
         config.full_resync_period = resync;
         let shared = self.shared.clone();
         config.should_resync = Some(Arc::new(move || shared.processor.lock().should_resync()));
-        let controller = Controller::new(config);
-        *self.reflector.lock() = Some(controller.reflector().clone());
-        Some(controller.erased())
+        let process_loop = ProcessLoop::new(config);
+        *self.reflector.lock() = Some(process_loop.reflector().clone());
+        Some(process_loop.erased())
     }
 
     fn stop(&self) -> Vec<JoinHandle<()>> {
@@ -730,10 +730,10 @@ async fn wait_for_sync(
 
 /// [`SharedIndexInformer::run`], compiled once for every type.
 async fn run_informer(informer: &dyn Run, cancel: CancellationToken) {
-    let Some(controller) = informer.start() else {
+    let Some(process_loop) = informer.start() else {
         return;
     };
-    controller.run(cancel).await;
+    process_loop.run(cancel).await;
     join_handler_threads(informer.stop()).await;
 }
 

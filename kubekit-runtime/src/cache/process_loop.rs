@@ -1,30 +1,32 @@
-//! [`Controller`]: the process loop under every informer (client-go's `cache.Controller`
-//! built from a `cache.Config`).
+//! [`ProcessLoop`]: the process loop under every informer (client-go's `cache.Controller`
+//! built from a `cache.Config`). Its name tells it from the controllers that reconcile
+//! (a [`Runner`](crate::controller::Runner), a manager's controller); its former name,
+//! `cache::Controller`, stays deprecated for one release.
 //!
 //! # Contract
 //!
-//! - [`Controller::run`] starts a [`Reflector`] that fills the [`DeltaFifo`] and pops the
+//! - [`ProcessLoop::run`] starts a [`Reflector`] that fills the [`DeltaFifo`] and pops the
 //!   FIFO, handing each key's deltas to the process function, one key at a time, until
 //!   the cancellation token fires. It then closes the FIFO and returns once the reflector
 //!   has stopped. A reflector that panics is reported to its watch-error handler and
 //!   restarted after its backoff ([`Reflector::run_restarting`]): it never stops
-//!   silently while the controller runs.
+//!   silently while the loop runs.
 //! - A process function that fails has its error logged; with
-//!   [`ControllerConfig::retry_on_error`] the deltas are put back (unless the key was
+//!   [`ProcessLoopConfig::retry_on_error`] the deltas are put back (unless the key was
 //!   queued again meanwhile, whose newer deltas win).
-//! - [`Controller::has_synced`] is the FIFO's: true once the first list has been popped
+//! - [`ProcessLoop::has_synced`] is the FIFO's: true once the first list has been popped
 //!   and processed.
 //!
 //! ```no_run
 //! # async fn demo(rest: kubekit::rest::RestClient) {
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kubekit::cache::{Controller, ControllerConfig, DeltaFifo, ListWatch};
+//! use kubekit::cache::{ProcessLoop, ProcessLoopConfig, DeltaFifo, ListWatch};
 //! use kubekit::clientset::ResourceClient;
 //! use tokio_util::sync::CancellationToken;
 //!
 //! let lw = ListWatch::new(ResourceClient::<ConfigMap>::namespaced(rest, "demo"));
-//! let controller = Controller::new(ControllerConfig::new(
+//! let process_loop = ProcessLoop::new(ProcessLoopConfig::new(
 //!     Arc::new(DeltaFifo::new(None)),
 //!     Arc::new(lw),
 //!     Arc::new(|deltas: &kubekit::cache::Deltas<ConfigMap>| {
@@ -32,7 +34,7 @@
 //!         Ok(())
 //!     }),
 //! ));
-//! controller.run(CancellationToken::new()).await;
+//! process_loop.run(CancellationToken::new()).await;
 //! # }
 //! ```
 
@@ -55,8 +57,8 @@ pub type ProcessError = Box<dyn std::error::Error + Send + Sync>;
 /// Handles the deltas of one key.
 pub type ProcessFunc<K> = Arc<dyn Fn(&Deltas<K>) -> Result<(), ProcessError> + Send + Sync>;
 
-/// What a [`Controller`] is made of (client-go's `cache.Config`).
-pub struct ControllerConfig<K> {
+/// What a [`ProcessLoop`] is made of (client-go's `cache.Config`).
+pub struct ProcessLoopConfig<K> {
     /// The queue the reflector fills and the loop pops.
     pub queue: Arc<DeltaFifo<K>>,
     /// How objects are listed and watched.
@@ -74,9 +76,9 @@ pub struct ControllerConfig<K> {
     pub retry_on_error: bool,
 }
 
-impl<K: 'static> fmt::Debug for ControllerConfig<K> {
+impl<K: 'static> fmt::Debug for ProcessLoopConfig<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ControllerConfig")
+        f.debug_struct("ProcessLoopConfig")
             .field("queue", &self.queue)
             .field("lister_watcher", &self.lister_watcher.describe())
             .field("reflector", &self.reflector)
@@ -86,7 +88,7 @@ impl<K: 'static> fmt::Debug for ControllerConfig<K> {
     }
 }
 
-impl<K> ControllerConfig<K> {
+impl<K> ProcessLoopConfig<K> {
     /// A configuration with client-go's defaults: no resync, no retry.
     pub fn new(
         queue: Arc<DeltaFifo<K>>,
@@ -106,15 +108,15 @@ impl<K> ControllerConfig<K> {
 }
 
 /// The list-watch-process loop; see the [module docs](self).
-pub struct Controller<K> {
+pub struct ProcessLoop<K> {
     processing: Arc<Processing<K>>,
     reflector: Arc<Reflector<K>>,
     name: String,
 }
 
-impl<K: 'static> fmt::Debug for Controller<K> {
+impl<K: 'static> fmt::Debug for ProcessLoop<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Controller")
+        f.debug_struct("ProcessLoop")
             .field("name", &self.name)
             .field("queue", &self.processing.queue)
             .field("reflector", &self.reflector)
@@ -122,12 +124,12 @@ impl<K: 'static> fmt::Debug for Controller<K> {
     }
 }
 
-impl<K> Controller<K>
+impl<K> ProcessLoop<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
-    /// A controller from its configuration.
-    pub fn new(config: ControllerConfig<K>) -> Self {
+    /// A process loop from its configuration.
+    pub fn new(config: ProcessLoopConfig<K>) -> Self {
         let mut opts = config.reflector;
         opts.resync_period = config.full_resync_period;
         opts.should_resync = config.should_resync;
@@ -165,9 +167,9 @@ where
         self.erased().run(cancel)
     }
 
-    /// The controller without its type: its loop is compiled once for every type.
-    pub(crate) fn erased(&self) -> ErasedController {
-        ErasedController {
+    /// The process loop without its type: its loop is compiled once for every type.
+    pub(crate) fn erased(&self) -> ErasedProcessLoop {
+        ErasedProcessLoop {
             processing: self.processing.clone(),
             reflector: self.reflector.runner(),
             name: self.name.clone(),
@@ -175,14 +177,14 @@ where
     }
 }
 
-/// A controller's queue and process function.
+/// A process loop's queue and process function.
 struct Processing<K> {
     queue: Arc<DeltaFifo<K>>,
     process: ProcessFunc<K>,
     retry_on_error: bool,
 }
 
-/// What the loop of a controller of any type does with its queue.
+/// What the loop of a process loop of any type does with its queue.
 trait ProcessNext: Send + Sync {
     /// Pops the next key and processes its deltas: on failure, the key and the error (the
     /// deltas put back first with `retry_on_error`).
@@ -217,15 +219,15 @@ impl<K: Resource + Send + Sync + 'static> ProcessNext for Processing<K> {
     }
 }
 
-/// A [`Controller`] of any type, to run.
-pub(crate) struct ErasedController {
+/// A [`ProcessLoop`] of any type, to run.
+pub(crate) struct ErasedProcessLoop {
     processing: Arc<dyn ProcessNext>,
     reflector: ReflectorRunner,
     name: String,
 }
 
-impl ErasedController {
-    /// [`Controller::run`].
+impl ErasedProcessLoop {
+    /// [`ProcessLoop::run`].
     pub(crate) async fn run(self, cancel: CancellationToken) {
         let reflector_cancel = cancel.child_token();
         let reflector_task = self.reflector.spawn_restarting(reflector_cancel.clone());
@@ -267,32 +269,32 @@ mod tests {
         }
     }
 
-    /// A controller of `config` running on a task, once its first steps have run.
+    /// A process loop of `config` running on a task, once its first steps have run.
     async fn started(
-        config: ControllerConfig<ConfigMap>,
+        config: ProcessLoopConfig<ConfigMap>,
     ) -> (
-        Arc<Controller<ConfigMap>>,
+        Arc<ProcessLoop<ConfigMap>>,
         CancellationToken,
         tokio::task::JoinHandle<()>,
     ) {
-        let controller = Arc::new(Controller::new(config));
+        let process_loop = Arc::new(ProcessLoop::new(config));
         let cancel = CancellationToken::new();
         let task = tokio::spawn({
-            let (controller, cancel) = (controller.clone(), cancel.clone());
-            async move { controller.run(cancel).await }
+            let (process_loop, cancel) = (process_loop.clone(), cancel.clone());
+            async move { process_loop.run(cancel).await }
         });
         settle().await;
-        (controller, cancel, task)
+        (process_loop, cancel, task)
     }
 
-    /// Runs a controller whose process function fails the first time; returns how many
+    /// Runs a process loop whose process function fails the first time; returns how many
     /// times it was called.
     async fn calls_with_one_failure(retry_on_error: bool) -> usize {
         let script = Arc::new(Script::default());
         script.list("10", None, &[("a", "1")]);
         let _events = script.watch();
         let calls = Arc::new(AtomicUsize::new(0));
-        let mut config = ControllerConfig::new(
+        let mut config = ProcessLoopConfig::new(
             Arc::new(DeltaFifo::new(None)),
             Arc::new(Fake(script)),
             Arc::new({
@@ -306,10 +308,10 @@ mod tests {
             }),
         );
         config.retry_on_error = retry_on_error;
-        let (controller, cancel, task) = started(config).await;
+        let (process_loop, cancel, task) = started(config).await;
         cancel.cancel();
         task.await.unwrap();
-        assert_eq!(controller.last_sync_resource_version(), "10");
+        assert_eq!(process_loop.last_sync_resource_version(), "10");
         calls.load(Ordering::SeqCst)
     }
 
@@ -347,7 +349,7 @@ mod tests {
         script.list("10", None, &[("a", "1")]);
         let _events = script.watch();
         let errors = Arc::new(parking_lot::Mutex::new(Vec::<String>::new()));
-        let mut config = ControllerConfig::new(
+        let mut config = ProcessLoopConfig::new(
             Arc::new(DeltaFifo::new(None)),
             Arc::new(PanicsOnce(Fake(script.clone()), Default::default())),
             Arc::new(|_: &Deltas<ConfigMap>| Ok(())),
@@ -357,8 +359,8 @@ mod tests {
             let errors = errors.clone();
             Arc::new(move |e: &kubekit_client::rest::Error| errors.lock().push(e.to_string()))
         });
-        let (controller, cancel, task) = started(config).await;
-        assert!(!controller.has_synced());
+        let (process_loop, cancel, task) = started(config).await;
+        assert!(!process_loop.has_synced());
         assert_eq!(errors.lock().len(), 1);
         assert!(
             errors.lock()[0]
@@ -370,8 +372,8 @@ mod tests {
         tokio::time::advance(Duration::from_millis(800)).await;
         settle().await;
         assert_eq!(script.kinds(), ["list", "watch"], "restarted");
-        assert!(controller.has_synced());
-        assert_eq!(controller.last_sync_resource_version(), "10");
+        assert!(process_loop.has_synced());
+        assert_eq!(process_loop.last_sync_resource_version(), "10");
         cancel.cancel();
         task.await.unwrap();
     }
