@@ -269,15 +269,16 @@ impl ManagerBuilder {
     /// Installs the manifests generated from the registered webhooks, named `name` and
     /// calling the server at `endpoint` (a URL's port 0 is the port it listens on), when
     /// the webhook server starts, retrying refusals that may pass (a 403, say) until the
-    /// manager is cancelled: see [`WebhookServer::install_manifests`]. Default: not
-    /// installed (ship [`Manager::webhook_manifests`] instead).
+    /// manager is cancelled: see
+    /// [`WebhookServer::install_manifests`](kubekit_webhook::WebhookServer::install_manifests).
+    /// Default: not installed (ship [`Manager::webhook_manifests`] instead).
     pub fn install_webhook_manifests(mut self, name: &str, endpoint: WebhookEndpoint) -> Self {
         self.webhook.install = Some((name.to_string(), endpoint));
         self
     }
 
     /// How long the webhook server lets a request and its handler take (see
-    /// [`WebhookServer::timeout`]; 9 s unless set).
+    /// [`WebhookServer::timeout`](kubekit_webhook::WebhookServer::timeout); 9 s unless set).
     pub fn webhook_timeout(mut self, timeout: Duration) -> Self {
         self.webhook.timeout = Some(timeout);
         self

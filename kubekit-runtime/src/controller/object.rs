@@ -1,17 +1,5 @@
 //! [`ObjectReconciler`]: a reconcile function of an object, the signature a manager's
-//! controllers take (`Fn(Arc<K>, Arc<C>) -> Result<ReconcileAction, E>`), as the key-based
-//! [`Reconciler`] a [`Runner`](super::Runner) runs.
-//!
-//! # Contract
-//!
-//! - A key is looked up in the cache given (an informer's [`Indexer`]); the function is
-//!   called with the cached object itself (no copy) and the context.
-//! - A key whose object is not cached (deleted since it was queued) is done: logged at
-//!   INFO, not an error, the function not called. A controller that must act on a
-//!   deletion uses a finalizer (see [`finalizer`](crate::finalizer)), or implements
-//!   [`Reconciler`] on keys itself.
-//! - The function's error becomes a [`ReconcileError`] (`E: Into<ReconcileError>`), its
-//!   policy kept.
+//! controllers take, as the key-based [`Reconciler`] a [`Runner`](super::Runner) runs.
 
 use std::fmt;
 use std::future::Future;
@@ -24,8 +12,20 @@ use super::error::ReconcileError;
 use super::reconciler::{ReconcileAction, Reconciler};
 use crate::cache::Indexer;
 
-/// A reconcile function of the objects in a cache, run on their keys; see the
-/// [module docs](self).
+/// A reconcile function of the objects in a cache
+/// (`Fn(Arc<K>, Arc<C>) -> Result<ReconcileAction, E>`, the signature a manager's
+/// controllers take), run on their keys.
+///
+/// # Contract
+///
+/// - A key is looked up in the cache given (an informer's [`Indexer`]); the function is
+///   called with the cached object itself (no copy) and the context.
+/// - A key whose object is not cached (deleted since it was queued) is done: logged at
+///   INFO, not an error, the function not called. A controller that must act on a
+///   deletion uses a finalizer (see [`finalizer`](crate::finalizer)), or implements
+///   [`Reconciler`] on keys itself.
+/// - The function's error becomes a [`ReconcileError`] (`E: Into<ReconcileError>`), its
+///   policy kept.
 ///
 /// ```no_run
 /// # async fn demo(factory: kubekit::informers::SharedInformerFactory) -> Result<(), kubekit::controller::RunError> {
