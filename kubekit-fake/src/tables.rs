@@ -310,25 +310,7 @@ fn cells(info: &ResourceInfo, crd: Option<&Value>, o: &Value, now: Timestamp) ->
     let name = json!(o["metadata"]["name"]);
     let created = json!(age(&o["metadata"]["creationTimestamp"], now));
     if !info.builtin {
-        let mut out = vec![name];
-        for c in printer_columns(crd) {
-            let found = jsonpath(o, c["jsonPath"].as_str().unwrap_or_default());
-            out.push(match (c["type"].as_str(), found) {
-                (_, None) => Value::Null,
-                (Some("string"), Some(Value::String(s))) => json!(s),
-                (Some("string"), Some(other)) => json!(other.to_string()),
-                (Some("integer"), Some(v)) => v.as_f64().map_or(Value::Null, |f| json!(f as i64)),
-                (Some("number"), Some(v)) => v.as_f64().map_or(Value::Null, |f| json!(f)),
-                (Some("boolean"), Some(v)) if v.is_boolean() => v,
-                // A date is shown as the time since, `<invalid>` when it is none.
-                (Some("date"), Some(Value::String(t))) => match t.parse::<Timestamp>() {
-                    Ok(_) => json!(age(&json!(t), now)),
-                    Err(_) => json!("<invalid>"),
-                },
-                _ => Value::Null,
-            });
-        }
-        return out;
+        return custom_resource_cells(crd, o, name, now);
     }
     let (spec, status) = (&o["spec"], &o["status"]);
     match (info.group.as_str(), info.kind.as_str()) {
@@ -339,194 +321,254 @@ fn cells(info: &ResourceInfo, crd: Option<&Value>, o: &Value, now: Timestamp) ->
         ],
         ("", "Secret") => vec![name, o["type"].clone(), json!(len(&o["data"])), created],
         ("", "Pod") => pod_cells(o, name, created),
-        ("", "Service") => {
-            let ips = spec["clusterIPs"].as_array();
-            let ip = ips.and_then(|i| i.first()).map_or("<none>".into(), text);
-            let external = match spec["externalIPs"].as_array() {
-                Some(e) if !e.is_empty() => e.iter().map(text).collect::<Vec<_>>().join(","),
-                _ if spec["type"] == "LoadBalancer" => "<pending>".into(),
-                _ if spec["type"] == "ExternalName" => text(&spec["externalName"]),
-                _ => "<none>".into(),
-            };
-            let ports: Vec<String> = spec["ports"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|p| match p["nodePort"].as_i64() {
-                    Some(n) if n > 0 => format!("{}:{n}/{}", p["port"], text(&p["protocol"])),
-                    _ => format!("{}/{}", p["port"], text(&p["protocol"])),
-                })
-                .collect();
-            let ports = if ports.is_empty() {
-                "<none>".into()
-            } else {
-                ports.join(",")
-            };
-            let kind = spec["type"].clone();
-            vec![
-                name,
-                kind,
-                json!(ip),
-                json!(external),
-                json!(ports),
-                created,
-                json!(labels(&spec["selector"])),
-            ]
-        }
+        ("", "Service") => service_cells(spec, name, created),
         ("apps", kind) if kind == "Deployment" || kind == "ReplicaSet" => {
-            let n = |v: &Value| json!(v.as_i64().unwrap_or(0));
-            let (names, images) = containers(&spec["template"]["spec"]);
-            // As the printers write it: the Deployment's `LabelSelectorAsSelector`, the
-            // ReplicaSet's `FormatLabelSelector`.
-            let sel = match (scale::selector_string(&spec["selector"]), kind) {
-                (None, "Deployment") => json!("<invalid>"),
-                (Some(s), "Deployment") => json!(s),
-                _ => formatted_selector(&spec["selector"]),
-            };
-            let replicas = spec["replicas"].as_i64().unwrap_or(0);
-            if kind == "Deployment" {
-                let ready = format!(
-                    "{}/{replicas}",
-                    status["readyReplicas"].as_i64().unwrap_or(0)
-                );
-                let (updated, available) = (
-                    n(&status["updatedReplicas"]),
-                    n(&status["availableReplicas"]),
-                );
-                vec![
-                    name,
-                    json!(ready),
-                    updated,
-                    available,
-                    created,
-                    json!(names),
-                    json!(images),
-                    sel,
-                ]
-            } else {
-                let (current, ready) = (n(&status["replicas"]), n(&status["readyReplicas"]));
-                vec![
-                    name,
-                    json!(replicas),
-                    current,
-                    ready,
-                    created,
-                    json!(names),
-                    json!(images),
-                    sel,
-                ]
-            }
+            replicated_cells(kind, o, name, created)
         }
-        ("apps", "StatefulSet") => {
-            let (names, images) = containers(&spec["template"]["spec"]);
-            let ready = format!(
-                "{}/{}",
-                status["readyReplicas"].as_i64().unwrap_or(0),
-                spec["replicas"].as_i64().unwrap_or(0)
-            );
-            vec![name, json!(ready), created, json!(names), json!(images)]
-        }
-        ("apps", "DaemonSet") => {
-            let (names, images) = containers(&spec["template"]["spec"]);
-            let mut row = vec![name];
-            for counted in [
-                "desiredNumberScheduled",
-                "currentNumberScheduled",
-                "numberReady",
-                "updatedNumberScheduled",
-                "numberAvailable",
-            ] {
-                row.push(json!(status[counted].as_i64().unwrap_or(0)));
-            }
-            let node_selector = labels(&spec["template"]["spec"]["nodeSelector"]);
-            row.extend([json!(node_selector), created, json!(names), json!(images)]);
-            row.push(formatted_selector(&spec["selector"]));
-            row
-        }
-        ("apps", "ControllerRevision") => {
-            let owners = o["metadata"]["ownerReferences"].as_array();
-            let controller = owners
-                .into_iter()
-                .flatten()
-                .find(|r| r["controller"] == true)
-                .map_or_else(|| "<none>".to_string(), controller_name);
-            vec![
-                name,
-                json!(controller),
-                json!(o["revision"].as_i64().unwrap_or(0)),
-                created,
-            ]
-        }
+        ("apps", "StatefulSet") => stateful_set_cells(o, name, created),
+        ("apps", "DaemonSet") => daemon_set_cells(o, name, created),
+        ("apps", "ControllerRevision") => controller_revision_cells(o, name, created),
         ("batch", "Job") => job_cells(o, name, created, now),
-        ("batch", "CronJob") => {
-            let job_spec = &spec["jobTemplate"]["spec"];
-            let (names, images) = containers(&job_spec["template"]["spec"]);
-            let last = match &status["lastScheduleTime"] {
-                Value::Null => json!("<none>"),
-                t => json!(age(t, now)),
-            };
-            let zone = spec["timeZone"].as_str().unwrap_or("<none>");
-            let suspend = match spec["suspend"].as_bool() {
-                Some(true) => "True",
-                Some(false) => "False",
-                None => "<unset>",
-            };
-            vec![
-                name,
-                spec["schedule"].clone(),
-                json!(zone),
-                json!(suspend),
-                json!(status["active"].as_array().map_or(0, Vec::len)),
-                last,
-                created,
-                json!(names),
-                json!(images),
-                formatted_selector(&job_spec["selector"]),
-            ]
-        }
+        ("batch", "CronJob") => cron_job_cells(o, name, created, now),
         ("", "Namespace") => vec![name, status["phase"].clone(), created],
         ("coordination.k8s.io", "Lease") => {
             vec![name, json!(text(&spec["holderIdentity"])), created]
         }
         ("", "Event") => event_cells(o, now),
         ("events.k8s.io", "Event") => event_cells(&events::stored(info, o.clone()), now),
-        ("apiextensions.k8s.io", _) => {
-            // The served versions, sorted, the storage version marked.
-            let mut versions: Vec<String> = spec["versions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|v| v["served"] == true)
-                .map(|v| match v["storage"] == true {
-                    true => format!("{}(storage)", text(&v["name"])),
-                    false => text(&v["name"]),
-                })
-                .collect();
-            versions.sort();
-            let short: Vec<String> = spec["names"]["shortNames"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(text)
-                .collect();
-            let established = status["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "Established" && c["status"] == "True");
-            vec![
-                name,
-                spec["scope"].clone(),
-                json!(versions.join(",")),
-                o["metadata"]["creationTimestamp"].clone(),
-                spec["group"].clone(),
-                spec["names"]["kind"].clone(),
-                json!(short.join(",")),
-                json!(established),
-            ]
-        }
+        ("apiextensions.k8s.io", _) => crd_cells(o, name),
         _ => vec![name, created],
     }
+}
+
+/// A custom resource's cells: its name, then one per additional printer column of its
+/// CRD (a value not of the column's type is empty, a date is shown as an age).
+fn custom_resource_cells(
+    crd: Option<&Value>,
+    o: &Value,
+    name: Value,
+    now: Timestamp,
+) -> Vec<Value> {
+    let mut out = vec![name];
+    for c in printer_columns(crd) {
+        let found = jsonpath(o, c["jsonPath"].as_str().unwrap_or_default());
+        out.push(match (c["type"].as_str(), found) {
+            (_, None) => Value::Null,
+            (Some("string"), Some(Value::String(s))) => json!(s),
+            (Some("string"), Some(other)) => json!(other.to_string()),
+            (Some("integer"), Some(v)) => v.as_f64().map_or(Value::Null, |f| json!(f as i64)),
+            (Some("number"), Some(v)) => v.as_f64().map_or(Value::Null, |f| json!(f)),
+            (Some("boolean"), Some(v)) if v.is_boolean() => v,
+            // A date is shown as the time since, `<invalid>` when it is none.
+            (Some("date"), Some(Value::String(t))) => match t.parse::<Timestamp>() {
+                Ok(_) => json!(age(&json!(t), now)),
+                Err(_) => json!("<invalid>"),
+            },
+            _ => Value::Null,
+        });
+    }
+    out
+}
+
+/// A Service's cells: its type, cluster IP, external IPs, ports and selector.
+fn service_cells(spec: &Value, name: Value, created: Value) -> Vec<Value> {
+    let ips = spec["clusterIPs"].as_array();
+    let ip = ips.and_then(|i| i.first()).map_or("<none>".into(), text);
+    let external = match spec["externalIPs"].as_array() {
+        Some(e) if !e.is_empty() => e.iter().map(text).collect::<Vec<_>>().join(","),
+        _ if spec["type"] == "LoadBalancer" => "<pending>".into(),
+        _ if spec["type"] == "ExternalName" => text(&spec["externalName"]),
+        _ => "<none>".into(),
+    };
+    let ports: Vec<String> = spec["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| match p["nodePort"].as_i64() {
+            Some(n) if n > 0 => format!("{}:{n}/{}", p["port"], text(&p["protocol"])),
+            _ => format!("{}/{}", p["port"], text(&p["protocol"])),
+        })
+        .collect();
+    let ports = if ports.is_empty() {
+        "<none>".into()
+    } else {
+        ports.join(",")
+    };
+    let kind = spec["type"].clone();
+    vec![
+        name,
+        kind,
+        json!(ip),
+        json!(external),
+        json!(ports),
+        created,
+        json!(labels(&spec["selector"])),
+    ]
+}
+
+/// A Deployment's or a ReplicaSet's cells (`kind` says which): its replicas, its
+/// template's containers and images, its selector.
+fn replicated_cells(kind: &str, o: &Value, name: Value, created: Value) -> Vec<Value> {
+    let (spec, status) = (&o["spec"], &o["status"]);
+    let n = |v: &Value| json!(v.as_i64().unwrap_or(0));
+    let (names, images) = containers(&spec["template"]["spec"]);
+    // As the printers write it: the Deployment's `LabelSelectorAsSelector`, the
+    // ReplicaSet's `FormatLabelSelector`.
+    let sel = match (scale::selector_string(&spec["selector"]), kind) {
+        (None, "Deployment") => json!("<invalid>"),
+        (Some(s), "Deployment") => json!(s),
+        _ => formatted_selector(&spec["selector"]),
+    };
+    let replicas = spec["replicas"].as_i64().unwrap_or(0);
+    if kind == "Deployment" {
+        let ready = format!(
+            "{}/{replicas}",
+            status["readyReplicas"].as_i64().unwrap_or(0)
+        );
+        let (updated, available) = (
+            n(&status["updatedReplicas"]),
+            n(&status["availableReplicas"]),
+        );
+        vec![
+            name,
+            json!(ready),
+            updated,
+            available,
+            created,
+            json!(names),
+            json!(images),
+            sel,
+        ]
+    } else {
+        let (current, ready) = (n(&status["replicas"]), n(&status["readyReplicas"]));
+        vec![
+            name,
+            json!(replicas),
+            current,
+            ready,
+            created,
+            json!(names),
+            json!(images),
+            sel,
+        ]
+    }
+}
+
+/// A StatefulSet's cells: ready of its replicas, its template's containers and images.
+fn stateful_set_cells(o: &Value, name: Value, created: Value) -> Vec<Value> {
+    let (spec, status) = (&o["spec"], &o["status"]);
+    let (names, images) = containers(&spec["template"]["spec"]);
+    let ready = format!(
+        "{}/{}",
+        status["readyReplicas"].as_i64().unwrap_or(0),
+        spec["replicas"].as_i64().unwrap_or(0)
+    );
+    vec![name, json!(ready), created, json!(names), json!(images)]
+}
+
+/// A DaemonSet's cells: its counts of nodes, node selector, template's containers and
+/// images, and selector.
+fn daemon_set_cells(o: &Value, name: Value, created: Value) -> Vec<Value> {
+    let (spec, status) = (&o["spec"], &o["status"]);
+    let (names, images) = containers(&spec["template"]["spec"]);
+    let mut row = vec![name];
+    for counted in [
+        "desiredNumberScheduled",
+        "currentNumberScheduled",
+        "numberReady",
+        "updatedNumberScheduled",
+        "numberAvailable",
+    ] {
+        row.push(json!(status[counted].as_i64().unwrap_or(0)));
+    }
+    let node_selector = labels(&spec["template"]["spec"]["nodeSelector"]);
+    row.extend([json!(node_selector), created, json!(names), json!(images)]);
+    row.push(formatted_selector(&spec["selector"]));
+    row
+}
+
+/// A ControllerRevision's cells: the controller of its owner references, its revision.
+fn controller_revision_cells(o: &Value, name: Value, created: Value) -> Vec<Value> {
+    let owners = o["metadata"]["ownerReferences"].as_array();
+    let controller = owners
+        .into_iter()
+        .flatten()
+        .find(|r| r["controller"] == true)
+        .map_or_else(|| "<none>".to_string(), controller_name);
+    vec![
+        name,
+        json!(controller),
+        json!(o["revision"].as_i64().unwrap_or(0)),
+        created,
+    ]
+}
+
+/// A CronJob's cells: its schedule, time zone, suspension, active Jobs, last schedule,
+/// its Jobs' containers, images and selector.
+fn cron_job_cells(o: &Value, name: Value, created: Value, now: Timestamp) -> Vec<Value> {
+    let (spec, status) = (&o["spec"], &o["status"]);
+    let job_spec = &spec["jobTemplate"]["spec"];
+    let (names, images) = containers(&job_spec["template"]["spec"]);
+    let last = match &status["lastScheduleTime"] {
+        Value::Null => json!("<none>"),
+        t => json!(age(t, now)),
+    };
+    let zone = spec["timeZone"].as_str().unwrap_or("<none>");
+    let suspend = match spec["suspend"].as_bool() {
+        Some(true) => "True",
+        Some(false) => "False",
+        None => "<unset>",
+    };
+    vec![
+        name,
+        spec["schedule"].clone(),
+        json!(zone),
+        json!(suspend),
+        json!(status["active"].as_array().map_or(0, Vec::len)),
+        last,
+        created,
+        json!(names),
+        json!(images),
+        formatted_selector(&job_spec["selector"]),
+    ]
+}
+
+/// A CRD's cells: its scope, served versions (sorted, the storage version marked),
+/// creation time, group, kind, short names, and whether it is established.
+fn crd_cells(o: &Value, name: Value) -> Vec<Value> {
+    let (spec, status) = (&o["spec"], &o["status"]);
+    let mut versions: Vec<String> = spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["served"] == true)
+        .map(|v| match v["storage"] == true {
+            true => format!("{}(storage)", text(&v["name"])),
+            false => text(&v["name"]),
+        })
+        .collect();
+    versions.sort();
+    let short: Vec<String> = spec["names"]["shortNames"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(text)
+        .collect();
+    let established = status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True");
+    vec![
+        name,
+        spec["scope"].clone(),
+        json!(versions.join(",")),
+        o["metadata"]["creationTimestamp"].clone(),
+        spec["group"].clone(),
+        spec["names"]["kind"].clone(),
+        json!(short.join(",")),
+        json!(established),
+    ]
 }
 
 /// A label selector as `metav1.FormatLabelSelector` writes it: `<none>` when it selects
