@@ -336,7 +336,7 @@ fn fuzz_protobuf_list_decoder_refuses_arbitrary_bytes_without_panicking() {
         }),
     ];
     fuzz(CASES / 10, body, |bytes| {
-        if let Ok(list) = crate::rest::client::decode_protobuf_list::<ConfigMap>(
+        if let Ok(list) = crate::rest::protobuf::decode_protobuf_list::<ConfigMap>(
             &bytes,
             "cms",
             Default::default(),

@@ -32,7 +32,7 @@ use std::borrow::Cow;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use serde::Deserialize;
 
-use crate::rest::client::protobuf_error;
+use crate::rest::protobuf::protobuf_error;
 use crate::rest::{Response, Result};
 
 /// The answer to a successful delete: the object or the server's `Status`; see the

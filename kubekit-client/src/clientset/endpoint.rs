@@ -33,7 +33,7 @@ use super::options::{
 };
 use super::patch::PatchBody;
 use crate::meta::GroupVersionResource;
-use crate::rest::client::protobuf_codec;
+use crate::rest::protobuf::protobuf_codec;
 use crate::rest::{Error, Request, Response, RestClient, Result, WatchEvent};
 use kubekit_protobuf::DecodeOptions;
 

@@ -124,7 +124,7 @@ impl<K: Resource<DynamicType = ()> + 'static> ResourceClient<K> {
     fn at(rest: RestClient, namespace: &str) -> Self {
         // client-go's typed clients ask for protobuf; the server falls back to JSON for
         // what has no protobuf form, and kubekit asks only for types that have one.
-        let protobuf = crate::rest::client::protobuf_codec::<K>().is_some();
+        let protobuf = crate::rest::protobuf::protobuf_codec::<K>().is_some();
         let accept = Accept::preferred(&rest, protobuf);
         Self {
             endpoint: Endpoint::new(rest, GroupVersionResource::of::<K>(), namespace)

@@ -186,9 +186,9 @@ impl<K: DeserializeOwned> Compact<K> {
             Encoding::Json => {
                 crate::rest::json::from_slice(&bytes).map_err(|e| Error::decode(what, e, &bytes))
             }
-            Encoding::Protobuf => crate::rest::client::codec_for::<K>(&what)?
+            Encoding::Protobuf => crate::rest::protobuf::codec_for::<K>(&what)?
                 .decode_message(&bytes)
-                .map_err(|e| crate::rest::client::protobuf_error(what, e, &bytes)),
+                .map_err(|e| crate::rest::protobuf::protobuf_error(what, e, &bytes)),
         }
     }
 }

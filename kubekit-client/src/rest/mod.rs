@@ -21,13 +21,16 @@ pub mod error;
 mod gzip;
 pub(crate) mod json;
 pub mod leading;
+mod list;
 pub mod metrics;
+pub(crate) mod protobuf;
+mod request;
+mod response;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_server;
 pub mod watch;
 mod watch_stream;
 
-pub(crate) use client::valid_segment;
 pub use client::{
     ListPage, MAX_ERROR_BODY_BYTES, MAX_RETRY_AFTER, ObjectList, PatchType, Request, Response,
     RestClient, WarningHandler, WriteGuard, WriteObserver, Written, decode, decode_list,
@@ -36,6 +39,7 @@ pub use config::{
     DEFAULT_BURST, DEFAULT_CBOR, DEFAULT_COMPRESSION, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RETRIES,
     DEFAULT_QPS, DEFAULT_TIMEOUT, RestConfig,
 };
+pub(crate) use request::valid_segment;
 
 /// The former name of [`RestConfig`], renamed because it clashed with `kube::Config`.
 ///

@@ -285,7 +285,7 @@ fn decode_json_event<K: DeserializeOwned>(
     options: DecodeOptions,
 ) -> Result<WatchEvent<K>> {
     decode_event(
-        &super::client::json_without(line, &[b"object"], options),
+        &super::response::json_without(line, &[b"object"], options),
         what,
     )
 }
@@ -325,7 +325,7 @@ fn decode_cbor_event<K: DeserializeOwned>(
     what: &str,
     options: DecodeOptions,
 ) -> Result<WatchEvent<K>> {
-    use super::client::cbor_error;
+    use super::response::cbor_error;
     let event_error = |e| cbor_error(format!("watch event of {what}"), e, item);
     // The object at offset `at`, as an event of type `kind` has it, and the offset after it
     // (managedFields left out as in a JSON event, whatever the type).
@@ -379,11 +379,11 @@ fn decode_protobuf_event<K: 'static>(
 ) -> Result<WatchEvent<K>> {
     Ok(match read_protobuf_event(frame, what)? {
         ProtobufEvent::Object(kind, object) => {
-            let decoded = super::client::codec_for::<K>(what)?
+            let decoded = super::protobuf::codec_for::<K>(what)?
                 .decode_with(object, options)
                 .map_err(|e| {
                     let what = format!("{kind} {what} in a watch event");
-                    super::client::protobuf_error(what, e, object)
+                    super::protobuf::protobuf_error(what, e, object)
                 })?;
             event_of(kind, Object::Typed(decoded))
         }
@@ -403,7 +403,7 @@ enum ProtobufEvent<'a> {
 /// Reads a protobuf watch frame, all of it but a typed event's object (for which the
 /// generic part of [`decode_protobuf_event`] is left, the rest compiled once).
 fn read_protobuf_event<'a>(frame: &'a [u8], what: &str) -> Result<ProtobufEvent<'a>> {
-    use super::client::protobuf_error;
+    use super::protobuf::protobuf_error;
     let event = kubekit_protobuf::WatchEvent::read(frame)
         .map_err(|e| protobuf_error(format!("watch event of {what}"), e, frame))?;
     let kind = event.event_type.as_str();
@@ -621,7 +621,7 @@ impl<K> WatchDecoder<K> {
                 self.failed = true;
                 let buf = std::mem::take(&mut self.buf);
                 let what = format!("watch event of {}", self.what);
-                Some(Err(super::client::cbor_error(what, e, &buf)))
+                Some(Err(super::response::cbor_error(what, e, &buf)))
             }
         }
     }
@@ -673,7 +673,7 @@ pub(crate) fn decode_last_event<K: DeserializeOwned + 'static>(
 /// The error of a protobuf watch whose last frame was cut short.
 fn protobuf_cut(rest: &[u8], what: &str) -> Error {
     let e = kubekit_protobuf::Error::new(format!("{} bytes of an incomplete frame", rest.len()));
-    super::client::protobuf_error(format!("watch event of {what}"), e, rest)
+    super::protobuf::protobuf_error(format!("watch event of {what}"), e, rest)
 }
 
 #[cfg(test)]
