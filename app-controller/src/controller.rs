@@ -160,14 +160,10 @@ async fn reconcile(app: Arc<App>, ctx: Arc<Ctx>) -> Result<ReconcileAction, Reco
         service_status: service.and_then(|s| s.status),
     };
     if app.status.as_ref() != Some(&status) {
-        let meta = &app.metadata;
-        let ns = meta.namespace.as_deref().unwrap_or_default();
-        let name = meta.name.as_deref().unwrap_or_default();
-        let config = AppApply::new(name, ns).status(configuration_of(&status)?);
         // The manager the children are applied by too, taking over the App's status.
-        let options = PatchOptions::apply(CONTROLLER_NAME).force();
+        let config = AppApply::default().status(configuration_of(&status)?);
         let apps = ctx.clientset.for_object(&*app);
-        apps.apply_status(&config, &options).await?;
+        apps.apply_status_of(&app, config, CONTROLLER_NAME).await?;
     }
     let message = "App synced successfully";
     ctx.recorder

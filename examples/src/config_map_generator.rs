@@ -136,10 +136,11 @@ async fn apply(
                 ))
             })?;
         let status = ConfigMapGeneratorStatusApply::default().conditions(ours);
-        let config = ConfigMapGeneratorApply::new(generator.name_any(), &namespace).status(status);
+        let config = ConfigMapGeneratorApply::default().status(status);
         let generators = clientset.for_object(generator);
-        let options = PatchOptions::apply(CONTROLLER).force();
-        generators.apply_status(&config, &options).await?;
+        generators
+            .apply_status_of(generator, config, CONTROLLER)
+            .await?;
     }
     applied.map(|_| ReconcileAction::Done)
 }

@@ -377,6 +377,64 @@ where
             .await
     }
 
+    /// Server-side applies `config` to the `status` of `obj`, an object of this client, by
+    /// the field manager `manager` with `force`: what a controller reports of the object it
+    /// reconciles, as [`apply_owned`](Self::apply_owned) applies its children. `config`'s
+    /// `apiVersion`, `kind`, name and namespace are `obj`'s, so a configuration that sets the
+    /// status only (its `default()`) is enough.
+    ///
+    /// Refused unsent ([`Error::Request`]) when `config` configures another kind than `K`
+    /// or names another object than `obj`, when `obj` has no name, or when it is in
+    /// another namespace than this client's.
+    ///
+    /// ```no_run
+    /// # async fn demo(clientset: kubekit::clientset::Clientset, web: k8s_openapi::api::apps::v1::Deployment) -> kubekit::rest::Result<()> {
+    /// use kubekit::applyconfigurations::api::apps::v1::{Deployment, DeploymentStatus};
+    ///
+    /// let status = DeploymentStatus::default().observed_generation(3);
+    /// let deployments = clientset.for_object(&web);
+    /// let stored = deployments
+    ///     .apply_status_of(&web, Deployment::default().status(status), "web-controller")
+    ///     .await?;
+    /// # let _ = stored;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn apply_status_of<A: ApplyConfiguration>(
+        &self,
+        obj: &K,
+        mut config: A,
+        manager: &str,
+    ) -> Result<K> {
+        let (meta, theirs) = (obj.meta(), config.metadata_mut());
+        let names_another =
+            |set: &Option<String>, ours: &Option<String>| set.is_some() && set != ours;
+        if names_another(&theirs.name, &meta.name)
+            || names_another(&theirs.namespace, &meta.namespace)
+        {
+            return Err(Error::Request(format!(
+                "a status configuration of {} {:?} in namespace {:?} applied to the status of {:?} in namespace {:?}",
+                A::KIND,
+                theirs.name.as_deref().unwrap_or_default(),
+                theirs.namespace.as_deref().unwrap_or_default(),
+                meta.name.as_deref().unwrap_or_default(),
+                meta.namespace.as_deref().unwrap_or_default(),
+            )));
+        }
+        theirs.name.clone_from(&meta.name);
+        theirs.namespace.clone_from(&meta.namespace);
+        let name = applied_name::<K, A>(&config, self.namespace())?.to_string();
+        let mut body = serde_json::to_value(&config)
+            .map_err(|e| Error::Request(format!("a status configuration of {}: {e}", A::KIND)))?;
+        if let Some(fields) = body.as_object_mut() {
+            fields.insert("apiVersion".into(), A::API_VERSION.into());
+            fields.insert("kind".into(), A::KIND.into());
+        }
+        let opts = PatchOptions::apply(manager).force();
+        self.patch_status(&name, &PatchBody::Apply(body), &opts)
+            .await
+    }
+
     /// Server-side applies `config` to the subresource `subresource` of the object it names
     /// and returns the subresource's answer: `scale` with an autoscaling/v1 `Scale`
     /// configuration (answered with a `Scale`), a Pod's `resize` or `ephemeralcontainers`

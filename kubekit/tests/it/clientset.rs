@@ -1310,6 +1310,60 @@ async fn a_derived_custom_resource_configuration_applies_spec_and_status_each_to
 }
 
 #[tokio::test]
+async fn apply_status_of_fills_in_the_objects_kind_name_and_namespace_and_refuses_another_objects()
+{
+    use app_controller::{AppApply, AppSpecApply, AppStatusApply, DeploymentTemplateApply};
+    use kubekit::applyconfigurations::configuration_of;
+
+    let (cs, ns) = setup("cs-status-of").await;
+    ensure_app_crd(&cs).await;
+    let apps = cs.resource::<App>(&ns);
+    let spec = AppSpecApply::default()
+        .deployment_template(DeploymentTemplateApply::default().name("web").replicas(1));
+    let shop = apps
+        .apply(
+            &AppApply::new("shop", &ns).spec(spec),
+            &PatchOptions::apply("author"),
+        )
+        .await
+        .expect("the author's App");
+
+    // A configuration of the status alone: no apiVersion, kind, name or namespace.
+    let observed = DeploymentStatus {
+        replicas: Some(1),
+        ..Default::default()
+    };
+    let status = AppStatusApply::default()
+        .deployment_status(configuration_of(&observed).expect("a status's configuration"));
+    let reported = apps
+        .apply_status_of(
+            &shop,
+            AppApply::default().status(status.clone()),
+            "reporter",
+        )
+        .await
+        .expect("the status of the App itself");
+    let deployment_status = reported
+        .status
+        .as_ref()
+        .and_then(|s| s.deployment_status.as_ref());
+    assert_eq!(deployment_status, Some(&observed));
+    let entry = managed_by(&reported.metadata, "reporter");
+    assert_eq!(entry.subresource.as_deref(), Some("status"));
+
+    let other = AppApply::new("other", &ns).status(status);
+    let err = apps
+        .apply_status_of(&shop, other, "reporter")
+        .await
+        .expect_err("a configuration of another App");
+    let refused_unsent = matches!(err, kubekit::rest::Error::Request(_));
+    assert!(
+        refused_unsent && err.to_string().contains("\"other\""),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn extract_gives_back_what_a_manager_applied_less_what_another_took_over() {
     use kubekit::applyconfigurations::api::apps::v1 as apps;
     use kubekit::applyconfigurations::api::core::v1 as core;

@@ -47,7 +47,6 @@ pub fn config_map_name(object: &__KIND__) -> String {
 /// Applies the ConfigMap, then the `Ready` condition.
 async fn apply(ctx: &Ctx, object: &__KIND__) -> Result<ReconcileAction, Error> {
     let ns = object.namespace().unwrap_or_default();
-    let name = object.name_any();
     let message = [("message", object.spec.message.clone())];
     let config_map = core::ConfigMap::new(config_map_name(object), &ns).data(message);
     let config_maps = ctx.clientset.core_v1().config_maps(&ns);
@@ -56,21 +55,19 @@ async fn apply(ctx: &Ctx, object: &__KIND__) -> Result<ReconcileAction, Error> {
         .await?;
 
     let mut status = object.status.clone().unwrap_or_default();
-    let generation = object.metadata.generation;
-    let ready = new_condition(
-        "Ready",
-        CONDITION_TRUE,
-        "Applied",
-        "the ConfigMap holds the message",
-        generation,
-    );
+    let ready = condition("Ready")
+        .status(true)
+        .reason("Applied")
+        .message("the ConfigMap holds the message")
+        .observed_generation(object.metadata.generation);
     if set_status_condition(&mut status.conditions, ready) {
         let status = configuration_of(&status)
             .map_err(|e| Error::Request(format!("the status as an apply configuration: {e}")))?;
-        let config = __KIND__Apply::new(&name, &ns).status(status);
-        let options = PatchOptions::apply(CONTROLLER_NAME).force();
-        let objects = ctx.clientset.resource::<__KIND__>(&ns);
-        objects.apply_status(&config, &options).await?;
+        let config = __KIND__Apply::default().status(status);
+        let objects = ctx.clientset.for_object(object);
+        objects
+            .apply_status_of(object, config, CONTROLLER_NAME)
+            .await?;
         ctx.recorder.event(
             object,
             EventType::Normal,
