@@ -55,8 +55,10 @@ use super::config::RestConfig;
 use super::error::{Error, Result};
 pub use super::list::{ListPage, ObjectList};
 use super::metrics::RestClientMetrics;
-pub use super::request::{MAX_ERROR_BODY_BYTES, MAX_RETRY_AFTER, PatchType, Request};
+pub use super::refusal::MAX_ERROR_BODY_BYTES;
+pub use super::request::{PatchType, Request};
 pub use super::response::{Response, decode, decode_list};
+pub use super::retry::MAX_RETRY_AFTER;
 use crate::flowcontrol::TokenBucket;
 
 /// Called with the text of every `Warning` header the server sends.

@@ -24,8 +24,10 @@ pub mod leading;
 mod list;
 pub mod metrics;
 pub(crate) mod protobuf;
+mod refusal;
 mod request;
 mod response;
+mod retry;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_server;
 pub mod watch;

@@ -1,6 +1,6 @@
 //! [`Request`]: one request to the API server, built and sent. Sending waits for the rate
 //! limit (asking the write guard), retries what the server asks to be retried
-//! ([`MAX_RETRY_AFTER`] at most), reads the body up to its limit and turns a refusal into
+//! ([`MAX_RETRY_AFTER`](super::MAX_RETRY_AFTER) at most), reads the body up to its limit and turns a refusal into
 //! an [`Error::Api`] with the server's `Status`.
 
 use std::fmt;
@@ -9,12 +9,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::Stream;
-use http::header::{
-    ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER, USER_AGENT,
-};
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, USER_AGENT};
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kubekit_protobuf::DecodeOptions;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -24,7 +21,9 @@ use super::client::{RestClient, WriteGuard};
 use super::error::{Error, Result};
 use super::gzip::ResponseBody;
 use super::protobuf::is_protobuf;
+use super::refusal::{MAX_ERROR_BODY_BYTES, ReadBody, api_error, read_body};
 use super::response::Response;
+use super::retry::with_retries;
 use super::watch::{WatchDecoder, WatchEvent};
 use super::watch_stream::DecodedWatch;
 
@@ -510,125 +509,6 @@ impl Request {
     }
 }
 
-/// The most of a refusal's body (a 4xx or 5xx response, a failed watch) that is read:
-/// enough for any `metav1.Status`, whose message is then cut at
-/// [`MAX_MESSAGE_LEN`](super::MAX_MESSAGE_LEN) anyway.
-pub const MAX_ERROR_BODY_BYTES: usize = 1 << 20;
-
-/// A body read up to a limit.
-enum ReadBody {
-    /// The whole body.
-    Whole(Bytes),
-    /// The body went past the limit: its first `limit` bytes (the rest is not read).
-    Cut(Bytes),
-}
-
-/// Reads `body` up to `limit` bytes; a body whose announced length is over the limit is
-/// not read at all. The frames are joined once at the end (no copy for a body of one
-/// frame), as `collect` does.
-async fn read_body<B>(mut body: B, limit: usize) -> Result<ReadBody, B::Error>
-where
-    B: hyper::body::Body<Data = Bytes> + Unpin,
-{
-    if usize::try_from(body.size_hint().lower()).map_or(true, |n| n > limit) {
-        return Ok(ReadBody::Cut(Bytes::new()));
-    }
-    let mut frames = Vec::new();
-    let mut total = 0;
-    let mut cut = false;
-    while let Some(frame) = body.frame().await {
-        let Ok(mut data) = frame?.into_data() else {
-            continue;
-        };
-        if total + data.len() > limit {
-            data.truncate(limit - total);
-            cut = true;
-        }
-        total += data.len();
-        frames.push(data);
-        if cut {
-            break;
-        }
-    }
-    let bytes = match <[Bytes; 1]>::try_from(frames) {
-        Ok([one]) => one,
-        Err(frames) => {
-            let mut joined = bytes::BytesMut::with_capacity(total);
-            frames.iter().for_each(|f| joined.extend_from_slice(f));
-            joined.freeze()
-        }
-    };
-    Ok(if cut {
-        ReadBody::Cut(bytes)
-    } else {
-        ReadBody::Whole(bytes)
-    })
-}
-
-/// Calls `send` until its response needs no retry or `max_retries` retries are spent,
-/// sleeping as [`retry_after`] says between attempts. A transport error is retried (after
-/// 1 s) only when `retry_transport` is set, i.e. for idempotent reads.
-async fn with_retries<B, F, Fut>(
-    max_retries: u32,
-    retry_transport: bool,
-    mut send: F,
-) -> Result<http::Response<B>>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<http::Response<B>>>,
-{
-    let mut attempt = 0;
-    loop {
-        let result = send().await;
-        let delay = match &result {
-            Ok(res) => retry_after(res),
-            Err(Error::Transport { .. }) if retry_transport => Some(Duration::from_secs(1)),
-            Err(_) => None,
-        };
-        match delay {
-            Some(delay) if attempt < max_retries => {
-                attempt += 1;
-                tracing::debug!(attempt, ?delay, "retrying a throttled or failed request");
-                tokio::time::sleep(delay).await;
-            }
-            _ => return result,
-        }
-    }
-}
-
-/// The longest `Retry-After` honoured: a server asking for more gets this (logged).
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-
-/// When the response asks to be retried: a 429, or a 5xx with `Retry-After`, after the
-/// delay the server named (1 s for a 429 that named none), at most [`MAX_RETRY_AFTER`];
-/// a wait over 5 s is logged when it begins.
-fn retry_after<B>(res: &http::Response<B>) -> Option<Duration> {
-    let status = res.status();
-    if status != StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() {
-        return None;
-    }
-    let header = res
-        .headers()
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    match header {
-        Some(secs) if secs > MAX_RETRY_AFTER.as_secs() => {
-            tracing::warn!(
-                "the server asked to retry after {secs} s; waiting {MAX_RETRY_AFTER:?}, kubekit's cap"
-            );
-            Some(MAX_RETRY_AFTER)
-        }
-        Some(secs) if secs > 5 => {
-            tracing::info!("the server asked to retry after {secs} s; waiting");
-            Some(Duration::from_secs(secs))
-        }
-        Some(secs) => Some(Duration::from_secs(secs.max(1))),
-        None if status == StatusCode::TOO_MANY_REQUESTS => Some(Duration::from_secs(1)),
-        None => None,
-    }
-}
-
 /// The text of a `Warning` header: `299 - "text"` → `text`.
 fn warning_text(header: &str) -> String {
     let rest = header.trim();
@@ -646,73 +526,12 @@ fn warning_text(header: &str) -> String {
     }
 }
 
-/// The error for a non-success response: the server's `Status` when the body is one,
-/// otherwise a status made from the HTTP code and the start of the body.
-fn api_error(verb: &str, url: &str, code: StatusCode, body: &[u8]) -> Error {
-    let status = status_of(body)
-        .filter(|s| s.code.is_some() || s.reason.is_some())
-        .unwrap_or_else(|| {
-            let text = String::from_utf8_lossy(&body[..body.len().min(512)])
-                .trim()
-                .to_string();
-            Status {
-                code: Some(i32::from(code.as_u16())),
-                reason: Some(reason_for_code(code).into()),
-                status: Some("Failure".into()),
-                message: Some(if text.is_empty() {
-                    code.canonical_reason().unwrap_or("unknown").to_string()
-                } else {
-                    text
-                }),
-                ..Default::default()
-            }
-        });
-    Error::from_status(verb, url, status)
-}
-
-/// The `metav1.Status` a body holds, as JSON or (answering a request that asked for
-/// protobuf or CBOR) enveloped protobuf or self-described CBOR.
-pub(crate) fn status_of(body: &[u8]) -> Option<Status> {
-    if body.starts_with(kubekit_protobuf::MAGIC) {
-        let unknown = kubekit_protobuf::Unknown::read(body).ok()?;
-        return (unknown.kind == "Status")
-            .then(|| unknown.decode().ok())
-            .flatten();
-    }
-    if body.starts_with(&cbor::SELF_DESCRIBED) {
-        return cbor::from_slice(body).ok();
-    }
-    serde_json::from_slice(body).ok()
-}
-
-/// The `metav1.StatusReason` the API would give for a bare HTTP code.
-fn reason_for_code(code: StatusCode) -> &'static str {
-    match code.as_u16() {
-        400 => "BadRequest",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "NotFound",
-        405 => "MethodNotAllowed",
-        406 => "NotAcceptable",
-        409 => "Conflict",
-        410 => "Gone",
-        415 => "UnsupportedMediaType",
-        422 => "Invalid",
-        429 => "TooManyRequests",
-        500 => "InternalError",
-        503 => "ServiceUnavailable",
-        504 => "Timeout",
-        _ => "Unknown",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
     use crate::rest::RestConfig;
-    use k8s_openapi::api::core::v1::Pod;
 
     #[tokio::test]
     async fn request_debug_omits_the_body() {
@@ -745,146 +564,6 @@ mod tests {
         );
         assert_eq!(warning_text(r#"299 - "say \"hi\"""#), r#"say "hi""#);
         assert_eq!(warning_text("plain"), "plain");
-    }
-
-    #[test]
-    fn status_body_becomes_an_api_error_with_its_reason() {
-        let body = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"x\" not found","reason":"NotFound","details":{"name":"x","kind":"pods"},"code":404}"#;
-        let err = api_error(
-            "GET",
-            "/api/v1/namespaces/d/pods/x",
-            StatusCode::NOT_FOUND,
-            body,
-        );
-        assert!(err.is_not_found());
-        assert!(!err.is_conflict());
-        assert_eq!(
-            err.to_string(),
-            "GET /api/v1/namespaces/d/pods/x: pods \"x\" not found (404 NotFound)"
-        );
-    }
-
-    #[test]
-    fn non_status_error_body_is_reported_by_http_code() {
-        let err = api_error("GET", "/x", StatusCode::TOO_MANY_REQUESTS, b"slow down\n");
-        assert!(err.is_too_many_requests());
-        assert!(err.to_string().contains("slow down"), "{err}");
-        let err = api_error("GET", "/x", StatusCode::CONFLICT, b"<html>");
-        assert!(err.is_conflict() && !err.is_already_exists());
-        let err = api_error("GET", "/x", StatusCode::GATEWAY_TIMEOUT, b"");
-        assert!(err.is_timeout());
-    }
-
-    #[test]
-    fn retry_only_on_429_or_5xx_with_retry_after() {
-        let res = |code: u16, after: Option<&str>| {
-            let mut b = http::Response::builder().status(code);
-            if let Some(a) = after {
-                b = b.header(RETRY_AFTER, a);
-            }
-            b.body(()).unwrap()
-        };
-        assert_eq!(
-            retry_after(&res(429, Some("3"))),
-            Some(Duration::from_secs(3))
-        );
-        assert_eq!(retry_after(&res(429, None)), Some(Duration::from_secs(1)));
-        assert_eq!(
-            retry_after(&res(503, Some("2"))),
-            Some(Duration::from_secs(2))
-        );
-        assert_eq!(retry_after(&res(500, None)), None);
-        assert_eq!(retry_after(&res(409, Some("2"))), None);
-        assert_eq!(retry_after(&res(200, Some("2"))), None);
-        assert_eq!(
-            retry_after(&res(429, Some("1000000000"))),
-            Some(MAX_RETRY_AFTER),
-            "31 years asked, the cap waited"
-        );
-        assert_eq!(
-            retry_after(&res(429, Some("30"))),
-            Some(Duration::from_secs(30))
-        );
-    }
-
-    fn response(code: u16, retry_after: Option<&str>) -> http::Response<()> {
-        let mut b = http::Response::builder().status(code);
-        if let Some(a) = retry_after {
-            b = b.header(RETRY_AFTER, a);
-        }
-        b.body(()).unwrap()
-    }
-
-    /// Runs [`with_retries`] over scripted responses; returns the outcome's HTTP code, the
-    /// number of attempts and the (paused) time it took.
-    async fn run_retries(max: u32, script: Vec<http::Response<()>>) -> (u16, usize, Duration) {
-        let script = std::sync::Mutex::new(script.into_iter());
-        let attempts = std::sync::atomic::AtomicUsize::new(0);
-        let start = tokio::time::Instant::now();
-        let res = with_retries(max, true, || {
-            attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let next = script.lock().unwrap().next().expect("script long enough");
-            async move { Ok(next) }
-        })
-        .await
-        .unwrap();
-        (
-            res.status().as_u16(),
-            attempts.into_inner(),
-            start.elapsed(),
-        )
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn throttled_request_is_retried_after_retry_after_until_it_succeeds() {
-        let script = vec![
-            response(429, Some("2")),
-            response(503, Some("3")),
-            response(429, None),
-            response(200, None),
-        ];
-        assert_eq!(
-            run_retries(10, script).await,
-            (200, 4, Duration::from_secs(2 + 3 + 1))
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn retries_stop_at_max_retries_and_return_the_last_refusal() {
-        let script = (0..20).map(|_| response(429, Some("1"))).collect();
-        assert_eq!(
-            run_retries(10, script).await,
-            (429, 11, Duration::from_secs(10))
-        );
-        let script = vec![response(500, None), response(200, None)];
-        assert_eq!(
-            run_retries(10, script).await,
-            (500, 1, Duration::ZERO),
-            "5xx without Retry-After is final"
-        );
-    }
-
-    #[tokio::test]
-    async fn a_response_body_over_the_limit_is_too_large_whether_announced_or_endless() {
-        use crate::rest::test_server::{Reply, TestServer};
-        let server = TestServer::start(|line| match line {
-            l if l.contains("/announced") => Reply::json(200, vec![b' '; 64 << 10]),
-            l if l.contains("/small") => Reply::json(200, "{}"),
-            _ => Reply::Endless { status: 200 },
-        })
-        .await;
-        let client = RestClient::new(&server.config().with_max_body_bytes(1024)).unwrap();
-        for path in ["/announced", "/endless"] {
-            let err = client.get().abs_path(path).send().await.unwrap_err();
-            assert!(matches!(err, Error::TooLarge { limit: 1024, .. }), "{err}");
-            assert!(
-                err.to_string()
-                    .starts_with(&format!("the response to GET {path}")),
-                "{err}"
-            );
-        }
-        let small = client.get().abs_path("/small").send().await.unwrap();
-        assert_eq!(small.body().as_ref(), b"{}");
     }
 
     #[tokio::test]
@@ -1006,31 +685,5 @@ mod tests {
         assert!(matches!(err, Error::Fenced { .. }), "{err}");
         assert!(tokio::time::Instant::now() - refused_at <= GUARD_POLL);
         assert_eq!(server.requests().len(), 1, "the write was never sent");
-    }
-
-    #[tokio::test]
-    async fn a_refusal_with_an_endless_body_is_read_up_to_the_cap_and_reported_by_code() {
-        use crate::rest::test_server::{Reply, TestServer};
-        let server = TestServer::start(|_| Reply::Endless { status: 500 }).await;
-        let client = server.client();
-        let err = client
-            .get()
-            .abs_path("/api/v1/pods")
-            .watch::<Pod>()
-            .await
-            .err()
-            .expect("a refused watch");
-        assert_eq!(err.code(), Some(500), "{err}");
-        assert!(
-            err.to_string().len() < 1024,
-            "the message is the body's start"
-        );
-        let err = client
-            .get()
-            .abs_path("/api/v1/pods")
-            .send()
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), Some(500), "{err}");
     }
 }
