@@ -1232,23 +1232,38 @@ async fn a_typed_apply_sends_only_what_it_sets_so_a_scaler_owns_replicas_alone()
     assert_eq!(child.data.unwrap()["mode"], "fast");
 }
 
-#[tokio::test]
-async fn a_derived_custom_resource_configuration_applies_spec_and_status_each_to_its_own_manager() {
-    use app_controller::{AppApply, AppSpecApply, AppStatusApply, DeploymentTemplateApply};
-    use kubekit::applyconfigurations::{configuration_of, extract, extract_status};
+/// A namespace named after `prefix` with the App CRD installed, and in it the App `shop`
+/// whose spec (a Deployment `web` of `replicas` replicas) the field manager `author`
+/// applied: the Apps' client, the namespace and the App as stored.
+async fn shop_applied_by_the_author(
+    prefix: &str,
+    replicas: i32,
+) -> (ResourceClient<App>, String, App) {
+    use app_controller::{AppApply, AppSpecApply, DeploymentTemplateApply};
 
-    let (cs, ns) = setup("cs-typed-cr").await;
+    let (cs, ns) = setup(prefix).await;
     ensure_app_crd(&cs).await;
     let apps = cs.resource::<App>(&ns);
-    let spec = AppSpecApply::default()
-        .deployment_template(DeploymentTemplateApply::default().name("web").replicas(2));
-    let created = apps
+    let template = DeploymentTemplateApply::default()
+        .name("web")
+        .replicas(replicas);
+    let spec = AppSpecApply::default().deployment_template(template);
+    let shop = apps
         .apply(
             &AppApply::new("shop", &ns).spec(spec),
             &PatchOptions::apply("author"),
         )
         .await
         .expect("the author's typed apply of the spec");
+    (apps, ns, shop)
+}
+
+#[tokio::test]
+async fn a_derived_custom_resource_configuration_applies_spec_and_status_each_to_its_own_manager() {
+    use app_controller::{AppApply, AppSpecApply, AppStatusApply, DeploymentTemplateApply};
+    use kubekit::applyconfigurations::{configuration_of, extract, extract_status};
+
+    let (apps, ns, created) = shop_applied_by_the_author("cs-typed-cr", 2).await;
     assert_eq!(created.spec.deployment_template.name, "web");
     assert_eq!(created.spec.deployment_template.replicas, 2);
     assert!(created.status.is_none());
@@ -1312,21 +1327,10 @@ async fn a_derived_custom_resource_configuration_applies_spec_and_status_each_to
 #[tokio::test]
 async fn apply_status_of_fills_in_the_objects_kind_name_and_namespace_and_refuses_another_objects()
 {
-    use app_controller::{AppApply, AppSpecApply, AppStatusApply, DeploymentTemplateApply};
+    use app_controller::{AppApply, AppStatusApply};
     use kubekit::applyconfigurations::configuration_of;
 
-    let (cs, ns) = setup("cs-status-of").await;
-    ensure_app_crd(&cs).await;
-    let apps = cs.resource::<App>(&ns);
-    let spec = AppSpecApply::default()
-        .deployment_template(DeploymentTemplateApply::default().name("web").replicas(1));
-    let shop = apps
-        .apply(
-            &AppApply::new("shop", &ns).spec(spec),
-            &PatchOptions::apply("author"),
-        )
-        .await
-        .expect("the author's App");
+    let (apps, ns, shop) = shop_applied_by_the_author("cs-status-of", 1).await;
 
     // A configuration of the status alone: no apiVersion, kind, name or namespace.
     let observed = DeploymentStatus {
