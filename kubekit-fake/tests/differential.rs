@@ -5073,10 +5073,13 @@ async fn mutating_admission_policies_mutate_alike() {
             let binding = json!({"metadata": {"name": policy}, "spec": {"policyName": policy, "matchResources": ns_only}});
             create_cluster_scoped(t, group, "mutatingadmissionpolicybindings", &binding).await.expect("a binding");
         }
-        // The real server's admission sees new policies a moment later.
+        // The real server's admission sees new policies a moment later, each on its own:
+        // the probe waits for all four ("lenient" is the one that adds `absent`).
         testenv::eventually(60, "the policies in effect", || async {
             let dry = cms.req(t.rest.post()).param("dryRun", "All").body(&cm("probe", json!({"gone": "1"})));
-            let labelled = Res::send(dry).await.is_ok_and(|c| c["metadata"]["labels"]["mutated"] == "yes");
+            let labelled = Res::send(dry)
+                .await
+                .is_ok_and(|c| c["metadata"]["labels"]["mutated"] == "yes" && c["data"]["absent"] == "y");
             let bad = cms.req(t.rest.post()).param("dryRun", "All").body(&cm("bad-probe", json!({})));
             let refused = Res::send(bad).await.is_err();
             let web = deployment("web-probe", json!([container("web", "nginx", &[], json!([]))]));
