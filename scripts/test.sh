@@ -46,22 +46,37 @@ K8S_OPENAPI_ENABLED_VERSION=1.37 cargo clippy -p kubekit --lib --locked \
 cargo clippy -p kubekit-protobuf --lib --tests --locked -- -D warnings
 
 step "the crates as crates.io would take them"
-# Each published crate packaged and built from its package, in dependency order (the
-# unpublished ones come from a local registry). k8s-openapi's version comes from the
-# environment: the library leaves it to programs.
+# Each published crate packaged (cargo resolves the unpublished ones among them from a local
+# registry of the packages), then the packages unpacked into a workspace of their own, each
+# naming the others as crates.io would, and checked there by the minimum supported Rust
+# version (`rust-version` in Cargo.toml): what a user's build of the published crates
+# compiles. The workspace's lock file keeps the versions of their dependencies. (cargo
+# package's own verification would build each package, dependencies included, a second time
+# with the current toolchain; the tests below build the same sources with it.)
 published=(-p kubekit -p kubekit-client -p kubekit-runtime -p kubekit-webhook -p kubekit-manager
   -p kubekit-applyconfigurations -p kubekit-derive -p kubekit-protobuf -p kubekit-fake)
-# cargo unpacks the crates it packaged from a local registry into $CARGO_HOME/registry/src,
-# and reuses an unpacked crate it finds there: one left by an earlier run at the same path
-# holds that run's sources. Removed, so that each run builds what it packaged.
-for crate in "${published[@]}"; do
-  [[ $crate == -p ]] || rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$crate"-[0-9]*
-done
-K8S_OPENAPI_ENABLED_VERSION=1.37 cargo package --locked "${published[@]}"
-# The minimum supported Rust version (`rust-version` in Cargo.toml) builds them too.
+rm -f target/package/*.crate
+K8S_OPENAPI_ENABLED_VERSION=1.37 cargo package --no-verify --locked "${published[@]}"
+unpacked=target/packaged
+rm -rf "$unpacked" && mkdir -p "$unpacked"
+{
+  echo '[workspace]'
+  echo 'resolver = "3"'
+  echo 'members = ["*"]'
+  echo '[patch.crates-io]'
+  for package in target/package/*.crate; do
+    tar -xzf "$package" -C "$unpacked"
+    dir=$(basename "$package" .crate)
+    echo "${dir%-*} = { path = \"$dir\" }"
+  done
+} >"$unpacked/Cargo.toml"
+cp Cargo.lock "$unpacked/"
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 rustup toolchain list | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal
-K8S_OPENAPI_ENABLED_VERSION=1.37 cargo "+$msrv" check --locked --lib "${published[@]}"
+(cd "$unpacked" && K8S_OPENAPI_ENABLED_VERSION=1.37 CARGO_TARGET_DIR=../msrv cargo "+$msrv" check --workspace)
+# What each published crate's public API changed since the version api/ records, breaking
+# or compatible, and whether the crate's version allows it (scripts/public-api.sh).
+scripts/public-api.sh check
 
 step "tests"
 marker=$(mktemp)
