@@ -28,6 +28,9 @@ called breaking.
 import json
 import sys
 
+# The rustdoc JSON format this reads (rustdoc 1.95's).
+FORMAT_VERSION = 57
+
 # --- types as written -------------------------------------------------------------------
 
 
@@ -35,6 +38,9 @@ class Crate:
     """One rustdoc JSON document: its items and the paths of the items it names."""
 
     def __init__(self, doc):
+        if doc.get("format_version") != FORMAT_VERSION:
+            print(f"public_api.py reads rustdoc's JSON format {FORMAT_VERSION}; this rustdoc wrote format "
+                  f"{doc.get('format_version')}: a difference in the listing may come from it", file=sys.stderr)
         self.index = doc["index"]
         self.public = {}
         self.paths = doc["paths"]
