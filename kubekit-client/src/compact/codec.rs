@@ -6,15 +6,17 @@
 //! - Objects of one type (every `Compact<Pod>` of the process, whatever the informer) are
 //!   much alike: the same keys, the same images, the same managed-fields shapes. zstd
 //!   compresses a single ~7 KiB Pod about 3.5x on its own, and 10x or more with a
-//!   dictionary of what Pods have in common. So the first [`SAMPLE_BYTES`] of JSON of a
-//!   type are kept as training samples (each object is still compressed, without a
-//!   dictionary, and stored at once); when they are complete, one thread trains a
-//!   dictionary of at most [`DICTIONARY_BYTES`] from them and every later object of the
-//!   type is compressed with it. Objects compressed before keep their frame: a [`Frame`]
-//!   names the dictionary it needs, so every frame decompresses whichever way it was made.
-//! - Training happens once per type and never blocks the other threads compressing
-//!   meanwhile; if it fails (samples too alike or too few), the type goes on without a
-//!   dictionary.
+//!   dictionary of what Pods have in common. So the first objects of a type are kept as
+//!   training samples ([`SAMPLE_OBJECTS`] of them, or fewer when they reach
+//!   [`SAMPLE_BYTES`]; each object is still compressed, without a dictionary, and stored at
+//!   once); when they are complete, a thread of its own trains a dictionary of at most
+//!   [`DICTIONARY_BYTES`] from them and every object of the type compressed after it is
+//!   trained uses it. Objects compressed before keep their frame: a [`Frame`] names the
+//!   dictionary it needs, so every frame decompresses whichever way it was made.
+//! - Training happens once per type and blocks no thread that compresses: it takes tenths
+//!   of a second (about as long as an informer takes to decode 10,000 small objects), during
+//!   which objects are compressed without the dictionary. If it fails (samples too alike or
+//!   too few), the type goes on without a dictionary.
 //! - One compression and one decompression context per thread, made on first use.
 
 use std::cell::RefCell;
@@ -30,8 +32,15 @@ use crate::per_type::per_type;
 /// few percent of size.
 const LEVEL: i32 = 1;
 
-/// JSON kept per type to train its dictionary on: a few hundred Pods, the first list page.
+/// At most this many bytes of objects are kept per type to train its dictionary on: a few
+/// hundred Pods.
 pub(crate) const SAMPLE_BYTES: usize = 2 << 20;
+
+/// At most this many objects are kept per type to train its dictionary on: for small
+/// objects (Events, short ConfigMaps), well before [`SAMPLE_BYTES`], so that the dictionary
+/// comes early in the first list and training (which takes time in proportion to the
+/// samples' bytes) is short.
+pub(crate) const SAMPLE_OBJECTS: usize = 1000;
 
 /// The largest dictionary trained.
 pub(crate) const DICTIONARY_BYTES: usize = 32 << 10;
@@ -79,26 +88,40 @@ impl Default for Codec {
 }
 
 impl Codec {
-    /// The dictionary to compress `json` with; `json` becomes a sample while samples are
-    /// being gathered, and the last sample trains the dictionary.
-    fn dictionary_for(&self, json: &[u8]) -> Option<Arc<Dictionary>> {
+    /// The dictionary to compress `json` with, once trained; `json` becomes a sample while
+    /// samples are being gathered, and the last sample starts the training.
+    fn dictionary_for(&'static self, json: &[u8]) -> Option<Arc<Dictionary>> {
         if let Some(trained) = self.dictionary.get() {
             return trained.clone();
         }
         let complete = {
             let mut samples = self.samples.lock();
-            let Some(gathering) = samples.as_mut() else {
-                return None; // another thread is training
-            };
+            let gathering = samples.as_mut()?; // being trained on
             gathering.data.extend_from_slice(json);
             gathering.sizes.push(json.len());
-            if gathering.data.len() < SAMPLE_BYTES {
+            if gathering.data.len() < SAMPLE_BYTES && gathering.sizes.len() < SAMPLE_OBJECTS {
                 return None;
             }
-            samples.take()
+            samples.take()?
         };
-        let trained = complete.and_then(|samples| train(&samples));
-        self.dictionary.get_or_init(|| trained).clone()
+        let training = move || {
+            let _ = self.dictionary.set(train(&complete));
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("kubekit-zstd-dict".into())
+            .spawn(training)
+        {
+            // No thread to be had: objects go on without a dictionary rather than wait.
+            tracing::debug!("no thread to train a compression dictionary on: {e}");
+            let _ = self.dictionary.set(None);
+        }
+        None
+    }
+
+    /// Waits for the dictionary's training to end (its samples complete).
+    #[cfg(test)]
+    fn trained(&self) -> Option<Arc<Dictionary>> {
+        self.dictionary.wait().clone()
     }
 }
 
@@ -241,19 +264,20 @@ mod tests {
 
     #[test]
     fn objects_after_the_samples_use_the_trained_dictionary_and_all_decompress() {
+        let codec = Frame::compression_of::<Alike>().0;
         let mut frames = Vec::new();
         let mut i = 0;
-        let mut sampled = 0;
-        while frames.last().is_none_or(|f: &Frame| !f.has_dictionary()) {
-            sampled += object(i).len();
+        // These objects are small: the object count completes the samples.
+        while codec.samples.lock().is_some() {
+            assert!(
+                codec.dictionary.get().is_none(),
+                "trained before the samples were complete"
+            );
             frames.push(Frame::compress::<Alike>(&object(i)).unwrap());
             i += 1;
-            assert!(i < 100_000, "never trained");
         }
-        assert!(
-            sampled >= SAMPLE_BYTES,
-            "trained only once the samples were complete"
-        );
+        assert_eq!(i, SAMPLE_OBJECTS);
+        assert!(codec.trained().is_some(), "a dictionary was trained");
         for _ in 0..10 {
             frames.push(Frame::compress::<Alike>(&object(i)).unwrap());
             i += 1;
@@ -271,6 +295,24 @@ mod tests {
             assert_eq!(frame.decompress().unwrap(), object(i));
             assert_eq!(frame.len(), object(i).len());
         }
+    }
+
+    #[test]
+    fn large_objects_complete_the_samples_by_their_bytes() {
+        struct Large;
+        let codec = Frame::compression_of::<Large>().0;
+        let large = |i: usize| [object(i), vec![b' '; 8 << 10]].concat();
+        let mut sampled = 0;
+        let mut i = 0;
+        while codec.samples.lock().is_some() {
+            sampled += large(i).len();
+            Frame::compress::<Large>(&large(i)).unwrap();
+            i += 1;
+        }
+        assert!(sampled >= SAMPLE_BYTES && sampled - large(i - 1).len() < SAMPLE_BYTES);
+        assert!(i < SAMPLE_OBJECTS);
+        let frame = Frame::compress::<Large>(&large(i)).unwrap();
+        assert_eq!(frame.decompress().unwrap(), large(i));
     }
 
     #[test]
