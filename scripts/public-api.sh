@@ -22,13 +22,7 @@ mode=${1:-}
 python3 scripts/public_api.py selftest
 # Each published crate (`publish` not false), its version and the features docs.rs uses
 # (k8s-openapi's version comes from the environment, as everywhere in the workspace).
-crates=$(cargo metadata --no-deps --format-version 1 --locked | python3 -c '
-import json, sys
-for p in json.load(sys.stdin)["packages"]:
-    if p["publish"] is None:
-        docs = ((p.get("metadata") or {}).get("docs") or {}).get("rs") or {}
-        features = ",".join(f for f in docs.get("features", []) if not f.startswith("k8s-openapi/"))
-        print(p["name"], p["version"], features or "-")')
+crates=$(cargo metadata --no-deps --format-version 1 --locked | python3 scripts/public_api.py crates)
 
 mkdir -p api
 failed=()

@@ -7,6 +7,11 @@ difference between two such listings told as breaking or compatible.
                                                       classified; fails unless VERSION
                                                       allows it
     public_api.py selftest                            the classifier and the version rule
+    cargo metadata --no-deps --format-version 1 | public_api.py crates
+                                                      each published crate (`publish`
+                                                      not false): its name, version and
+                                                      the features docs.rs documents
+                                                      (`-` for none)
 
 A line names an item by every public path it is reachable by (re-exports included) with
 its signature: `fn kubekit_client::Client::get(&self, ...) -> ...`, a struct's public
@@ -232,11 +237,11 @@ class Crate:
                 literal = exhaustive and not fields["plain"]["has_stripped_fields"]
                 for f in fields["plain"]["fields"]:
                     field = self.item(f)
-                    self.emit(f"field {path}.{field['name']}: {self.ty(field['inner']['struct_field'])}", literal, line)
+                    self.emit(f"field {path}.{field['name']}: {self.field_ty(f)}", literal, line)
             elif isinstance(fields, dict) and "tuple" in fields:
                 for i, f in enumerate(fields["tuple"]):
                     if f is not None:
-                        self.emit(f"field {path}.{i}: {self.ty(self.item(f)['inner']['struct_field'])}", False, line)
+                        self.emit(f"field {path}.{i}: {self.field_ty(f)}", False, line)
             self.impls(path, inner["impls"])
         elif kind == "enum":
             head, where = self.generics(inner["generics"])
@@ -284,15 +289,17 @@ class Crate:
             # Another crate's item, by the path the `pub use` names it with.
             self.emit(f"use {parent_path}::{use['name']} = {use['source']}")
 
+    def field_ty(self, id_):
+        """The type of the struct or variant field `id_`."""
+        return self.ty(self.item(id_)["inner"]["struct_field"])
+
     def variant(self, enum_path, v, exhaustive, parent):
         kind = v["inner"]["variant"]["kind"]
         shape = ""
         if isinstance(kind, dict) and "tuple" in kind:
-            shape = "(" + ", ".join(self.ty(self.item(f)["inner"]["struct_field"]) if f is not None else "_"
-                                    for f in kind["tuple"]) + ")"
+            shape = "(" + ", ".join(self.field_ty(f) if f is not None else "_" for f in kind["tuple"]) + ")"
         elif isinstance(kind, dict) and "struct" in kind:
-            fields = [self.item(f) for f in kind["struct"]["fields"]]
-            shape = " { " + ", ".join(f"{f['name']}: {self.ty(f['inner']['struct_field'])}" for f in fields) + " }"
+            shape = " { " + ", ".join(f"{self.item(f)['name']}: {self.field_ty(f)}" for f in kind["struct"]["fields"]) + " }"
         self.emit(f"variant {enum_path}::{v['name']}{shape}", exhaustive, parent)
 
     def trait(self, path, t):
@@ -421,9 +428,23 @@ def selftest():
     print("public_api.py: the classifier and the version rule behave")
 
 
+def published(metadata):
+    """Each published crate of a workspace's `cargo metadata`: (name, version, the features
+    docs.rs documents but k8s-openapi's, whose version comes from the environment)."""
+    for p in metadata["packages"]:
+        if p["publish"] is None:
+            docs = ((p.get("metadata") or {}).get("docs") or {}).get("rs") or {}
+            features = [f for f in docs.get("features", []) if not f.startswith("k8s-openapi/")]
+            yield p["name"], p["version"], features
+
+
 def main(argv):
     if argv[1:] == ["selftest"]:
         return selftest()
+    if argv[1:] == ["crates"]:
+        for name, version, features in published(json.load(sys.stdin)):
+            print(name, version, ",".join(features) or "-")
+        return
     if argv[1:2] == ["list"] and len(argv) == 3:
         with open(argv[2]) as f:
             items = Crate(json.load(f)).listing()

@@ -53,8 +53,11 @@ step "the crates as crates.io would take them"
 # compiles. The workspace's lock file keeps the versions of their dependencies. (cargo
 # package's own verification would build each package, dependencies included, a second time
 # with the current toolchain; the tests below build the same sources with it.)
-published=(-p kubekit -p kubekit-client -p kubekit-runtime -p kubekit-webhook -p kubekit-manager
-  -p kubekit-applyconfigurations -p kubekit-derive -p kubekit-protobuf -p kubekit-fake)
+# The published crates are those whose `publish` is not false, as the API check below finds them.
+published=()
+while read -r crate _; do
+  published+=(-p "$crate")
+done < <(cargo metadata --no-deps --format-version 1 --locked | python3 scripts/public_api.py crates)
 rm -f target/package/*.crate
 K8S_OPENAPI_ENABLED_VERSION=1.37 cargo package --no-verify --locked "${published[@]}"
 unpacked=target/packaged
