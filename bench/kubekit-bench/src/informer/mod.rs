@@ -768,10 +768,11 @@ async fn run_shape(
     }
     println!("command: {}", options.command_line);
     let results = measure(options, programs, &source).await;
+    // The table first: a clean-up that fails or times out loses no figure.
+    print_table(&results, options.pods, options.updates, options.runs);
     if let Source::Cluster(cluster, _) = &source {
         cluster.clean_up().await?;
     }
-    print_table(&results, options.pods, options.updates, options.runs);
     Ok(())
 }
 

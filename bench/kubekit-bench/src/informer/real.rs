@@ -39,8 +39,11 @@ use super::shapes::{NODE_LABEL, Shape};
 const CONCURRENT_CREATES: usize = 32;
 /// Namespaces the objects are spread over.
 const NAMESPACES: usize = 10;
-/// How long a namespace may take to go away.
+/// How long a namespace may take to go away, at the least.
 const NAMESPACE_DELETION: Duration = Duration::from_secs(300);
+/// How much longer for each object in it: kube-apiserver deletes a namespace's objects one
+/// at a time (`--delete-collection-workers` is 1), and 100,000 Pods took over 300 s.
+const DELETION_PER_OBJECT: Duration = Duration::from_millis(10);
 
 /// The objects made in a real cluster; [`Cluster::clean_up`] deletes them.
 pub struct Cluster {
@@ -339,14 +342,15 @@ impl Cluster {
             }
         }
         let started = Instant::now();
+        let patience = NAMESPACE_DELETION + DELETION_PER_OBJECT * self.objects.len() as u32;
         for name in &self.namespaces {
             loop {
                 match namespaces.get(name, &GetOptions::default()).await {
                     Err(e) if e.is_not_found() => break,
                     Err(e) => return Err(format!("waiting for namespace {name} to go: {e}")),
-                    Ok(_) if started.elapsed() > NAMESPACE_DELETION => {
+                    Ok(_) if started.elapsed() > patience => {
                         return Err(format!(
-                            "namespace {name} still exists {NAMESPACE_DELETION:?} after its deletion"
+                            "namespace {name} still exists {patience:?} after its deletion"
                         ));
                     }
                     Ok(_) => tokio::time::sleep(Duration::from_millis(500)).await,
