@@ -27,6 +27,7 @@ use kubekit::clientset::{
 };
 use kubekit::dynamic::{DynamicClient, DynamicResourceClient, Unstructured};
 use kubekit::meta::GroupVersionResource;
+use kubekit::metadata::{MetadataClient, PartialObjectMetadata};
 use kubekit::rest::RestConfig;
 
 use informer_protocol::Kind;
@@ -142,9 +143,13 @@ impl Cluster {
 
     /// The dynamic client of the objects' resource, in `namespace` (`""`: every one).
     fn resource(&self, namespace: &str) -> DynamicResourceClient {
+        self.dynamic.resource(&self.gvr()).namespace(namespace)
+    }
+
+    /// The resource of the objects.
+    fn gvr(&self) -> GroupVersionResource {
         let (group, version) = self.kind.group_version();
-        let gvr = GroupVersionResource::new(group, version, self.kind.resource());
-        self.dynamic.resource(&gvr).namespace(namespace)
+        GroupVersionResource::new(group, version, self.kind.resource())
     }
 
     /// The cluster once `filled`; if filling failed, its error, the namespaces deleted.
@@ -262,10 +267,13 @@ impl Cluster {
 
     /// Waits until a list served from the API server's watch cache (resourceVersion 0, the
     /// first list of kubekit's and kube-rs's informers) holds every object created: right
-    /// after the creates it may still lag behind them.
+    /// after the creates it may still lag behind them. The list is of the objects' metadata:
+    /// the watch cache serves it whole, and 100,000 whole Pods as JSON values took 6 GiB.
     async fn wait_for_watch_cache(&self) -> Result<(), String> {
         let expected = self.objects.len();
-        let all = self.resource("");
+        let all = MetadataClient::from_rest_client(self.clientset.rest_client().clone())
+            .resource(&self.gvr())
+            .namespace("");
         let options = ListOptions {
             resource_version: Some("0".into()),
             ..ListOptions::default()
@@ -290,10 +298,14 @@ impl Cluster {
     }
 
     /// Whether `object` is one the benchmark made.
-    fn is_ours(&self, object: &Unstructured) -> bool {
-        match object.namespace() {
+    fn is_ours(&self, object: &PartialObjectMetadata) -> bool {
+        let meta = &object.metadata;
+        match meta.namespace.as_deref() {
             Some(namespace) => self.namespaces.iter().any(|ns| ns == namespace),
-            None => object.labels().contains_key(NODE_LABEL),
+            None => meta
+                .labels
+                .as_ref()
+                .is_some_and(|labels| labels.contains_key(NODE_LABEL)),
         }
     }
 
