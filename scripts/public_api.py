@@ -7,11 +7,10 @@ difference between two such listings told as breaking or compatible.
                                                       classified; fails unless VERSION
                                                       allows it
     public_api.py selftest                            the classifier and the version rule
-    cargo metadata --no-deps --format-version 1 | public_api.py crates
-                                                      each published crate (`publish`
-                                                      not false): its name, version and
-                                                      the features docs.rs documents
-                                                      (`-` for none)
+    public_api.py crates                              each published crate of the
+                                                      workspace (`publish` not false):
+                                                      its name, version and the features
+                                                      docs.rs documents (`-` for none)
 
 A line names an item by every public path it is reachable by (re-exports included) with
 its signature: `fn kubekit_client::Client::get(&self, ...) -> ...`, a struct's public
@@ -31,6 +30,7 @@ called breaking.
 """
 
 import json
+import subprocess
 import sys
 
 # The rustdoc JSON format this reads (rustdoc 1.95's).
@@ -428,10 +428,12 @@ def selftest():
     print("public_api.py: the classifier and the version rule behave")
 
 
-def published(metadata):
-    """Each published crate of a workspace's `cargo metadata`: (name, version, the features
-    docs.rs documents but k8s-openapi's, whose version comes from the environment)."""
-    for p in metadata["packages"]:
+def published():
+    """Each published crate of the workspace, from `cargo metadata`: (name, version, the
+    features docs.rs documents but k8s-openapi's, whose version comes from the environment)."""
+    metadata = subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1", "--locked"],
+                              check=True, stdout=subprocess.PIPE).stdout
+    for p in json.loads(metadata)["packages"]:
         if p["publish"] is None:
             docs = ((p.get("metadata") or {}).get("docs") or {}).get("rs") or {}
             features = [f for f in docs.get("features", []) if not f.startswith("k8s-openapi/")]
@@ -442,7 +444,7 @@ def main(argv):
     if argv[1:] == ["selftest"]:
         return selftest()
     if argv[1:] == ["crates"]:
-        for name, version, features in published(json.load(sys.stdin)):
+        for name, version, features in published():
             print(name, version, ",".join(features) or "-")
         return
     if argv[1:2] == ["list"] and len(argv) == 3:

@@ -54,10 +54,11 @@ step "the crates as crates.io would take them"
 # package's own verification would build each package, dependencies included, a second time
 # with the current toolchain; the tests below build the same sources with it.)
 # The published crates are those whose `publish` is not false, as the API check below finds them.
+crates=$(python3 scripts/public_api.py crates)
 published=()
 while read -r crate _; do
   published+=(-p "$crate")
-done < <(cargo metadata --no-deps --format-version 1 --locked | python3 scripts/public_api.py crates)
+done <<<"$crates"
 rm -f target/package/*.crate
 K8S_OPENAPI_ENABLED_VERSION=1.37 cargo package --no-verify --locked "${published[@]}"
 unpacked=target/packaged
