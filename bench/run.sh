@@ -39,7 +39,9 @@ benchmarks:
               options: --runs N (default 5), --scale F (default 1.0)
   relist      informer memory at steady state and at the peak of a relist from the API
               server; starts the local control plane unless --kubeconfig is given
-              options: --kubeconfig PATH, --objects N (default 10000), --compact
+              options: --kubeconfig PATH, --objects N (default 10000), --compact,
+                       --shape pods-small|pods-typical|pods-large (Pods of that shape
+                       instead of ConfigMaps)
   informer    sync time, CPU and memory of an informer over N realistic Pods, then the rate
               of M watch updates: kubekit vs kube-rs vs client-go, all served the same bytes
               by a replay server (bench/fixtures/pods.json replicated)

@@ -69,10 +69,13 @@ benchmarks:
                                        hot-1, hot-2, hot-8
                        --keys arc|string  kubekit's key type: Arc<str> (default) or String
                        --verbose       print every run's figures to stderr
-  relist      steady-state and relist-peak memory of an informer over N ConfigMaps
+  relist      steady-state and relist-peak memory of an informer over N ConfigMaps or Pods
               options: --kubeconfig PATH   the cluster to use (required)
-                       --objects N         ConfigMaps to create (default 10000)
-                       --compact           cache Compact<ConfigMap> instead
+                       --objects N         objects to create (default 10000)
+                       --compact           cache Compact<K> instead of typed objects
+                       --shape S           Pods of the informer benchmark's shape S
+                                           (pods-small, pods-typical, pods-large)
+                                           instead of ConfigMaps
   informer    sync and watch-update cost of an informer over N realistic Pods, kubekit vs
               kube-rs vs client-go, all served the same bytes by a replay server
               options: --pods N            pods to sync (default 10000)

@@ -1,18 +1,21 @@
-//! The relist memory benchmark: memory held by an informer over N ConfigMaps in steady
-//! state, and the peak while it relists them all from the real API server.
+//! The relist memory benchmark: memory held by an informer over N ConfigMaps (or Pods of
+//! one of `kubekit-bench informer`'s shapes) in steady state, and the peak while it relists
+//! them all from the real API server.
 //!
 //! client-go's informer holds two full copies of its objects at the peak of a relist (the
 //! cache and the freshly decoded list). kubekit's reflector shares the cached object when a
 //! relisted one has the same resourceVersion, so the peak should stay near the steady
 //! state plus one page of objects.
 //!
-//! How: N ConfigMaps with ~1 KiB of data each are created in a fresh namespace; an
-//! informer syncs them; the process's resident memory (`VmRSS`) is the steady state. The
-//! high-water mark is reset (`/proc/self/clear_refs`), then the watch is answered with one
-//! `410 Gone` — injected into the real watch stream by a wrapping lister-watcher — which
-//! makes the reflector relist from the real server; `VmHWM` after the relist is its peak.
+//! How: N ConfigMaps with ~1 KiB of data each are created in a fresh namespace (or, with
+//! `--shape`, N Pods of that shape with their status, spread over the informer benchmark's
+//! namespaces); an informer syncs them; the process's resident memory (`VmRSS`) is the
+//! steady state. The high-water mark is reset (`/proc/self/clear_refs`), then the watch is
+//! answered with one `410 Gone` — injected into the real watch stream by a wrapping
+//! lister-watcher — which makes the reflector relist from the real server; `VmHWM` after
+//! the relist is its peak.
 //! The baseline (`VmRSS` before the informer starts) is subtracted from both. The
-//! namespace is deleted at the end.
+//! namespaces are deleted at the end.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use futures_util::{StreamExt, stream};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use informer_protocol::Kind;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
 use kube::Resource;
 use kubekit::cache::{Compact, ListWatch, ListerWatcher, SharedIndexInformer};
@@ -33,25 +37,31 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
+use crate::informer::{Cluster, Shape};
+
 /// Command-line options of `kubekit-bench relist`.
 pub struct Options {
     kubeconfig: PathBuf,
     objects: usize,
-    /// Cache `Compact<ConfigMap>` instead of typed ConfigMaps.
+    /// Cache `Compact<K>` instead of typed objects.
     compact: bool,
+    /// Cache Pods of this shape instead of ConfigMaps.
+    shape: Option<Shape>,
 }
 
 impl Options {
-    /// Parses `--kubeconfig PATH [--objects N] [--compact]`.
+    /// Parses `--kubeconfig PATH [--objects N] [--compact] [--shape pods-small|pods-typical|pods-large]`.
     pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
         let mut kubeconfig = None;
         let mut objects = 10_000;
         let mut compact = false;
+        let mut shape = None;
         while let Some(arg) = args.next() {
             let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
             match arg.as_str() {
                 "--compact" => compact = true,
                 "--kubeconfig" => kubeconfig = Some(PathBuf::from(value("--kubeconfig")?)),
+                "--shape" => shape = Some(pod_shape(&value("--shape")?)?),
                 "--objects" => {
                     objects = value("--objects")?
                         .parse()
@@ -64,7 +74,19 @@ impl Options {
             kubeconfig: kubeconfig.ok_or("--kubeconfig is required")?,
             objects,
             compact,
+            shape,
         })
+    }
+}
+
+/// The Pod shape named `name`: the relist caches Pods or, without a shape, ConfigMaps.
+fn pod_shape(name: &str) -> Result<Shape, String> {
+    match Shape::parse(name)? {
+        shape if shape.kind() == Kind::Pods && shape != Shape::Fixture => Ok(shape),
+        _ => Err(format!(
+            "--shape {name:?}: the relist caches Pods of pods-small, pods-typical or pods-large \
+             (without --shape, ConfigMaps)"
+        )),
     }
 }
 
@@ -151,6 +173,9 @@ pub fn run(opts: Options) -> Result<(), String> {
             .map_err(|e| e.to_string())?
             .with_rate_limit(1000.0, 2000);
         let cs = Clientset::new(&config).map_err(|e| e.to_string())?;
+        if let Some(shape) = opts.shape {
+            return relist_pods(&opts, shape, &cs).await;
+        }
         let ns = format!("bench-relist-{}", std::process::id());
         let mut namespace = Namespace::default();
         namespace.metadata.name = Some(ns.clone());
@@ -164,12 +189,17 @@ pub fn run(opts: Options) -> Result<(), String> {
             (Err(e), _) => Err(e),
             (Ok(()), false) => {
                 let client = cs.core_v1().config_maps(&ns);
-                measure(client, opts.objects, "ConfigMap").await
+                measure(client, &Objects::config_maps(opts.objects), "ConfigMap").await
             }
             (Ok(()), true) => {
                 let rest = cs.rest_client().clone();
                 let client = ResourceClient::<Compact<ConfigMap>>::namespaced(rest, &ns);
-                measure(client, opts.objects, "Compact<ConfigMap>").await
+                measure(
+                    client,
+                    &Objects::config_maps(opts.objects),
+                    "Compact<ConfigMap>",
+                )
+                .await
             }
         };
         let _ = cs
@@ -179,6 +209,49 @@ pub fn run(opts: Options) -> Result<(), String> {
             .await;
         result
     })
+}
+
+/// Creates `objects` Pods of `shape` (deleted at the end) and measures their relist.
+async fn relist_pods(opts: &Options, shape: Shape, cs: &Clientset) -> Result<(), String> {
+    let cluster = Cluster::populate_shape(&opts.kubeconfig, shape, opts.objects).await?;
+    let described = format!("Pods ({})", shape.name());
+    let objects = Objects {
+        count: opts.objects,
+        // Every Pod shape has this label (`informer::shapes::labels`).
+        selector: "tier=backend",
+        described: &described,
+    };
+    let rest = cs.rest_client().clone();
+    let result = match opts.compact {
+        false => measure(ResourceClient::<Pod>::namespaced(rest, ""), &objects, "Pod").await,
+        true => {
+            let client = ResourceClient::<Compact<Pod>>::namespaced(rest, "");
+            measure(client, &objects, "Compact<Pod>").await
+        }
+    };
+    let cleaned = cluster.clean_up().await;
+    result.and(cleaned)
+}
+
+/// The objects an informer of the relist caches.
+struct Objects<'a> {
+    /// How many.
+    count: usize,
+    /// The label selector that lists them.
+    selector: &'static str,
+    /// What they are, in the table's title.
+    described: &'a str,
+}
+
+impl Objects<'static> {
+    /// The N ConfigMaps of [`create`].
+    fn config_maps(count: usize) -> Self {
+        Self {
+            count,
+            selector: "bench=relist",
+            described: "ConfigMaps (~1.2 KiB each)",
+        }
+    }
 }
 
 /// Creates the N ConfigMaps.
@@ -204,17 +277,21 @@ async fn create(cs: &Clientset, ns: &str, objects: usize) -> Result<(), String> 
     Ok(())
 }
 
-/// Syncs an informer of `K` (named `cached_as`) over the ConfigMaps, then relists.
-async fn measure<K>(cms: ResourceClient<K>, objects: usize, cached_as: &str) -> Result<(), String>
+/// Syncs an informer of `K` (named `cached_as`) over `objects`, then relists.
+async fn measure<K>(
+    client: ResourceClient<K>,
+    objects: &Objects<'_>,
+    cached_as: &str,
+) -> Result<(), String>
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
 {
     let baseline = proc_status("VmRSS");
+    let selector = objects.selector;
     let gone = Arc::new(AtomicBool::new(false));
     let lists = Arc::new(AtomicUsize::new(0));
     let lw = InjectGone {
-        inner: ListWatch::new(cms.clone())
-            .with_tweak(|o| o.label_selector = Some("bench=relist".into())),
+        inner: ListWatch::new(client).with_tweak(move |o| o.label_selector = Some(selector.into())),
         gone: gone.clone(),
         lists: lists.clone(),
     };
@@ -225,10 +302,11 @@ where
         async move { informer.run(cancel).await }
     });
     informer.wait_for_sync(&cancel).await;
-    if informer.indexer().len() != objects {
+    if informer.indexer().len() != objects.count {
         return Err(format!(
-            "synced {} objects, expected {objects}",
-            informer.indexer().len()
+            "synced {} objects, expected {}",
+            informer.indexer().len(),
+            objects.count
         ));
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -254,7 +332,8 @@ where
     let _ = task.await;
 
     println!(
-        "relist of {objects} ConfigMaps (~1.2 KiB each) cached as {cached_as}, memory above the process baseline"
+        "relist of {} {} cached as {cached_as}, memory above the process baseline",
+        objects.count, objects.described
     );
     println!("{:<34}{:>10}", "state", "MiB");
     println!("{:<34}{:>10.1}", "steady (synced, watching)", mib(steady));
@@ -265,4 +344,33 @@ where
         peak as f64 / steady.max(1) as f64
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Options, String> {
+        Options::parse(line.split_whitespace().map(str::to_string))
+    }
+
+    #[test]
+    fn a_pod_shape_makes_the_relist_cache_pods_and_configmaps_are_the_default() {
+        let pods = parse("--kubeconfig k --shape pods-typical --compact").unwrap();
+        assert_eq!(pods.shape, Some(Shape::PodsTypical));
+        assert!(pods.compact);
+        assert_eq!(parse("--kubeconfig k").unwrap().shape, None);
+    }
+
+    #[test]
+    fn shapes_that_are_not_pods_are_refused_with_the_ones_that_are() {
+        for shape in ["configmaps", "fixture", "nodes"] {
+            let e = parse(&format!("--kubeconfig k --shape {shape}"))
+                .err()
+                .unwrap();
+            assert!(e.contains("pods-typical"), "{shape}: {e}");
+        }
+        assert!(parse("--kubeconfig k --shape pod").is_err());
+        assert!(parse("--kubeconfig k --shape").is_err());
+    }
 }

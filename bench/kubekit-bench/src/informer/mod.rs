@@ -48,7 +48,7 @@ use kubekit_informer::informer_peer::Cache;
 use link::Link;
 pub(crate) use real::Cluster;
 use server::ReplayServer;
-use shapes::Shape;
+pub(crate) use shapes::Shape;
 
 /// The clients compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
