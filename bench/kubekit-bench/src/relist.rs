@@ -148,7 +148,8 @@ impl<K: Send + 'static, L: ListerWatcher<K>> ListerWatcher<K> for InjectGone<L> 
 fn config_map(i: usize) -> ConfigMap {
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(format!("cm-{i:06}"));
-    cm.metadata.labels = Some([("bench".to_string(), "relist".to_string())].into());
+    let (key, value) = CONFIG_MAP_LABEL;
+    cm.metadata.labels = Some([(key.to_string(), value.to_string())].into());
     cm.data = Some(
         (0..8)
             .map(|k| (format!("key-{k}"), format!("{i:06}-{}", "x".repeat(120))))
@@ -214,12 +215,11 @@ pub fn run(opts: Options) -> Result<(), String> {
 /// Creates `objects` Pods of `shape` (deleted at the end) and measures their relist.
 async fn relist_pods(opts: &Options, shape: Shape, cs: &Clientset) -> Result<(), String> {
     let cluster = Cluster::populate_shape(&opts.kubeconfig, shape, opts.objects).await?;
-    let described = format!("Pods ({})", shape.name());
     let objects = Objects {
         count: opts.objects,
         // Every Pod shape has this label (`informer::shapes::labels`).
-        selector: "tier=backend",
-        described: &described,
+        selector: "tier=backend".to_string(),
+        described: format!("Pods ({})", shape.name()),
     };
     let rest = cs.rest_client().clone();
     let result = match opts.compact {
@@ -233,23 +233,26 @@ async fn relist_pods(opts: &Options, shape: Shape, cs: &Clientset) -> Result<(),
     result.and(cleaned)
 }
 
+/// The label of the ConfigMaps of [`create`].
+const CONFIG_MAP_LABEL: (&str, &str) = ("bench", "relist");
+
 /// The objects an informer of the relist caches.
-struct Objects<'a> {
+struct Objects {
     /// How many.
     count: usize,
     /// The label selector that lists them.
-    selector: &'static str,
+    selector: String,
     /// What they are, in the table's title.
-    described: &'a str,
+    described: String,
 }
 
-impl Objects<'static> {
+impl Objects {
     /// The N ConfigMaps of [`create`].
     fn config_maps(count: usize) -> Self {
         Self {
             count,
-            selector: "bench=relist",
-            described: "ConfigMaps (~1.2 KiB each)",
+            selector: format!("{}={}", CONFIG_MAP_LABEL.0, CONFIG_MAP_LABEL.1),
+            described: "ConfigMaps (~1.2 KiB each)".to_string(),
         }
     }
 }
@@ -280,18 +283,19 @@ async fn create(cs: &Clientset, ns: &str, objects: usize) -> Result<(), String> 
 /// Syncs an informer of `K` (named `cached_as`) over `objects`, then relists.
 async fn measure<K>(
     client: ResourceClient<K>,
-    objects: &Objects<'_>,
+    objects: &Objects,
     cached_as: &str,
 ) -> Result<(), String>
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Send + Sync + 'static,
 {
     let baseline = proc_status("VmRSS");
-    let selector = objects.selector;
+    let selector = objects.selector.clone();
     let gone = Arc::new(AtomicBool::new(false));
     let lists = Arc::new(AtomicUsize::new(0));
     let lw = InjectGone {
-        inner: ListWatch::new(client).with_tweak(move |o| o.label_selector = Some(selector.into())),
+        inner: ListWatch::new(client)
+            .with_tweak(move |o| o.label_selector = Some(selector.clone())),
         gone: gone.clone(),
         lists: lists.clone(),
     };
